@@ -1,0 +1,32 @@
+/*
+ * A growable byte buffer with a hard cap, after curl's dynbuf: appending past
+ * the cap fails with AG_ETOOBIG and leaves the buffer as it was, so a hostile
+ * input can never make it grow without bound. The contents are always
+ * NUL-terminated. Not thread-safe; one owner at a time.
+ */
+#ifndef AG_BUF_H
+#define AG_BUF_H
+
+#include <stddef.h>
+
+struct ag_buf {
+    char *p;    /* contents, NUL-terminated; NULL until the first append */
+    size_t len; /* bytes used, without the NUL */
+    size_t cap; /* bytes allocated */
+    size_t max; /* most bytes len may reach */
+};
+
+void ag_buf_init(struct ag_buf *b, size_t max);
+/* Frees the contents; the buffer may be reused after ag_buf_init. */
+void ag_buf_free(struct ag_buf *b);
+/* Empties the buffer and keeps its allocation. */
+void ag_buf_reset(struct ag_buf *b);
+int ag_buf_append(struct ag_buf *b, const void *data, size_t len);
+int ag_buf_puts(struct ag_buf *b, const char *s);
+int ag_buf_printf(struct ag_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends s as a quoted JSON string, escaping quotes, backslashes and
+ * control characters. s must be valid UTF-8 (the caller's promise). */
+int ag_buf_json_string(struct ag_buf *b, const char *s);
+
+#endif

@@ -1,0 +1,384 @@
+#include "ag_config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ag_error.h"
+#include "ag_log.h"
+
+enum kind { K_STR, K_UINT, K_LISTEN, K_REDIS, K_LEVEL, K_FLAG };
+
+struct flag {
+    const char *name; /* without the leading dashes */
+    enum kind kind;
+    size_t off;      /* offset of the field in struct ag_config */
+    size_t size;     /* K_STR: the field's size */
+    unsigned min;    /* K_UINT: smallest value */
+    unsigned max;    /* K_UINT: largest value */
+    const char *def; /* default, as text; NULL for none */
+    const char *help;
+};
+
+#define F(field) offsetof(struct ag_config, field)
+#define S(field) sizeof(((struct ag_config *)0)->field)
+
+static const struct flag flags[] = {
+    {"listen", K_LISTEN, 0, 0, 0, 0, "127.0.0.1:8080",
+     "address and port to serve HTTP on (HOST:PORT, [V6]:PORT)"},
+    {"redis", K_REDIS, F(redis), 0, 0, 0, "redis://127.0.0.1:6379",
+     "redis://[:password@]host:port[/db] or unix:///path/to/socket"},
+    {"db", K_STR, F(db_path), S(db_path), 0, 0, "var/policies.db",
+     "SQLite policy database; created and migrated if absent"},
+    {"secret-file", K_STR, F(secret_file), S(secret_file), 0, 0,
+     "var/secret.key",
+     "file of >= 32 random bytes keying identifier hashes (mode 0600)"},
+    {"admin-token-file", K_STR, F(admin_token_file), S(admin_token_file), 0,
+     0, "", "file holding the admin API bearer token; empty: API off"},
+    {"seed-dir", K_STR, F(seed_dir), S(seed_dir), 0, 0, "",
+     "directory of *.json policies seeded into a new database; empty: the "
+     "compiled-in policies/"},
+    {"conn-timeout-s", K_UINT, F(conn_timeout_s), 0, 1, 3600, "10",
+     "seconds an idle or slow connection may stay open"},
+    {"max-conns", K_UINT, F(max_conns), 0, 1, 100000, "1024",
+     "concurrent HTTP connections at most"},
+    {"max-header-bytes", K_UINT, F(max_header_bytes), 0, 4096, 1048576,
+     "16384", "memory per connection for request headers; more is a 431"},
+    {"threads", K_UINT, F(threads), 0, 0, 256, "0",
+     "HTTP worker threads; 0 = one per core"},
+    {"redis-timeout-ms", K_UINT, F(redis_timeout_ms), 0, 1, 60000, "50",
+     "Redis connect and command timeout in milliseconds"},
+    {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
+     "debug, info, warn or error"},
+    {"help", K_FLAG, F(help), 0, 0, 0, NULL, "print this help and exit"},
+};
+
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+static void env_name(const struct flag *f, char *out, size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, "ABUSEGUARD_");
+    for (const char *s = f->name; *s && n + 1 < size; s++)
+        out[n++] = *s == '-' ? '_' : (char)toupper((unsigned char)*s);
+    out[n] = '\0';
+}
+
+void ag_config_usage(FILE *out)
+{
+    fprintf(out, "usage: abuseguard [flags]\n"
+                 "       abuseguard policy list|get|put|delete|export|import "
+                 "... --db PATH\n\nflags (environment variable, default):\n");
+    for (size_t i = 0; i < NFLAGS; i++) {
+        char env[64];
+        env_name(&flags[i], env, sizeof env);
+        fprintf(out, "  --%-18s %s\n  %-20s (%s", flags[i].name,
+                flags[i].help, "", env);
+        if (flags[i].def && *flags[i].def)
+            fprintf(out, ", default %s", flags[i].def);
+        fprintf(out, ")\n");
+    }
+}
+
+static int parse_uint(const char *s, unsigned min, unsigned max,
+                      unsigned *out)
+{
+    if (!*s || !isdigit((unsigned char)*s))
+        return AG_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return AG_EINVAL;
+    *out = (unsigned)v;
+    return AG_OK;
+}
+
+static int parse_port(const char *s, int *port)
+{
+    unsigned v;
+    if (parse_uint(s, 1, 65535, &v))
+        return AG_EINVAL;
+    *port = (int)v;
+    return AG_OK;
+}
+
+static int parse_listen(const char *s, struct ag_config *c)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon)
+        return AG_EINVAL;
+    const char *host = s;
+    size_t hlen = (size_t)(colon - s);
+    if (hlen >= 2 && s[0] == '[' && s[hlen - 1] == ']') {
+        host++;
+        hlen -= 2;
+    }
+    if (hlen == 0 || hlen >= sizeof c->listen_host)
+        return AG_EINVAL;
+    char h[sizeof c->listen_host];
+    memcpy(h, host, hlen);
+    h[hlen] = '\0';
+    if (strcmp(h, "localhost") == 0)
+        strcpy(h, "127.0.0.1");
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, h, addr) != 1 && inet_pton(AF_INET6, h, addr) != 1)
+        return AG_EINVAL;
+    if (parse_port(colon + 1, &c->listen_port))
+        return AG_EINVAL;
+    strcpy(c->listen_host, h);
+    return AG_OK;
+}
+
+static int fail(char *err, size_t errsz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errsz, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsz, fmt, ap);
+    va_end(ap);
+    return AG_EINVAL;
+}
+
+int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
+                              char *err, size_t errsz)
+{
+    memset(out, 0, sizeof *out);
+    const char *unix_prefix = "unix://";
+    const char *tcp_prefix = "redis://";
+    if (strncmp(url, unix_prefix, strlen(unix_prefix)) == 0) {
+        const char *path = url + strlen(unix_prefix);
+        if (path[0] != '/' || strlen(path) >= sizeof out->path)
+            return fail(err, errsz,
+                        "--redis: unix socket path must be absolute and "
+                        "under %zu bytes",
+                        sizeof out->path);
+        out->kind = AG_REDIS_UNIX;
+        strcpy(out->path, path);
+        return AG_OK;
+    }
+    if (strncmp(url, tcp_prefix, strlen(tcp_prefix)) != 0)
+        return fail(err, errsz,
+                    "--redis: expected redis://[:password@]host:port[/db] "
+                    "or unix:///path");
+    out->kind = AG_REDIS_TCP;
+    const char *s = url + strlen(tcp_prefix);
+    const char *at = strrchr(s, '@');
+    if (at) {
+        if (*s != ':' || (size_t)(at - s - 1) >= sizeof out->password)
+            return fail(err, errsz,
+                        "--redis: credentials must be ':password@'");
+        memcpy(out->password, s + 1, (size_t)(at - s - 1));
+        s = at + 1;
+    }
+    const char *slash = strchr(s, '/');
+    const char *hostport_end = slash ? slash : s + strlen(s);
+    const char *colon = NULL;
+    for (const char *p = s; p < hostport_end; p++)
+        if (*p == ':')
+            colon = p;
+    if (!colon || colon == s || (size_t)(colon - s) >= sizeof out->host)
+        return fail(err, errsz, "--redis: expected host:port");
+    memcpy(out->host, s, (size_t)(colon - s));
+    char port[8] = {0};
+    size_t plen = (size_t)(hostport_end - colon - 1);
+    if (plen == 0 || plen >= sizeof port)
+        return fail(err, errsz, "--redis: port must be 1 to 65535");
+    memcpy(port, colon + 1, plen);
+    if (parse_port(port, &out->port))
+        return fail(err, errsz, "--redis: port must be 1 to 65535");
+    if (slash && slash[1]) {
+        unsigned db;
+        if (parse_uint(slash + 1, 0, 1000000, &db))
+            return fail(err, errsz, "--redis: database must be a number");
+        out->db = (int)db;
+    }
+    return AG_OK;
+}
+
+static int set_value(struct ag_config *c, const struct flag *f,
+                     const char *val, const char *origin, char *err,
+                     size_t errsz)
+{
+    char *base = (char *)c;
+    unsigned u;
+    int level;
+    switch (f->kind) {
+    case K_STR:
+        if (strlen(val) >= f->size)
+            return fail(err, errsz, "%s: value too long for --%s", origin,
+                        f->name);
+        strcpy(base + f->off, val);
+        return AG_OK;
+    case K_UINT:
+        if (parse_uint(val, f->min, f->max, &u)) {
+            snprintf(err, errsz, "%s: --%s must be an integer from %u to %u",
+                     origin, f->name, f->min, f->max);
+            return AG_EINVAL;
+        }
+        memcpy(base + f->off, &u, sizeof u);
+        return AG_OK;
+    case K_LISTEN:
+        if (parse_listen(val, c))
+            return fail(err, errsz,
+                        "%s: --%s must be a numeric HOST:PORT such as "
+                        "127.0.0.1:8080 or [::1]:8080",
+                        origin, f->name);
+        return AG_OK;
+    case K_REDIS:
+        return ag_config_parse_redis_url(val, &c->redis, err, errsz);
+    case K_LEVEL:
+        level = ag_log_level_parse(val);
+        if (level < 0)
+            return fail(err, errsz,
+                        "%s: --%s must be debug, info, warn or error", origin,
+                        f->name);
+        c->log_level = level;
+        return AG_OK;
+    case K_FLAG:
+        c->help = true;
+        return AG_OK;
+    }
+    return AG_EINVAL;
+}
+
+static const struct flag *find_flag(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (strlen(flags[i].name) == len &&
+            strncmp(flags[i].name, name, len) == 0)
+            return &flags[i];
+    return NULL;
+}
+
+int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
+                    size_t errsz)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < NFLAGS; i++) {
+        const struct flag *f = &flags[i];
+        char env[64];
+        env_name(f, env, sizeof env);
+        const char *val = f->kind == K_FLAG ? NULL : getenv(env);
+        const char *origin = env;
+        if (!val) {
+            val = f->def;
+            origin = "default";
+        }
+        if (val && set_value(c, f, val, origin, err, errsz))
+            return AG_EINVAL;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0)
+            return fail(err, errsz, "unexpected argument '%s'", arg);
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct flag *f = find_flag(name, nlen);
+        if (!f)
+            return fail(err, errsz, "unknown flag '%s' (see --help)", arg);
+        const char *val = NULL;
+        if (f->kind != K_FLAG) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                return fail(err, errsz, "--%s needs a value", f->name);
+        }
+        if (set_value(c, f, val ? val : "", "command line", err, errsz))
+            return AG_EINVAL;
+    }
+    return AG_OK;
+}
+
+static int read_file(const char *path, unsigned char *buf, size_t cap,
+                     size_t *len, bool need_private, const char *what,
+                     char *err, size_t errsz)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errsz, "%s '%s': %s", what, path, strerror(errno));
+        return AG_EIO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(err, errsz, "%s '%s': not a regular file", what, path);
+        return AG_EIO;
+    }
+    if (need_private && (st.st_mode & 077)) {
+        close(fd);
+        snprintf(err, errsz,
+                 "%s '%s' is accessible by group or others (mode %03o); "
+                 "run: chmod 600 %s",
+                 what, path, (unsigned)(st.st_mode & 0777), path);
+        return AG_EINVAL;
+    }
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            close(fd);
+            snprintf(err, errsz, "%s '%s': %s", what, path, strerror(errno));
+            return AG_EIO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap)
+            break;
+    }
+    close(fd);
+    *len = n;
+    return AG_OK;
+}
+
+int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
+                          char *err, size_t errsz)
+{
+    int rc = read_file(path, key, AG_SECRET_MAX, len, true, "--secret-file",
+                       err, errsz);
+    if (rc)
+        return rc;
+    if (*len < AG_SECRET_MIN) {
+        snprintf(err, errsz,
+                 "--secret-file '%s' holds %zu bytes; at least %d random "
+                 "bytes are needed (head -c 32 /dev/urandom > %s)",
+                 path, *len, AG_SECRET_MIN, path);
+        return AG_EINVAL;
+    }
+    return AG_OK;
+}
+
+int ag_config_read_token(const char *path, char *token, char *err,
+                         size_t errsz)
+{
+    size_t len;
+    int rc = read_file(path, (unsigned char *)token, AG_TOKEN_MAX + 1, &len,
+                       false, "--admin-token-file", err, errsz);
+    if (rc)
+        return rc;
+    while (len > 0 && isspace((unsigned char)token[len - 1]))
+        len--;
+    if (len == 0 || len > AG_TOKEN_MAX || memchr(token, '\0', len)) {
+        snprintf(err, errsz,
+                 "--admin-token-file '%s' must hold 1 to %d bytes of token "
+                 "text",
+                 path, AG_TOKEN_MAX);
+        return AG_EINVAL;
+    }
+    token[len] = '\0';
+    return AG_OK;
+}

@@ -1,0 +1,70 @@
+/*
+ * Command-line and environment configuration. Every flag --some-flag may also
+ * be given as the environment variable ABUSEGUARD_SOME_FLAG; a flag on the
+ * command line wins over the environment, which wins over the default.
+ * ag_config_parse validates every value and reports the first bad one as a
+ * one-line message naming the flag. The struct is filled once at start and
+ * read-only afterwards.
+ */
+#ifndef AG_CONFIG_H
+#define AG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define AG_SECRET_MIN 32   /* bytes a secret file must hold at least */
+#define AG_SECRET_MAX 4096 /* bytes read from a secret file at most */
+#define AG_TOKEN_MAX 1024  /* bytes of admin token at most */
+
+enum ag_redis_kind { AG_REDIS_TCP, AG_REDIS_UNIX };
+
+struct ag_redis_addr {
+    enum ag_redis_kind kind;
+    char host[256];     /* TCP only */
+    int port;           /* TCP only */
+    char path[108];     /* unix only: the socket path */
+    char password[256]; /* empty: no AUTH */
+    int db;             /* SELECT after connect when non-zero */
+};
+
+struct ag_config {
+    char listen_host[64]; /* numeric address to bind */
+    int listen_port;
+    struct ag_redis_addr redis;
+    char db_path[1024];
+    char secret_file[1024];
+    char admin_token_file[1024]; /* empty: admin API off */
+    char seed_dir[1024];         /* empty: seed the compiled-in policies */
+    unsigned conn_timeout_s;     /* idle or slow connection timeout */
+    unsigned max_conns;          /* concurrent connections at most */
+    unsigned max_header_bytes;   /* per-connection memory for headers */
+    unsigned threads;            /* HTTP worker threads; 0 = one per core */
+    unsigned redis_timeout_ms;   /* connect and command timeout */
+    int log_level;               /* enum ag_log_level */
+    bool help;                   /* --help was given */
+};
+
+/* Fills c from defaults, the environment and argv (argv[0] is skipped).
+ * Returns 0, or AG_EINVAL with a one-line message in err. */
+int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
+                    size_t errsz);
+/* Parses redis://[:password@]host:port[/db] or unix:///path. */
+int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
+                              char *err, size_t errsz);
+/* Writes the usage text, listing every flag, its variable and default. */
+void ag_config_usage(FILE *out);
+
+/* Reads a secret file: refuses one that is missing, unreadable, shorter than
+ * AG_SECRET_MIN bytes, or readable or writable by group or others. key must
+ * hold AG_SECRET_MAX bytes; *len receives the length. The caller should
+ * sodium_memzero the key when done. */
+int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
+                          char *err, size_t errsz);
+/* Reads the admin token: the file's content with trailing whitespace
+ * trimmed, non-empty, at most AG_TOKEN_MAX bytes. token must hold
+ * AG_TOKEN_MAX + 1 bytes. */
+int ag_config_read_token(const char *path, char *token, char *err,
+                         size_t errsz);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * Files compiled into the binary by service/embed.cmake: the Redis scripts
+ * (lua/), the schema migrations (migrations/) and the default policies
+ * (policies/). Each table is sorted by file name and ends with a zeroed
+ * entry. The data is static and read-only; safe from any thread.
+ */
+#ifndef AG_EMBEDDED_H
+#define AG_EMBEDDED_H
+
+#include <stddef.h>
+
+struct ag_embedded_file {
+    const char *name; /* base name, e.g. "001_init.sql" */
+    const char *data; /* NUL-terminated contents */
+    size_t len;       /* bytes, without the NUL */
+};
+
+extern const struct ag_embedded_file ag_embedded_lua[];
+extern const size_t ag_embedded_lua_count;
+extern const struct ag_embedded_file ag_embedded_migrations[];
+extern const size_t ag_embedded_migrations_count;
+extern const struct ag_embedded_file ag_embedded_policies[];
+extern const size_t ag_embedded_policies_count;
+
+#endif

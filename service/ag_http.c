@@ -1,0 +1,290 @@
+#include "ag_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "ag_error.h"
+#include "ag_log.h"
+#include "ag_request.h"
+
+struct ag_http {
+    struct MHD_Daemon *daemon;
+    struct ag_service *svc;
+    int listen_fd; /* returned by MHD_quiesce_daemon; closed at stop */
+    atomic_int in_flight; /* requests begun and not yet completed */
+};
+
+enum route {
+    R_NOT_FOUND,
+    R_CHECK_LOGIN,
+    R_CHECK_OTP,
+    R_HEALTHZ,
+    R_READYZ,
+};
+
+struct route_def {
+    const char *path;
+    enum route route;
+    const char *method; /* the one method served; HEAD also for GET */
+};
+
+static const struct route_def routes[] = {
+    {"/check-login", R_CHECK_LOGIN, "POST"},
+    {"/check-otp", R_CHECK_OTP, "POST"},
+    {"/healthz", R_HEALTHZ, "GET"},
+    {"/readyz", R_READYZ, "GET"},
+};
+
+/* Per-request state, from the first handler call to the completed
+ * callback. */
+struct request {
+    enum route route;
+    int too_big; /* the body passed AG_BODY_MAX; it is being discarded */
+    struct ag_buf body;
+};
+
+static enum MHD_Result send_response(struct MHD_Connection *conn,
+                                     struct ag_response *r)
+{
+    struct MHD_Response *mr = MHD_create_response_from_buffer(
+        r->body.len, r->body.p ? r->body.p : (char *)"",
+        MHD_RESPMEM_MUST_COPY);
+    if (!mr)
+        return MHD_NO;
+    char num[16];
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "application/json");
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (r->rate_headers) {
+        snprintf(num, sizeof num, "%" PRIu32, r->rl_limit);
+        MHD_add_response_header(mr, "X-RateLimit-Limit", num);
+        snprintf(num, sizeof num, "%" PRIu32, r->rl_remaining);
+        MHD_add_response_header(mr, "X-RateLimit-Remaining", num);
+        snprintf(num, sizeof num, "%" PRIu32, r->rl_reset);
+        MHD_add_response_header(mr, "X-RateLimit-Reset", num);
+    }
+    if (r->retry_after) {
+        snprintf(num, sizeof num, "%" PRIu32, r->retry_after);
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, num);
+    }
+    if (r->allow)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, r->allow);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+/* Builds and sends a response in one go; the usual end of a request. */
+static enum MHD_Result reply_error(struct MHD_Connection *conn, int status,
+                                   const char *msg, const char *allow)
+{
+    struct ag_response r;
+    ag_response_init(&r);
+    r.allow = allow;
+    enum MHD_Result ret = ag_response_error(&r, status, msg) == AG_OK
+                              ? send_response(conn, &r)
+                              : MHD_NO;
+    ag_response_free(&r);
+    return ret;
+}
+
+static const struct route_def *find_route(const char *url)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strcmp(url, routes[i].path) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+static enum MHD_Result serve_probe(struct ag_http *h,
+                                   struct MHD_Connection *conn,
+                                   enum route route)
+{
+    struct ag_response r;
+    ag_response_init(&r);
+    int rc;
+    if (route == R_HEALTHZ)
+        rc = ag_response_status(&r, 200, "ok");
+    else if (ag_service_ready(h->svc))
+        rc = ag_response_status(&r, 200, "ready");
+    else
+        rc = ag_response_status(&r, 503, "not ready");
+    enum MHD_Result ret = rc == AG_OK ? send_response(conn, &r) : MHD_NO;
+    ag_response_free(&r);
+    return ret;
+}
+
+static enum MHD_Result serve_check(struct ag_http *h,
+                                   struct MHD_Connection *conn,
+                                   struct request *req)
+{
+    if (req->too_big)
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                           "body is larger than 64 KiB", NULL);
+    struct ag_response r;
+    ag_response_init(&r);
+    enum ag_endpoint ep =
+        req->route == R_CHECK_LOGIN ? AG_EP_LOGIN : AG_EP_OTP;
+    int rc = ag_service_check(h->svc, ep, req->body.p ? req->body.p : "",
+                              req->body.len, &r);
+    enum MHD_Result ret;
+    if (rc == AG_OK) {
+        ret = send_response(conn, &r);
+    } else {
+        ag_log(AG_LOG_ERROR, "response", "could not build a response (%d)",
+               rc);
+        ret = reply_error(conn, 500, "internal error", NULL);
+    }
+    ag_response_free(&r);
+    return ret;
+}
+
+/* First call for a request: route it, answer what needs no body. */
+static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
+                             const char *url, const char *method,
+                             void **con_cls)
+{
+    const struct route_def *rd = find_route(url);
+    if (!rd)
+        return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+    int get = strcmp(rd->method, "GET") == 0;
+    if (strcmp(method, rd->method) != 0 &&
+        !(get && strcmp(method, "HEAD") == 0))
+        return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                           "method not allowed",
+                           get ? "GET, HEAD" : rd->method);
+    if (get)
+        return serve_probe(h, conn, rd->route);
+
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                           "body is larger than 64 KiB", NULL);
+    struct request *req = calloc(1, sizeof *req);
+    if (!req)
+        return MHD_NO;
+    req->route = rd->route;
+    ag_buf_init(&req->body, AG_BODY_MAX);
+    *con_cls = req;
+    atomic_fetch_add(&h->in_flight, 1);
+    return MHD_YES;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
+                              const char *url, const char *method,
+                              const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct ag_http *h = cls;
+    struct request *req = *con_cls;
+    if (!req)
+        return begin(h, conn, url, method, con_cls);
+    if (*upload_size) {
+        if (!req->too_big &&
+            ag_buf_append(&req->body, upload, *upload_size) != AG_OK) {
+            req->too_big = 1;
+            ag_buf_free(&req->body);
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return serve_check(h, conn, req);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    struct ag_http *h = cls;
+    struct request *req = *con_cls;
+    if (req) {
+        ag_buf_free(&req->body);
+        free(req);
+        *con_cls = NULL;
+        atomic_fetch_sub(&h->in_flight, 1);
+    }
+}
+
+static unsigned cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
+                  struct ag_http **out, char *err, size_t errsz)
+{
+    struct ag_http *h = calloc(1, sizeof *h);
+    if (!h)
+        return AG_ENOMEM;
+    h->svc = svc;
+    h->listen_fd = -1;
+    atomic_init(&h->in_flight, 0);
+
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, cfg->listen_host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)cfg->listen_port);
+    } else {
+        inet_pton(AF_INET6, cfg->listen_host, &v6->sin6_addr);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)cfg->listen_port);
+        flags |= MHD_USE_IPv6;
+    }
+    unsigned threads = cfg->threads ? cfg->threads : cores();
+    h->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_END);
+    if (!h->daemon) {
+        snprintf(err, errsz, "cannot listen on %s:%d: %s", cfg->listen_host,
+                 cfg->listen_port, strerror(errno));
+        free(h);
+        return AG_EIO;
+    }
+    *out = h;
+    return AG_OK;
+}
+
+void ag_http_quiesce(struct ag_http *h)
+{
+    if (h->listen_fd < 0)
+        h->listen_fd = (int)MHD_quiesce_daemon(h->daemon);
+}
+
+void ag_http_stop(struct ag_http *h)
+{
+    /* Let requests already begun finish, for up to DRAIN_MS. */
+    enum { DRAIN_MS = 10000, STEP_MS = 5 };
+    struct timespec step = {0, STEP_MS * 1000000L};
+    for (int waited = 0; waited < DRAIN_MS &&
+                         atomic_load(&h->in_flight) > 0;
+         waited += STEP_MS)
+        nanosleep(&step, NULL);
+    MHD_stop_daemon(h->daemon);
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
+    free(h);
+}

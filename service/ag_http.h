@@ -1,0 +1,32 @@
+/*
+ * The HTTP layer: libmicrohttpd glue. Routes requests, enforces the body
+ * cap (64 KiB, a 413 past it) and the connection limits from the config,
+ * and turns ag_response values into wire responses. It holds no business
+ * logic: a check goes to ag_service_check.
+ *
+ * Routes: POST /check-login, POST /check-otp, GET /healthz, GET /readyz.
+ * Unknown paths are 404, a known path with another method 405 with Allow.
+ *
+ * libmicrohttpd runs its own thread pool (epoll, one thread per core by
+ * default); the handler runs on those threads.
+ */
+#ifndef AG_HTTP_H
+#define AG_HTTP_H
+
+#include <stddef.h>
+
+#include "ag_config.h"
+#include "ag_service.h"
+
+struct ag_http;
+
+/* Starts serving on the config's listen address. Returns 0 and the server
+ * in *out, or a negative code with a message in err. */
+int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
+                  struct ag_http **out, char *err, size_t errsz);
+/* Stops accepting new connections; in-flight requests go on. */
+void ag_http_quiesce(struct ag_http *h);
+/* Waits for in-flight requests, closes every connection and frees h. */
+void ag_http_stop(struct ag_http *h);
+
+#endif

@@ -1,0 +1,151 @@
+#include "ag_identity.h"
+
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ag_error.h"
+
+static int is_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+           c == '\v';
+}
+
+/* Trims, checks and copies a free-text identifier, folding case if asked. */
+static int text_ident(const char *in, size_t len, char *out, int fold,
+                      const char **why)
+{
+    while (len > 0 && is_space((unsigned char)in[0])) {
+        in++;
+        len--;
+    }
+    while (len > 0 && is_space((unsigned char)in[len - 1]))
+        len--;
+    if (len == 0) {
+        *why = "is empty";
+        return AG_EINVAL;
+    }
+    if (len > AG_USER_MAX) {
+        *why = "is longer than 256 bytes";
+        return AG_EINVAL;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c < 0x20 || c == 0x7f) {
+            *why = "contains a control character";
+            return AG_EINVAL;
+        }
+        if (fold && c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        out[i] = (char)c;
+    }
+    out[len] = '\0';
+    return AG_OK;
+}
+
+int ag_identity_user(const char *in, size_t len, char *out, const char **why)
+{
+    return text_ident(in, len, out, 1, why);
+}
+
+int ag_identity_device(const char *in, size_t len, char *out,
+                       const char **why)
+{
+    return text_ident(in, len, out, 0, why);
+}
+
+int ag_identity_phone(const char *in, size_t len, char *out,
+                      const char **why)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = in[i];
+        if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')')
+            continue;
+        if (c == '+' && n == 0) {
+            out[n++] = c;
+            continue;
+        }
+        if (c < '0' || c > '9') {
+            *why = "must be an E.164 number such as +48600100200";
+            return AG_EINVAL;
+        }
+        if (n >= AG_PHONE_MAX) {
+            *why = "has more than 15 digits";
+            return AG_EINVAL;
+        }
+        out[n++] = c;
+    }
+    if (n == 0 || out[0] != '+' || n < 9 || out[1] == '0') {
+        *why = "must be an E.164 number: '+' then 8 to 15 digits";
+        return AG_EINVAL;
+    }
+    out[n] = '\0';
+    return AG_OK;
+}
+
+int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
+                                             0, 0, 0, 0, 0xff, 0xff};
+    memset(out, 0, sizeof *out);
+    if (inet_pton(AF_INET, in, out->addr) == 1) {
+        out->family = AF_INET;
+    } else if (inet_pton(AF_INET6, in, out->addr) == 1) {
+        out->family = AF_INET6;
+        if (memcmp(out->addr, mapped, sizeof mapped) == 0) {
+            memmove(out->addr, out->addr + 12, 4);
+            memset(out->addr + 4, 0, 12);
+            out->family = AF_INET;
+        }
+    } else {
+        *why = "is not a valid IPv4 or IPv6 address";
+        return AG_EINVAL;
+    }
+    if (!inet_ntop(out->family, out->addr, out->text, sizeof out->text)) {
+        *why = "is not a valid IPv4 or IPv6 address";
+        return AG_EINVAL;
+    }
+    return AG_OK;
+}
+
+void ag_hasher_init(struct ag_hasher *h, const unsigned char *secret,
+                    size_t len)
+{
+    if (len <= sizeof h->key) {
+        memcpy(h->key, secret, len);
+        h->keylen = len;
+    } else {
+        crypto_generichash(h->key, sizeof h->key, secret, len, NULL, 0);
+        h->keylen = sizeof h->key;
+    }
+}
+
+void ag_hasher_wipe(struct ag_hasher *h)
+{
+    sodium_memzero(h, sizeof *h);
+}
+
+static void put_lenprefixed(crypto_generichash_state *st, const char *s)
+{
+    size_t len = strlen(s);
+    unsigned char n[4] = {(unsigned char)(len >> 24), (unsigned char)(len >> 16),
+                          (unsigned char)(len >> 8), (unsigned char)len};
+    crypto_generichash_update(st, n, sizeof n);
+    crypto_generichash_update(st, (const unsigned char *)s, len);
+}
+
+void ag_hasher_digest(const struct ag_hasher *h,
+                      const struct ag_ident_part *parts, size_t n, char *out)
+{
+    crypto_generichash_state st;
+    unsigned char digest[AG_DIGEST_BYTES];
+    crypto_generichash_init(&st, h->key, h->keylen, sizeof digest);
+    for (size_t i = 0; i < n; i++) {
+        put_lenprefixed(&st, parts[i].kind);
+        put_lenprefixed(&st, parts[i].value);
+    }
+    crypto_generichash_final(&st, digest, sizeof digest);
+    sodium_bin2hex(out, AG_DIGEST_HEX + 1, digest, sizeof digest);
+}

@@ -1,0 +1,75 @@
+/*
+ * Identity normalisation and keyed hashing. Every identifier a client sends
+ * (user, phone, IP, device) is first normalised, so that spellings of one
+ * identity share one limit, then hashed under the service's secret with
+ * BLAKE2b (libsodium's crypto_generichash) before it becomes part of a
+ * Redis key. Neither the plaintext nor an unkeyed digest of it leaves this
+ * module's callers: without the secret, a Redis dump cannot be reversed by
+ * hashing a list of phone numbers.
+ *
+ * The normalisers are pure functions. An ag_hasher is read-only after
+ * ag_hasher_init and safe to share between threads.
+ */
+#ifndef AG_IDENTITY_H
+#define AG_IDENTITY_H
+
+#include <stddef.h>
+
+#include <sodium.h>
+
+#define AG_USER_MAX 256   /* bytes of a user or device after trimming */
+#define AG_PHONE_MAX 16   /* '+' and at most 15 digits (E.164) */
+#define AG_IP_TEXT_MAX 46 /* INET6_ADDRSTRLEN */
+#define AG_DIGEST_BYTES 16
+#define AG_DIGEST_HEX (2 * AG_DIGEST_BYTES)
+
+struct ag_ip {
+    int family;               /* AF_INET or AF_INET6 */
+    unsigned char addr[16];   /* network order; 4 bytes used for AF_INET */
+    char text[AG_IP_TEXT_MAX]; /* canonical text form */
+};
+
+/* User: surrounding white space trimmed, ASCII letters folded to lower case.
+ * Refuses empty, over AG_USER_MAX bytes, or holding control characters.
+ * out holds AG_USER_MAX + 1 bytes. On refusal *why says what is wrong
+ * (a static string that starts after the field name, e.g. "is empty"). */
+int ag_identity_user(const char *in, size_t len, char *out, const char **why);
+/* Device: like user but case is kept (device ids are opaque tokens). */
+int ag_identity_device(const char *in, size_t len, char *out,
+                       const char **why);
+/* Phone: spaces, dashes, dots and parentheses removed; the rest must be
+ * E.164: '+', a non-zero digit, then 7 to 14 more digits (8 to 15 in all).
+ * out holds AG_PHONE_MAX + 1 bytes. */
+int ag_identity_phone(const char *in, size_t len, char *out,
+                      const char **why);
+/* IP: what inet_pton accepts for IPv4 or IPv6, printed canonically; an
+ * IPv4-mapped IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address. */
+int ag_identity_ip(const char *in, struct ag_ip *out, const char **why);
+
+struct ag_hasher {
+    unsigned char key[crypto_generichash_KEYBYTES_MAX];
+    size_t keylen;
+};
+
+/* Keys the hasher with secret: used as is when it is at most
+ * crypto_generichash_KEYBYTES_MAX (64) bytes, otherwise first compressed
+ * with unkeyed BLAKE2b-512. Needs sodium_init() to have run. */
+void ag_hasher_init(struct ag_hasher *h, const unsigned char *secret,
+                    size_t len);
+void ag_hasher_wipe(struct ag_hasher *h);
+
+/* One part of a composite identity: a kind tag ("user", "ip", ...) and the
+ * normalised value. The tag keeps a user "1.2.3.4" apart from an IP. */
+struct ag_ident_part {
+    const char *kind;
+    const char *value;
+};
+
+/* Writes the keyed 128-bit digest of the parts, in order, as lower-case hex
+ * into out (AG_DIGEST_HEX + 1 bytes). Parts are length-prefixed, so no two
+ * different part lists hash the same input. */
+void ag_hasher_digest(const struct ag_hasher *h,
+                      const struct ag_ident_part *parts, size_t n,
+                      char *out);
+
+#endif

@@ -1,0 +1,90 @@
+#include "ag_limiter.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ag_error.h"
+
+static bool plan_op(const struct ag_policy *p, const struct ag_request *req,
+                    const struct ag_hasher *h, struct ag_limit_op *op)
+{
+    struct ag_ident_part parts[AG_POLICY_KEYS_MAX];
+    for (size_t k = 0; k < p->nkeys; k++) {
+        parts[k].kind = ag_key_kind_name(p->key[k]);
+        parts[k].value = ag_request_value(req, p->key[k]);
+        if (!parts[k].value)
+            return false;
+    }
+    char digest[AG_DIGEST_HEX + 1];
+    ag_hasher_digest(h, parts, p->nkeys, digest);
+    snprintf(op->key, sizeof op->key, "ag:%s:%s", p->name, digest);
+    op->policy = p;
+    op->charge = p->counts == AG_COUNTS_ATTEMPTS;
+    op->shadow = p->mode == AG_MODE_SHADOW;
+    return true;
+}
+
+int ag_limiter_plan(const struct ag_policy_set *set,
+                    const struct ag_request *req, const struct ag_hasher *h,
+                    struct ag_plan *plan)
+{
+    plan->n = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        const struct ag_policy *p = &set->policies[i];
+        if (!p->enabled || p->endpoint != req->endpoint)
+            continue;
+        if (plan->n == AG_PLAN_MAX)
+            return AG_ETOOBIG;
+        if (plan_op(p, req, h, &plan->ops[plan->n]))
+            plan->n++;
+    }
+    return AG_OK;
+}
+
+uint32_t ag_limiter_seconds(uint64_t ms)
+{
+    uint64_t s = (ms + 999) / 1000;
+    if (s < 1)
+        return 1;
+    return s > UINT32_MAX ? UINT32_MAX : (uint32_t)s;
+}
+
+/* Is result a tighter than b for the X-RateLimit headers? */
+static bool tighter(const struct ag_limit_op *oa,
+                    const struct ag_limit_result *a,
+                    const struct ag_limit_op *ob,
+                    const struct ag_limit_result *b)
+{
+    if (a->remaining != b->remaining)
+        return a->remaining < b->remaining;
+    return oa->policy->limit < ob->policy->limit;
+}
+
+void ag_limiter_decide(const struct ag_plan *plan,
+                       const struct ag_limit_result *res,
+                       struct ag_decision *d)
+{
+    d->allowed = true;
+    d->denied_by = -1;
+    d->retry_after_s = 0;
+    d->tightest = -1;
+    for (size_t i = 0; i < plan->n; i++) {
+        if (plan->ops[i].shadow)
+            continue;
+        int j = (int)i;
+        if (!res[i].allowed &&
+            (d->denied_by < 0 ||
+             res[i].retry_after_ms > res[d->denied_by].retry_after_ms))
+            d->denied_by = j;
+        if (d->tightest < 0 || tighter(&plan->ops[i], &res[i],
+                                       &plan->ops[d->tightest],
+                                       &res[d->tightest]))
+            d->tightest = j;
+    }
+    if (d->denied_by >= 0) {
+        d->allowed = false;
+        d->tightest = d->denied_by;
+        d->retry_after_s =
+            ag_limiter_seconds(res[d->denied_by].retry_after_ms);
+    }
+}

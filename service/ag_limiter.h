@@ -1,0 +1,72 @@
+/*
+ * The limiter engine, without I/O: turns a request and a policy set into a
+ * plan (one operation per applicable policy, with its hashed Redis key), and
+ * the store's per-policy results into one decision. A store executes the
+ * plan between the two calls.
+ *
+ * Policies that are disabled, or whose key needs an identifier the request
+ * lacks (an optional "device" or "user"), are left out of the plan. A
+ * decision is never an error: ag_limiter_decide cannot fail.
+ * Pure functions; thread-safe.
+ */
+#ifndef AG_LIMITER_H
+#define AG_LIMITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ag_identity.h"
+#include "ag_policy.h"
+#include "ag_request.h"
+
+#define AG_PLAN_MAX 32 /* policies applied to one check at most */
+/* "ag:" name ":" digest, and room for a suffix such as ":b". */
+#define AG_STORE_KEY_MAX (3 + AG_POLICY_NAME_MAX + 1 + AG_DIGEST_HEX + 8)
+
+struct ag_limit_op {
+    const struct ag_policy *policy; /* borrowed from the set */
+    char key[AG_STORE_KEY_MAX];     /* "ag:<policy>:<digest>" */
+    bool charge; /* record the attempt if the check is allowed */
+    bool shadow; /* may never deny the check */
+};
+
+struct ag_plan {
+    size_t n;
+    struct ag_limit_op ops[AG_PLAN_MAX];
+};
+
+/* What one policy said about one check. */
+struct ag_limit_result {
+    bool allowed;
+    uint32_t remaining;      /* requests left in the window after this one */
+    uint64_t retry_after_ms; /* denied: until an attempt can be allowed */
+    uint64_t reset_after_ms; /* until the window holds nothing again */
+};
+
+struct ag_decision {
+    bool allowed;
+    int denied_by;          /* plan index of the reported denial, or -1 */
+    uint32_t retry_after_s; /* denied: whole seconds, at least 1 */
+    int tightest;           /* plan index for X-RateLimit-*, or -1 */
+};
+
+/* Builds the plan for req from the set's enabled policies of req's
+ * endpoint, in the set's order. The plan borrows policies from set, which
+ * must outlive it. Returns AG_ETOOBIG if more than AG_PLAN_MAX apply. */
+int ag_limiter_plan(const struct ag_policy_set *set,
+                    const struct ag_request *req, const struct ag_hasher *h,
+                    struct ag_plan *plan);
+
+/* Combines per-policy results (plan->n of them) into the decision. When
+ * several policies deny, the one with the longest wait is reported. The
+ * tightest policy is the denying one, else the enforcing policy with the
+ * fewest requests remaining (ties: the smaller limit, then plan order). */
+void ag_limiter_decide(const struct ag_plan *plan,
+                       const struct ag_limit_result *res,
+                       struct ag_decision *d);
+
+/* Whole seconds for a millisecond wait: rounded up, at least 1. */
+uint32_t ag_limiter_seconds(uint64_t ms);
+
+#endif

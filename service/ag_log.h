@@ -1,0 +1,25 @@
+/*
+ * Structured logging: one JSON object a line on stderr,
+ * {"ts":"2026-12-02T14:20:21.123Z","level":"info","event":"...","msg":"..."}.
+ * Callers must never pass a plaintext identifier (user, phone, IP, device):
+ * log the keyed hash instead. Lines below the configured level are dropped.
+ * Thread-safe: each line is written with one write(2).
+ */
+#ifndef AG_LOG_H
+#define AG_LOG_H
+
+enum ag_log_level {
+    AG_LOG_DEBUG = 0,
+    AG_LOG_INFO,
+    AG_LOG_WARN,
+    AG_LOG_ERROR,
+};
+
+/* Sets the lowest level written; set once at start, before any thread. */
+void ag_log_set_level(enum ag_log_level level);
+/* Parses "debug", "info", "warn" or "error"; -1 if none of them. */
+int ag_log_level_parse(const char *s);
+void ag_log(enum ag_log_level level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,350 @@
+#include "ag_policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_error.h"
+
+static const char *const endpoint_names[] = {"login", "otp"};
+static const char *const key_names[] = {"user", "ip", "phone", "device"};
+static const char *const algorithm_names[] = {
+    "sliding_log", "fixed_window", "sliding_window", "token_bucket"};
+static const char *const counts_names[] = {"attempts", "failures"};
+static const char *const fail_names[] = {"open", "closed"};
+static const char *const mode_names[] = {"enforce", "shadow"};
+
+/* Which key kinds a request to each endpoint can supply. */
+static const unsigned endpoint_keys[AG_EP_COUNT] = {
+    [AG_EP_LOGIN] = 1u << AG_KEY_USER | 1u << AG_KEY_IP | 1u << AG_KEY_DEVICE,
+    [AG_EP_OTP] = 1u << AG_KEY_PHONE | 1u << AG_KEY_IP | 1u << AG_KEY_USER,
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int lookup(const char *const *names, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return (int)i;
+    return -1;
+}
+
+const char *ag_endpoint_name(enum ag_endpoint e)
+{
+    return endpoint_names[e];
+}
+
+const char *ag_key_kind_name(enum ag_key_kind k)
+{
+    return key_names[k];
+}
+
+const char *ag_algorithm_name(enum ag_algorithm a)
+{
+    return algorithm_names[a];
+}
+
+int ag_endpoint_parse(const char *s)
+{
+    return lookup(endpoint_names, COUNT(endpoint_names), s);
+}
+
+bool ag_policy_name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > AG_POLICY_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static int refuse(struct ag_policy_error *err, const char *field,
+                  const char *msg)
+{
+    snprintf(err->field, sizeof err->field, "%s", field);
+    snprintf(err->msg, sizeof err->msg, "%s %s", field, msg);
+    return AG_EINVAL;
+}
+
+/* Reads an enum-valued string field; absent takes def when def >= 0. */
+static int get_enum(const json_t *obj, const char *field,
+                    const char *const *names, size_t n, int def, int *out,
+                    struct ag_policy_error *err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (!v) {
+        if (def < 0)
+            return refuse(err, field, "is required");
+        *out = def;
+        return AG_OK;
+    }
+    int i = json_is_string(v) ? lookup(names, n, json_string_value(v)) : -1;
+    if (i < 0) {
+        char msg[128];
+        size_t len = (size_t)snprintf(msg, sizeof msg, "must be one of");
+        for (size_t k = 0; k < n; k++)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s \"%s\"",
+                                    k ? "," : "", names[k]);
+        return refuse(err, field, msg);
+    }
+    *out = i;
+    return AG_OK;
+}
+
+static int get_uint(const json_t *obj, const char *field, uint32_t min,
+                    uint32_t max, long long def, uint32_t *out,
+                    struct ag_policy_error *err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (!v) {
+        if (def < 0)
+            return refuse(err, field, "is required");
+        *out = (uint32_t)def;
+        return AG_OK;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)min ||
+        json_integer_value(v) > (json_int_t)max) {
+        char msg[96];
+        if (min == 1)
+            snprintf(msg, sizeof msg,
+                     "must be a positive integer of at most %u", max);
+        else
+            snprintf(msg, sizeof msg, "must be an integer from %u to %u", min,
+                     max);
+        return refuse(err, field, msg);
+    }
+    *out = (uint32_t)json_integer_value(v);
+    return AG_OK;
+}
+
+static int get_keys(const json_t *obj, struct ag_policy *p,
+                    struct ag_policy_error *err)
+{
+    const json_t *v = json_object_get(obj, "key");
+    if (!v)
+        return refuse(err, "key", "is required");
+    if (!json_is_array(v) || json_array_size(v) == 0 ||
+        json_array_size(v) > AG_POLICY_KEYS_MAX)
+        return refuse(err, "key", "must be a list of 1 to 4 key kinds");
+    unsigned seen = 0;
+    size_t i;
+    const json_t *k;
+    json_array_foreach(v, i, k)
+    {
+        int kind =
+            json_is_string(k)
+                ? lookup(key_names, COUNT(key_names), json_string_value(k))
+                : -1;
+        if (kind < 0)
+            return refuse(err, "key",
+                          "entries must be \"user\", \"ip\", \"phone\" or "
+                          "\"device\"");
+        if (!(endpoint_keys[p->endpoint] & 1u << kind)) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "kind \"%s\" is not sent to the %s "
+                     "endpoint", key_names[kind], endpoint_names[p->endpoint]);
+            return refuse(err, "key", msg);
+        }
+        if (seen & 1u << kind)
+            return refuse(err, "key", "must not repeat a kind");
+        seen |= 1u << kind;
+        p->key[i] = (enum ag_key_kind)kind;
+    }
+    p->nkeys = json_array_size(v);
+    return AG_OK;
+}
+
+int ag_policy_from_json(const json_t *obj, const char *name,
+                        struct ag_policy *out, struct ag_policy_error *err)
+{
+    static const char *const known[] = {
+        "name", "endpoint", "key",    "algorithm", "limit",  "window_s",
+        "block_s", "counts", "fail", "mode",      "enabled"};
+    struct ag_policy p;
+    memset(&p, 0, sizeof p);
+    memset(err, 0, sizeof *err);
+    if (!json_is_object(obj))
+        return refuse(err, "policy", "must be a JSON object");
+    const char *field;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, field, v)
+    {
+        if (lookup(known, COUNT(known), field) < 0) {
+            /* Echo the client's field name only in a safe alphabet. */
+            size_t i;
+            for (i = 0; field[i] && i + 1 < sizeof err->field; i++) {
+                char c = field[i];
+                int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                         c == '-';
+                err->field[i] = ok ? c : '?';
+            }
+            err->field[i] = '\0';
+            snprintf(err->msg, sizeof err->msg, "unknown field \"%s\"",
+                     err->field);
+            return AG_EINVAL;
+        }
+    }
+
+    v = json_object_get(obj, "name");
+    if (v && !json_is_string(v))
+        return refuse(err, "name", "must be a string");
+    const char *body_name = v ? json_string_value(v) : NULL;
+    if (name && body_name && strcmp(name, body_name) != 0)
+        return refuse(err, "name", "must match the name in the path");
+    if (!name)
+        name = body_name;
+    if (!name)
+        return refuse(err, "name", "is required");
+    if (!ag_policy_name_valid(name))
+        return refuse(err, "name", "must be 1 to 64 of [a-z0-9._-]");
+    strcpy(p.name, name);
+
+    int e;
+    int rc = get_enum(obj, "endpoint", endpoint_names, COUNT(endpoint_names),
+                      -1, &e, err);
+    if (rc)
+        return rc;
+    p.endpoint = (enum ag_endpoint)e;
+    if ((rc = get_keys(obj, &p, err)))
+        return rc;
+    if ((rc = get_enum(obj, "algorithm", algorithm_names,
+                       COUNT(algorithm_names), -1, &e, err)))
+        return rc;
+    p.algorithm = (enum ag_algorithm)e;
+    if ((rc = get_uint(obj, "limit", 1, AG_LIMIT_MAX, -1, &p.limit, err)))
+        return rc;
+    if ((rc = get_uint(obj, "window_s", 1, AG_WINDOW_MAX, -1, &p.window_s,
+                       err)))
+        return rc;
+    if ((rc = get_uint(obj, "block_s", 0, AG_WINDOW_MAX, 0, &p.block_s, err)))
+        return rc;
+    if (p.algorithm == AG_ALG_SLIDING_LOG &&
+        p.limit > AG_SLIDING_LOG_LIMIT_MAX)
+        return refuse(err, "limit",
+                      "must be at most 10000 for sliding_log, which stores "
+                      "every request; use sliding_window for higher limits");
+    if ((rc = get_enum(obj, "counts", counts_names, COUNT(counts_names), 0,
+                       &e, err)))
+        return rc;
+    p.counts = (enum ag_counts)e;
+    if (p.counts == AG_COUNTS_FAILURES && p.endpoint != AG_EP_LOGIN)
+        return refuse(err, "counts",
+                      "\"failures\" is only for the login endpoint");
+    if ((rc = get_enum(obj, "fail", fail_names, COUNT(fail_names), 0, &e,
+                       err)))
+        return rc;
+    p.fail = (enum ag_fail)e;
+    if ((rc = get_enum(obj, "mode", mode_names, COUNT(mode_names), 0, &e,
+                       err)))
+        return rc;
+    p.mode = (enum ag_mode)e;
+    v = json_object_get(obj, "enabled");
+    if (v && !json_is_boolean(v))
+        return refuse(err, "enabled", "must be true or false");
+    p.enabled = v ? json_is_true(v) : true;
+    *out = p;
+    return AG_OK;
+}
+
+json_t *ag_policy_to_json(const struct ag_policy *p)
+{
+    json_t *keys = json_array();
+    for (size_t i = 0; keys && i < p->nkeys; i++)
+        json_array_append_new(keys, json_string(key_names[p->key[i]]));
+    return json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:b}",
+                     "name", p->name, "endpoint", endpoint_names[p->endpoint],
+                     "key", keys, "algorithm", algorithm_names[p->algorithm],
+                     "limit", (json_int_t)p->limit, "window_s",
+                     (json_int_t)p->window_s, "block_s",
+                     (json_int_t)p->block_s, "counts",
+                     counts_names[p->counts], "fail", fail_names[p->fail],
+                     "mode", mode_names[p->mode], "enabled", p->enabled);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct ag_policy *)a)->name,
+                  ((const struct ag_policy *)b)->name);
+}
+
+struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
+                                        uint64_t version)
+{
+    struct ag_policy_set *s =
+        malloc(sizeof *s + n * sizeof(struct ag_policy));
+    if (!s)
+        return NULL;
+    atomic_init(&s->refs, 1);
+    s->version = version;
+    s->count = n;
+    if (n)
+        memcpy(s->policies, p, n * sizeof *p);
+    qsort(s->policies, n, sizeof *p, by_name);
+    return s;
+}
+
+struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s)
+{
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+
+void ag_policy_set_unref(struct ag_policy_set *s)
+{
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        free(s);
+}
+
+int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
+                         size_t *n, struct ag_policy_error *err)
+{
+    json_error_t jerr;
+    memset(err, 0, sizeof *err);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(err->field, sizeof err->field, "policies");
+        snprintf(err->msg, sizeof err->msg,
+                 "not valid JSON at line %d column %d: %.80s", jerr.line,
+                 jerr.column, jerr.text);
+        return AG_EINVAL;
+    }
+    const json_t *list = json_object_get(root, "policies");
+    if (!json_is_array(list)) {
+        json_decref(root);
+        return refuse(err, "policies", "must be a list of policies");
+    }
+    size_t count = json_array_size(list);
+    struct ag_policy *ps = calloc(count ? count : 1, sizeof *ps);
+    if (!ps) {
+        json_decref(root);
+        return AG_ENOMEM;
+    }
+    int rc = AG_OK;
+    for (size_t i = 0; i < count && !rc; i++) {
+        rc = ag_policy_from_json(json_array_get(list, i), NULL, &ps[i], err);
+        for (size_t j = 0; j < i && !rc; j++)
+            if (strcmp(ps[j].name, ps[i].name) == 0)
+                rc = refuse(err, "name", "must be unique in the file");
+        if (rc) {
+            char msg[sizeof err->msg];
+            memcpy(msg, err->msg, sizeof msg);
+            snprintf(err->msg, sizeof err->msg, "policy %zu: %.150s", i + 1,
+                     msg);
+        }
+    }
+    json_decref(root);
+    if (rc) {
+        free(ps);
+        return rc;
+    }
+    *out = ps;
+    *n = count;
+    return AG_OK;
+}

@@ -1,0 +1,113 @@
+/*
+ * The policy record: one shape for the SQLite row, the JSON files in
+ * policies/ and the admin API. ag_policy_from_json is the only validator;
+ * every path that creates a policy goes through it, so a policy in memory is
+ * always valid. A policy set is an immutable, reference-counted array: a
+ * request takes a reference and reads it without locks while a reload
+ * builds and publishes a new set.
+ *
+ * Record:
+ *   {"name": "login.user", "endpoint": "login", "key": ["user"],
+ *    "algorithm": "sliding_log", "limit": 10, "window_s": 900,
+ *    "block_s": 0, "counts": "attempts", "fail": "open",
+ *    "mode": "enforce", "enabled": true}
+ */
+#ifndef AG_POLICY_H
+#define AG_POLICY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define AG_POLICY_NAME_MAX 64
+#define AG_POLICY_KEYS_MAX 4   /* key parts in one policy */
+#define AG_LIMIT_MAX 1000000000u
+#define AG_WINDOW_MAX 2592000u /* 30 days, in seconds */
+#define AG_SLIDING_LOG_LIMIT_MAX 10000u /* members one log may hold */
+
+enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_COUNT };
+
+enum ag_key_kind {
+    AG_KEY_USER,
+    AG_KEY_IP,
+    AG_KEY_PHONE,
+    AG_KEY_DEVICE,
+    AG_KEY_COUNT
+};
+
+enum ag_algorithm {
+    AG_ALG_SLIDING_LOG,
+    AG_ALG_FIXED_WINDOW,
+    AG_ALG_SLIDING_WINDOW,
+    AG_ALG_TOKEN_BUCKET,
+    AG_ALG_COUNT
+};
+
+enum ag_counts { AG_COUNTS_ATTEMPTS, AG_COUNTS_FAILURES };
+enum ag_fail { AG_FAIL_OPEN, AG_FAIL_CLOSED };
+enum ag_mode { AG_MODE_ENFORCE, AG_MODE_SHADOW };
+
+struct ag_policy {
+    char name[AG_POLICY_NAME_MAX + 1];
+    enum ag_endpoint endpoint;
+    enum ag_key_kind key[AG_POLICY_KEYS_MAX];
+    size_t nkeys;
+    enum ag_algorithm algorithm;
+    uint32_t limit;    /* requests per window (bucket capacity) */
+    uint32_t window_s; /* window length, seconds */
+    uint32_t block_s;  /* seconds a key stays denied once denied; 0 = off */
+    enum ag_counts counts;
+    enum ag_fail fail;
+    enum ag_mode mode;
+    bool enabled;
+};
+
+/* Why a policy was refused: the field at fault and a sentence. */
+struct ag_policy_error {
+    char field[32];
+    char msg[192];
+};
+
+/* Builds a policy from a JSON object and validates every field. Optional
+ * fields take their defaults (block_s 0, counts "attempts", fail "open",
+ * mode "enforce", enabled true); unknown fields are refused. If name is not
+ * NULL it is the name from elsewhere (an admin URL): the body's "name" may
+ * then be omitted but must equal it if present. */
+int ag_policy_from_json(const json_t *obj, const char *name,
+                        struct ag_policy *out, struct ag_policy_error *err);
+/* Returns a new JSON object for p (every field); caller owns (json_decref).
+ * NULL only when out of memory. */
+json_t *ag_policy_to_json(const struct ag_policy *p);
+
+const char *ag_endpoint_name(enum ag_endpoint e);
+const char *ag_key_kind_name(enum ag_key_kind k);
+const char *ag_algorithm_name(enum ag_algorithm a);
+/* Returns the enum value named s, or -1. */
+int ag_endpoint_parse(const char *s);
+bool ag_policy_name_valid(const char *s);
+
+/* An immutable set of policies, shared by reference. */
+struct ag_policy_set {
+    atomic_uint refs;
+    uint64_t version; /* increases with every load; for logs and metrics */
+    size_t count;
+    struct ag_policy policies[]; /* sorted by name */
+};
+
+/* Returns a set holding a copy of the n policies, sorted by name, with one
+ * reference; NULL when out of memory. Release with ag_policy_set_unref. */
+struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
+                                        uint64_t version);
+struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s);
+void ag_policy_set_unref(struct ag_policy_set *s);
+
+/* Parses a policy file: {"policies": [<policy>, ...]}. On success *out is a
+ * malloc'd array of *n policies that the caller frees. Names must be
+ * unique. On failure err says which policy and field. */
+int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
+                         size_t *n, struct ag_policy_error *err);
+
+#endif

@@ -1,0 +1,119 @@
+#include "ag_request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ag_error.h"
+
+enum need { OPTIONAL, REQUIRED };
+
+struct field {
+    enum ag_key_kind kind;
+    enum need need;
+};
+
+/* The identifiers each endpoint reads, in the order errors are reported. */
+static const struct field login_fields[] = {
+    {AG_KEY_USER, REQUIRED}, {AG_KEY_IP, REQUIRED}, {AG_KEY_DEVICE, OPTIONAL}};
+static const struct field otp_fields[] = {
+    {AG_KEY_PHONE, REQUIRED}, {AG_KEY_IP, REQUIRED}, {AG_KEY_USER, OPTIONAL}};
+
+static int refuse(char *err, size_t errsz, const char *field, const char *why)
+{
+    snprintf(err, errsz, "%s %s", field, why);
+    return AG_EINVAL;
+}
+
+static int read_field(const json_t *root, const struct field *f,
+                      struct ag_request *out, char *err, size_t errsz)
+{
+    const char *name = ag_key_kind_name(f->kind);
+    const json_t *v = json_object_get(root, name);
+    if (!v || json_is_null(v)) {
+        if (f->need == REQUIRED)
+            return refuse(err, errsz, name, "is required");
+        return AG_OK;
+    }
+    if (!json_is_string(v))
+        return refuse(err, errsz, name, "must be a string");
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
+    const char *why = NULL;
+    int rc = AG_EINVAL;
+    switch (f->kind) {
+    case AG_KEY_USER:
+        rc = ag_identity_user(s, len, out->user, &why);
+        break;
+    case AG_KEY_DEVICE:
+        rc = ag_identity_device(s, len, out->device, &why);
+        break;
+    case AG_KEY_PHONE:
+        rc = ag_identity_phone(s, len, out->phone, &why);
+        break;
+    case AG_KEY_IP:
+        if (strlen(s) != len)
+            why = "contains a NUL character";
+        else
+            rc = ag_identity_ip(s, &out->ip, &why);
+        break;
+    case AG_KEY_COUNT:
+        break;
+    }
+    if (rc)
+        return refuse(err, errsz, name, why ? why : "is not valid");
+    out->have |= 1u << f->kind;
+    return AG_OK;
+}
+
+int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
+                     struct ag_request *out, char *err, size_t errsz)
+{
+    memset(out, 0, sizeof *out);
+    out->endpoint = endpoint;
+    if (len > AG_BODY_MAX)
+        return refuse(err, errsz, "body", "is larger than 64 KiB");
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(err, errsz,
+                 "body is not valid JSON: %s at line %d column %d", jerr.text,
+                 jerr.line, jerr.column);
+        return AG_EINVAL;
+    }
+    int rc = AG_OK;
+    if (!json_is_object(root)) {
+        rc = refuse(err, errsz, "body", "must be a JSON object");
+    } else {
+        const struct field *fields =
+            endpoint == AG_EP_LOGIN ? login_fields : otp_fields;
+        size_t n = endpoint == AG_EP_LOGIN
+                       ? sizeof login_fields / sizeof login_fields[0]
+                       : sizeof otp_fields / sizeof otp_fields[0];
+        for (size_t i = 0; i < n && !rc; i++)
+            rc = read_field(root, &fields[i], out, err, errsz);
+    }
+    json_decref(root);
+    return rc;
+}
+
+const char *ag_request_value(const struct ag_request *req,
+                             enum ag_key_kind kind)
+{
+    if (!(req->have & 1u << kind))
+        return NULL;
+    switch (kind) {
+    case AG_KEY_USER:
+        return req->user;
+    case AG_KEY_IP:
+        return req->ip.text;
+    case AG_KEY_PHONE:
+        return req->phone;
+    case AG_KEY_DEVICE:
+        return req->device;
+    case AG_KEY_COUNT:
+        break;
+    }
+    return NULL;
+}

@@ -1,0 +1,137 @@
+#include "ag_response.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "ag_error.h"
+
+void ag_response_init(struct ag_response *r)
+{
+    memset(r, 0, sizeof *r);
+    ag_buf_init(&r->body, AG_RESPONSE_MAX);
+}
+
+void ag_response_free(struct ag_response *r)
+{
+    ag_buf_free(&r->body);
+}
+
+static int ascii_string(struct ag_buf *b, const char *s)
+{
+    char clean[512];
+    size_t i;
+    for (i = 0; s[i] && i + 1 < sizeof clean; i++)
+        clean[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+    clean[i] = '\0';
+    return ag_buf_json_string(b, clean);
+}
+
+int ag_response_field_error(struct ag_response *r, int status,
+                            const char *msg, const char *field)
+{
+    r->status = status;
+    ag_buf_reset(&r->body);
+    int rc = ag_buf_puts(&r->body, "{\"error\":");
+    rc = rc ? rc : ascii_string(&r->body, msg);
+    if (field) {
+        rc = rc ? rc : ag_buf_puts(&r->body, ",\"field\":");
+        rc = rc ? rc : ascii_string(&r->body, field);
+    }
+    return rc ? rc : ag_buf_puts(&r->body, "}");
+}
+
+int ag_response_error(struct ag_response *r, int status, const char *msg)
+{
+    return ag_response_field_error(r, status, msg, NULL);
+}
+
+int ag_response_status(struct ag_response *r, int status, const char *text)
+{
+    r->status = status;
+    ag_buf_reset(&r->body);
+    return ag_buf_printf(&r->body, "{\"status\":\"%s\"}", text);
+}
+
+static int decision_json(struct ag_buf *b, const struct ag_limit_op *op,
+                         const struct ag_limit_result *res)
+{
+    /* Policy names are [a-z0-9._-]: no escaping needed. */
+    int rc = ag_buf_printf(
+        b,
+        "{\"policy\":\"%s\",\"allowed\":%s,\"limit\":%" PRIu32
+        ",\"remaining\":%" PRIu32 ",\"reset_after\":%" PRIu32,
+        op->policy->name, res->allowed ? "true" : "false",
+        op->policy->limit, res->remaining,
+        res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms) : 0);
+    if (!rc && !res->allowed)
+        rc = ag_buf_printf(b, ",\"retry_after\":%" PRIu32,
+                           ag_limiter_seconds(res->retry_after_ms));
+    if (!rc && op->shadow)
+        rc = ag_buf_puts(b, ",\"shadow\":true");
+    return rc ? rc : ag_buf_puts(b, "}");
+}
+
+int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
+                      const struct ag_limit_result *res,
+                      const struct ag_decision *d, bool degraded)
+{
+    struct ag_buf *b = &r->body;
+    ag_buf_reset(b);
+    int rc;
+    if (d->allowed) {
+        r->status = 200;
+        rc = ag_buf_puts(b, "{\"allowed\":true,");
+    } else {
+        r->status = 429;
+        r->retry_after = d->retry_after_s;
+        rc = ag_buf_printf(b,
+                           "{\"allowed\":false,\"policy\":\"%s\","
+                           "\"retry_after\":%" PRIu32 ",",
+                           plan->ops[d->denied_by].policy->name,
+                           d->retry_after_s);
+    }
+    if (!rc && degraded)
+        rc = ag_buf_puts(b, "\"degraded\":true,");
+    rc = rc ? rc : ag_buf_puts(b, "\"decisions\":[");
+    for (size_t i = 0; !rc && i < plan->n; i++) {
+        if (i)
+            rc = ag_buf_puts(b, ",");
+        rc = rc ? rc : decision_json(b, &plan->ops[i], &res[i]);
+    }
+    rc = rc ? rc : ag_buf_puts(b, "]}");
+
+    r->rate_headers = d->tightest >= 0;
+    if (r->rate_headers) {
+        const struct ag_limit_result *t = &res[d->tightest];
+        r->rl_limit = plan->ops[d->tightest].policy->limit;
+        r->rl_remaining = t->remaining;
+        r->rl_reset = d->allowed ? (t->reset_after_ms
+                                        ? ag_limiter_seconds(t->reset_after_ms)
+                                        : 0)
+                                 : d->retry_after_s;
+    }
+    return rc;
+}
+
+int ag_response_unavailable(struct ag_response *r,
+                            const struct ag_plan *plan)
+{
+    const struct ag_limit_op *closed = NULL;
+    for (size_t i = 0; i < plan->n && !closed; i++)
+        if (!plan->ops[i].shadow &&
+            plan->ops[i].policy->fail == AG_FAIL_CLOSED)
+            closed = &plan->ops[i];
+    ag_buf_reset(&r->body);
+    if (!closed) {
+        r->status = 200;
+        return ag_buf_puts(&r->body, "{\"allowed\":true,\"degraded\":true,"
+                                     "\"decisions\":[]}");
+    }
+    r->status = 503;
+    r->retry_after = 1;
+    return ag_buf_printf(&r->body,
+                         "{\"allowed\":false,\"reason\":\"store_unavailable\","
+                         "\"policy\":\"%s\",\"retry_after\":1,"
+                         "\"degraded\":true}",
+                         closed->policy->name);
+}

@@ -1,0 +1,61 @@
+/*
+ * HTTP responses as data: status, JSON body and the headers abuseguard
+ * sets, built without libmicrohttpd so they can be tested alone. ag_http
+ * turns one into a wire response.
+ *
+ * Check bodies:
+ *   200 {"allowed":true,"decisions":[{"policy":"login.user","allowed":true,
+ *        "limit":10,"remaining":9,"reset_after":900}, ...]}
+ *   429 {"allowed":false,"policy":"login.user_ip","retry_after":712,
+ *        "decisions":[...]}
+ * Error bodies: {"error":"<sentence naming the field>"}.
+ * Not thread-safe; one response per request.
+ */
+#ifndef AG_RESPONSE_H
+#define AG_RESPONSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ag_buf.h"
+#include "ag_limiter.h"
+
+#define AG_RESPONSE_MAX (64 * 1024) /* body bytes at most */
+
+struct ag_response {
+    int status;
+    struct ag_buf body;
+    bool rate_headers;     /* send X-RateLimit-Limit/Remaining/Reset */
+    uint32_t rl_limit;     /* X-RateLimit-Limit */
+    uint32_t rl_remaining; /* X-RateLimit-Remaining */
+    uint32_t rl_reset;     /* X-RateLimit-Reset, seconds from now */
+    uint32_t retry_after;  /* Retry-After seconds; 0 = no header */
+    const char *allow;     /* Allow header for a 405; NULL = none */
+};
+
+void ag_response_init(struct ag_response *r);
+/* Frees the body; the response may be reused after ag_response_init. */
+void ag_response_free(struct ag_response *r);
+
+/* An error response with {"error": msg}; non-ASCII bytes of msg become '?'
+ * so the body is always valid JSON. */
+int ag_response_error(struct ag_response *r, int status, const char *msg);
+/* An error response with {"error": msg, "field": field}. */
+int ag_response_field_error(struct ag_response *r, int status,
+                            const char *msg, const char *field);
+/* {"status": "ok"} style bodies for probes. */
+int ag_response_status(struct ag_response *r, int status, const char *text);
+
+/* The response to a check, from its plan, per-policy results and decision.
+ * degraded adds "degraded": true (results came from a fallback). */
+int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
+                      const struct ag_limit_result *res,
+                      const struct ag_decision *d, bool degraded);
+
+/* The response to a check the store could not answer: 503 with
+ * "reason": "store_unavailable" if an enforcing policy fails closed (named
+ * in "policy"), else 200 allowed; both say "degraded": true. */
+int ag_response_unavailable(struct ag_response *r,
+                            const struct ag_plan *plan);
+
+#endif

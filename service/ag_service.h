@@ -1,0 +1,46 @@
+/*
+ * The service core: what a check does, from request body to response,
+ * independent of HTTP. It owns the active policy set (swapped atomically:
+ * a check holds a reference to the set it started with, so it never sees
+ * half an edit) and borrows the hasher and the store.
+ *
+ * ag_service_check and ag_service_ready are called from many HTTP threads
+ * at once; ag_service_set_policies from any thread.
+ */
+#ifndef AG_SERVICE_H
+#define AG_SERVICE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "ag_identity.h"
+#include "ag_policy.h"
+#include "ag_response.h"
+#include "ag_store.h"
+
+struct ag_service {
+    const struct ag_hasher *hasher; /* borrowed */
+    struct ag_store *store;         /* borrowed */
+    pthread_mutex_t lock;           /* guards policies */
+    struct ag_policy_set *policies; /* NULL until the first load */
+};
+
+void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
+                     struct ag_store *store);
+/* Drops the policy set; the hasher and store stay the caller's. */
+void ag_service_fini(struct ag_service *s);
+
+/* Publishes set as the active one; takes over the caller's reference. */
+void ag_service_set_policies(struct ag_service *s, struct ag_policy_set *set);
+/* A new reference to the active set (NULL if none); unref when done. */
+struct ag_policy_set *ag_service_policies(struct ag_service *s);
+
+/* Runs one check of endpoint with the JSON body; fills resp (a 200, 429,
+ * 400 or 503). Returns an error only if the response could not be built. */
+int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
+                     const char *body, size_t len, struct ag_response *resp);
+
+/* Ready: policies loaded and the store answering. */
+bool ag_service_ready(struct ag_service *s);
+
+#endif

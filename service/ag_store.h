@@ -1,0 +1,61 @@
+/*
+ * The limiter store: where counters live. An interface (a table of function
+ * pointers, after Redis's ConnectionType) so that the engine does not know
+ * whether it talks to Redis or to the in-process fallback.
+ *
+ * check() runs a whole plan atomically: every policy is evaluated, and the
+ * attempt is recorded only if no enforcing policy denies it. It returns 0
+ * and fills one result per plan operation, or AG_ESTORE when the store
+ * could not answer (results are then undefined). Implementations are
+ * thread-safe: each keeps per-thread connections as it needs.
+ */
+#ifndef AG_STORE_H
+#define AG_STORE_H
+
+#include <stddef.h>
+
+#include "ag_limiter.h"
+#include "ag_config.h"
+
+struct ag_store;
+
+struct ag_store_ops {
+    const char *name;
+    int (*check)(struct ag_store *s, const struct ag_plan *plan,
+                 struct ag_limit_result *res);
+    /* 0 if the store answers now. */
+    int (*ping)(struct ag_store *s);
+    void (*destroy)(struct ag_store *s);
+};
+
+struct ag_store {
+    const struct ag_store_ops *ops;
+};
+
+/* A Redis store. Connects lazily, one hiredis context per calling thread,
+ * each with timeout_ms on connect and on every command; a failed context is
+ * dropped and the next call reconnects. Scripts are loaded on connect and
+ * again on NOSCRIPT. Returns NULL when out of memory. Free with
+ * ag_store_destroy after every thread that used it has stopped using it. */
+struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
+                                    unsigned timeout_ms);
+
+static inline int ag_store_check(struct ag_store *s,
+                                 const struct ag_plan *plan,
+                                 struct ag_limit_result *res)
+{
+    return s->ops->check(s, plan, res);
+}
+
+static inline int ag_store_ping(struct ag_store *s)
+{
+    return s->ops->ping(s);
+}
+
+static inline void ag_store_destroy(struct ag_store *s)
+{
+    if (s)
+        s->ops->destroy(s);
+}
+
+#endif

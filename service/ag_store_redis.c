@@ -1,0 +1,331 @@
+/*
+ * The Redis store: runs the composed lua/ script (every algorithm file, then
+ * check.lua) with EVALSHA, one round trip per check. hiredis contexts are
+ * not thread-safe, so each thread that calls in gets its own connection,
+ * found through a pthread key; all connections are also on a list so that
+ * destroy can close them.
+ */
+#include "ag_store.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <hiredis/hiredis.h>
+#include <sodium.h>
+
+#include "ag_embedded.h"
+#include "ag_error.h"
+#include "ag_log.h"
+
+#define MAIN_SCRIPT "check.lua"
+
+struct conn {
+    redisContext *ctx; /* NULL while disconnected */
+    char sha[41];      /* SHA1 of the script as loaded on this connection */
+    struct conn *next;
+};
+
+struct redis_store {
+    struct ag_store base;
+    struct ag_redis_addr addr;
+    struct timeval timeout;
+    char *script; /* the composed script, NUL-terminated */
+    size_t script_len;
+    char instance[17];      /* random hex, makes log members unique */
+    atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
+    pthread_key_t key;
+    pthread_mutex_t lock; /* guards conns */
+    struct conn *conns;
+};
+
+static char *compose_script(size_t *len)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < ag_embedded_lua_count; i++)
+        total += ag_embedded_lua[i].len + 1;
+    char *s = malloc(total);
+    if (!s)
+        return NULL;
+    size_t n = 0;
+    const struct ag_embedded_file *main_file = NULL;
+    for (size_t i = 0; i < ag_embedded_lua_count; i++) {
+        const struct ag_embedded_file *f = &ag_embedded_lua[i];
+        if (strcmp(f->name, MAIN_SCRIPT) == 0) {
+            main_file = f;
+            continue;
+        }
+        memcpy(s + n, f->data, f->len);
+        n += f->len;
+        s[n++] = '\n';
+    }
+    if (!main_file) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s + n, main_file->data, main_file->len);
+    n += main_file->len;
+    s[n] = '\0';
+    *len = n;
+    return s;
+}
+
+static void drop(struct conn *c)
+{
+    if (c->ctx)
+        redisFree(c->ctx);
+    c->ctx = NULL;
+    c->sha[0] = '\0';
+}
+
+/* Runs a command that must not fail; drops the connection if it does. */
+static redisReply *command(struct conn *c, int argc, const char **argv,
+                           const size_t *lens)
+{
+    redisReply *r = redisCommandArgv(c->ctx, argc, argv, lens);
+    if (!r) {
+        ag_log(AG_LOG_WARN, "redis_error", "%s", c->ctx->errstr);
+        drop(c);
+    }
+    return r;
+}
+
+static int load_script(struct redis_store *s, struct conn *c)
+{
+    const char *argv[] = {"SCRIPT", "LOAD", s->script};
+    size_t lens[] = {6, 4, s->script_len};
+    redisReply *r = command(c, 3, argv, lens);
+    if (!r)
+        return AG_ESTORE;
+    int rc = AG_ESTORE;
+    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+        memcpy(c->sha, r->str, 41);
+        rc = AG_OK;
+    } else {
+        ag_log(AG_LOG_ERROR, "redis_script_load", "%s",
+               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+static int expect_ok(struct conn *c, int argc, const char **argv,
+                     const char *what)
+{
+    size_t lens[2];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *r = command(c, argc, argv, lens);
+    if (!r)
+        return AG_ESTORE;
+    int ok = r->type == REDIS_REPLY_STATUS;
+    if (!ok)
+        ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", what,
+               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    freeReplyObject(r);
+    if (!ok)
+        drop(c);
+    return ok ? AG_OK : AG_ESTORE;
+}
+
+static int connect_conn(struct redis_store *s, struct conn *c)
+{
+    const struct ag_redis_addr *a = &s->addr;
+    c->ctx = a->kind == AG_REDIS_UNIX
+                 ? redisConnectUnixWithTimeout(a->path, s->timeout)
+                 : redisConnectWithTimeout(a->host, a->port, s->timeout);
+    if (!c->ctx || c->ctx->err) {
+        ag_log(AG_LOG_WARN, "redis_connect", "%s",
+               c->ctx ? c->ctx->errstr : "out of memory");
+        drop(c);
+        return AG_ESTORE;
+    }
+    if (redisSetTimeout(c->ctx, s->timeout) != REDIS_OK) {
+        drop(c);
+        return AG_ESTORE;
+    }
+    if (a->password[0]) {
+        const char *argv[] = {"AUTH", a->password};
+        if (expect_ok(c, 2, argv, "AUTH"))
+            return AG_ESTORE;
+    }
+    if (a->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", a->db);
+        const char *argv[] = {"SELECT", db};
+        if (expect_ok(c, 2, argv, "SELECT"))
+            return AG_ESTORE;
+    }
+    return load_script(s, c);
+}
+
+/* The calling thread's connection, connected; NULL if Redis is not
+ * reachable now. */
+static struct conn *thread_conn(struct redis_store *s)
+{
+    struct conn *c = pthread_getspecific(s->key);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        pthread_mutex_lock(&s->lock);
+        c->next = s->conns;
+        s->conns = c;
+        pthread_mutex_unlock(&s->lock);
+        pthread_setspecific(s->key, c);
+    }
+    if (!c->ctx && connect_conn(s, c))
+        return NULL;
+    return c;
+}
+
+/* Space for one EVALSHA: the fixed words, two keys and six values each. */
+#define ARGS_MAX (5 + AG_PLAN_MAX * 8)
+#define NUM_MAX 24
+
+static int parse_reply(const redisReply *r, const struct ag_plan *plan,
+                       struct ag_limit_result *res)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 * plan->n)
+        return AG_ESTORE;
+    for (size_t i = 0; i < 4 * plan->n; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER ||
+            r->element[i]->integer < 0)
+            return AG_ESTORE;
+    for (size_t i = 0; i < plan->n; i++) {
+        redisReply **e = r->element + 4 * i;
+        res[i].allowed = e[0]->integer != 0;
+        res[i].remaining = (uint32_t)e[1]->integer;
+        res[i].retry_after_ms = (uint64_t)e[2]->integer;
+        res[i].reset_after_ms = (uint64_t)e[3]->integer;
+    }
+    return AG_OK;
+}
+
+static int redis_check(struct ag_store *base, const struct ag_plan *plan,
+                       struct ag_limit_result *res)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (plan->n == 0)
+        return AG_OK;
+    struct conn *c = thread_conn(s);
+    if (!c)
+        return AG_ESTORE;
+
+    const char *argv[ARGS_MAX];
+    size_t lens[ARGS_MAX];
+    char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
+    char nums[AG_PLAN_MAX * 4 + 2][NUM_MAX];
+    int argc = 0, k = 0;
+#define ARG(str) (lens[argc] = strlen(str), argv[argc++] = (str))
+#define NUM(fmt, v) (snprintf(nums[k], NUM_MAX, fmt, v), ARG(nums[k]), k++)
+    ARG("EVALSHA");
+    ARG(c->sha);
+    NUM("%zu", 2 * plan->n);
+    for (size_t i = 0; i < plan->n; i++) {
+        snprintf(block_keys[i], sizeof block_keys[i], "%s:b", plan->ops[i].key);
+        ARG(plan->ops[i].key);
+        ARG(block_keys[i]);
+    }
+    char nonce[48];
+    snprintf(nonce, sizeof nonce, "%s%" PRIxFAST64, s->instance,
+             atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed));
+    ARG(nonce);
+    NUM("%zu", plan->n);
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct ag_limit_op *op = &plan->ops[i];
+        const struct ag_policy *p = op->policy;
+        NUM("%d", (int)p->algorithm);
+        NUM("%" PRIu32, p->limit);
+        NUM("%" PRIu64, (uint64_t)p->window_s * 1000);
+        NUM("%" PRIu64, (uint64_t)p->block_s * 1000);
+        ARG(op->charge ? "1" : "0");
+        ARG(op->shadow ? "1" : "0");
+    }
+#undef ARG
+#undef NUM
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        redisReply *r = command(c, argc, argv, lens);
+        if (!r)
+            return AG_ESTORE;
+        if (r->type == REDIS_REPLY_ERROR &&
+            strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
+            freeReplyObject(r);
+            if (load_script(s, c))
+                return AG_ESTORE;
+            argv[1] = c->sha;
+            continue;
+        }
+        int rc = parse_reply(r, plan, res);
+        if (rc)
+            ag_log(AG_LOG_ERROR, "redis_script", "%s",
+                   r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected reply shape");
+        freeReplyObject(r);
+        return rc;
+    }
+    return AG_ESTORE;
+}
+
+static int redis_ping(struct ag_store *base)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    struct conn *c = thread_conn(s);
+    if (!c)
+        return AG_ESTORE;
+    const char *argv[] = {"PING"};
+    return expect_ok(c, 1, argv, "PING");
+}
+
+static void redis_destroy(struct ag_store *base)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    struct conn *c = s->conns;
+    while (c) {
+        struct conn *next = c->next;
+        drop(c);
+        free(c);
+        c = next;
+    }
+    pthread_key_delete(s->key);
+    pthread_mutex_destroy(&s->lock);
+    sodium_memzero(s->addr.password, sizeof s->addr.password);
+    free(s->script);
+    free(s);
+}
+
+static const struct ag_store_ops redis_ops = {
+    .name = "redis",
+    .check = redis_check,
+    .ping = redis_ping,
+    .destroy = redis_destroy,
+};
+
+struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
+                                    unsigned timeout_ms)
+{
+    struct redis_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->script = compose_script(&s->script_len);
+    if (!s->script || pthread_key_create(&s->key, NULL)) {
+        free(s->script);
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->base.ops = &redis_ops;
+    s->addr = *addr;
+    s->timeout.tv_sec = timeout_ms / 1000;
+    s->timeout.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+    unsigned char id[8];
+    randombytes_buf(id, sizeof id);
+    sodium_bin2hex(s->instance, sizeof s->instance, id, sizeof id);
+    atomic_init(&s->seq, 0);
+    return &s->base;
+}
