@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,8 +165,10 @@ static int connect_conn(struct redis_store *s, struct conn *c)
 }
 
 /* The calling thread's connection, connected; NULL if Redis is not
- * reachable now. */
-static struct conn *thread_conn(struct redis_store *s)
+ * reachable now. *fresh says whether it was connected by this call: a
+ * connection that was open before may have gone stale (a restarted Redis),
+ * and is worth one retry on a new connection. */
+static struct conn *thread_conn(struct redis_store *s, bool *fresh)
 {
     struct conn *c = pthread_getspecific(s->key);
     if (!c) {
@@ -178,6 +181,7 @@ static struct conn *thread_conn(struct redis_store *s)
         pthread_mutex_unlock(&s->lock);
         pthread_setspecific(s->key, c);
     }
+    *fresh = !c->ctx;
     if (!c->ctx && connect_conn(s, c))
         return NULL;
     return c;
@@ -212,7 +216,8 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
     struct redis_store *s = (struct redis_store *)base;
     if (plan->n == 0)
         return AG_OK;
-    struct conn *c = thread_conn(s);
+    bool fresh;
+    struct conn *c = thread_conn(s, &fresh);
     if (!c)
         return AG_ESTORE;
 
@@ -251,6 +256,13 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
 
     for (int attempt = 0; attempt < 2; attempt++) {
         redisReply *r = command(c, argc, argv, lens);
+        if (!r && !fresh && attempt == 0) {
+            /* A stale connection: reconnect (and reload) once. */
+            if (!(c = thread_conn(s, &fresh)))
+                return AG_ESTORE;
+            argv[1] = c->sha;
+            continue;
+        }
         if (!r)
             return AG_ESTORE;
         if (r->type == REDIS_REPLY_ERROR &&
@@ -275,10 +287,15 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
 static int redis_ping(struct ag_store *base)
 {
     struct redis_store *s = (struct redis_store *)base;
-    struct conn *c = thread_conn(s);
+    const char *argv[] = {"PING"};
+    bool fresh;
+    struct conn *c = thread_conn(s, &fresh);
     if (!c)
         return AG_ESTORE;
-    const char *argv[] = {"PING"};
+    if (expect_ok(c, 1, argv, "PING") == AG_OK)
+        return AG_OK;
+    if (fresh || !(c = thread_conn(s, &fresh)))
+        return AG_ESTORE;
     return expect_ok(c, 1, argv, "PING");
 }
 

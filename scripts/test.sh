@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: installs missing packages, builds with
+# AddressSanitizer and UndefinedBehaviorSanitizer into build-test/, and runs
+# every unit and integration test through ctest. Integration tests start
+# their own redis-server processes on spare loopback ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug \
+    -DAG_SANITIZE=address,undefined -DAG_TESTS=ON
+cmake --build build-test -j"$(nproc)"
+cd build-test
+ctest --output-on-failure --timeout 900 -j"$(nproc)" "$@"

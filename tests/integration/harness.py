@@ -1,0 +1,244 @@
+"""Test harness: a private redis-server and real abuseguard processes.
+
+Every test process gets its own temporary directory, a redis-server on a
+spare loopback port, and as many service instances as it asks for. All
+traffic stays on 127.0.0.1. The binary comes from $AG_BINARY (ctest sets
+it); the service runs as built (with sanitizers in the test build), and a
+clean exit on SIGTERM is asserted, so a leak or sanitizer report fails the
+test that caused it.
+"""
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+BINARY = os.environ.get("AG_BINARY") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+    "abuseguard")
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout=10.0, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+class Redis:
+    """A private redis-server and a minimal RESP client for assertions."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.workdir,
+             "--logfile", os.path.join(self.workdir, "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_until(self._pings):
+            raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    def _pings(self):
+        try:
+            return self.cmd("PING") == "PONG"
+        except OSError:
+            return False
+
+    def cmd(self, *args):
+        with socket.create_connection(("127.0.0.1", self.port), 2) as s:
+            out = b"*%d\r\n" % len(args)
+            for a in args:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out += b"$%d\r\n%s\r\n" % (len(a), a)
+            s.sendall(out)
+            return _read_reply(s.makefile("rb"))
+
+    def keys(self):
+        return sorted(self.cmd("KEYS", "*"))
+
+
+def _read_reply(f):
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)[:-2]
+        return data.decode("utf-8", "replace")
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read_reply(f) for _ in range(n)]
+    raise RuntimeError("bad reply %r" % line)
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.raw = body
+        try:
+            self.json = json.loads(body) if body else None
+        except ValueError:
+            self.json = None
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+
+class Service:
+    """One abuseguard process."""
+
+    def __init__(self, workdir, redis_url, db=None, secret=None, extra=(),
+                 name="svc"):
+        self.workdir = workdir
+        self.port = free_port()
+        self.db = db or os.path.join(workdir, "policies.db")
+        self.secret = secret
+        self.log_path = os.path.join(workdir, "%s-%d.log" % (name, self.port))
+        self.args = [BINARY, "--listen", "127.0.0.1:%d" % self.port,
+                     "--redis", redis_url, "--db", self.db,
+                     "--secret-file", secret, "--redis-timeout-ms", "2000",
+                     *extra]
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.args, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        if not wait_until(self._healthy):
+            self.log.flush()
+            raise RuntimeError("service did not start: " + self.log_text())
+
+    def _healthy(self):
+        if self.proc.poll() is not None:
+            return False
+        try:
+            return self.request("GET", "/healthz").status == 200
+        except OSError:
+            return False
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                          timeout=timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            data = r.read()
+            hdrs = {k.lower(): v for k, v in r.getheaders()}
+            return Response(r.status, hdrs, data)
+        finally:
+            conn.close()
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def stop(self):
+        """SIGTERM; returns the exit status (0 after a clean drain)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+
+def make_secret(workdir, content=None, mode=0o600, name="secret.key"):
+    path = os.path.join(workdir, name)
+    with open(path, "wb") as f:
+        f.write(content if content is not None else os.urandom(32))
+    os.chmod(path, mode)
+    return path
+
+
+def digest(secret_path, parts):
+    """The service's key digest, computed independently: keyed BLAKE2b-128
+    over length-prefixed (kind, value) pairs."""
+    with open(secret_path, "rb") as f:
+        key = f.read()
+    if len(key) > 64:
+        key = hashlib.blake2b(key, digest_size=64).digest()
+    h = hashlib.blake2b(key=key, digest_size=16)
+    for kind, value in parts:
+        for s in (kind.encode(), value.encode()):
+            h.update(len(s).to_bytes(4, "big") + s)
+    return h.hexdigest()
+
+
+class ServiceTest(unittest.TestCase):
+    """Base class: a temp dir, a redis-server and a secret per test."""
+
+    def setUp(self):
+        self.workdir = tempfile.mkdtemp(prefix="ag-test-")
+        self.redis = Redis(self.workdir)
+        self.secret = make_secret(self.workdir)
+        self.services = []
+
+    def tearDown(self):
+        failures = []
+        for s in self.services:
+            rc = s.stop()
+            if rc != 0:
+                failures.append("service exited %s:\n%s" % (rc, s.log_text()))
+        self.redis.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if failures:
+            self.fail("\n".join(failures))
+
+    def service(self, **kw):
+        kw.setdefault("secret", self.secret)
+        s = Service(self.workdir, self.redis.url(), **kw)
+        self.services.append(s)
+        return s
+
+    def login(self, svc, user, ip, **extra):
+        return svc.post("/check-login", {"user": user, "ip": ip, **extra})
+
+    def otp(self, svc, phone, ip, **extra):
+        return svc.post("/check-otp", {"phone": phone, "ip": ip, **extra})
+
+    def decision(self, resp, policy):
+        for d in resp.json["decisions"]:
+            if d["policy"] == policy:
+                return d
+        self.fail("no decision for %s in %r" % (policy, resp.json))

@@ -1,0 +1,130 @@
+"""Bad input: every malformed request is a 4xx naming the field, never a
+5xx, a crash or a hang; and it changes nothing in Redis."""
+import socket
+import unittest
+
+from harness import ServiceTest
+
+
+LOGIN_CASES = [
+    # (body, status, field the error must name)
+    ('{"user": "a@example.com"}', 400, "ip"),
+    ('{"ip": "203.0.113.7"}', 400, "user"),
+    ('{"user": 5, "ip": "203.0.113.7"}', 400, "user"),
+    ('{"user": "a@example.com", "ip": ["203.0.113.7"]}', 400, "ip"),
+    ('{"user": "   ", "ip": "203.0.113.7"}', 400, "user"),
+    ('{"user": "%s", "ip": "203.0.113.7"}' % ("u" * 257), 400, "user"),
+    ('{"user": "a\\u0007b", "ip": "203.0.113.7"}', 400, "user"),
+    ('{"user": "a@example.com", "ip": "203.0.113.256"}', 400, "ip"),
+    ('{"user": "a@example.com", "ip": "fe80::1%eth0"}', 400, "ip"),
+    ('{"user": "a@example.com", "ip": "example.com"}', 400, "ip"),
+    ('{"user": "a@example.com", "ip": "203.0.113.7", "device": 1}', 400,
+     "device"),
+    ('{"user": "a", "user": "b", "ip": "203.0.113.7"}', 400, "body"),
+    ('{"user": "a@example.com", "ip": "203.0.113.7"', 400, "body"),
+    ('[1, 2]', 400, "body"),
+    ('"just a string"', 400, "body"),
+    ('', 400, "body"),
+    ('\xff\xfe{}', 400, "body"),
+]
+
+OTP_CASES = [
+    ('{"ip": "203.0.113.7"}', 400, "phone"),
+    ('{"phone": "600100200", "ip": "203.0.113.7"}', 400, "phone"),
+    ('{"phone": "+48 600", "ip": "203.0.113.7"}', 400, "phone"),
+    ('{"phone": "+1234567890123456", "ip": "203.0.113.7"}', 400, "phone"),
+    ('{"phone": "+48 600 ABC 200", "ip": "203.0.113.7"}', 400, "phone"),
+    ('{"phone": "+48600100200"}', 400, "ip"),
+    ('{"phone": "+48600100200", "ip": "1.2.3.4", "user": ""}', 400, "user"),
+]
+
+
+class InputTest(ServiceTest):
+    def setUp(self):
+        super().setUp()
+        self.svc = self.service()
+
+    def check_cases(self, path, cases):
+        for body, status, field in cases:
+            with self.subTest(body=body[:60]):
+                r = self.svc.post(path, body.encode("latin-1"),
+                                  headers={"Content-Type":
+                                           "application/json"})
+                self.assertEqual(r.status, status, r.raw)
+                self.assertIsNotNone(r.json, r.raw)
+                self.assertTrue(r.json["error"].startswith(field),
+                                r.json["error"])
+        self.assertEqual(self.redis.keys(), [])
+
+    def test_bad_login_bodies_are_400_naming_the_field(self):
+        self.check_cases("/check-login", LOGIN_CASES)
+
+    def test_bad_otp_bodies_are_400_naming_the_field(self):
+        self.check_cases("/check-otp", OTP_CASES)
+
+    def test_malformed_json_error_gives_line_and_column(self):
+        r = self.svc.post("/check-login", '{"user": "a",\n "ip": }')
+        self.assertEqual(r.status, 400)
+        self.assertIn("line 2", r.json["error"])
+        self.assertIn("column", r.json["error"])
+
+    def test_unknown_fields_are_ignored(self):
+        r = self.login(self.svc, "a@example.com", "203.0.113.7",
+                       client_version="9.9")
+        self.assertEqual(r.status, 200)
+
+    def test_user_of_256_bytes_is_accepted(self):
+        r = self.login(self.svc, "u" * 256, "203.0.113.7")
+        self.assertEqual(r.status, 200)
+
+    def test_body_over_64k_is_413(self):
+        body = '{"user": "%s", "ip": "203.0.113.7"}' % ("u" * 70000)
+        r = self.svc.post("/check-login", body)
+        self.assertEqual(r.status, 413)
+        self.assertIn("body", r.json["error"])
+
+    def test_chunked_body_over_64k_is_413(self):
+        # http.client sends an iterable body with chunked encoding.
+        chunks = (b"x" * 8192 for _ in range(10))
+        r = self.svc.post("/check-login", chunks)
+        self.assertEqual(r.status, 413)
+
+    def test_unknown_path_is_404_and_wrong_method_405(self):
+        self.assertEqual(self.svc.request("GET", "/nope").status, 404)
+        r = self.svc.request("GET", "/check-login")
+        self.assertEqual(r.status, 405)
+        self.assertEqual(r.header("Allow"), "POST")
+        r = self.svc.request("POST", "/healthz", "{}")
+        self.assertEqual(r.status, 405)
+        self.assertIn("GET", r.header("Allow"))
+
+    def test_oversized_headers_are_refused_with_4xx(self):
+        r = self.svc.request("POST", "/check-login", "{}",
+                             headers={"X-Big": "a" * 40000})
+        self.assertTrue(400 <= r.status < 500, r.status)
+        # The service still works afterwards.
+        self.assertEqual(
+            self.login(self.svc, "a@example.com", "203.0.113.7").status, 200)
+
+    def test_garbage_on_the_socket_does_not_hurt_the_service(self):
+        # (libmicrohttpd itself answers an unknown HTTP version with 505;
+        # that answer is the protocol's, not ours, and is left as it is.)
+        for junk in [b"\x00\x01\x02\r\n\r\n", b"GET / HTTP/1.1\r\n\r\n",
+                     b"POST /check-login HTTP/1.1\r\nContent-Length: -5\r\n"
+                     b"\r\n"]:
+            with socket.create_connection(("127.0.0.1", self.svc.port), 5) \
+                    as s:
+                s.sendall(junk)
+                s.settimeout(5)
+                try:
+                    data = s.recv(4096)
+                except socket.timeout:
+                    data = b""
+                if data:
+                    status = int(data.split(b" ")[1])
+                    self.assertTrue(400 <= status < 500, data[:80])
+        self.assertEqual(self.svc.request("GET", "/healthz").status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()

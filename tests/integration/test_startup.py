@@ -1,0 +1,235 @@
+"""Start-up: flags and environment, refusals with exit code 2, database
+creation and seeding, probes."""
+import os
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import shutil
+import time
+import unittest
+
+from harness import (BINARY, Redis, Service, ServiceTest, free_port,
+                     make_secret)
+
+
+def run(args, env=None, timeout=10):
+    return subprocess.run([BINARY, *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+class RefusalTest(unittest.TestCase):
+    """Refusals need no Redis: they happen before anything connects."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ag-start-")
+        self.secret = make_secret(self.dir)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def base(self, secret=None):
+        return ["--listen", "127.0.0.1:%d" % free_port(), "--db",
+                self.dir + "/p.db", "--secret-file", secret or self.secret]
+
+    def assert_refused(self, args, needle, env=None):
+        r = run(args, env=env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn(needle, lines[0])
+
+    def test_help_lists_every_flag_and_its_variable(self):
+        r = run(["--help"])
+        self.assertEqual(r.returncode, 0)
+        for flag in ["--listen", "--redis", "--db", "--secret-file",
+                     "--admin-token-file", "--conn-timeout-s", "--max-conns",
+                     "--redis-timeout-ms"]:
+            self.assertIn(flag, r.stdout)
+            env = "ABUSEGUARD_" + flag[2:].upper().replace("-", "_")
+            self.assertIn(env, r.stdout)
+
+    def test_bad_values_are_one_line_and_exit_2(self):
+        cases = [
+            (["--listen", "nowhere"], "--listen"),
+            (["--listen", "127.0.0.1:99999"], "--listen"),
+            (["--redis", "http://x:1"], "--redis"),
+            (["--redis", "redis://127.0.0.1:0"], "--redis"),
+            (["--redis", "unix://relative/path"], "--redis"),
+            (["--conn-timeout-s", "0"], "--conn-timeout-s"),
+            (["--max-conns", "many"], "--max-conns"),
+            (["--log-level", "loud"], "--log-level"),
+            (["--bogus", "1"], "--bogus"),
+        ]
+        for extra, needle in cases:
+            with self.subTest(extra=extra):
+                self.assert_refused(self.base() + extra, needle)
+
+    def test_bad_environment_value_names_the_variable(self):
+        env = dict(os.environ, ABUSEGUARD_MAX_CONNS="-3")
+        self.assert_refused(self.base(), "ABUSEGUARD_MAX_CONNS", env=env)
+
+    def test_secret_file_refusals(self):
+        short = make_secret(self.dir, b"x" * 31, name="short.key")
+        shared = make_secret(self.dir, mode=0o644, name="shared.key")
+        for secret, needle in [(self.dir + "/missing.key", "missing.key"),
+                               (short, "at least 32"),
+                               (shared, "group or others")]:
+            with self.subTest(secret=secret):
+                self.assert_refused(self.base(secret), needle)
+
+    def test_redis_password_does_not_appear_in_errors(self):
+        r = run(self.base() + ["--redis", "redis://:hunter2@host"])
+        self.assertEqual(r.returncode, 2)
+        self.assertNotIn("hunter2", r.stderr)
+
+
+class StartupTest(ServiceTest):
+    def test_database_is_created_migrated_and_seeded_once(self):
+        db = self.workdir + "/sub/policies.db"
+        svc = self.service(db=db)
+        self.assertEqual(svc.stop(), 0)
+        self.services.remove(svc)
+        con = sqlite3.connect(db)
+        names = [r[0] for r in con.execute(
+            "SELECT name FROM policies ORDER BY name")]
+        self.assertEqual(names, ["login.ip", "login.user", "login.user_ip",
+                                 "otp.ip", "otp.phone", "otp.phone_daily"])
+        self.assertGreaterEqual(
+            con.execute("SELECT max(version) FROM schema_version")
+            .fetchone()[0], 1)
+        # An emptied database stays empty on the next start: seeding is
+        # for new databases only.
+        con.execute("DELETE FROM policies")
+        con.commit()
+        con.close()
+        svc = self.service(db=db)
+        r = self.login(svc, "a@example.com", "203.0.113.7")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["decisions"], [])
+
+    def test_seed_dir_replaces_the_compiled_in_policies(self):
+        seed = self.workdir + "/seed"
+        os.mkdir(seed)
+        with open(seed + "/only.json", "w") as f:
+            f.write('{"policies": [{"name": "login.tight", "endpoint": '
+                    '"login", "key": ["user"], "algorithm": "sliding_log", '
+                    '"limit": 1, "window_s": 60}]}')
+        svc = self.service(extra=["--seed-dir", seed])
+        self.assertEqual(self.login(svc, "a@example.com", "1.2.3.4").status,
+                         200)
+        r = self.login(svc, "a@example.com", "1.2.3.4")
+        self.assertEqual(r.status, 429)
+        self.assertEqual(r.json["policy"], "login.tight")
+
+    def test_environment_configures_like_flags(self):
+        port = free_port()
+        env = dict(os.environ, ABUSEGUARD_LISTEN="127.0.0.1:%d" % port,
+                   ABUSEGUARD_REDIS=self.redis.url(),
+                   ABUSEGUARD_DB=self.workdir + "/env.db",
+                   ABUSEGUARD_SECRET_FILE=self.secret)
+        proc = subprocess.Popen([BINARY], env=env, stderr=subprocess.PIPE)
+        try:
+            ok = False
+            for _ in range(200):
+                try:
+                    with socket.create_connection(("127.0.0.1", port), 1):
+                        ok = True
+                        break
+                except OSError:
+                    time.sleep(0.05)
+            self.assertTrue(ok, "service did not listen on the env port")
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0)
+
+    def test_readyz_follows_redis_and_healthz_does_not(self):
+        svc = self.service()
+        self.assertEqual(svc.request("GET", "/readyz").status, 200)
+        self.redis.stop()
+        r = svc.request("GET", "/readyz")
+        self.assertEqual(r.status, 503)
+        self.assertEqual(svc.request("GET", "/healthz").status, 200)
+        self.redis.start()
+        self.assertEqual(svc.request("GET", "/readyz").status, 200)
+        self.assertEqual(self.login(svc, "a@example.com", "1.2.3.4").status,
+                         200)
+
+    def test_unix_socket_redis(self):
+        sock = self.workdir + "/redis.sock"
+        proc = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", sock,
+             "--save", "", "--appendonly", "no", "--dir", self.workdir],
+            stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.02)
+            svc = Service(self.workdir, "unix://" + sock, secret=self.secret,
+                          db=self.workdir + "/u.db", name="unix")
+            self.services.append(svc)
+            r = self.login(svc, "a@example.com", "1.2.3.4")
+            self.assertEqual(r.status, 200)
+            self.assertEqual(len(r.json["decisions"]), 3)
+        finally:
+            for s in self.services:
+                s.stop()
+            self.services = []
+            proc.terminate()
+            proc.wait(10)
+
+
+class ConnectionTest(ServiceTest):
+    def test_half_open_connections_do_not_starve_clients(self):
+        svc = self.service(extra=["--conn-timeout-s", "2"])
+        idle = []
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", svc.port), 5)
+            s.sendall(b"POST /check-login HTTP/1.1\r\nHost: x\r\n")
+            idle.append(s)
+        try:
+            start = time.monotonic()
+            r = self.login(svc, "a@example.com", "203.0.113.7")
+            self.assertEqual(r.status, 200)
+            self.assertLess(time.monotonic() - start, 1.0)
+            # The server closes them once they have idled past the timeout.
+            time.sleep(3.5)
+            closed = 0
+            for s in idle:
+                s.settimeout(2)
+                try:
+                    if s.recv(1) == b"":
+                        closed += 1
+                except OSError:
+                    closed += 1
+            self.assertEqual(closed, 300)
+        finally:
+            for s in idle:
+                s.close()
+
+    def test_connection_cap_refuses_the_excess(self):
+        svc = self.service(extra=["--max-conns", "8"])
+        held = [socket.create_connection(("127.0.0.1", svc.port), 5)
+                for _ in range(8)]
+        try:
+            time.sleep(0.3)
+            extra = socket.create_connection(("127.0.0.1", svc.port), 5)
+            extra.settimeout(3)
+            extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                data = extra.recv(100)
+            except OSError:
+                data = b""
+            extra.close()
+            self.assertEqual(data, b"")
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.3)
+        self.assertEqual(svc.request("GET", "/healthz").status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
