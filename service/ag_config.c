@@ -40,8 +40,8 @@ static const struct flag flags[] = {
     {"secret-file", K_STR, F(secret_file), S(secret_file), 0, 0,
      "var/secret.key",
      "file of >= 32 random bytes keying identifier hashes (mode 0600)"},
-    {"admin-token-file", K_STR, F(admin_token_file), S(admin_token_file), 0,
-     0, "", "file holding the admin API bearer token; empty: API off"},
+    {"admin-token-file", K_STR, F(admin_token_file), S(admin_token_file), 0, 0,
+     "", "file holding the admin API bearer token; empty: API off"},
     {"seed-dir", K_STR, F(seed_dir), S(seed_dir), 0, 0, "",
      "directory of *.json policies seeded into a new database; empty: the "
      "compiled-in policies/"},
@@ -49,8 +49,8 @@ static const struct flag flags[] = {
      "seconds an idle or slow connection may stay open"},
     {"max-conns", K_UINT, F(max_conns), 0, 1, 100000, "1024",
      "concurrent HTTP connections at most"},
-    {"max-header-bytes", K_UINT, F(max_header_bytes), 0, 4096, 1048576,
-     "16384", "memory per connection for request headers; more is a 431"},
+    {"max-header-bytes", K_UINT, F(max_header_bytes), 0, 4096, 1048576, "16384",
+     "memory per connection for request headers; more is a 431"},
     {"threads", K_UINT, F(threads), 0, 0, 256, "0",
      "HTTP worker threads; 0 = one per core"},
     {"redis-timeout-ms", K_UINT, F(redis_timeout_ms), 0, 1, 60000, "50",
@@ -78,16 +78,15 @@ void ag_config_usage(FILE *out)
     for (size_t i = 0; i < NFLAGS; i++) {
         char env[64];
         env_name(&flags[i], env, sizeof env);
-        fprintf(out, "  --%-18s %s\n  %-20s (%s", flags[i].name,
-                flags[i].help, "", env);
+        fprintf(out, "  --%-18s %s\n  %-20s (%s", flags[i].name, flags[i].help,
+                "", env);
         if (flags[i].def && *flags[i].def)
             fprintf(out, ", default %s", flags[i].def);
         fprintf(out, ")\n");
     }
 }
 
-static int parse_uint(const char *s, unsigned min, unsigned max,
-                      unsigned *out)
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 {
     if (!*s || !isdigit((unsigned char)*s))
         return AG_EINVAL;
@@ -187,7 +186,10 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
             colon = p;
     if (!colon || colon == s || (size_t)(colon - s) >= sizeof out->host)
         return fail(err, errsz, "--redis: expected host:port");
-    memcpy(out->host, s, (size_t)(colon - s));
+    if (*s == '[' && colon[-1] == ']' && colon - s > 2)
+        memcpy(out->host, s + 1, (size_t)(colon - s - 2));
+    else
+        memcpy(out->host, s, (size_t)(colon - s));
     char port[8] = {0};
     size_t plen = (size_t)(hostport_end - colon - 1);
     if (plen == 0 || plen >= sizeof port)
@@ -204,9 +206,8 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
     return AG_OK;
 }
 
-static int set_value(struct ag_config *c, const struct flag *f,
-                     const char *val, const char *origin, char *err,
-                     size_t errsz)
+static int set_value(struct ag_config *c, const struct flag *f, const char *val,
+                     const char *origin, char *err, size_t errsz)
 {
     char *base = (char *)c;
     unsigned u;
@@ -234,7 +235,12 @@ static int set_value(struct ag_config *c, const struct flag *f,
                         origin, f->name);
         return AG_OK;
     case K_REDIS:
-        return ag_config_parse_redis_url(val, &c->redis, err, errsz);
+        if (ag_config_parse_redis_url(val, &c->redis, err, errsz)) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", err);
+            return fail(err, errsz, "%s: %s", origin, why);
+        }
+        return AG_OK;
     case K_LEVEL:
         level = ag_log_level_parse(val);
         if (level < 0)
@@ -263,19 +269,9 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
                     size_t errsz)
 {
     memset(c, 0, sizeof *c);
-    for (size_t i = 0; i < NFLAGS; i++) {
-        const struct flag *f = &flags[i];
-        char env[64];
-        env_name(f, env, sizeof env);
-        const char *val = f->kind == K_FLAG ? NULL : getenv(env);
-        const char *origin = env;
-        if (!val) {
-            val = f->def;
-            origin = "default";
-        }
-        if (val && set_value(c, f, val, origin, err, errsz))
-            return AG_EINVAL;
-    }
+    /* The command line first, so that a flag given there makes the
+     * environment's value for it irrelevant, even a bad one. */
+    const char *given[NFLAGS] = {0};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0)
@@ -286,7 +282,7 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
         const struct flag *f = find_flag(name, nlen);
         if (!f)
             return fail(err, errsz, "unknown flag '%s' (see --help)", arg);
-        const char *val = NULL;
+        const char *val = "";
         if (f->kind != K_FLAG) {
             if (eq)
                 val = eq + 1;
@@ -295,7 +291,21 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
             else
                 return fail(err, errsz, "--%s needs a value", f->name);
         }
-        if (set_value(c, f, val ? val : "", "command line", err, errsz))
+        given[f - flags] = val;
+    }
+    for (size_t i = 0; i < NFLAGS; i++) {
+        const struct flag *f = &flags[i];
+        char env[64];
+        env_name(f, env, sizeof env);
+        const char *val = given[i];
+        const char *origin = "command line";
+        if (!val && f->kind != K_FLAG && (val = getenv(env)))
+            origin = env;
+        if (!val) {
+            val = f->def;
+            origin = "default";
+        }
+        if (val && set_value(c, f, val, origin, err, errsz))
             return AG_EINVAL;
     }
     return AG_OK;
@@ -362,23 +372,26 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
     return AG_OK;
 }
 
-int ag_config_read_token(const char *path, char *token, char *err,
-                         size_t errsz)
+int ag_config_read_token(const char *path, char *token, char *err, size_t errsz)
 {
+    /* Read well past the cap, so that a long file is refused rather than
+     * cut short, whatever white space trails the token. */
+    char buf[AG_TOKEN_MAX + 1024];
     size_t len;
-    int rc = read_file(path, (unsigned char *)token, AG_TOKEN_MAX + 1, &len,
-                       false, "--admin-token-file", err, errsz);
+    int rc = read_file(path, (unsigned char *)buf, sizeof buf, &len, false,
+                       "--admin-token-file", err, errsz);
     if (rc)
         return rc;
-    while (len > 0 && isspace((unsigned char)token[len - 1]))
+    while (len > 0 && isspace((unsigned char)buf[len - 1]))
         len--;
-    if (len == 0 || len > AG_TOKEN_MAX || memchr(token, '\0', len)) {
+    if (len == 0 || len > AG_TOKEN_MAX || memchr(buf, '\0', len)) {
         snprintf(err, errsz,
                  "--admin-token-file '%s' must hold 1 to %d bytes of token "
                  "text",
                  path, AG_TOKEN_MAX);
         return AG_EINVAL;
     }
+    memcpy(token, buf, len);
     token[len] = '\0';
     return AG_OK;
 }

@@ -6,9 +6,9 @@
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -20,7 +20,7 @@
 struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
-    int listen_fd; /* returned by MHD_quiesce_daemon; closed at stop */
+    int listen_fd;        /* returned by MHD_quiesce_daemon; closed at stop */
     atomic_int in_flight; /* requests begun and not yet completed */
 };
 
@@ -57,8 +57,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
                                      struct ag_response *r)
 {
     struct MHD_Response *mr = MHD_create_response_from_buffer(
-        r->body.len, r->body.p ? r->body.p : (char *)"",
-        MHD_RESPMEM_MUST_COPY);
+        r->body.len, r->body.p ? r->body.p : (char *)"", MHD_RESPMEM_MUST_COPY);
     if (!mr)
         return MHD_NO;
     char num[16];
@@ -106,9 +105,8 @@ static const struct route_def *find_route(const char *url)
     return NULL;
 }
 
-static enum MHD_Result serve_probe(struct ag_http *h,
-                                   struct MHD_Connection *conn,
-                                   enum route route)
+static enum MHD_Result
+serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
 {
     struct ag_response r;
     ag_response_init(&r);
@@ -124,25 +122,22 @@ static enum MHD_Result serve_probe(struct ag_http *h,
     return ret;
 }
 
-static enum MHD_Result serve_check(struct ag_http *h,
-                                   struct MHD_Connection *conn,
-                                   struct request *req)
+static enum MHD_Result
+serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
 {
     if (req->too_big)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
                            "body is larger than 64 KiB", NULL);
     struct ag_response r;
     ag_response_init(&r);
-    enum ag_endpoint ep =
-        req->route == R_CHECK_LOGIN ? AG_EP_LOGIN : AG_EP_OTP;
+    enum ag_endpoint ep = req->route == R_CHECK_LOGIN ? AG_EP_LOGIN : AG_EP_OTP;
     int rc = ag_service_check(h->svc, ep, req->body.p ? req->body.p : "",
                               req->body.len, &r);
     enum MHD_Result ret;
     if (rc == AG_OK) {
         ret = send_response(conn, &r);
     } else {
-        ag_log(AG_LOG_ERROR, "response", "could not build a response (%d)",
-               rc);
+        ag_log(AG_LOG_ERROR, "response", "could not build a response (%d)", rc);
         ret = reply_error(conn, 500, "internal error", NULL);
     }
     ag_response_free(&r);
@@ -166,8 +161,8 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
     if (get)
         return serve_probe(h, conn, rd->route);
 
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
                            "body is larger than 64 KiB", NULL);
@@ -252,12 +247,11 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, h, MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, errsz, "cannot listen on %s:%d: %s", cfg->listen_host,
                  cfg->listen_port, strerror(errno));
@@ -279,8 +273,7 @@ void ag_http_stop(struct ag_http *h)
     /* Let requests already begun finish, for up to DRAIN_MS. */
     enum { DRAIN_MS = 10000, STEP_MS = 5 };
     struct timespec step = {0, STEP_MS * 1000000L};
-    for (int waited = 0; waited < DRAIN_MS &&
-                         atomic_load(&h->in_flight) > 0;
+    for (int waited = 0; waited < DRAIN_MS && atomic_load(&h->in_flight) > 0;
          waited += STEP_MS)
         nanosleep(&step, NULL);
     MHD_stop_daemon(h->daemon);

@@ -49,14 +49,12 @@ int ag_identity_user(const char *in, size_t len, char *out, const char **why)
     return text_ident(in, len, out, 1, why);
 }
 
-int ag_identity_device(const char *in, size_t len, char *out,
-                       const char **why)
+int ag_identity_device(const char *in, size_t len, char *out, const char **why)
 {
     return text_ident(in, len, out, 0, why);
 }
 
-int ag_identity_phone(const char *in, size_t len, char *out,
-                      const char **why)
+int ag_identity_phone(const char *in, size_t len, char *out, const char **why)
 {
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
@@ -87,7 +85,7 @@ int ag_identity_phone(const char *in, size_t len, char *out,
 
 int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
 {
-    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0,    0,
                                              0, 0, 0, 0, 0xff, 0xff};
     memset(out, 0, sizeof *out);
     if (inet_pton(AF_INET, in, out->addr) == 1) {
@@ -130,8 +128,9 @@ void ag_hasher_wipe(struct ag_hasher *h)
 static void put_lenprefixed(crypto_generichash_state *st, const char *s)
 {
     size_t len = strlen(s);
-    unsigned char n[4] = {(unsigned char)(len >> 24), (unsigned char)(len >> 16),
-                          (unsigned char)(len >> 8), (unsigned char)len};
+    unsigned char n[4] = {(unsigned char)(len >> 24),
+                          (unsigned char)(len >> 16), (unsigned char)(len >> 8),
+                          (unsigned char)len};
     crypto_generichash_update(st, n, sizeof n);
     crypto_generichash_update(st, (const unsigned char *)s, len);
 }

@@ -24,8 +24,8 @@
 #define AG_DIGEST_HEX (2 * AG_DIGEST_BYTES)
 
 struct ag_ip {
-    int family;               /* AF_INET or AF_INET6 */
-    unsigned char addr[16];   /* network order; 4 bytes used for AF_INET */
+    int family;                /* AF_INET or AF_INET6 */
+    unsigned char addr[16];    /* network order; 4 bytes used for AF_INET */
     char text[AG_IP_TEXT_MAX]; /* canonical text form */
 };
 
@@ -35,13 +35,11 @@ struct ag_ip {
  * (a static string that starts after the field name, e.g. "is empty"). */
 int ag_identity_user(const char *in, size_t len, char *out, const char **why);
 /* Device: like user but case is kept (device ids are opaque tokens). */
-int ag_identity_device(const char *in, size_t len, char *out,
-                       const char **why);
+int ag_identity_device(const char *in, size_t len, char *out, const char **why);
 /* Phone: spaces, dashes, dots and parentheses removed; the rest must be
  * E.164: '+', a non-zero digit, then 7 to 14 more digits (8 to 15 in all).
  * out holds AG_PHONE_MAX + 1 bytes. */
-int ag_identity_phone(const char *in, size_t len, char *out,
-                      const char **why);
+int ag_identity_phone(const char *in, size_t len, char *out, const char **why);
 /* IP: what inet_pton accepts for IPv4 or IPv6, printed canonically; an
  * IPv4-mapped IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address. */
 int ag_identity_ip(const char *in, struct ag_ip *out, const char **why);
@@ -69,7 +67,6 @@ struct ag_ident_part {
  * into out (AG_DIGEST_HEX + 1 bytes). Parts are length-prefixed, so no two
  * different part lists hash the same input. */
 void ag_hasher_digest(const struct ag_hasher *h,
-                      const struct ag_ident_part *parts, size_t n,
-                      char *out);
+                      const struct ag_ident_part *parts, size_t n, char *out);
 
 #endif

@@ -33,17 +33,19 @@ int ag_limiter_plan(const struct ag_policy_set *set,
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != req->endpoint)
             continue;
+        struct ag_limit_op op;
+        if (!plan_op(p, req, h, &op))
+            continue;
         if (plan->n == AG_PLAN_MAX)
             return AG_ETOOBIG;
-        if (plan_op(p, req, h, &plan->ops[plan->n]))
-            plan->n++;
+        plan->ops[plan->n++] = op;
     }
     return AG_OK;
 }
 
 uint32_t ag_limiter_seconds(uint64_t ms)
 {
-    uint64_t s = (ms + 999) / 1000;
+    uint64_t s = ms / 1000 + (ms % 1000 != 0);
     if (s < 1)
         return 1;
     return s > UINT32_MAX ? UINT32_MAX : (uint32_t)s;
@@ -61,8 +63,7 @@ static bool tighter(const struct ag_limit_op *oa,
 }
 
 void ag_limiter_decide(const struct ag_plan *plan,
-                       const struct ag_limit_result *res,
-                       struct ag_decision *d)
+                       const struct ag_limit_result *res, struct ag_decision *d)
 {
     d->allowed = true;
     d->denied_by = -1;
@@ -76,15 +77,14 @@ void ag_limiter_decide(const struct ag_plan *plan,
             (d->denied_by < 0 ||
              res[i].retry_after_ms > res[d->denied_by].retry_after_ms))
             d->denied_by = j;
-        if (d->tightest < 0 || tighter(&plan->ops[i], &res[i],
-                                       &plan->ops[d->tightest],
-                                       &res[d->tightest]))
+        if (d->tightest < 0 ||
+            tighter(&plan->ops[i], &res[i], &plan->ops[d->tightest],
+                    &res[d->tightest]))
             d->tightest = j;
     }
     if (d->denied_by >= 0) {
         d->allowed = false;
         d->tightest = d->denied_by;
-        d->retry_after_s =
-            ag_limiter_seconds(res[d->denied_by].retry_after_ms);
+        d->retry_after_s = ag_limiter_seconds(res[d->denied_by].retry_after_ms);
     }
 }

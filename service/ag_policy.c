@@ -8,8 +8,8 @@
 
 static const char *const endpoint_names[] = {"login", "otp"};
 static const char *const key_names[] = {"user", "ip", "phone", "device"};
-static const char *const algorithm_names[] = {
-    "sliding_log", "fixed_window", "sliding_window", "token_bucket"};
+static const char *const algorithm_names[] = {"sliding_log", "fixed_window",
+                                              "sliding_window", "token_bucket"};
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
 static const char *const mode_names[] = {"enforce", "shadow"};
@@ -137,18 +137,19 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
     const json_t *k;
     json_array_foreach(v, i, k)
     {
-        int kind =
-            json_is_string(k)
-                ? lookup(key_names, COUNT(key_names), json_string_value(k))
-                : -1;
+        int kind = json_is_string(k) ? lookup(key_names, COUNT(key_names),
+                                              json_string_value(k))
+                                     : -1;
         if (kind < 0)
             return refuse(err, "key",
                           "entries must be \"user\", \"ip\", \"phone\" or "
                           "\"device\"");
         if (!(endpoint_keys[p->endpoint] & 1u << kind)) {
             char msg[96];
-            snprintf(msg, sizeof msg, "kind \"%s\" is not sent to the %s "
-                     "endpoint", key_names[kind], endpoint_names[p->endpoint]);
+            snprintf(msg, sizeof msg,
+                     "kind \"%s\" is not sent to the %s "
+                     "endpoint",
+                     key_names[kind], endpoint_names[p->endpoint]);
             return refuse(err, "key", msg);
         }
         if (seen & 1u << kind)
@@ -164,8 +165,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_policy_error *err)
 {
     static const char *const known[] = {
-        "name", "endpoint", "key",    "algorithm", "limit",  "window_s",
-        "block_s", "counts", "fail", "mode",      "enabled"};
+        "name",    "endpoint", "key",  "algorithm", "limit",  "window_s",
+        "block_s", "counts",   "fail", "mode",      "enabled"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -220,29 +221,26 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     p.algorithm = (enum ag_algorithm)e;
     if ((rc = get_uint(obj, "limit", 1, AG_LIMIT_MAX, -1, &p.limit, err)))
         return rc;
-    if ((rc = get_uint(obj, "window_s", 1, AG_WINDOW_MAX, -1, &p.window_s,
-                       err)))
+    if ((rc =
+             get_uint(obj, "window_s", 1, AG_WINDOW_MAX, -1, &p.window_s, err)))
         return rc;
     if ((rc = get_uint(obj, "block_s", 0, AG_WINDOW_MAX, 0, &p.block_s, err)))
         return rc;
-    if (p.algorithm == AG_ALG_SLIDING_LOG &&
-        p.limit > AG_SLIDING_LOG_LIMIT_MAX)
+    if (p.algorithm == AG_ALG_SLIDING_LOG && p.limit > AG_SLIDING_LOG_LIMIT_MAX)
         return refuse(err, "limit",
                       "must be at most 10000 for sliding_log, which stores "
                       "every request; use sliding_window for higher limits");
-    if ((rc = get_enum(obj, "counts", counts_names, COUNT(counts_names), 0,
-                       &e, err)))
+    if ((rc = get_enum(obj, "counts", counts_names, COUNT(counts_names), 0, &e,
+                       err)))
         return rc;
     p.counts = (enum ag_counts)e;
     if (p.counts == AG_COUNTS_FAILURES && p.endpoint != AG_EP_LOGIN)
         return refuse(err, "counts",
                       "\"failures\" is only for the login endpoint");
-    if ((rc = get_enum(obj, "fail", fail_names, COUNT(fail_names), 0, &e,
-                       err)))
+    if ((rc = get_enum(obj, "fail", fail_names, COUNT(fail_names), 0, &e, err)))
         return rc;
     p.fail = (enum ag_fail)e;
-    if ((rc = get_enum(obj, "mode", mode_names, COUNT(mode_names), 0, &e,
-                       err)))
+    if ((rc = get_enum(obj, "mode", mode_names, COUNT(mode_names), 0, &e, err)))
         return rc;
     p.mode = (enum ag_mode)e;
     v = json_object_get(obj, "enabled");
@@ -262,10 +260,10 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
                      "name", p->name, "endpoint", endpoint_names[p->endpoint],
                      "key", keys, "algorithm", algorithm_names[p->algorithm],
                      "limit", (json_int_t)p->limit, "window_s",
-                     (json_int_t)p->window_s, "block_s",
-                     (json_int_t)p->block_s, "counts",
-                     counts_names[p->counts], "fail", fail_names[p->fail],
-                     "mode", mode_names[p->mode], "enabled", p->enabled);
+                     (json_int_t)p->window_s, "block_s", (json_int_t)p->block_s,
+                     "counts", counts_names[p->counts], "fail",
+                     fail_names[p->fail], "mode", mode_names[p->mode],
+                     "enabled", p->enabled);
 }
 
 static int by_name(const void *a, const void *b)
@@ -277,8 +275,7 @@ static int by_name(const void *a, const void *b)
 struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
                                         uint64_t version)
 {
-    struct ag_policy_set *s =
-        malloc(sizeof *s + n * sizeof(struct ag_policy));
+    struct ag_policy_set *s = malloc(sizeof *s + n * sizeof(struct ag_policy));
     if (!s)
         return NULL;
     atomic_init(&s->refs, 1);

@@ -23,9 +23,9 @@
 #include <jansson.h>
 
 #define AG_POLICY_NAME_MAX 64
-#define AG_POLICY_KEYS_MAX 4   /* key parts in one policy */
+#define AG_POLICY_KEYS_MAX 4 /* key parts in one policy */
 #define AG_LIMIT_MAX 1000000000u
-#define AG_WINDOW_MAX 2592000u /* 30 days, in seconds */
+#define AG_WINDOW_MAX 2592000u          /* 30 days, in seconds */
 #define AG_SLIDING_LOG_LIMIT_MAX 10000u /* members one log may hold */
 
 enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_COUNT };

@@ -32,8 +32,9 @@ static int exec(sqlite3 *db, const char *sql, char *err, size_t errsz)
 static int read_version(sqlite3 *db, int *version)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT coalesce(max(version), 0) FROM "
-                               "schema_version",
+    if (sqlite3_prepare_v2(db,
+                           "SELECT coalesce(max(version), 0) FROM "
+                           "schema_version",
                            -1, &st, NULL) != SQLITE_OK)
         return AG_EIO;
     int rc = sqlite3_step(st) == SQLITE_ROW ? AG_OK : AG_EIO;
@@ -84,8 +85,7 @@ static int migrate(struct ag_policy_db *pdb, const struct ag_policy *seed,
         const struct ag_embedded_file *m = &ag_embedded_migrations[i];
         int version = atoi(m->name);
         if (version <= 0) {
-            snprintf(err, errsz, "migration %s: name must start NNN_",
-                     m->name);
+            snprintf(err, errsz, "migration %s: name must start NNN_", m->name);
             rc = AG_EINVAL;
         } else if (version > current) {
             rc = exec(db, m->data, err, errsz);
@@ -112,16 +112,15 @@ static void make_parent_dir(const char *path)
     }
 }
 
-int ag_policy_db_open(const char *path, const struct ag_policy *seed,
-                      size_t n, struct ag_policy_db **out, char *err,
-                      size_t errsz)
+int ag_policy_db_open(const char *path, const struct ag_policy *seed, size_t n,
+                      struct ag_policy_db **out, char *err, size_t errsz)
 {
     struct ag_policy_db *pdb = calloc(1, sizeof *pdb);
     if (!pdb)
         return AG_ENOMEM;
     make_parent_dir(path);
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                SQLITE_OPEN_NOMUTEX;
+    int flags =
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = AG_OK;
     if (sqlite3_open_v2(path, &pdb->db, flags, NULL) != SQLITE_OK)
         rc = db_fail(pdb->db, path, err, errsz);
@@ -154,8 +153,8 @@ void ag_policy_db_close(struct ag_policy_db *db)
 }
 
 static const char *const columns[] = {
-    "name",   "endpoint", "key",  "algorithm", "limit",  "window_s",
-    "block_s", "counts",  "fail", "mode",      "enabled"};
+    "name",    "endpoint", "key",  "algorithm", "limit",  "window_s",
+    "block_s", "counts",   "fail", "mode",      "enabled"};
 
 /* Builds the JSON record of the current row, for ag_policy_from_json. */
 static json_t *row_to_json(sqlite3_stmt *st)

@@ -21,9 +21,8 @@ struct ag_policy_db;
 /* Opens (creating if absent) and migrates the database at path, seeding a
  * new one with the n policies in seed. On failure returns a negative code
  * and a message in err; *out is untouched. Close with ag_policy_db_close. */
-int ag_policy_db_open(const char *path, const struct ag_policy *seed,
-                      size_t n, struct ag_policy_db **out, char *err,
-                      size_t errsz);
+int ag_policy_db_open(const char *path, const struct ag_policy *seed, size_t n,
+                      struct ag_policy_db **out, char *err, size_t errsz);
 void ag_policy_db_close(struct ag_policy_db *db);
 
 /* The schema version now recorded (the newest migration applied). */

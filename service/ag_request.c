@@ -77,9 +77,8 @@ int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        snprintf(err, errsz,
-                 "body is not valid JSON: %s at line %d column %d", jerr.text,
-                 jerr.line, jerr.column);
+        snprintf(err, errsz, "body is not valid JSON: %s at line %d column %d",
+                 jerr.text, jerr.line, jerr.column);
         return AG_EINVAL;
     }
     int rc = AG_OK;

@@ -26,8 +26,8 @@ static int ascii_string(struct ag_buf *b, const char *s)
     return ag_buf_json_string(b, clean);
 }
 
-int ag_response_field_error(struct ag_response *r, int status,
-                            const char *msg, const char *field)
+int ag_response_field_error(struct ag_response *r, int status, const char *msg,
+                            const char *field)
 {
     r->status = status;
     ag_buf_reset(&r->body);
@@ -60,8 +60,8 @@ static int decision_json(struct ag_buf *b, const struct ag_limit_op *op,
         b,
         "{\"policy\":\"%s\",\"allowed\":%s,\"limit\":%" PRIu32
         ",\"remaining\":%" PRIu32 ",\"reset_after\":%" PRIu32,
-        op->policy->name, res->allowed ? "true" : "false",
-        op->policy->limit, res->remaining,
+        op->policy->name, res->allowed ? "true" : "false", op->policy->limit,
+        res->remaining,
         res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms) : 0);
     if (!rc && !res->allowed)
         rc = ag_buf_printf(b, ",\"retry_after\":%" PRIu32,
@@ -113,13 +113,11 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
     return rc;
 }
 
-int ag_response_unavailable(struct ag_response *r,
-                            const struct ag_plan *plan)
+int ag_response_unavailable(struct ag_response *r, const struct ag_plan *plan)
 {
     const struct ag_limit_op *closed = NULL;
     for (size_t i = 0; i < plan->n && !closed; i++)
-        if (!plan->ops[i].shadow &&
-            plan->ops[i].policy->fail == AG_FAIL_CLOSED)
+        if (!plan->ops[i].shadow && plan->ops[i].policy->fail == AG_FAIL_CLOSED)
             closed = &plan->ops[i];
     ag_buf_reset(&r->body);
     if (!closed) {

@@ -41,8 +41,8 @@ void ag_response_free(struct ag_response *r);
  * so the body is always valid JSON. */
 int ag_response_error(struct ag_response *r, int status, const char *msg);
 /* An error response with {"error": msg, "field": field}. */
-int ag_response_field_error(struct ag_response *r, int status,
-                            const char *msg, const char *field);
+int ag_response_field_error(struct ag_response *r, int status, const char *msg,
+                            const char *field);
 /* {"status": "ok"} style bodies for probes. */
 int ag_response_status(struct ag_response *r, int status, const char *text);
 
@@ -55,7 +55,6 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
 /* The response to a check the store could not answer: 503 with
  * "reason": "store_unavailable" if an enforcing policy fails closed (named
  * in "policy"), else 200 allowed; both say "degraded": true. */
-int ag_response_unavailable(struct ag_response *r,
-                            const struct ag_plan *plan);
+int ag_response_unavailable(struct ag_response *r, const struct ag_plan *plan);
 
 #endif

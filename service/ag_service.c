@@ -61,8 +61,10 @@ int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
     } else if (rc == AG_OK) {
         rc = ag_response_unavailable(resp, &plan);
     } else {
-        ag_log(AG_LOG_ERROR, "plan", "more than %d policies apply to one "
-               "check", AG_PLAN_MAX);
+        ag_log(AG_LOG_ERROR, "plan",
+               "more than %d policies apply to one "
+               "check",
+               AG_PLAN_MAX);
         rc = ag_response_error(resp, 503, "too many policies apply");
     }
     ag_policy_set_unref(set);

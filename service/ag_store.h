@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "ag_limiter.h"
 #include "ag_config.h"
+#include "ag_limiter.h"
 
 struct ag_store;
 
@@ -40,8 +40,7 @@ struct ag_store {
 struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
                                     unsigned timeout_ms);
 
-static inline int ag_store_check(struct ag_store *s,
-                                 const struct ag_plan *plan,
+static inline int ag_store_check(struct ag_store *s, const struct ag_plan *plan,
                                  struct ag_limit_result *res)
 {
     return s->ops->check(s, plan, res);

@@ -9,8 +9,8 @@
 
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +37,7 @@ struct redis_store {
     struct timeval timeout;
     char *script; /* the composed script, NUL-terminated */
     size_t script_len;
-    char instance[17];      /* random hex, makes log members unique */
+    char instance[17];        /* random hex, makes log members unique */
     atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
     pthread_key_t key;
     pthread_mutex_t lock; /* guards conns */

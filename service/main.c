@@ -33,8 +33,7 @@ static int add_seed_file(const char *name, const char *text, size_t len,
     struct ag_policy_error perr;
     int rc = ag_policy_parse_file(text, len, &ps, &count, &perr);
     if (rc) {
-        fprintf(stderr, "abuseguard: seed policies %s: %s\n", name,
-                perr.msg);
+        fprintf(stderr, "abuseguard: seed policies %s: %s\n", name, perr.msg);
         return rc;
     }
     struct ag_policy *grown = realloc(*all, (*n + count + 1) * sizeof *ps);
@@ -123,8 +122,7 @@ static struct ag_policy_set *open_policies(const struct ag_config *cfg,
     char err[512];
     if (load_seed(cfg->seed_dir, &seed, &nseed))
         return NULL;
-    int rc = ag_policy_db_open(cfg->db_path, seed, nseed, db, err,
-                               sizeof err);
+    int rc = ag_policy_db_open(cfg->db_path, seed, nseed, db, err, sizeof err);
     free(seed);
     if (!rc)
         rc = ag_policy_db_load(*db, &ps, &n, err, sizeof err);
@@ -170,7 +168,7 @@ int main(int argc, char **argv)
     sodium_memzero(secret, sizeof secret);
 
     /* Kept for the admin API; read now so a bad file stops the start. */
-    static char admin_token[AG_TOKEN_MAX + 2];
+    static char admin_token[AG_TOKEN_MAX + 1];
     if (cfg.admin_token_file[0] &&
         ag_config_read_token(cfg.admin_token_file, admin_token, err,
                              sizeof err)) {

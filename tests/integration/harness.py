@@ -242,3 +242,28 @@ class ServiceTest(unittest.TestCase):
             if d["policy"] == policy:
                 return d
         self.fail("no decision for %s in %r" % (policy, resp.json))
+
+
+def policy(name, endpoint="login", key=("user",), algorithm="sliding_log",
+           limit=5, window_s=60, **extra):
+    return {"name": name, "endpoint": endpoint, "key": list(key),
+            "algorithm": algorithm, "limit": limit, "window_s": window_s,
+            **extra}
+
+
+class PolicyTest(ServiceTest):
+    """A ServiceTest whose instances start from the policies it names
+    (seeded into a fresh database through --seed-dir)."""
+
+    def seeded(self, policies, count=1, extra=()):
+        seed = tempfile.mkdtemp(prefix="seed-", dir=self.workdir)
+        with open(os.path.join(seed, "p.json"), "w") as f:
+            json.dump({"policies": policies}, f)
+        db = os.path.join(seed, "policies.db")
+        return [self.service(db=db, name="s%d" % i,
+                             extra=["--seed-dir", seed, *extra])
+                for i in range(count)]
+
+    def redis_time_us(self):
+        sec, usec = self.redis.cmd("TIME")
+        return int(sec) * 1_000_000 + int(usec)

@@ -1,0 +1,701 @@
+/*
+ * ag_config: defaults, flags in both forms, ABUSEGUARD_* variables and the
+ * precedence between them, refusals that name the flag, Redis URLs, and the
+ * secret and admin token files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ag_config.h"
+#include "ag_error.h"
+#include "ag_log.h"
+
+extern char **environ;
+
+#define ERRSZ 512
+
+/* Removes every ABUSEGUARD_* variable so that each test starts from the
+ * defaults whatever the environment of the test runner holds. */
+static int clear_env(void **state)
+{
+    (void)state;
+    for (;;) {
+        char name[256] = "";
+        for (char **e = environ; *e; e++) {
+            if (strncmp(*e, "ABUSEGUARD_", 11) == 0) {
+                size_t n = strcspn(*e, "=");
+                if (n >= sizeof name)
+                    n = sizeof name - 1;
+                memcpy(name, *e, n);
+                name[n] = '\0';
+                break;
+            }
+        }
+        if (!name[0])
+            return 0;
+        if (unsetenv(name) != 0)
+            return -1;
+    }
+}
+
+/* Runs ag_config_parse on "abuseguard" followed by the NULL-terminated
+ * arguments. */
+static int parse(struct ag_config *c, char *err, ...)
+{
+    char *argv[32] = {(char *)"abuseguard"};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, err);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL) {
+        assert_true(argc < 31);
+        argv[argc++] = (char *)a;
+    }
+    va_end(ap);
+    argv[argc] = NULL;
+    err[0] = '\0';
+    return ag_config_parse(c, argc, argv, err, ERRSZ);
+}
+
+/* Expects one flag value to be refused with a message naming the flag. */
+static void expect_flag_refused(const char *flag, const char *value)
+{
+    struct ag_config c;
+    char err[ERRSZ];
+    int rc = parse(&c, err, flag, value, (char *)NULL);
+    if (rc != AG_EINVAL)
+        fail_msg("%s %s: rc %d, want AG_EINVAL", flag, value, rc);
+    if (!strstr(err, flag))
+        fail_msg("%s %s: message does not name the flag: %s", flag, value, err);
+}
+
+static void expect_flag_accepted(const char *flag, const char *value)
+{
+    struct ag_config c;
+    char err[ERRSZ];
+    int rc = parse(&c, err, flag, value, (char *)NULL);
+    if (rc != AG_OK)
+        fail_msg("%s %s: rc %d: %s", flag, value, rc, err);
+}
+
+static void defaults_apply_without_flags_or_environment(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_string_equal(c.listen_host, "127.0.0.1");
+    assert_int_equal(c.listen_port, 8080);
+    assert_int_equal(c.redis.kind, AG_REDIS_TCP);
+    assert_string_equal(c.redis.host, "127.0.0.1");
+    assert_int_equal(c.redis.port, 6379);
+    assert_string_equal(c.redis.password, "");
+    assert_int_equal(c.redis.db, 0);
+    assert_string_equal(c.db_path, "var/policies.db");
+    assert_string_equal(c.secret_file, "var/secret.key");
+    assert_string_equal(c.admin_token_file, "");
+    assert_string_equal(c.seed_dir, "");
+    assert_int_equal(c.conn_timeout_s, 10);
+    assert_int_equal(c.max_conns, 1024);
+    assert_int_equal(c.max_header_bytes, 16384);
+    assert_int_equal(c.threads, 0);
+    assert_int_equal(c.redis_timeout_ms, 50);
+    assert_int_equal(c.log_level, AG_LOG_INFO);
+    assert_false(c.help);
+}
+
+static void flags_with_separate_values_override_defaults(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    int rc =
+        parse(&c, err, "--listen", "0.0.0.0:9000", "--db", "/tmp/p.db",
+              "--secret-file", "/etc/ag/key", "--admin-token-file",
+              "/etc/ag/token", "--seed-dir", "/srv/seed", "--conn-timeout-s",
+              "30", "--max-conns", "7", "--max-header-bytes", "8192",
+              "--threads", "4", "--redis-timeout-ms", "250", "--log-level",
+              "debug", "--redis", "redis://cache:6380", (char *)NULL);
+    assert_int_equal(rc, AG_OK);
+    assert_string_equal(c.listen_host, "0.0.0.0");
+    assert_int_equal(c.listen_port, 9000);
+    assert_string_equal(c.db_path, "/tmp/p.db");
+    assert_string_equal(c.secret_file, "/etc/ag/key");
+    assert_string_equal(c.admin_token_file, "/etc/ag/token");
+    assert_string_equal(c.seed_dir, "/srv/seed");
+    assert_int_equal(c.conn_timeout_s, 30);
+    assert_int_equal(c.max_conns, 7);
+    assert_int_equal(c.max_header_bytes, 8192);
+    assert_int_equal(c.threads, 4);
+    assert_int_equal(c.redis_timeout_ms, 250);
+    assert_int_equal(c.log_level, AG_LOG_DEBUG);
+    assert_string_equal(c.redis.host, "cache");
+    assert_int_equal(c.redis.port, 6380);
+    assert_false(c.help);
+}
+
+static void flag_equals_value_form_is_accepted(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    int rc = parse(&c, err, "--max-conns=77", "--listen=[::1]:8081",
+                   "--db=/x=y.db", "--log-level=error", (char *)NULL);
+    assert_int_equal(rc, AG_OK);
+    assert_int_equal(c.max_conns, 77);
+    assert_string_equal(c.listen_host, "::1");
+    assert_int_equal(c.listen_port, 8081);
+    /* Only the first '=' separates the flag from its value. */
+    assert_string_equal(c.db_path, "/x=y.db");
+    assert_int_equal(c.log_level, AG_LOG_ERROR);
+}
+
+static void listen_localhost_becomes_loopback_address(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--listen", "localhost:8443", (char *)NULL),
+                     AG_OK);
+    assert_string_equal(c.listen_host, "127.0.0.1");
+    assert_int_equal(c.listen_port, 8443);
+}
+
+static void help_flag_takes_no_value(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--help", "--max-conns", "5", (char *)NULL),
+                     AG_OK);
+    assert_true(c.help);
+    assert_int_equal(c.max_conns, 5);
+}
+
+static void environment_variables_set_values(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("ABUSEGUARD_MAX_CONNS", "33", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_SECRET_FILE", "/env/key", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_REDIS_TIMEOUT_MS", "99", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_LOG_LEVEL", "warn", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_LISTEN", "[::]:7000", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_ADMIN_TOKEN_FILE", "/env/tok", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_REDIS", "unix:///run/r.sock", 1), 0);
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_int_equal(c.max_conns, 33);
+    assert_string_equal(c.secret_file, "/env/key");
+    assert_int_equal(c.redis_timeout_ms, 99);
+    assert_int_equal(c.log_level, AG_LOG_WARN);
+    assert_string_equal(c.listen_host, "::");
+    assert_int_equal(c.listen_port, 7000);
+    assert_string_equal(c.admin_token_file, "/env/tok");
+    assert_int_equal(c.redis.kind, AG_REDIS_UNIX);
+    assert_string_equal(c.redis.path, "/run/r.sock");
+}
+
+static void command_line_flag_wins_over_environment(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("ABUSEGUARD_MAX_CONNS", "33", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_DB", "/env.db", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_REDIS", "redis://envhost:1", 1), 0);
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--max-conns", "44", "--redis",
+                           "redis://flaghost:2", (char *)NULL),
+                     AG_OK);
+    assert_int_equal(c.max_conns, 44);
+    assert_string_equal(c.redis.host, "flaghost");
+    assert_int_equal(c.redis.port, 2);
+    /* A variable no flag overrides still applies. */
+    assert_string_equal(c.db_path, "/env.db");
+}
+
+static void bad_numeric_values_are_refused_naming_the_flag(void **state)
+{
+    (void)state;
+    expect_flag_refused("--max-conns", "0");
+    expect_flag_refused("--max-conns", "100001");
+    expect_flag_refused("--max-conns", "abc");
+    expect_flag_refused("--max-conns", "");
+    expect_flag_refused("--max-conns", "12x");
+    expect_flag_refused("--max-conns", " 12");
+    expect_flag_refused("--max-conns", "99999999999999999999999");
+    expect_flag_refused("--conn-timeout-s", "-1");
+    expect_flag_refused("--conn-timeout-s", "3601");
+    expect_flag_refused("--threads", "257");
+    expect_flag_refused("--max-header-bytes", "4095");
+    expect_flag_refused("--redis-timeout-ms", "0");
+    expect_flag_refused("--redis-timeout-ms", "+5");
+}
+
+static void numeric_range_bounds_are_accepted(void **state)
+{
+    (void)state;
+    expect_flag_accepted("--max-conns", "1");
+    expect_flag_accepted("--max-conns", "100000");
+    expect_flag_accepted("--threads", "0");
+    expect_flag_accepted("--threads", "256");
+    expect_flag_accepted("--max-header-bytes", "4096");
+    expect_flag_accepted("--max-header-bytes", "1048576");
+    expect_flag_accepted("--conn-timeout-s", "3600");
+}
+
+static void bad_listen_and_log_level_are_refused_naming_the_flag(void **state)
+{
+    (void)state;
+    expect_flag_refused("--listen", "127.0.0.1");
+    expect_flag_refused("--listen", "example.com:80");
+    expect_flag_refused("--listen", "127.0.0.1:0");
+    expect_flag_refused("--listen", "127.0.0.1:65536");
+    expect_flag_refused("--listen", ":8080");
+    expect_flag_refused("--listen", "[::1:8080");
+    expect_flag_refused("--log-level", "verbose");
+}
+
+static void too_long_path_is_refused_naming_the_flag(void **state)
+{
+    (void)state;
+    char longest[1024];
+    memset(longest, 'p', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    expect_flag_accepted("--db", longest);
+    char too_long[1025];
+    memset(too_long, 'p', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = '\0';
+    expect_flag_refused("--db", too_long);
+    expect_flag_refused("--secret-file", too_long);
+}
+
+static void
+bad_environment_value_is_refused_naming_variable_and_flag(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("ABUSEGUARD_MAX_CONNS", "lots", 1), 0);
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_EINVAL);
+    assert_non_null(strstr(err, "ABUSEGUARD_MAX_CONNS"));
+    assert_non_null(strstr(err, "--max-conns"));
+}
+
+static void unknown_flag_and_positional_argument_are_refused(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--no-such-flag", "1", (char *)NULL),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "--no-such-flag"));
+    /* A prefix of a real flag is not that flag. */
+    assert_int_equal(parse(&c, err, "--max", "1", (char *)NULL), AG_EINVAL);
+    assert_non_null(strstr(err, "--max"));
+    assert_int_equal(parse(&c, err, "stray", (char *)NULL), AG_EINVAL);
+    assert_non_null(strstr(err, "stray"));
+    assert_int_equal(parse(&c, err, "-db", "x", (char *)NULL), AG_EINVAL);
+    assert_non_null(strstr(err, "-db"));
+}
+
+static void flag_missing_its_value_is_refused_naming_it(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--db", (char *)NULL), AG_EINVAL);
+    assert_non_null(strstr(err, "--db"));
+}
+
+/* Redis URLs through the parser and through the flag. */
+
+static void redis_url_host_and_port(void **state)
+{
+    (void)state;
+    struct ag_redis_addr a;
+    char err[ERRSZ];
+    assert_int_equal(
+        ag_config_parse_redis_url("redis://cache.local:6380", &a, err, ERRSZ),
+        AG_OK);
+    assert_int_equal(a.kind, AG_REDIS_TCP);
+    assert_string_equal(a.host, "cache.local");
+    assert_int_equal(a.port, 6380);
+    assert_string_equal(a.password, "");
+    assert_int_equal(a.db, 0);
+}
+
+static void redis_url_password_and_database(void **state)
+{
+    (void)state;
+    struct ag_redis_addr a;
+    char err[ERRSZ];
+    assert_int_equal(ag_config_parse_redis_url(
+                         "redis://:s3cret@10.0.0.5:6379/3", &a, err, ERRSZ),
+                     AG_OK);
+    assert_int_equal(a.kind, AG_REDIS_TCP);
+    assert_string_equal(a.password, "s3cret");
+    assert_string_equal(a.host, "10.0.0.5");
+    assert_int_equal(a.port, 6379);
+    assert_int_equal(a.db, 3);
+}
+
+static void redis_url_unix_socket(void **state)
+{
+    (void)state;
+    struct ag_redis_addr a;
+    char err[ERRSZ];
+    assert_int_equal(ag_config_parse_redis_url("unix:///run/redis/redis.sock",
+                                               &a, err, ERRSZ),
+                     AG_OK);
+    assert_int_equal(a.kind, AG_REDIS_UNIX);
+    assert_string_equal(a.path, "/run/redis/redis.sock");
+    assert_string_equal(a.password, "");
+}
+
+static void redis_flag_sets_the_address(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(
+        parse(&c, err, "--redis=redis://:pw@r1:7000/2", (char *)NULL), AG_OK);
+    assert_int_equal(c.redis.kind, AG_REDIS_TCP);
+    assert_string_equal(c.redis.host, "r1");
+    assert_int_equal(c.redis.port, 7000);
+    assert_string_equal(c.redis.password, "pw");
+    assert_int_equal(c.redis.db, 2);
+}
+
+static void bad_redis_urls_are_refused_naming_the_flag(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "http://cache:6379",
+        "redis://cache",
+        "redis://cache:",
+        "redis://:6379",
+        "redis://cache:0",
+        "redis://cache:65536",
+        "redis://cache:port",
+        "redis://user:pw@cache:6379",
+        "redis://cache:6379/x",
+        "redis://cache:6379/-1",
+        "unix://relative/redis.sock",
+        "unix://",
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct ag_redis_addr a;
+        char err[ERRSZ] = "";
+        int rc = ag_config_parse_redis_url(bad[i], &a, err, ERRSZ);
+        if (rc != AG_EINVAL)
+            fail_msg("'%s': rc %d, want AG_EINVAL", bad[i], rc);
+        if (!strstr(err, "--redis"))
+            fail_msg("'%s': message does not name --redis: %s", bad[i], err);
+        expect_flag_refused("--redis", bad[i]);
+    }
+    /* A socket path that does not fit sun_path. */
+    char url[256] = "unix:///";
+    memset(url + 8, 's', 120);
+    url[128] = '\0';
+    expect_flag_refused("--redis", url);
+}
+
+/* Secret and token files, in mkstemp files under /tmp. */
+
+struct tmp {
+    char path[64];
+};
+
+static int tmp_setup(void **state)
+{
+    struct tmp *t = calloc(1, sizeof *t);
+    if (!t)
+        return -1;
+    *state = t;
+    return clear_env(NULL);
+}
+
+static int tmp_teardown(void **state)
+{
+    struct tmp *t = *state;
+    if (t->path[0])
+        unlink(t->path);
+    free(t);
+    return 0;
+}
+
+/* Creates a temp file holding len bytes of data with the given mode. */
+static const char *tmp_file(void **state, const void *data, size_t len,
+                            mode_t mode)
+{
+    struct tmp *t = *state;
+    snprintf(t->path, sizeof t->path, "/tmp/ag-unit-XXXXXX");
+    int fd = mkstemp(t->path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    assert_int_equal(fchmod(fd, mode), 0);
+    assert_int_equal(close(fd), 0);
+    return t->path;
+}
+
+static void fill_pattern(unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 37 + 11);
+}
+
+static void secret_file_missing_is_refused(void **state)
+{
+    (void)state;
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    const char *path = "/tmp/ag-unit-no-such-dir/secret.key";
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ),
+                     AG_EIO);
+    assert_non_null(strstr(err, path));
+}
+
+static void secret_shorter_than_32_bytes_is_refused(void **state)
+{
+    unsigned char data[31];
+    fill_pattern(data, sizeof data);
+    const char *path = tmp_file(state, data, sizeof data, 0600);
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "31 bytes"));
+}
+
+static void secret_readable_by_others_is_refused(void **state)
+{
+    unsigned char data[32];
+    fill_pattern(data, sizeof data);
+    const char *path = tmp_file(state, data, sizeof data, 0644);
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "644"));
+    assert_non_null(strstr(err, "chmod 600"));
+}
+
+static void secret_readable_by_group_is_refused(void **state)
+{
+    unsigned char data[32];
+    fill_pattern(data, sizeof data);
+    const char *path = tmp_file(state, data, sizeof data, 0640);
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "640"));
+}
+
+static void private_secret_of_32_bytes_is_accepted(void **state)
+{
+    unsigned char data[32];
+    fill_pattern(data, sizeof data);
+    const char *path = tmp_file(state, data, sizeof data, 0600);
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ), AG_OK);
+    assert_int_equal(len, 32);
+    assert_memory_equal(key, data, 32);
+}
+
+static void secret_is_read_up_to_its_cap(void **state)
+{
+    unsigned char data[AG_SECRET_MAX + 100];
+    fill_pattern(data, sizeof data);
+    const char *path = tmp_file(state, data, sizeof data, 0400);
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ), AG_OK);
+    assert_int_equal(len, AG_SECRET_MAX);
+    assert_memory_equal(key, data, AG_SECRET_MAX);
+}
+
+static void token_trailing_whitespace_is_trimmed(void **state)
+{
+    const char text[] = "tok-123 abc \t\r\n\n";
+    const char *path = tmp_file(state, text, sizeof text - 1, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_OK);
+    assert_string_equal(token, "tok-123 abc");
+}
+
+static void empty_token_file_is_refused(void **state)
+{
+    const char *path = tmp_file(state, "", 0, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_EINVAL);
+    assert_non_null(strstr(err, "--admin-token-file"));
+}
+
+static void whitespace_only_token_file_is_refused(void **state)
+{
+    const char *path = tmp_file(state, " \n\t\n", 4, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_EINVAL);
+    assert_non_null(strstr(err, "--admin-token-file"));
+}
+
+static void token_of_max_length_is_accepted(void **state)
+{
+    char text[AG_TOKEN_MAX + 1];
+    memset(text, 'k', AG_TOKEN_MAX);
+    text[AG_TOKEN_MAX] = '\n';
+    const char *path = tmp_file(state, text, sizeof text, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_OK);
+    assert_int_equal(strlen(token), AG_TOKEN_MAX);
+    assert_memory_equal(token, text, AG_TOKEN_MAX);
+}
+
+static void token_longer_than_max_is_refused(void **state)
+{
+    char text[AG_TOKEN_MAX + 1];
+    memset(text, 'k', sizeof text);
+    const char *path = tmp_file(state, text, sizeof text, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_EINVAL);
+}
+
+static void token_with_more_text_after_a_newline_is_refused(void **state)
+{
+    /* The cap applies to the whole file, not to what fits in a buffer. */
+    char text[AG_TOKEN_MAX + 6];
+    memset(text, 'a', AG_TOKEN_MAX);
+    memcpy(text + AG_TOKEN_MAX, "\nmore", 5);
+    const char *path = tmp_file(state, text, AG_TOKEN_MAX + 5, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_EINVAL);
+}
+
+static void
+bad_environment_value_is_ignored_when_the_flag_is_given(void **state)
+{
+    (void)state;
+    setenv("ABUSEGUARD_MAX_CONNS", "many", 1);
+    char *argv[] = {"abuseguard", "--max-conns", "7", NULL};
+    struct ag_config c;
+    char err[ERRSZ] = "";
+    int rc = ag_config_parse(&c, 3, argv, err, ERRSZ);
+    unsetenv("ABUSEGUARD_MAX_CONNS");
+    assert_int_equal(rc, AG_OK);
+    assert_int_equal(c.max_conns, 7);
+}
+
+static void redis_url_error_names_the_variable(void **state)
+{
+    (void)state;
+    setenv("ABUSEGUARD_REDIS", "http://x:1", 1);
+    char *argv[] = {"abuseguard", NULL};
+    struct ag_config c;
+    char err[ERRSZ] = "";
+    int rc = ag_config_parse(&c, 1, argv, err, ERRSZ);
+    unsetenv("ABUSEGUARD_REDIS");
+    assert_int_equal(rc, AG_EINVAL);
+    assert_non_null(strstr(err, "ABUSEGUARD_REDIS"));
+}
+
+static void redis_url_takes_a_bracketed_ipv6_host(void **state)
+{
+    (void)state;
+    struct ag_redis_addr a;
+    char err[ERRSZ] = "";
+    assert_int_equal(
+        ag_config_parse_redis_url("redis://[::1]:6380", &a, err, ERRSZ), AG_OK);
+    assert_string_equal(a.host, "::1");
+    assert_int_equal(a.port, 6380);
+}
+
+static void token_with_nul_byte_is_refused(void **state)
+{
+    const char text[] = "abc\0def";
+    const char *path = tmp_file(state, text, sizeof text - 1, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_EINVAL);
+}
+
+static void token_file_missing_is_refused(void **state)
+{
+    (void)state;
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    const char *path = "/tmp/ag-unit-no-such-dir/token";
+    assert_int_equal(ag_config_read_token(path, token, err, ERRSZ), AG_EIO);
+    assert_non_null(strstr(err, path));
+}
+
+#define ENV_TEST(f) cmocka_unit_test_setup_teardown(f, clear_env, clear_env)
+#define FILE_TEST(f) cmocka_unit_test_setup_teardown(f, tmp_setup, tmp_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        ENV_TEST(defaults_apply_without_flags_or_environment),
+        ENV_TEST(flags_with_separate_values_override_defaults),
+        ENV_TEST(flag_equals_value_form_is_accepted),
+        ENV_TEST(listen_localhost_becomes_loopback_address),
+        ENV_TEST(help_flag_takes_no_value),
+        ENV_TEST(environment_variables_set_values),
+        ENV_TEST(command_line_flag_wins_over_environment),
+        ENV_TEST(bad_numeric_values_are_refused_naming_the_flag),
+        ENV_TEST(numeric_range_bounds_are_accepted),
+        ENV_TEST(bad_listen_and_log_level_are_refused_naming_the_flag),
+        ENV_TEST(too_long_path_is_refused_naming_the_flag),
+        ENV_TEST(bad_environment_value_is_refused_naming_variable_and_flag),
+        ENV_TEST(unknown_flag_and_positional_argument_are_refused),
+        ENV_TEST(flag_missing_its_value_is_refused_naming_it),
+        ENV_TEST(redis_url_host_and_port),
+        ENV_TEST(redis_url_password_and_database),
+        ENV_TEST(redis_url_unix_socket),
+        ENV_TEST(redis_flag_sets_the_address),
+        ENV_TEST(bad_redis_urls_are_refused_naming_the_flag),
+        FILE_TEST(secret_file_missing_is_refused),
+        FILE_TEST(secret_shorter_than_32_bytes_is_refused),
+        FILE_TEST(secret_readable_by_others_is_refused),
+        FILE_TEST(secret_readable_by_group_is_refused),
+        FILE_TEST(private_secret_of_32_bytes_is_accepted),
+        FILE_TEST(secret_is_read_up_to_its_cap),
+        FILE_TEST(token_trailing_whitespace_is_trimmed),
+        FILE_TEST(empty_token_file_is_refused),
+        FILE_TEST(whitespace_only_token_file_is_refused),
+        FILE_TEST(token_of_max_length_is_accepted),
+        FILE_TEST(token_longer_than_max_is_refused),
+        FILE_TEST(token_with_nul_byte_is_refused),
+        FILE_TEST(token_with_more_text_after_a_newline_is_refused),
+        ENV_TEST(bad_environment_value_is_ignored_when_the_flag_is_given),
+        ENV_TEST(redis_url_error_names_the_variable),
+        ENV_TEST(redis_url_takes_a_bracketed_ipv6_host),
+        FILE_TEST(token_file_missing_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

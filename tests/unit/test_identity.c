@@ -1,0 +1,476 @@
+/*
+ * ag_identity: normalisation of users, devices, phones and IP addresses,
+ * and the keyed digest that turns them into key material.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "ag_error.h"
+#include "ag_identity.h"
+
+static int init_sodium(void **state)
+{
+    (void)state;
+    return sodium_init() < 0 ? -1 : 0;
+}
+
+static int user(const char *in, char *out, const char **why)
+{
+    *why = NULL;
+    return ag_identity_user(in, strlen(in), out, why);
+}
+
+static int phone(const char *in, char *out, const char **why)
+{
+    *why = NULL;
+    return ag_identity_phone(in, strlen(in), out, why);
+}
+
+static void expect_user_refused(const char *in, size_t len, const char *want)
+{
+    char out[AG_USER_MAX + 1];
+    const char *why = NULL;
+    int rc = ag_identity_user(in, len, out, &why);
+    if (rc != AG_EINVAL)
+        fail_msg("user of %zu bytes: rc %d, want AG_EINVAL", len, rc);
+    assert_non_null(why);
+    if (!strstr(why, want))
+        fail_msg("user of %zu bytes: why '%s' lacks '%s'", len, why, want);
+}
+
+static void expect_phone(const char *in, const char *want)
+{
+    char out[AG_PHONE_MAX + 1];
+    const char *why;
+    int rc = phone(in, out, &why);
+    if (rc != AG_OK)
+        fail_msg("phone '%s': rc %d (%s)", in, rc, why);
+    assert_string_equal(out, want);
+}
+
+static void expect_phone_refused(const char *in)
+{
+    char out[AG_PHONE_MAX + 1];
+    const char *why;
+    int rc = phone(in, out, &why);
+    if (rc != AG_EINVAL)
+        fail_msg("phone '%s': rc %d, want AG_EINVAL", in, rc);
+    assert_non_null(why);
+}
+
+static void expect_ip(const char *in, int family, const char *text)
+{
+    struct ag_ip ip;
+    const char *why = NULL;
+    int rc = ag_identity_ip(in, &ip, &why);
+    if (rc != AG_OK)
+        fail_msg("ip '%s': rc %d (%s)", in, rc, why);
+    assert_int_equal(ip.family, family);
+    assert_string_equal(ip.text, text);
+}
+
+static void expect_ip_refused(const char *in)
+{
+    struct ag_ip ip;
+    const char *why = NULL;
+    int rc = ag_identity_ip(in, &ip, &why);
+    if (rc != AG_EINVAL)
+        fail_msg("ip '%s': rc %d, want AG_EINVAL", in, rc);
+    assert_non_null(why);
+}
+
+/* Users and devices. */
+
+static void user_is_trimmed_and_case_folded(void **state)
+{
+    (void)state;
+    char out[AG_USER_MAX + 1];
+    const char *why;
+    assert_int_equal(user(" ANA@Example.COM ", out, &why), AG_OK);
+    assert_string_equal(out, "ana@example.com");
+    assert_int_equal(user("\t\r\n Bob Smith\v\f\n", out, &why), AG_OK);
+    assert_string_equal(out, "bob smith");
+}
+
+static void user_case_folding_is_ascii_only(void **state)
+{
+    (void)state;
+    char out[AG_USER_MAX + 1];
+    const char *why;
+    /* "ÀNA" and "ÉMILE": the non-ASCII letters keep their bytes. */
+    assert_int_equal(user("\xc3\x80NA", out, &why), AG_OK);
+    assert_string_equal(out, "\xc3\x80na");
+    assert_int_equal(user("\xc3\x89MILE", out, &why), AG_OK);
+    assert_string_equal(out, "\xc3\x89mile");
+}
+
+static void user_of_256_bytes_is_accepted(void **state)
+{
+    (void)state;
+    char in[AG_USER_MAX + 4];
+    in[0] = ' ';
+    memset(in + 1, 'A', AG_USER_MAX);
+    in[AG_USER_MAX + 1] = ' ';
+    in[AG_USER_MAX + 2] = '\0';
+    char out[AG_USER_MAX + 1];
+    const char *why;
+    /* The limit applies after trimming. */
+    assert_int_equal(user(in, out, &why), AG_OK);
+    assert_int_equal(strlen(out), AG_USER_MAX);
+    for (size_t i = 0; i < AG_USER_MAX; i++)
+        assert_int_equal(out[i], 'a');
+}
+
+static void user_of_257_bytes_is_refused(void **state)
+{
+    (void)state;
+    char in[AG_USER_MAX + 2];
+    memset(in, 'a', AG_USER_MAX + 1);
+    in[AG_USER_MAX + 1] = '\0';
+    expect_user_refused(in, AG_USER_MAX + 1, "256");
+}
+
+static void user_with_control_character_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("ana\x01x", 5, "control");
+    expect_user_refused("ana\tx", 5, "control");
+    expect_user_refused("ana\nx", 5, "control");
+    expect_user_refused("ana\x7f", 4, "control");
+    expect_user_refused("ana\0x", 5, "control");
+    expect_user_refused("\x1b[31m", 5, "control");
+}
+
+static void user_empty_after_trim_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("", 0, "empty");
+    expect_user_refused("   ", 3, "empty");
+    expect_user_refused("\t\r\n", 3, "empty");
+}
+
+static void user_length_argument_bounds_the_input(void **state)
+{
+    (void)state;
+    char out[AG_USER_MAX + 1];
+    const char *why = NULL;
+    assert_int_equal(ag_identity_user("AnaXYZ", 3, out, &why), AG_OK);
+    assert_string_equal(out, "ana");
+}
+
+static void device_is_trimmed_and_keeps_case(void **state)
+{
+    (void)state;
+    char out[AG_USER_MAX + 1];
+    const char *why = NULL;
+    const char *in = "  DevICE-42\n";
+    assert_int_equal(ag_identity_device(in, strlen(in), out, &why), AG_OK);
+    assert_string_equal(out, "DevICE-42");
+    assert_int_equal(ag_identity_device(" \t", 2, out, &why), AG_EINVAL);
+    assert_non_null(why);
+    assert_int_equal(ag_identity_device("a\x01", 2, out, &why), AG_EINVAL);
+}
+
+/* Phones. */
+
+static void phone_spaces_are_removed(void **state)
+{
+    (void)state;
+    expect_phone("+48 600 100 200", "+48600100200");
+    expect_phone(" +48600100200 ", "+48600100200");
+}
+
+static void phone_dashes_dots_and_parentheses_are_removed(void **state)
+{
+    (void)state;
+    expect_phone("+1 (415) 555-0100", "+14155550100");
+    expect_phone("+48.600.100.200", "+48600100200");
+    expect_phone("+48 (600) 100-200", "+48600100200");
+}
+
+static void phone_without_plus_is_refused(void **state)
+{
+    (void)state;
+    expect_phone_refused("48600100200");
+    expect_phone_refused("0048600100200");
+    expect_phone_refused("");
+    expect_phone_refused("+");
+}
+
+static void phone_with_plus_not_first_is_refused(void **state)
+{
+    (void)state;
+    expect_phone_refused("48+600100200");
+    expect_phone_refused("+48+600100200");
+    expect_phone_refused("++48600100200");
+}
+
+static void phone_country_code_starting_with_zero_is_refused(void **state)
+{
+    (void)state;
+    expect_phone_refused("+048600100200");
+}
+
+static void phone_digit_count_must_be_8_to_15(void **state)
+{
+    (void)state;
+    expect_phone_refused("+1234567");
+    expect_phone("+12345678", "+12345678");
+    expect_phone("+123456789012345", "+123456789012345");
+    expect_phone("+1 234 567 890 123 45", "+123456789012345");
+    expect_phone_refused("+1234567890123456");
+    expect_phone_refused("+1 234 567 890 123 456");
+    expect_phone_refused("+12345678901234567890123456789");
+}
+
+static void phone_with_letters_is_refused(void **state)
+{
+    (void)state;
+    expect_phone_refused("+48 600 CALL ME");
+    expect_phone_refused("+4860010020a");
+    expect_phone_refused("+48600100200x1");
+}
+
+/* IP addresses. */
+
+static void ipv4_mapped_ipv6_becomes_ipv4(void **state)
+{
+    (void)state;
+    expect_ip("::FFFF:1.2.3.4", AF_INET, "1.2.3.4");
+    expect_ip("::ffff:0a00:0001", AF_INET, "10.0.0.1");
+    struct ag_ip ip;
+    const char *why;
+    assert_int_equal(ag_identity_ip("::ffff:1.2.3.4", &ip, &why), AG_OK);
+    const unsigned char want[16] = {1, 2, 3, 4};
+    assert_memory_equal(ip.addr, want, sizeof want);
+}
+
+static void ipv6_is_printed_canonically(void **state)
+{
+    (void)state;
+    expect_ip("2001:DB8::0:1", AF_INET6, "2001:db8::1");
+    expect_ip("2001:0db8:0000:0000:0000:0000:0000:0001", AF_INET6,
+              "2001:db8::1");
+    expect_ip("::1", AF_INET6, "::1");
+    struct ag_ip ip;
+    const char *why;
+    assert_int_equal(ag_identity_ip("2001:db8::1", &ip, &why), AG_OK);
+    const unsigned char want[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+                                    0,    0,    0,    0,    0, 0, 0, 1};
+    assert_memory_equal(ip.addr, want, sizeof want);
+}
+
+static void ipv4_is_kept(void **state)
+{
+    (void)state;
+    expect_ip("192.168.0.1", AF_INET, "192.168.0.1");
+    expect_ip("0.0.0.0", AF_INET, "0.0.0.0");
+    expect_ip("255.255.255.255", AF_INET, "255.255.255.255");
+}
+
+static void malformed_ip_is_refused(void **state)
+{
+    (void)state;
+    expect_ip_refused("1.2.3");
+    expect_ip_refused("1.2.3.256");
+    expect_ip_refused("1.2.3.4.5");
+    expect_ip_refused("fe80::1%eth0");
+    expect_ip_refused("");
+    expect_ip_refused(" 1.2.3.4");
+    expect_ip_refused("1.2.3.4 ");
+    expect_ip_refused("1.2.3.4/24");
+    expect_ip_refused("2001:db8:::1");
+    expect_ip_refused("[::1]");
+    expect_ip_refused("localhost");
+    expect_ip_refused("0x7f.0.0.1");
+}
+
+/* The keyed digest. */
+
+static void hasher_from(struct ag_hasher *h, unsigned char fill, size_t len)
+{
+    unsigned char secret[128];
+    assert_true(len <= sizeof secret);
+    memset(secret, fill, len);
+    ag_hasher_init(h, secret, len);
+}
+
+static void digest_of(const struct ag_hasher *h, const char *kind,
+                      const char *value, char *out)
+{
+    struct ag_ident_part p = {kind, value};
+    ag_hasher_digest(h, &p, 1, out);
+}
+
+static void same_input_gives_same_digest(void **state)
+{
+    (void)state;
+    struct ag_hasher h1, h2;
+    hasher_from(&h1, 0x5a, 32);
+    hasher_from(&h2, 0x5a, 32);
+    char a[AG_DIGEST_HEX + 1], b[AG_DIGEST_HEX + 1], c[AG_DIGEST_HEX + 1];
+    digest_of(&h1, "user", "ana@example.com", a);
+    digest_of(&h2, "user", "ana@example.com", b);
+    digest_of(&h1, "user", "ana@example.com", c);
+    assert_string_equal(a, b);
+    assert_string_equal(a, c);
+    digest_of(&h1, "user", "bob@example.com", c);
+    assert_string_not_equal(a, c);
+}
+
+static void different_secret_gives_different_digest(void **state)
+{
+    (void)state;
+    struct ag_hasher h1, h2, none;
+    hasher_from(&h1, 0x5a, 32);
+    hasher_from(&h2, 0x5b, 32);
+    hasher_from(&none, 0, 0);
+    char a[AG_DIGEST_HEX + 1], b[AG_DIGEST_HEX + 1], c[AG_DIGEST_HEX + 1];
+    digest_of(&h1, "user", "ana@example.com", a);
+    digest_of(&h2, "user", "ana@example.com", b);
+    digest_of(&none, "user", "ana@example.com", c);
+    assert_string_not_equal(a, b);
+    assert_string_not_equal(a, c);
+}
+
+static void whole_long_secret_keys_the_digest(void **state)
+{
+    (void)state;
+    /* Secrets over 64 bytes are compressed, not truncated: two that differ
+     * only in their last byte give different digests. */
+    unsigned char s1[100], s2[100];
+    memset(s1, 0x11, sizeof s1);
+    memcpy(s2, s1, sizeof s2);
+    s2[99] ^= 1;
+    struct ag_hasher h1, h2;
+    ag_hasher_init(&h1, s1, sizeof s1);
+    ag_hasher_init(&h2, s2, sizeof s2);
+    assert_int_equal(h1.keylen, crypto_generichash_KEYBYTES_MAX);
+    char a[AG_DIGEST_HEX + 1], b[AG_DIGEST_HEX + 1];
+    digest_of(&h1, "ip", "1.2.3.4", a);
+    digest_of(&h2, "ip", "1.2.3.4", b);
+    assert_string_not_equal(a, b);
+}
+
+static void kind_tag_changes_the_digest(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    hasher_from(&h, 0x42, 32);
+    char a[AG_DIGEST_HEX + 1], b[AG_DIGEST_HEX + 1];
+    digest_of(&h, "user", "x", a);
+    digest_of(&h, "ip", "x", b);
+    assert_string_not_equal(a, b);
+    digest_of(&h, "user", "1.2.3.4", a);
+    digest_of(&h, "ip", "1.2.3.4", b);
+    assert_string_not_equal(a, b);
+}
+
+static void part_boundaries_change_the_digest(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    hasher_from(&h, 0x42, 32);
+    char a[AG_DIGEST_HEX + 1], b[AG_DIGEST_HEX + 1];
+    const struct ag_ident_part p1[] = {{"user", "ab"}, {"user", "c"}};
+    const struct ag_ident_part p2[] = {{"user", "a"}, {"user", "bc"}};
+    ag_hasher_digest(&h, p1, 2, a);
+    ag_hasher_digest(&h, p2, 2, b);
+    assert_string_not_equal(a, b);
+    /* Nor may a value's bytes slide into the kind tag. */
+    const struct ag_ident_part p3[] = {{"user", "x"}};
+    const struct ag_ident_part p4[] = {{"use", "rx"}};
+    ag_hasher_digest(&h, p3, 1, a);
+    ag_hasher_digest(&h, p4, 1, b);
+    assert_string_not_equal(a, b);
+}
+
+static void part_order_changes_the_digest(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    hasher_from(&h, 0x42, 32);
+    char a[AG_DIGEST_HEX + 1], b[AG_DIGEST_HEX + 1];
+    const struct ag_ident_part p1[] = {{"user", "ana"}, {"ip", "1.2.3.4"}};
+    const struct ag_ident_part p2[] = {{"ip", "1.2.3.4"}, {"user", "ana"}};
+    ag_hasher_digest(&h, p1, 2, a);
+    ag_hasher_digest(&h, p2, 2, b);
+    assert_string_not_equal(a, b);
+    /* A part list and its prefix differ too. */
+    ag_hasher_digest(&h, p1, 1, b);
+    assert_string_not_equal(a, b);
+}
+
+static void digest_is_lowercase_hex_without_plaintext(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    hasher_from(&h, 0x42, 32);
+    /* A plaintext made of hex digits, so that it could appear. */
+    const char *plain = "deadbeef";
+    char out[AG_DIGEST_HEX + 8];
+    memset(out, 'Z', sizeof out);
+    digest_of(&h, "user", plain, out);
+    assert_int_equal(strlen(out), AG_DIGEST_HEX);
+    assert_int_equal(AG_DIGEST_HEX, 32);
+    for (size_t i = 0; i < AG_DIGEST_HEX; i++) {
+        char c = out[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            fail_msg("digest %s has '%c' at %zu", out, c, i);
+    }
+    assert_null(strstr(out, plain));
+    /* Nothing past the NUL is written. */
+    assert_int_equal(out[AG_DIGEST_HEX + 1], 'Z');
+}
+
+static void wiped_hasher_holds_no_key(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    hasher_from(&h, 0x42, 32);
+    ag_hasher_wipe(&h);
+    assert_int_equal(h.keylen, 0);
+    unsigned char zero[sizeof h.key] = {0};
+    assert_memory_equal(h.key, zero, sizeof zero);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(user_is_trimmed_and_case_folded),
+        cmocka_unit_test(user_case_folding_is_ascii_only),
+        cmocka_unit_test(user_of_256_bytes_is_accepted),
+        cmocka_unit_test(user_of_257_bytes_is_refused),
+        cmocka_unit_test(user_with_control_character_is_refused),
+        cmocka_unit_test(user_empty_after_trim_is_refused),
+        cmocka_unit_test(user_length_argument_bounds_the_input),
+        cmocka_unit_test(device_is_trimmed_and_keeps_case),
+        cmocka_unit_test(phone_spaces_are_removed),
+        cmocka_unit_test(phone_dashes_dots_and_parentheses_are_removed),
+        cmocka_unit_test(phone_without_plus_is_refused),
+        cmocka_unit_test(phone_with_plus_not_first_is_refused),
+        cmocka_unit_test(phone_country_code_starting_with_zero_is_refused),
+        cmocka_unit_test(phone_digit_count_must_be_8_to_15),
+        cmocka_unit_test(phone_with_letters_is_refused),
+        cmocka_unit_test(ipv4_mapped_ipv6_becomes_ipv4),
+        cmocka_unit_test(ipv6_is_printed_canonically),
+        cmocka_unit_test(ipv4_is_kept),
+        cmocka_unit_test(malformed_ip_is_refused),
+        cmocka_unit_test(same_input_gives_same_digest),
+        cmocka_unit_test(different_secret_gives_different_digest),
+        cmocka_unit_test(whole_long_secret_keys_the_digest),
+        cmocka_unit_test(kind_tag_changes_the_digest),
+        cmocka_unit_test(part_boundaries_change_the_digest),
+        cmocka_unit_test(part_order_changes_the_digest),
+        cmocka_unit_test(digest_is_lowercase_hex_without_plaintext),
+        cmocka_unit_test(wiped_hasher_holds_no_key),
+    };
+    return cmocka_run_group_tests(tests, init_sodium, NULL);
+}

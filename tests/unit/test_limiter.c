@@ -1,0 +1,598 @@
+/*
+ * ag_limiter: which policies a check applies and under which hashed keys,
+ * and how per-policy results combine into one decision.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ag_error.h"
+#include "ag_limiter.h"
+
+static int init_sodium(void **state)
+{
+    (void)state;
+    return sodium_init() < 0 ? -1 : 0;
+}
+
+static void make_hasher(struct ag_hasher *h, unsigned char fill)
+{
+    unsigned char secret[32];
+    memset(secret, fill, sizeof secret);
+    ag_hasher_init(h, secret, sizeof secret);
+}
+
+/* A validated policy; extra is appended inside the JSON object. */
+static struct ag_policy policy(const char *name, const char *endpoint,
+                               const char *key, uint32_t limit,
+                               const char *extra)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"name\":\"%s\",\"endpoint\":\"%s\",\"key\":%s,"
+             "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":60%s}",
+             name, endpoint, key, (unsigned)limit, extra ? extra : "");
+    json_error_t jerr;
+    json_t *o = json_loads(text, 0, &jerr);
+    if (!o)
+        fail_msg("bad test policy %s: %s", text, jerr.text);
+    struct ag_policy p;
+    struct ag_policy_error err;
+    if (ag_policy_from_json(o, NULL, &p, &err))
+        fail_msg("policy refused: %s: %s", text, err.msg);
+    json_decref(o);
+    return p;
+}
+
+/* The set every plan test uses. */
+static struct ag_policy_set *standard_set(void)
+{
+    struct ag_policy ps[] = {
+        policy("otp.user", "otp", "[\"user\"]", 5, NULL),
+        policy("login.user", "login", "[\"user\"]", 10, NULL),
+        policy("login.ip", "login", "[\"ip\"]", 100, NULL),
+        policy("login.user_ip", "login", "[\"user\",\"ip\"]", 5, NULL),
+        policy("login.device", "login", "[\"device\"]", 20, NULL),
+        policy("login.disabled", "login", "[\"user\"]", 1,
+               ",\"enabled\":false"),
+        policy("login.failures", "login", "[\"user\"]", 3,
+               ",\"counts\":\"failures\""),
+        policy("login.shadow", "login", "[\"ip\"]", 2, ",\"mode\":\"shadow\""),
+        policy("otp.phone", "otp", "[\"phone\"]", 3, NULL),
+        policy("otp.ip", "otp", "[\"ip\"]", 20, NULL),
+    };
+    struct ag_policy_set *s =
+        ag_policy_set_new(ps, sizeof ps / sizeof ps[0], 1);
+    assert_non_null(s);
+    return s;
+}
+
+static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
+{
+    char err[256];
+    if (ag_request_parse(ep, body, strlen(body), r, err, sizeof err))
+        fail_msg("test request refused: %s: %s", body, err);
+}
+
+static void plan_for(const struct ag_policy_set *s, enum ag_endpoint ep,
+                     const char *body, const struct ag_hasher *h,
+                     struct ag_plan *plan)
+{
+    struct ag_request r;
+    request(ep, body, &r);
+    assert_int_equal(ag_limiter_plan(s, &r, h, plan), AG_OK);
+}
+
+/* Fails unless the plan holds exactly the named policies, in order, each
+ * borrowed from s. */
+static void expect_plan(const struct ag_plan *plan,
+                        const struct ag_policy_set *s, const char *const *names,
+                        size_t n)
+{
+    if (plan->n != n) {
+        for (size_t i = 0; i < plan->n; i++)
+            print_message("plan[%zu] = %s\n", i, plan->ops[i].policy->name);
+        fail_msg("plan has %zu operations, want %zu", plan->n, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct ag_policy *p = plan->ops[i].policy;
+        assert_string_equal(p->name, names[i]);
+        assert_true(p >= s->policies && p < s->policies + s->count);
+    }
+}
+
+static const struct ag_limit_op *op_named(const struct ag_plan *plan,
+                                          const char *name)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        if (strcmp(plan->ops[i].policy->name, name) == 0)
+            return &plan->ops[i];
+    fail_msg("no operation for %s in the plan", name);
+    return NULL;
+}
+
+static const char full_login[] = "{\"user\":\"Ana@Example.com\","
+                                 "\"ip\":\"10.1.2.3\",\"device\":\"dev-9\"}";
+static const char full_otp[] = "{\"phone\":\"+48 600 100 200\","
+                               "\"ip\":\"10.1.2.3\",\"user\":\"Ana\"}";
+
+static void plan_holds_enabled_policies_of_the_login_endpoint(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
+    static const char *const want[] = {"login.device", "login.failures",
+                                       "login.ip",     "login.shadow",
+                                       "login.user",   "login.user_ip"};
+    expect_plan(&plan, s, want, sizeof want / sizeof want[0]);
+    ag_policy_set_unref(s);
+}
+
+static void plan_holds_enabled_policies_of_the_otp_endpoint(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_OTP, full_otp, &h, &plan);
+    static const char *const want[] = {"otp.ip", "otp.phone", "otp.user"};
+    expect_plan(&plan, s, want, sizeof want / sizeof want[0]);
+    ag_policy_set_unref(s);
+}
+
+static void plan_skips_policies_needing_an_absent_identifier(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &h,
+             &plan);
+    static const char *const login[] = {"login.failures", "login.ip",
+                                        "login.shadow", "login.user",
+                                        "login.user_ip"};
+    expect_plan(&plan, s, login, sizeof login / sizeof login[0]);
+    plan_for(s, AG_EP_OTP, "{\"phone\":\"+48600100200\",\"ip\":\"10.1.2.3\"}",
+             &h, &plan);
+    static const char *const otp[] = {"otp.ip", "otp.phone"};
+    expect_plan(&plan, s, otp, sizeof otp / sizeof otp[0]);
+    ag_policy_set_unref(s);
+}
+
+static void expect_key_shape(const struct ag_limit_op *op)
+{
+    char prefix[AG_STORE_KEY_MAX];
+    snprintf(prefix, sizeof prefix, "ag:%s:", op->policy->name);
+    size_t n = strlen(prefix);
+    if (strncmp(op->key, prefix, n) != 0)
+        fail_msg("key %s does not start with %s", op->key, prefix);
+    assert_int_equal(strlen(op->key), n + AG_DIGEST_HEX);
+    for (size_t i = n; op->key[i]; i++) {
+        char c = op->key[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            fail_msg("key %s has '%c' in its digest", op->key, c);
+    }
+}
+
+static void keys_are_policy_name_and_digest_without_plaintext(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    /* Identifiers spelt in hex digits, so that a key leaking them would
+     * still look like a digest. */
+    static const char *const bodies[] = {
+        "{\"user\":\"CAFE\",\"ip\":\"10.1.2.3\",\"device\":\"beef00\"}",
+        "{\"phone\":\"+48600100200\",\"ip\":\"::ab:cd\",\"user\":\"fade\"}",
+    };
+    static const char *const plain[] = {
+        "cafe", "CAFE", "10.1.2.3", "beef00", "48600100200", "ab:cd", "fade"};
+    for (size_t b = 0; b < 2; b++) {
+        struct ag_plan plan;
+        plan_for(s, b ? AG_EP_OTP : AG_EP_LOGIN, bodies[b], &h, &plan);
+        assert_true(plan.n >= 3);
+        for (size_t i = 0; i < plan.n; i++) {
+            expect_key_shape(&plan.ops[i]);
+            for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++)
+                if (strstr(plan.ops[i].key, plain[k]))
+                    fail_msg("key %s holds '%s'", plan.ops[i].key, plain[k]);
+        }
+    }
+    ag_policy_set_unref(s);
+}
+
+static void key_digest_hashes_the_normalised_identifiers(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
+    const struct ag_ident_part parts[] = {{"user", "ana@example.com"},
+                                          {"ip", "10.1.2.3"}};
+    char digest[AG_DIGEST_HEX + 1];
+    ag_hasher_digest(&h, parts, 2, digest);
+    char want[AG_STORE_KEY_MAX];
+    snprintf(want, sizeof want, "ag:login.user_ip:%s", digest);
+    assert_string_equal(op_named(&plan, "login.user_ip")->key, want);
+    ag_policy_set_unref(s);
+}
+
+static void same_user_in_different_case_gets_the_same_key(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan a, b, c;
+    plan_for(s, AG_EP_LOGIN,
+             "{\"user\":\"ANA@Example.com\",\"ip\":\"1.2.3.4\"}", &h, &a);
+    plan_for(s, AG_EP_LOGIN,
+             "{\"user\":\" ana@example.COM \",\"ip\":\"::ffff:1.2.3.4\"}", &h,
+             &b);
+    plan_for(s, AG_EP_LOGIN,
+             "{\"user\":\"bob@example.com\",\"ip\":\"1.2.3.4\"}", &h, &c);
+    assert_string_equal(op_named(&a, "login.user")->key,
+                        op_named(&b, "login.user")->key);
+    assert_string_equal(op_named(&a, "login.user_ip")->key,
+                        op_named(&b, "login.user_ip")->key);
+    assert_string_equal(op_named(&a, "login.ip")->key,
+                        op_named(&b, "login.ip")->key);
+    /* Another user: another user key, the same IP key. */
+    assert_string_not_equal(op_named(&a, "login.user")->key,
+                            op_named(&c, "login.user")->key);
+    assert_string_not_equal(op_named(&a, "login.user_ip")->key,
+                            op_named(&c, "login.user_ip")->key);
+    assert_string_equal(op_named(&a, "login.ip")->key,
+                        op_named(&c, "login.ip")->key);
+    ag_policy_set_unref(s);
+}
+
+static void keys_depend_on_the_secret(void **state)
+{
+    (void)state;
+    struct ag_hasher h1, h2;
+    make_hasher(&h1, 1);
+    make_hasher(&h2, 2);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan a, b;
+    plan_for(s, AG_EP_LOGIN, full_login, &h1, &a);
+    plan_for(s, AG_EP_LOGIN, full_login, &h2, &b);
+    assert_int_equal(a.n, b.n);
+    for (size_t i = 0; i < a.n; i++)
+        assert_string_not_equal(a.ops[i].key, b.ops[i].key);
+    ag_policy_set_unref(s);
+}
+
+static void failures_policy_is_not_charged(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
+    assert_false(op_named(&plan, "login.failures")->charge);
+    assert_true(op_named(&plan, "login.user")->charge);
+    assert_true(op_named(&plan, "login.ip")->charge);
+    assert_true(op_named(&plan, "login.shadow")->charge);
+    ag_policy_set_unref(s);
+}
+
+static void shadow_policy_is_flagged(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = standard_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
+    for (size_t i = 0; i < plan.n; i++) {
+        bool want = strcmp(plan.ops[i].policy->name, "login.shadow") == 0;
+        if (plan.ops[i].shadow != want)
+            fail_msg("%s: shadow %d", plan.ops[i].policy->name,
+                     plan.ops[i].shadow);
+    }
+    ag_policy_set_unref(s);
+}
+
+/* A set of n enabled login policies keyed on the user, plus extra ones. */
+static struct ag_policy_set *
+many_user_policies(size_t n, const struct ag_policy *extra, size_t nextra)
+{
+    struct ag_policy *ps = calloc(n + nextra, sizeof *ps);
+    assert_non_null(ps);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "login.u%02zu", i);
+        ps[i] = policy(name, "login", "[\"user\"]", 10, NULL);
+    }
+    if (nextra)
+        memcpy(ps + n, extra, nextra * sizeof *extra);
+    struct ag_policy_set *s = ag_policy_set_new(ps, n + nextra, 1);
+    free(ps);
+    assert_non_null(s);
+    return s;
+}
+
+static void plan_of_more_than_32_policies_is_too_big(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_request r;
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}", &r);
+    struct ag_plan plan;
+
+    struct ag_policy_set *s = many_user_policies(AG_PLAN_MAX, NULL, 0);
+    assert_int_equal(ag_limiter_plan(s, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan.n, AG_PLAN_MAX);
+    ag_policy_set_unref(s);
+
+    s = many_user_policies(AG_PLAN_MAX + 1, NULL, 0);
+    assert_int_equal(ag_limiter_plan(s, &r, &h, &plan), AG_ETOOBIG);
+    ag_policy_set_unref(s);
+}
+
+static void policies_left_out_do_not_count_toward_the_plan_cap(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_request r;
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}", &r);
+    /* Disabled and other-endpoint policies sort after the 32 that apply. */
+    const struct ag_policy extra[] = {
+        policy("login.zz-off1", "login", "[\"user\"]", 1, ",\"enabled\":false"),
+        policy("login.zz-off2", "login", "[\"ip\"]", 1, ",\"enabled\":false"),
+        policy("otp.zz-phone", "otp", "[\"phone\"]", 1, NULL),
+    };
+    struct ag_policy_set *s = many_user_policies(AG_PLAN_MAX, extra, 3);
+    struct ag_plan plan;
+    assert_int_equal(ag_limiter_plan(s, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan.n, AG_PLAN_MAX);
+    ag_policy_set_unref(s);
+}
+
+/* Decisions, over hand-built plans. */
+
+struct fixture {
+    struct ag_policy ps[4];
+    struct ag_plan plan;
+    struct ag_limit_result res[4];
+};
+
+/* n enforcing operations with the given limits, all allowed with
+ * remaining = limit - 1 until a test changes them. */
+static void fixture_init(struct fixture *f, size_t n, const uint32_t *limits)
+{
+    memset(f, 0, sizeof *f);
+    assert_true(n <= 4);
+    f->plan.n = n;
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "login.p%zu", i);
+        f->ps[i] = policy(name, "login", "[\"user\"]", limits[i], NULL);
+        f->plan.ops[i].policy = &f->ps[i];
+        f->plan.ops[i].charge = true;
+        f->res[i].allowed = true;
+        f->res[i].remaining = limits[i] - 1;
+        f->res[i].reset_after_ms = 60000;
+    }
+}
+
+static void deny(struct fixture *f, size_t i, uint64_t retry_ms)
+{
+    f->res[i].allowed = false;
+    f->res[i].remaining = 0;
+    f->res[i].retry_after_ms = retry_ms;
+}
+
+static void all_allowed_is_allowed_and_tightest_has_fewest_left(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3, (const uint32_t[]){10, 5, 100});
+    f.res[0].remaining = 5;
+    f.res[1].remaining = 2;
+    f.res[2].remaining = 7;
+    struct ag_decision d;
+    memset(&d, 0x5a, sizeof d);
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_true(d.allowed);
+    assert_int_equal(d.denied_by, -1);
+    assert_int_equal(d.retry_after_s, 0);
+    assert_int_equal(d.tightest, 1);
+}
+
+static void tightest_tie_goes_to_smaller_limit_then_plan_order(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3, (const uint32_t[]){10, 5, 5});
+    f.res[0].remaining = 3;
+    f.res[1].remaining = 3;
+    f.res[2].remaining = 3;
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_int_equal(d.tightest, 1);
+}
+
+static void one_denial_denies_and_is_reported(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3, (const uint32_t[]){10, 5, 100});
+    deny(&f, 2, 1500);
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_false(d.allowed);
+    assert_int_equal(d.denied_by, 2);
+    assert_int_equal(d.retry_after_s, 2);
+    assert_int_equal(d.tightest, 2);
+}
+
+static void two_denials_report_the_longer_retry(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct ag_decision d;
+    fixture_init(&f, 3, (const uint32_t[]){10, 5, 100});
+    deny(&f, 0, 5000);
+    deny(&f, 2, 60000);
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_false(d.allowed);
+    assert_int_equal(d.denied_by, 2);
+    assert_int_equal(d.retry_after_s, 60);
+    assert_int_equal(d.tightest, 2);
+
+    /* The longer wait wins whichever comes first in the plan. */
+    fixture_init(&f, 3, (const uint32_t[]){10, 5, 100});
+    deny(&f, 0, 60000);
+    deny(&f, 2, 5000);
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_int_equal(d.denied_by, 0);
+    assert_int_equal(d.retry_after_s, 60);
+    assert_int_equal(d.tightest, 0);
+}
+
+static void shadow_denial_does_not_deny(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2, (const uint32_t[]){2, 10});
+    f.plan.ops[0].shadow = true;
+    deny(&f, 0, 30000);
+    f.res[1].remaining = 4;
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_true(d.allowed);
+    assert_int_equal(d.denied_by, -1);
+    assert_int_equal(d.retry_after_s, 0);
+    /* The headers describe an enforcing policy, not the shadow one. */
+    assert_int_equal(d.tightest, 1);
+}
+
+static void shadow_denial_does_not_hide_an_enforcing_denial(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2, (const uint32_t[]){2, 10});
+    f.plan.ops[0].shadow = true;
+    deny(&f, 0, 90000);
+    deny(&f, 1, 3000);
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_false(d.allowed);
+    assert_int_equal(d.denied_by, 1);
+    assert_int_equal(d.retry_after_s, 3);
+}
+
+static void only_shadow_policies_give_no_tightest(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 1, (const uint32_t[]){2});
+    f.plan.ops[0].shadow = true;
+    deny(&f, 0, 1000);
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_true(d.allowed);
+    assert_int_equal(d.tightest, -1);
+}
+
+static void empty_plan_is_allowed_without_tightest(void **state)
+{
+    (void)state;
+    struct ag_plan plan = {.n = 0};
+    struct ag_decision d;
+    memset(&d, 0x5a, sizeof d);
+    ag_limiter_decide(&plan, NULL, &d);
+    assert_true(d.allowed);
+    assert_int_equal(d.denied_by, -1);
+    assert_int_equal(d.tightest, -1);
+    assert_int_equal(d.retry_after_s, 0);
+}
+
+static void retry_after_rounds_up_and_is_at_least_one(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t ms;
+        uint32_t s;
+    } cases[] = {{0, 1}, {1, 1}, {999, 1}, {1000, 1}, {1001, 2}, {59999, 60}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fixture f;
+        fixture_init(&f, 1, (const uint32_t[]){5});
+        deny(&f, 0, cases[i].ms);
+        struct ag_decision d;
+        ag_limiter_decide(&f.plan, f.res, &d);
+        if (d.retry_after_s != cases[i].s)
+            fail_msg("%llu ms: %u s, want %u", (unsigned long long)cases[i].ms,
+                     d.retry_after_s, cases[i].s);
+    }
+}
+
+static void seconds_round_up_clamp_and_are_at_least_one(void **state)
+{
+    (void)state;
+    assert_int_equal(ag_limiter_seconds(0), 1);
+    assert_int_equal(ag_limiter_seconds(1), 1);
+    assert_int_equal(ag_limiter_seconds(999), 1);
+    assert_int_equal(ag_limiter_seconds(1000), 1);
+    assert_int_equal(ag_limiter_seconds(1001), 2);
+    assert_int_equal(ag_limiter_seconds(1999), 2);
+    assert_int_equal(ag_limiter_seconds(2000), 2);
+    assert_int_equal(ag_limiter_seconds(86400000), 86400);
+    assert_int_equal(ag_limiter_seconds((uint64_t)UINT32_MAX * 1000),
+                     UINT32_MAX);
+    assert_int_equal(ag_limiter_seconds((uint64_t)UINT32_MAX * 1000 + 1),
+                     UINT32_MAX);
+    assert_int_equal(ag_limiter_seconds((uint64_t)UINT32_MAX * 5000),
+                     UINT32_MAX);
+    assert_int_equal(ag_limiter_seconds(UINT64_MAX), UINT32_MAX);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(plan_holds_enabled_policies_of_the_login_endpoint),
+        cmocka_unit_test(plan_holds_enabled_policies_of_the_otp_endpoint),
+        cmocka_unit_test(plan_skips_policies_needing_an_absent_identifier),
+        cmocka_unit_test(keys_are_policy_name_and_digest_without_plaintext),
+        cmocka_unit_test(key_digest_hashes_the_normalised_identifiers),
+        cmocka_unit_test(same_user_in_different_case_gets_the_same_key),
+        cmocka_unit_test(keys_depend_on_the_secret),
+        cmocka_unit_test(failures_policy_is_not_charged),
+        cmocka_unit_test(shadow_policy_is_flagged),
+        cmocka_unit_test(plan_of_more_than_32_policies_is_too_big),
+        cmocka_unit_test(policies_left_out_do_not_count_toward_the_plan_cap),
+        cmocka_unit_test(all_allowed_is_allowed_and_tightest_has_fewest_left),
+        cmocka_unit_test(tightest_tie_goes_to_smaller_limit_then_plan_order),
+        cmocka_unit_test(one_denial_denies_and_is_reported),
+        cmocka_unit_test(two_denials_report_the_longer_retry),
+        cmocka_unit_test(shadow_denial_does_not_deny),
+        cmocka_unit_test(shadow_denial_does_not_hide_an_enforcing_denial),
+        cmocka_unit_test(only_shadow_policies_give_no_tightest),
+        cmocka_unit_test(empty_plan_is_allowed_without_tightest),
+        cmocka_unit_test(retry_after_rounds_up_and_is_at_least_one),
+        cmocka_unit_test(seconds_round_up_clamp_and_are_at_least_one),
+    };
+    return cmocka_run_group_tests(tests, init_sodium, NULL);
+}

@@ -1,0 +1,436 @@
+/*
+ * ag_response: check, error and store-unavailable responses, with every
+ * body parsed back with jansson.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ag_error.h"
+#include "ag_response.h"
+
+static struct ag_policy policy(const char *name, uint32_t limit,
+                               const char *extra)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"name\":\"%s\",\"endpoint\":\"login\",\"key\":[\"user\"],"
+             "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":900%s}",
+             name, (unsigned)limit, extra ? extra : "");
+    json_t *o = json_loads(text, 0, NULL);
+    assert_non_null(o);
+    struct ag_policy p;
+    struct ag_policy_error err;
+    if (ag_policy_from_json(o, NULL, &p, &err))
+        fail_msg("policy refused: %s: %s", text, err.msg);
+    json_decref(o);
+    return p;
+}
+
+/* Parses the body; the caller owns the result. */
+static json_t *body_json(const struct ag_response *r)
+{
+    assert_non_null(r->body.p);
+    json_error_t jerr;
+    json_t *v = json_loadb(r->body.p, r->body.len, 0, &jerr);
+    if (!v)
+        fail_msg("body is not JSON (%s): %s", jerr.text, r->body.p);
+    assert_true(json_is_object(v));
+    return v;
+}
+
+static json_int_t int_field(const json_t *o, const char *name)
+{
+    const json_t *v = json_object_get(o, name);
+    if (!json_is_integer(v))
+        fail_msg("\"%s\" is not an integer", name);
+    return json_integer_value(v);
+}
+
+static const char *str_field(const json_t *o, const char *name)
+{
+    const json_t *v = json_object_get(o, name);
+    if (!json_is_string(v))
+        fail_msg("\"%s\" is not a string", name);
+    return json_string_value(v);
+}
+
+static bool bool_field(const json_t *o, const char *name)
+{
+    const json_t *v = json_object_get(o, name);
+    if (!json_is_boolean(v))
+        fail_msg("\"%s\" is not a boolean", name);
+    return json_is_true(v);
+}
+
+/* Two enforcing login policies and an optional shadow one. */
+struct fixture {
+    struct ag_policy ps[3];
+    struct ag_plan plan;
+    struct ag_limit_result res[3];
+    struct ag_decision d;
+};
+
+static void fixture_init(struct fixture *f, size_t n)
+{
+    memset(f, 0, sizeof *f);
+    f->ps[0] = policy("login.user", 10, NULL);
+    f->ps[1] = policy("login.user_ip", 5, NULL);
+    f->ps[2] = policy("login.shadow", 3, ",\"mode\":\"shadow\"");
+    f->plan.n = n;
+    for (size_t i = 0; i < n; i++) {
+        f->plan.ops[i].policy = &f->ps[i];
+        f->plan.ops[i].shadow = f->ps[i].mode == AG_MODE_SHADOW;
+        f->plan.ops[i].charge = true;
+    }
+    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000};
+    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001};
+    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000};
+}
+
+static void allowed_check_body_lists_every_decision(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.retry_after, 0);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    assert_null(json_object_get(b, "policy"));
+    assert_null(json_object_get(b, "retry_after"));
+    assert_null(json_object_get(b, "degraded"));
+    const json_t *ds = json_object_get(b, "decisions");
+    assert_true(json_is_array(ds));
+    assert_int_equal(json_array_size(ds), 2);
+    const json_t *d0 = json_array_get(ds, 0);
+    assert_string_equal(str_field(d0, "policy"), "login.user");
+    assert_true(bool_field(d0, "allowed"));
+    assert_int_equal(int_field(d0, "limit"), 10);
+    assert_int_equal(int_field(d0, "remaining"), 9);
+    assert_int_equal(int_field(d0, "reset_after"), 900);
+    assert_null(json_object_get(d0, "retry_after"));
+    assert_null(json_object_get(d0, "shadow"));
+    const json_t *d1 = json_array_get(ds, 1);
+    assert_string_equal(str_field(d1, "policy"), "login.user_ip");
+    assert_int_equal(int_field(d1, "limit"), 5);
+    assert_int_equal(int_field(d1, "remaining"), 2);
+    /* 899001 ms rounds up to whole seconds. */
+    assert_int_equal(int_field(d1, "reset_after"), 900);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void allowed_check_rate_headers_follow_the_tightest(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    assert_int_equal(f.d.tightest, 1);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    assert_true(r.rate_headers);
+    assert_int_equal(r.rl_limit, 5);
+    assert_int_equal(r.rl_remaining, 2);
+    assert_int_equal(r.rl_reset, 900);
+    ag_response_free(&r);
+}
+
+static void denied_check_names_policy_and_retry(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    assert_int_equal(r.status, 429);
+    assert_int_equal(r.retry_after, 712);
+    json_t *b = body_json(&r);
+    assert_false(bool_field(b, "allowed"));
+    assert_string_equal(str_field(b, "policy"), "login.user_ip");
+    assert_int_equal(int_field(b, "retry_after"), 712);
+    const json_t *ds = json_object_get(b, "decisions");
+    assert_int_equal(json_array_size(ds), 2);
+    const json_t *d0 = json_array_get(ds, 0);
+    assert_true(bool_field(d0, "allowed"));
+    assert_null(json_object_get(d0, "retry_after"));
+    const json_t *d1 = json_array_get(ds, 1);
+    assert_false(bool_field(d1, "allowed"));
+    assert_int_equal(int_field(d1, "remaining"), 0);
+    assert_int_equal(int_field(d1, "retry_after"), 712);
+    assert_int_equal(int_field(d1, "reset_after"), 899);
+    json_decref(b);
+    /* The headers describe the denying policy. */
+    assert_true(r.rate_headers);
+    assert_int_equal(r.rl_limit, 5);
+    assert_int_equal(r.rl_remaining, 0);
+    assert_int_equal(r.rl_reset, 712);
+    ag_response_free(&r);
+}
+
+static void degraded_check_says_so(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, true), AG_OK);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "degraded"));
+    assert_true(bool_field(b, "allowed"));
+    assert_int_equal(json_array_size(json_object_get(b, "decisions")), 2);
+    json_decref(b);
+    /* Denied and degraded. */
+    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, true), AG_OK);
+    b = body_json(&r);
+    assert_true(bool_field(b, "degraded"));
+    assert_false(bool_field(b, "allowed"));
+    assert_string_equal(str_field(b, "policy"), "login.user");
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void shadow_decision_is_marked_and_does_not_deny(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3);
+    f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.retry_after, 0);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    const json_t *ds = json_object_get(b, "decisions");
+    assert_int_equal(json_array_size(ds), 3);
+    const json_t *d2 = json_array_get(ds, 2);
+    assert_string_equal(str_field(d2, "policy"), "login.shadow");
+    assert_true(bool_field(d2, "shadow"));
+    assert_false(bool_field(d2, "allowed"));
+    assert_int_equal(int_field(d2, "retry_after"), 5);
+    assert_null(json_object_get(json_array_get(ds, 0), "shadow"));
+    json_decref(b);
+    /* The headers do not describe the shadow policy. */
+    assert_int_equal(r.rl_limit, 5);
+    ag_response_free(&r);
+}
+
+static void empty_window_resets_after_zero(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.res[0].reset_after_ms = 0;
+    f.res[1] = (struct ag_limit_result){true, 4, 0, 1};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    json_t *b = body_json(&r);
+    const json_t *ds = json_object_get(b, "decisions");
+    assert_int_equal(int_field(json_array_get(ds, 0), "reset_after"), 0);
+    assert_int_equal(int_field(json_array_get(ds, 1), "reset_after"), 1);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void check_without_policies_has_no_rate_headers(void **state)
+{
+    (void)state;
+    struct ag_plan plan = {.n = 0};
+    struct ag_decision d;
+    ag_limiter_decide(&plan, NULL, &d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &plan, NULL, &d, false), AG_OK);
+    assert_int_equal(r.status, 200);
+    assert_false(r.rate_headers);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    assert_int_equal(json_array_size(json_object_get(b, "decisions")), 0);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void error_body_escapes_quotes_and_backslashes(void **state)
+{
+    (void)state;
+    const char *msg = "field \"user\" has a \\ in it";
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_error(&r, 400, msg), AG_OK);
+    assert_int_equal(r.status, 400);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "error"), msg);
+    assert_int_equal(json_object_size(b), 1);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void error_body_replaces_non_ascii_with_question_marks(void **state)
+{
+    (void)state;
+    struct ag_response r;
+    ag_response_init(&r);
+    /* Valid UTF-8 and a stray invalid byte alike. */
+    assert_int_equal(
+        ag_response_error(&r, 400, "na\xc3\xafve \xe2\x82\xac \xff!"), AG_OK);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "error"), "na??ve ??? ?!");
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void error_body_with_control_characters_is_valid_json(void **state)
+{
+    (void)state;
+    const char *msg = "line one\nline two\ttab\x01";
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_error(&r, 413, msg), AG_OK);
+    assert_int_equal(r.status, 413);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "error"), msg);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void field_error_names_the_field(void **state)
+{
+    (void)state;
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(
+        ag_response_field_error(&r, 422, "limit must be \"> 0\"", "limit"),
+        AG_OK);
+    assert_int_equal(r.status, 422);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "error"), "limit must be \"> 0\"");
+    assert_string_equal(str_field(b, "field"), "limit");
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void new_body_replaces_the_previous_one(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    assert_int_equal(ag_response_error(&r, 500, "oops"), AG_OK);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "error"), "oops");
+    assert_null(json_object_get(b, "decisions"));
+    json_decref(b);
+    assert_int_equal(ag_response_status(&r, 200, "ok"), AG_OK);
+    b = body_json(&r);
+    assert_string_equal(str_field(b, "status"), "ok");
+    assert_int_equal(json_object_size(b), 1);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void unavailable_with_all_fail_open_is_200_degraded(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_unavailable(&r, &f.plan), AG_OK);
+    assert_int_equal(r.status, 200);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    assert_true(bool_field(b, "degraded"));
+    assert_null(json_object_get(b, "reason"));
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void unavailable_with_fail_closed_is_503_naming_it(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.ps[1] = policy("login.user_ip", 5, ",\"fail\":\"closed\"");
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_unavailable(&r, &f.plan), AG_OK);
+    assert_int_equal(r.status, 503);
+    assert_int_equal(r.retry_after, 1);
+    json_t *b = body_json(&r);
+    assert_false(bool_field(b, "allowed"));
+    assert_string_equal(str_field(b, "reason"), "store_unavailable");
+    assert_string_equal(str_field(b, "policy"), "login.user_ip");
+    assert_true(bool_field(b, "degraded"));
+    assert_int_equal(int_field(b, "retry_after"), 1);
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+static void unavailable_ignores_fail_closed_shadow_policy(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3);
+    f.ps[2] =
+        policy("login.shadow", 3, ",\"mode\":\"shadow\",\"fail\":\"closed\"");
+    struct ag_response r;
+    ag_response_init(&r);
+    assert_int_equal(ag_response_unavailable(&r, &f.plan), AG_OK);
+    assert_int_equal(r.status, 200);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    assert_true(bool_field(b, "degraded"));
+    json_decref(b);
+    ag_response_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(allowed_check_body_lists_every_decision),
+        cmocka_unit_test(allowed_check_rate_headers_follow_the_tightest),
+        cmocka_unit_test(denied_check_names_policy_and_retry),
+        cmocka_unit_test(degraded_check_says_so),
+        cmocka_unit_test(shadow_decision_is_marked_and_does_not_deny),
+        cmocka_unit_test(empty_window_resets_after_zero),
+        cmocka_unit_test(check_without_policies_has_no_rate_headers),
+        cmocka_unit_test(error_body_escapes_quotes_and_backslashes),
+        cmocka_unit_test(error_body_replaces_non_ascii_with_question_marks),
+        cmocka_unit_test(error_body_with_control_characters_is_valid_json),
+        cmocka_unit_test(field_error_names_the_field),
+        cmocka_unit_test(new_body_replaces_the_previous_one),
+        cmocka_unit_test(unavailable_with_all_fail_open_is_200_degraded),
+        cmocka_unit_test(unavailable_with_fail_closed_is_503_naming_it),
+        cmocka_unit_test(unavailable_ignores_fail_closed_shadow_policy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
