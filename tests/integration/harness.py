@@ -56,6 +56,8 @@ class Redis:
              "--logfile", os.path.join(self.workdir, "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(self._pings):
+            self.proc.kill()
+            self.proc.wait()
             raise RuntimeError("redis-server did not start")
 
     def stop(self):
@@ -138,7 +140,9 @@ class Service:
         self.proc = subprocess.Popen(self.args, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         if not wait_until(self._healthy):
-            self.log.flush()
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
             raise RuntimeError("service did not start: " + self.log_text())
 
     def _healthy(self):
@@ -209,8 +213,12 @@ class ServiceTest(unittest.TestCase):
     """Base class: a temp dir, a redis-server and a secret per test."""
 
     def setUp(self):
+        # Cleanups run even when setUp fails half way, so no redis-server
+        # outlives a test.
         self.workdir = tempfile.mkdtemp(prefix="ag-test-")
+        self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
         self.redis = Redis(self.workdir)
+        self.addCleanup(self.redis.stop)
         self.secret = make_secret(self.workdir)
         self.services = []
 
@@ -220,8 +228,6 @@ class ServiceTest(unittest.TestCase):
             rc = s.stop()
             if rc != 0:
                 failures.append("service exited %s:\n%s" % (rc, s.log_text()))
-        self.redis.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
         if failures:
             self.fail("\n".join(failures))
 
