@@ -1,28 +1,41 @@
--- check: evaluates every policy of one check atomically and records the
--- attempt only if no enforcing policy denies it ("all or nothing"): a
--- denied attempt never reaches the password check or the SMS gateway, so it
--- is charged to no policy. The composed script is every other file of lua/
--- (one algorithm each) followed by this one.
+-- check: the driver. Evaluates the policies of one request atomically.
+-- The composed script is common.lua, every algorithm file, then this file.
+--
+-- Mode "check" (a check endpoint): every policy is evaluated, and the
+-- attempt is recorded only if no enforcing policy denies it ("all or
+-- nothing"): a denied attempt never reaches the password check or the SMS
+-- gateway, so it is charged to no policy. A denying policy with block_ms
+-- sets its block key.
+-- Mode "record" (a reported login failure): each policy records the event
+-- unless it is already full or blocked; none depends on another.
 --
 -- KEYS[2i-1]  policy i's state key        KEYS[2i]  policy i's block key
--- ARGV[1]     nonce, unique per check      ARGV[2]   n, number of policies
--- ARGV[3 + 6(i-1) ...]  algorithm, limit, window_ms, block_ms, charge, shadow
---   algorithm: 0 sliding_log (the enum ag_algorithm order)
---   charge:    1 to record the attempt when the check is allowed
+-- ARGV[1] nonce, unique per request    ARGV[2] n policies    ARGV[3] mode
+-- ARGV[4 + 7(i-1) ...]: algorithm, limit, window_ms, block_ms, charge,
+--   shadow, member
+--   algorithm: 0 sliding_log, 1 fixed_window, 2 sliding_window,
+--              3 token_bucket, 4 distinct (the enum ag_algorithm order)
+--   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
+--   member:    distinct only: the keyed hash of the subject
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms.
-local algorithms = { [0] = sliding_log }
+local algorithms = {
+  [0] = sliding_log, [1] = fixed_window, [2] = sliding_window,
+  [3] = token_bucket, [4] = distinct,
+}
 
 local nonce = ARGV[1]
 local n = tonumber(ARGV[2])
+local record = ARGV[3] == 'record'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local log_member = t[1] .. '.' .. t[2] .. ':' .. nonce
 
 local policies = {}
 local denied = false
 for i = 1, n do
-  local a = 3 + 6 * (i - 1)
+  local a = 4 + 7 * (i - 1)
   local p = {
     key = KEYS[2 * i - 1],
     block_key = KEYS[2 * i],
@@ -32,8 +45,12 @@ for i = 1, n do
     block_ms = tonumber(ARGV[a + 3]),
     charge = ARGV[a + 4] == '1',
     shadow = ARGV[a + 5] == '1',
+    member = ARGV[a + 6],
     blocked_ms = 0,
   }
+  if p.member == '' then
+    p.member = log_member
+  end
   if p.block_ms > 0 then
     p.blocked_ms = redis.call('PTTL', p.block_key)
   end
@@ -52,11 +69,9 @@ end
 local out = {}
 for i = 1, n do
   local p = policies[i]
-  if not denied then
-    if p.charge and p.allowed then
-      p.algorithm.charge(p, now, t[1] .. '.' .. t[2] .. ':' .. nonce)
-    end
-  elseif not p.allowed and not p.shadow and p.block_ms > 0
+  if (record or not denied) and p.charge and p.allowed then
+    p.algorithm.charge(p, now)
+  elseif not record and not p.allowed and not p.shadow and p.block_ms > 0
       and p.blocked_ms <= 0 then
     redis.call('SET', p.block_key, '1', 'PX', p.block_ms)
     p.retry_ms = math.max(p.retry_ms, p.block_ms)

@@ -7,18 +7,13 @@
 -- members can ever decide one). Memory: about 80 bytes per member.
 --
 -- peek(p, now) fills p.allowed, p.remaining, p.retry_ms, p.reset_ms without
--- recording; charge(p, now, member) records one request. `p` carries key,
--- limit, window_us; `now` is microseconds from Redis TIME.
+-- recording; charge(p, now) records one request as p.member. `p` carries
+-- key, limit, window_us, member; `now` is microseconds from Redis TIME.
 local sliding_log = {}
-
-local function us_to_ms(us)
-  return math.ceil(us / 1000)
-end
 
 function sliding_log.peek(p, now)
   local key = p.key
-  redis.call('ZREMRANGEBYSCORE', key, '-inf',
-             string.format('%.0f', now - p.window_us))
+  read('ZREMRANGEBYSCORE', key, '-inf', int(now - p.window_us))
   local count = redis.call('ZCARD', key)
   if count > p.limit then
     redis.call('ZREMRANGEBYRANK', key, 0, count - p.limit - 1)
@@ -28,7 +23,7 @@ function sliding_log.peek(p, now)
   p.reset_ms = 0
   if count > 0 then
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    p.reset_ms = us_to_ms(tonumber(newest[2]) + p.window_us - now)
+    p.reset_ms = ms(tonumber(newest[2]) + p.window_us - now)
   end
   if count < p.limit then
     p.allowed = true
@@ -38,14 +33,14 @@ function sliding_log.peek(p, now)
     local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
     p.allowed = false
     p.remaining = 0
-    p.retry_ms = us_to_ms(tonumber(oldest[2]) + p.window_us - now)
+    p.retry_ms = ms(tonumber(oldest[2]) + p.window_us - now)
   end
 end
 
-function sliding_log.charge(p, now, member)
-  redis.call('ZADD', p.key, string.format('%.0f', now), member)
-  redis.call('PEXPIRE', p.key, us_to_ms(p.window_us))
+function sliding_log.charge(p, now)
+  redis.call('ZADD', p.key, int(now), p.member)
+  redis.call('PEXPIRE', p.key, ms(p.window_us))
   p.count = p.count + 1
   p.remaining = p.limit - p.count
-  p.reset_ms = us_to_ms(p.window_us)
+  p.reset_ms = ms(p.window_us)
 end

@@ -55,6 +55,8 @@ static const struct flag flags[] = {
      "HTTP worker threads; 0 = one per core"},
     {"redis-timeout-ms", K_UINT, F(redis_timeout_ms), 0, 1, 60000, "50",
      "Redis connect and command timeout in milliseconds"},
+    {"phone-prefix-digits", K_UINT, F(phone_prefix_digits), 0, 2, 15, "7",
+     "digits (country code included) that make a phone_prefix key"},
     {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
     {"help", K_FLAG, F(help), 0, 0, 0, NULL, "print this help and exit"},

@@ -28,6 +28,8 @@ enum route {
     R_NOT_FOUND,
     R_CHECK_LOGIN,
     R_CHECK_OTP,
+    R_CHECK_OTP_VERIFY,
+    R_REPORT_LOGIN,
     R_HEALTHZ,
     R_READYZ,
 };
@@ -41,6 +43,8 @@ struct route_def {
 static const struct route_def routes[] = {
     {"/check-login", R_CHECK_LOGIN, "POST"},
     {"/check-otp", R_CHECK_OTP, "POST"},
+    {"/check-otp-verify", R_CHECK_OTP_VERIFY, "POST"},
+    {"/report-login", R_REPORT_LOGIN, "POST"},
     {"/healthz", R_HEALTHZ, "GET"},
     {"/readyz", R_READYZ, "GET"},
 };
@@ -61,8 +65,9 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     if (!mr)
         return MHD_NO;
     char num[16];
-    MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "application/json");
+    if (r->body.len)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                "application/json");
     MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (r->rate_headers) {
         snprintf(num, sizeof num, "%" PRIu32, r->rl_limit);
@@ -130,9 +135,24 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
                            "body is larger than 64 KiB", NULL);
     struct ag_response r;
     ag_response_init(&r);
-    enum ag_endpoint ep = req->route == R_CHECK_LOGIN ? AG_EP_LOGIN : AG_EP_OTP;
-    int rc = ag_service_check(h->svc, ep, req->body.p ? req->body.p : "",
-                              req->body.len, &r);
+    const char *body = req->body.p ? req->body.p : "";
+    int rc;
+    switch (req->route) {
+    case R_REPORT_LOGIN:
+        rc = ag_service_report_login(h->svc, body, req->body.len, &r);
+        break;
+    case R_CHECK_OTP:
+        rc = ag_service_check(h->svc, AG_EP_OTP, body, req->body.len, &r);
+        break;
+    case R_CHECK_OTP_VERIFY:
+        rc = ag_service_check(h->svc, AG_EP_OTP_VERIFY, body, req->body.len,
+                              &r);
+        break;
+    default:
+        rc = ag_service_check(h->svc, AG_EP_LOGIN, body, req->body.len, &r);
+        break;
+    }
+
     enum MHD_Result ret;
     if (rc == AG_OK) {
         ret = send_response(conn, &r);

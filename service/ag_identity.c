@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ag_error.h"
@@ -106,6 +107,26 @@ int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
         return AG_EINVAL;
     }
     return AG_OK;
+}
+
+void ag_identity_ip_prefix(const struct ag_ip *ip, char *out)
+{
+    unsigned char net[16] = {0};
+    int bits = ip->family == AF_INET ? 24 : 64;
+    memcpy(net, ip->addr, (size_t)bits / 8);
+    char text[AG_IP_TEXT_MAX];
+    if (!inet_ntop(ip->family, net, text, sizeof text))
+        text[0] = '\0';
+    snprintf(out, AG_IP_PREFIX_MAX, "%s/%d", text, bits);
+}
+
+void ag_identity_phone_prefix(const char *phone, unsigned digits, char *out)
+{
+    size_t n = strlen(phone);
+    if (n > (size_t)digits + 1)
+        n = (size_t)digits + 1;
+    memcpy(out, phone, n);
+    out[n] = '\0';
 }
 
 void ag_hasher_init(struct ag_hasher *h, const unsigned char *secret,

@@ -44,6 +44,18 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char **why);
  * IPv4-mapped IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address. */
 int ag_identity_ip(const char *in, struct ag_ip *out, const char **why);
 
+#define AG_IP_PREFIX_MAX (AG_IP_TEXT_MAX + 4) /* text and "/NN" */
+/* The network an address belongs to for ip_prefix keys: its /24 for IPv4,
+ * its /64 for IPv6, in text such as "203.0.113.0/24" or "2001:db8::/64".
+ * out holds AG_IP_PREFIX_MAX bytes. */
+void ag_identity_ip_prefix(const struct ag_ip *ip, char *out);
+
+#define AG_PHONE_PREFIX_DEFAULT 7 /* digits, the country code included */
+/* The number range a normalised phone belongs to for phone_prefix keys: '+'
+ * and its first `digits` digits (all of them if it has fewer). out holds
+ * AG_PHONE_MAX + 1 bytes. */
+void ag_identity_phone_prefix(const char *phone, unsigned digits, char *out);
+
 struct ag_hasher {
     unsigned char key[crypto_generichash_KEYBYTES_MAX];
     size_t keylen;

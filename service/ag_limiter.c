@@ -5,8 +5,40 @@
 
 #include "ag_error.h"
 
-static bool plan_op(const struct ag_policy *p, const struct ag_request *req,
-                    const struct ag_hasher *h, struct ag_limit_op *op)
+static bool has_key(const struct ag_policy *p, enum ag_key_kind kind)
+{
+    for (size_t k = 0; k < p->nkeys; k++)
+        if (p->key[k] == kind)
+            return true;
+    return false;
+}
+
+/* Does p take part in a plan of kind? */
+static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
+{
+    switch (kind) {
+    case AG_PLAN_CHECK:
+        return true;
+    case AG_PLAN_FAILURE:
+        return p->counts == AG_COUNTS_FAILURES;
+    case AG_PLAN_SUCCESS:
+        return p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
+               has_key(p, AG_KEY_IP);
+    }
+    return false;
+}
+
+/* The keyed digest of one identifier, as a key's hash or a member. */
+static void digest_of(const struct ag_hasher *h, enum ag_key_kind kind,
+                      const char *value, char *out)
+{
+    struct ag_ident_part part = {ag_key_kind_name(kind), value};
+    ag_hasher_digest(h, &part, 1, out);
+}
+
+static bool plan_op(const struct ag_policy *p, enum ag_plan_kind kind,
+                    const struct ag_request *req, const struct ag_hasher *h,
+                    struct ag_limit_op *op)
 {
     struct ag_ident_part parts[AG_POLICY_KEYS_MAX];
     for (size_t k = 0; k < p->nkeys; k++) {
@@ -15,26 +47,36 @@ static bool plan_op(const struct ag_policy *p, const struct ag_request *req,
         if (!parts[k].value)
             return false;
     }
+    op->member[0] = '\0';
+    if (p->algorithm == AG_ALG_DISTINCT) {
+        enum ag_key_kind subject = ag_endpoint_subject(p->endpoint);
+        const char *value = ag_request_value(req, subject);
+        if (!value)
+            return false;
+        digest_of(h, subject, value, op->member);
+    }
     char digest[AG_DIGEST_HEX + 1];
     ag_hasher_digest(h, parts, p->nkeys, digest);
     snprintf(op->key, sizeof op->key, "ag:%s:%s", p->name, digest);
     op->policy = p;
-    op->charge = p->counts == AG_COUNTS_ATTEMPTS;
+    op->charge = kind == AG_PLAN_FAILURE ||
+                 (kind == AG_PLAN_CHECK && p->counts == AG_COUNTS_ATTEMPTS);
     op->shadow = p->mode == AG_MODE_SHADOW;
     return true;
 }
 
-int ag_limiter_plan(const struct ag_policy_set *set,
+int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
                     const struct ag_request *req, const struct ag_hasher *h,
                     struct ag_plan *plan)
 {
+    plan->kind = kind;
     plan->n = 0;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
-        if (!p->enabled || p->endpoint != req->endpoint)
+        if (!p->enabled || p->endpoint != req->endpoint || !applies(p, kind))
             continue;
         struct ag_limit_op op;
-        if (!plan_op(p, req, h, &op))
+        if (!plan_op(p, kind, req, h, &op))
             continue;
         if (plan->n == AG_PLAN_MAX)
             return AG_ETOOBIG;

@@ -27,11 +27,27 @@
 struct ag_limit_op {
     const struct ag_policy *policy; /* borrowed from the set */
     char key[AG_STORE_KEY_MAX];     /* "ag:<policy>:<digest>" */
+    char member[AG_DIGEST_HEX + 1]; /* distinct: the subject's digest */
     bool charge; /* record the attempt if the check is allowed */
     bool shadow; /* may never deny the check */
 };
 
+/* What a plan is for. */
+enum ag_plan_kind {
+    /* A check: every enabled policy of the endpoint; attempts-counting ones
+     * are charged if no enforcing policy denies, failure-counting ones only
+     * checked. */
+    AG_PLAN_CHECK,
+    /* A failed login (/report-login, success false): the failure-counting
+     * login policies, each charged unless full or blocked. */
+    AG_PLAN_FAILURE,
+    /* A successful login: the failure-counting login policies whose key
+     * holds both user and ip, to be cleared. */
+    AG_PLAN_SUCCESS,
+};
+
 struct ag_plan {
+    enum ag_plan_kind kind;
     size_t n;
     struct ag_limit_op ops[AG_PLAN_MAX];
 };
@@ -51,10 +67,10 @@ struct ag_decision {
     int tightest;           /* plan index for X-RateLimit-*, or -1 */
 };
 
-/* Builds the plan for req from the set's enabled policies of req's
+/* Builds the plan of kind for req from the set's enabled policies of req's
  * endpoint, in the set's order. The plan borrows policies from set, which
  * must outlive it. Returns AG_ETOOBIG if more than AG_PLAN_MAX apply. */
-int ag_limiter_plan(const struct ag_policy_set *set,
+int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
                     const struct ag_request *req, const struct ag_hasher *h,
                     struct ag_plan *plan);
 

@@ -6,18 +6,40 @@
 
 #include "ag_error.h"
 
-static const char *const endpoint_names[] = {"login", "otp"};
-static const char *const key_names[] = {"user", "ip", "phone", "device"};
-static const char *const algorithm_names[] = {"sliding_log", "fixed_window",
-                                              "sliding_window", "token_bucket"};
+/* Names indexed by the enums; each table must name every value. */
+static const char *const endpoint_names[AG_EP_COUNT] = {
+    [AG_EP_LOGIN] = "login",
+    [AG_EP_OTP] = "otp",
+    [AG_EP_OTP_VERIFY] = "otp_verify",
+};
+static const char *const key_names[AG_KEY_COUNT] = {
+    [AG_KEY_USER] = "user",
+    [AG_KEY_IP] = "ip",
+    [AG_KEY_PHONE] = "phone",
+    [AG_KEY_DEVICE] = "device",
+    [AG_KEY_IP_PREFIX] = "ip_prefix",
+    [AG_KEY_PHONE_PREFIX] = "phone_prefix",
+};
+static const char *const algorithm_names[AG_ALG_COUNT] = {
+    [AG_ALG_SLIDING_LOG] = "sliding_log",
+    [AG_ALG_FIXED_WINDOW] = "fixed_window",
+    [AG_ALG_SLIDING_WINDOW] = "sliding_window",
+    [AG_ALG_TOKEN_BUCKET] = "token_bucket",
+    [AG_ALG_DISTINCT] = "distinct",
+};
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
 static const char *const mode_names[] = {"enforce", "shadow"};
 
 /* Which key kinds a request to each endpoint can supply. */
+#define BIT(k) (1u << (k))
 static const unsigned endpoint_keys[AG_EP_COUNT] = {
-    [AG_EP_LOGIN] = 1u << AG_KEY_USER | 1u << AG_KEY_IP | 1u << AG_KEY_DEVICE,
-    [AG_EP_OTP] = 1u << AG_KEY_PHONE | 1u << AG_KEY_IP | 1u << AG_KEY_USER,
+    [AG_EP_LOGIN] = BIT(AG_KEY_USER) | BIT(AG_KEY_IP) | BIT(AG_KEY_DEVICE) |
+                    BIT(AG_KEY_IP_PREFIX),
+    [AG_EP_OTP] = BIT(AG_KEY_PHONE) | BIT(AG_KEY_IP) | BIT(AG_KEY_USER) |
+                  BIT(AG_KEY_IP_PREFIX) | BIT(AG_KEY_PHONE_PREFIX),
+    [AG_EP_OTP_VERIFY] = BIT(AG_KEY_PHONE) | BIT(AG_KEY_IP) | BIT(AG_KEY_USER) |
+                         BIT(AG_KEY_IP_PREFIX) | BIT(AG_KEY_PHONE_PREFIX),
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -43,6 +65,11 @@ const char *ag_key_kind_name(enum ag_key_kind k)
 const char *ag_algorithm_name(enum ag_algorithm a)
 {
     return algorithm_names[a];
+}
+
+enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e)
+{
+    return e == AG_EP_LOGIN ? AG_KEY_USER : AG_KEY_PHONE;
 }
 
 int ag_endpoint_parse(const char *s)
@@ -142,8 +169,8 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
                                      : -1;
         if (kind < 0)
             return refuse(err, "key",
-                          "entries must be \"user\", \"ip\", \"phone\" or "
-                          "\"device\"");
+                          "entries must be \"user\", \"ip\", \"phone\", "
+                          "\"device\", \"ip_prefix\" or \"phone_prefix\"");
         if (!(endpoint_keys[p->endpoint] & 1u << kind)) {
             char msg[96];
             snprintf(msg, sizeof msg,
@@ -226,10 +253,22 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         return rc;
     if ((rc = get_uint(obj, "block_s", 0, AG_WINDOW_MAX, 0, &p.block_s, err)))
         return rc;
-    if (p.algorithm == AG_ALG_SLIDING_LOG && p.limit > AG_SLIDING_LOG_LIMIT_MAX)
+    if (p.algorithm == AG_ALG_SLIDING_LOG && p.limit > AG_SET_LIMIT_MAX)
         return refuse(err, "limit",
                       "must be at most 10000 for sliding_log, which stores "
                       "every request; use sliding_window for higher limits");
+    if (p.algorithm == AG_ALG_DISTINCT) {
+        if (p.limit > AG_SET_LIMIT_MAX)
+            return refuse(err, "limit",
+                          "must be at most 10000 for distinct, which stores "
+                          "every subject");
+        enum ag_key_kind subject = ag_endpoint_subject(p.endpoint);
+        for (size_t i = 0; i < p.nkeys; i++)
+            if (p.key[i] == subject)
+                return refuse(err, "key",
+                              "of a distinct policy must not include what it "
+                              "counts (user on login, phone on otp)");
+    }
     if ((rc = get_enum(obj, "counts", counts_names, COUNT(counts_names), 0, &e,
                        err)))
         return rc;

@@ -25,24 +25,32 @@
 #define AG_POLICY_NAME_MAX 64
 #define AG_POLICY_KEYS_MAX 4 /* key parts in one policy */
 #define AG_LIMIT_MAX 1000000000u
-#define AG_WINDOW_MAX 2592000u          /* 30 days, in seconds */
-#define AG_SLIDING_LOG_LIMIT_MAX 10000u /* members one log may hold */
+#define AG_WINDOW_MAX 2592000u /* 30 days, in seconds */
+/* Members one sorted set may hold: the bound on limit for sliding_log and
+ * distinct, which store one member per request or subject. */
+#define AG_SET_LIMIT_MAX 10000u
 
-enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_COUNT };
+/* The endpoints a policy can apply to: /check-login (and /report-login),
+ * /check-otp, /check-otp-verify. */
+enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_OTP_VERIFY, AG_EP_COUNT };
 
 enum ag_key_kind {
     AG_KEY_USER,
     AG_KEY_IP,
     AG_KEY_PHONE,
     AG_KEY_DEVICE,
+    AG_KEY_IP_PREFIX,    /* the /24 of an IPv4 address, /64 of an IPv6 one */
+    AG_KEY_PHONE_PREFIX, /* '+' and the first --phone-prefix-digits */
     AG_KEY_COUNT
 };
 
+/* The order is the Lua driver's algorithm numbering (lua/check.lua). */
 enum ag_algorithm {
     AG_ALG_SLIDING_LOG,
     AG_ALG_FIXED_WINDOW,
     AG_ALG_SLIDING_WINDOW,
     AG_ALG_TOKEN_BUCKET,
+    AG_ALG_DISTINCT, /* distinct subjects (ag_endpoint_subject) per key */
     AG_ALG_COUNT
 };
 
@@ -83,6 +91,9 @@ int ag_policy_from_json(const json_t *obj, const char *name,
 json_t *ag_policy_to_json(const struct ag_policy *p);
 
 const char *ag_endpoint_name(enum ag_endpoint e);
+/* What a "distinct" policy counts on an endpoint: users for login, phones
+ * for otp and otp_verify. */
+enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e);
 const char *ag_key_kind_name(enum ag_key_kind k);
 const char *ag_algorithm_name(enum ag_algorithm a);
 /* Returns the enum value named s, or -1. */

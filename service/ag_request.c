@@ -52,11 +52,13 @@ static int read_field(const json_t *root, const struct field *f,
     case AG_KEY_PHONE:
         rc = ag_identity_phone(s, len, out->phone, &why);
         break;
+    case AG_KEY_IP_PREFIX:
+    case AG_KEY_PHONE_PREFIX:
+        break; /* derived, never read from the body */
     case AG_KEY_IP:
-        if (strlen(s) != len)
-            why = "contains a NUL character";
-        else
-            rc = ag_identity_ip(s, &out->ip, &why);
+        /* jansson refuses "\u0000" (no JSON_ALLOW_NUL), so s is all of
+         * the string. */
+        rc = ag_identity_ip(s, &out->ip, &why);
         break;
     case AG_KEY_COUNT:
         break;
@@ -67,8 +69,26 @@ static int read_field(const json_t *root, const struct field *f,
     return AG_OK;
 }
 
-int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
-                     struct ag_request *out, char *err, size_t errsz)
+/* Fills the identifiers derived from others: the prefixes. */
+static void derive(struct ag_request *r, const struct ag_request_opts *opts)
+{
+    if (r->have & 1u << AG_KEY_IP) {
+        ag_identity_ip_prefix(&r->ip, r->ip_prefix);
+        r->have |= 1u << AG_KEY_IP_PREFIX;
+    }
+    if (r->have & 1u << AG_KEY_PHONE) {
+        unsigned digits = opts && opts->phone_prefix_digits
+                              ? opts->phone_prefix_digits
+                              : AG_PHONE_PREFIX_DEFAULT;
+        ag_identity_phone_prefix(r->phone, digits, r->phone_prefix);
+        r->have |= 1u << AG_KEY_PHONE_PREFIX;
+    }
+}
+
+static int parse(enum ag_request_kind kind, enum ag_endpoint endpoint,
+                 const char *body, size_t len,
+                 const struct ag_request_opts *opts, struct ag_request *out,
+                 char *err, size_t errsz)
 {
     memset(out, 0, sizeof *out);
     out->endpoint = endpoint;
@@ -93,8 +113,33 @@ int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
         for (size_t i = 0; i < n && !rc; i++)
             rc = read_field(root, &fields[i], out, err, errsz);
     }
+    if (!rc && kind == AG_REQ_REPORT) {
+        const json_t *v = json_object_get(root, "success");
+        if (!v)
+            rc = refuse(err, errsz, "success", "is required");
+        else if (!json_is_boolean(v))
+            rc = refuse(err, errsz, "success", "must be true or false");
+        else
+            out->success = json_is_true(v);
+    }
     json_decref(root);
+    if (!rc)
+        derive(out, opts);
     return rc;
+}
+
+int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
+                     const struct ag_request_opts *opts, struct ag_request *out,
+                     char *err, size_t errsz)
+{
+    return parse(AG_REQ_CHECK, endpoint, body, len, opts, out, err, errsz);
+}
+
+int ag_request_parse_report(const char *body, size_t len,
+                            const struct ag_request_opts *opts,
+                            struct ag_request *out, char *err, size_t errsz)
+{
+    return parse(AG_REQ_REPORT, AG_EP_LOGIN, body, len, opts, out, err, errsz);
 }
 
 const char *ag_request_value(const struct ag_request *req,
@@ -111,6 +156,10 @@ const char *ag_request_value(const struct ag_request *req,
         return req->phone;
     case AG_KEY_DEVICE:
         return req->device;
+    case AG_KEY_IP_PREFIX:
+        return req->ip_prefix;
+    case AG_KEY_PHONE_PREFIX:
+        return req->phone_prefix;
     case AG_KEY_COUNT:
         break;
     }

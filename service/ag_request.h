@@ -23,13 +23,29 @@ struct ag_request {
     char device[AG_USER_MAX + 1];
     char phone[AG_PHONE_MAX + 1];
     struct ag_ip ip;
+    char ip_prefix[AG_IP_PREFIX_MAX];    /* derived from ip */
+    char phone_prefix[AG_PHONE_MAX + 1]; /* derived from phone */
+    bool success; /* /report-login only: the login succeeded */
+};
+
+/* What a body is for: a check of an endpoint, or a login report. */
+enum ag_request_kind { AG_REQ_CHECK, AG_REQ_REPORT };
+
+struct ag_request_opts {
+    unsigned phone_prefix_digits; /* for phone_prefix; 0 = the default */
 };
 
 /* Parses body for endpoint. Login needs "user" and "ip" ("device"
- * optional); otp needs "phone" and "ip" ("user" optional). On refusal
- * returns AG_EINVAL with a message in err naming the field. */
+ * optional); otp and otp_verify need "phone" and "ip" ("user" optional).
+ * opts may be NULL for the defaults. On refusal returns AG_EINVAL with a
+ * message in err naming the field. */
 int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
-                     struct ag_request *out, char *err, size_t errsz);
+                     const struct ag_request_opts *opts, struct ag_request *out,
+                     char *err, size_t errsz);
+/* Parses a /report-login body: the login fields and a boolean "success". */
+int ag_request_parse_report(const char *body, size_t len,
+                            const struct ag_request_opts *opts,
+                            struct ag_request *out, char *err, size_t errsz);
 
 /* The normalised text of one identifier, or NULL if the request lacks it.
  * Valid as long as req is. */

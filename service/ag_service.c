@@ -9,6 +9,7 @@ void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
                      struct ag_store *store)
 {
     s->hasher = h;
+    s->opts.phone_prefix_digits = 0;
     s->store = store;
     pthread_mutex_init(&s->lock, NULL);
     s->policies = NULL;
@@ -40,35 +41,75 @@ struct ag_policy_set *ag_service_policies(struct ag_service *s)
     return set;
 }
 
+/* Plans req against the active set; on success *set holds the reference
+ * the plan borrows from (unref it when done). On failure resp is filled. */
+static int plan(struct ag_service *s, enum ag_plan_kind kind,
+                const struct ag_request *req, struct ag_policy_set **set,
+                struct ag_plan *p, struct ag_response *resp)
+{
+    *set = ag_service_policies(s);
+    if (!*set) {
+        ag_response_error(resp, 503, "policies are not loaded yet");
+        return AG_ENOTFOUND;
+    }
+    int rc = ag_limiter_plan(*set, kind, req, s->hasher, p);
+    if (rc) {
+        ag_log(AG_LOG_ERROR, "plan",
+               "more than %d policies apply to one request", AG_PLAN_MAX);
+        ag_response_error(resp, 503, "too many policies apply");
+        ag_policy_set_unref(*set);
+        *set = NULL;
+    }
+    return rc;
+}
+
 int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
                      const char *body, size_t len, struct ag_response *resp)
 {
     struct ag_request req;
     char err[256];
-    if (ag_request_parse(endpoint, body, len, &req, err, sizeof err))
+    if (ag_request_parse(endpoint, body, len, &s->opts, &req, err, sizeof err))
         return ag_response_error(resp, 400, err);
-
-    struct ag_policy_set *set = ag_service_policies(s);
-    if (!set)
-        return ag_response_error(resp, 503, "policies are not loaded yet");
-    struct ag_plan plan;
+    struct ag_policy_set *set;
+    struct ag_plan p;
+    if (plan(s, AG_PLAN_CHECK, &req, &set, &p, resp))
+        return AG_OK;
     struct ag_limit_result res[AG_PLAN_MAX];
-    int rc = ag_limiter_plan(set, &req, s->hasher, &plan);
-    if (rc == AG_OK && ag_store_check(s->store, &plan, res) == AG_OK) {
+    int rc;
+    if (ag_store_check(s->store, &p, res) == AG_OK) {
         struct ag_decision d;
-        ag_limiter_decide(&plan, res, &d);
-        rc = ag_response_check(resp, &plan, res, &d, false);
-    } else if (rc == AG_OK) {
-        rc = ag_response_unavailable(resp, &plan);
+        ag_limiter_decide(&p, res, &d);
+        rc = ag_response_check(resp, &p, res, &d, false);
     } else {
-        ag_log(AG_LOG_ERROR, "plan",
-               "more than %d policies apply to one "
-               "check",
-               AG_PLAN_MAX);
-        rc = ag_response_error(resp, 503, "too many policies apply");
+        rc = ag_response_unavailable(resp, &p);
     }
     ag_policy_set_unref(set);
     return rc;
+}
+
+int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
+                            struct ag_response *resp)
+{
+    struct ag_request req;
+    char err[256];
+    if (ag_request_parse_report(body, len, &s->opts, &req, err, sizeof err))
+        return ag_response_error(resp, 400, err);
+    struct ag_policy_set *set;
+    struct ag_plan p;
+    if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &set, &p,
+             resp))
+        return AG_OK;
+    struct ag_limit_result res[AG_PLAN_MAX];
+    int rc = req.success ? ag_store_clear(s->store, &p)
+                         : ag_store_check(s->store, &p, res);
+    ag_policy_set_unref(set);
+    if (rc)
+        return ag_response_error(resp, 503,
+                                 "the limiter store is unavailable; the "
+                                 "report was not recorded");
+    resp->status = 204;
+    ag_buf_reset(&resp->body);
+    return AG_OK;
 }
 
 bool ag_service_ready(struct ag_service *s)

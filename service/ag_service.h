@@ -15,11 +15,13 @@
 
 #include "ag_identity.h"
 #include "ag_policy.h"
+#include "ag_request.h"
 #include "ag_response.h"
 #include "ag_store.h"
 
 struct ag_service {
     const struct ag_hasher *hasher; /* borrowed */
+    struct ag_request_opts opts;    /* how requests are normalised */
     struct ag_store *store;         /* borrowed */
     pthread_mutex_t lock;           /* guards policies */
     struct ag_policy_set *policies; /* NULL until the first load */
@@ -39,6 +41,12 @@ struct ag_policy_set *ag_service_policies(struct ag_service *s);
  * 400 or 503). Returns an error only if the response could not be built. */
 int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
                      const char *body, size_t len, struct ag_response *resp);
+
+/* Records a login outcome (/report-login): a failure charges the
+ * failure-counting login policies; a success clears those keyed on both
+ * user and ip. resp is a 204, a 400 or a 503. */
+int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
+                            struct ag_response *resp);
 
 /* Ready: policies loaded and the store answering. */
 bool ag_service_ready(struct ag_service *s);

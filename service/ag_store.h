@@ -3,10 +3,13 @@
  * pointers, after Redis's ConnectionType) so that the engine does not know
  * whether it talks to Redis or to the in-process fallback.
  *
- * check() runs a whole plan atomically: every policy is evaluated, and the
- * attempt is recorded only if no enforcing policy denies it. It returns 0
- * and fills one result per plan operation, or AG_ESTORE when the store
- * could not answer (results are then undefined). Implementations are
+ * check() runs a whole plan atomically. For an AG_PLAN_CHECK plan every
+ * policy is evaluated and the attempt is recorded only if no enforcing
+ * policy denies it; for an AG_PLAN_FAILURE plan each policy records the
+ * failure unless it is full or blocked. It returns 0 and fills one result
+ * per plan operation, or AG_ESTORE when the store could not answer
+ * (results are then undefined). clear() deletes every counter (and block)
+ * of the plan's keys, atomically. Implementations are
  * thread-safe: each keeps per-thread connections as it needs.
  */
 #ifndef AG_STORE_H
@@ -23,6 +26,7 @@ struct ag_store_ops {
     const char *name;
     int (*check)(struct ag_store *s, const struct ag_plan *plan,
                  struct ag_limit_result *res);
+    int (*clear)(struct ag_store *s, const struct ag_plan *plan);
     /* 0 if the store answers now. */
     int (*ping)(struct ag_store *s);
     void (*destroy)(struct ag_store *s);
@@ -44,6 +48,11 @@ static inline int ag_store_check(struct ag_store *s, const struct ag_plan *plan,
                                  struct ag_limit_result *res)
 {
     return s->ops->check(s, plan, res);
+}
+
+static inline int ag_store_clear(struct ag_store *s, const struct ag_plan *plan)
+{
+    return s->ops->clear(s, plan);
 }
 
 static inline int ag_store_ping(struct ag_store *s)

@@ -23,6 +23,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 
+#define COMMON_SCRIPT "common.lua"
 #define MAIN_SCRIPT "check.lua"
 
 struct conn {
@@ -44,6 +45,23 @@ struct redis_store {
     struct conn *conns;
 };
 
+/* Appends one embedded lua/ file, by name, to s at *n. */
+static int append_file(char *s, size_t *n, const char *name)
+{
+    for (size_t i = 0; i < ag_embedded_lua_count; i++) {
+        const struct ag_embedded_file *f = &ag_embedded_lua[i];
+        if (strcmp(f->name, name) == 0) {
+            memcpy(s + *n, f->data, f->len);
+            *n += f->len;
+            s[(*n)++] = '\n';
+            return AG_OK;
+        }
+    }
+    return AG_ENOTFOUND;
+}
+
+/* The one script a check runs: common.lua, every algorithm file, then the
+ * driver check.lua, which sees the others' locals. */
 static char *compose_script(size_t *len)
 {
     size_t total = 1;
@@ -53,23 +71,17 @@ static char *compose_script(size_t *len)
     if (!s)
         return NULL;
     size_t n = 0;
-    const struct ag_embedded_file *main_file = NULL;
-    for (size_t i = 0; i < ag_embedded_lua_count; i++) {
-        const struct ag_embedded_file *f = &ag_embedded_lua[i];
-        if (strcmp(f->name, MAIN_SCRIPT) == 0) {
-            main_file = f;
-            continue;
-        }
-        memcpy(s + n, f->data, f->len);
-        n += f->len;
-        s[n++] = '\n';
+    int rc = append_file(s, &n, COMMON_SCRIPT);
+    for (size_t i = 0; !rc && i < ag_embedded_lua_count; i++) {
+        const char *name = ag_embedded_lua[i].name;
+        if (strcmp(name, COMMON_SCRIPT) && strcmp(name, MAIN_SCRIPT))
+            rc = append_file(s, &n, name);
     }
-    if (!main_file) {
+    rc = rc ? rc : append_file(s, &n, MAIN_SCRIPT);
+    if (rc) {
         free(s);
         return NULL;
     }
-    memcpy(s + n, main_file->data, main_file->len);
-    n += main_file->len;
     s[n] = '\0';
     *len = n;
     return s;
@@ -187,8 +199,8 @@ static struct conn *thread_conn(struct redis_store *s, bool *fresh)
     return c;
 }
 
-/* Space for one EVALSHA: the fixed words, two keys and six values each. */
-#define ARGS_MAX (5 + AG_PLAN_MAX * 8)
+/* Space for one EVALSHA: six fixed words, two keys and seven values each. */
+#define ARGS_MAX (6 + AG_PLAN_MAX * 9)
 #define NUM_MAX 24
 
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
@@ -241,6 +253,7 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
              atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed));
     ARG(nonce);
     NUM("%zu", plan->n);
+    ARG(plan->kind == AG_PLAN_FAILURE ? "record" : "check");
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         const struct ag_policy *p = op->policy;
@@ -250,6 +263,7 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
         NUM("%" PRIu64, (uint64_t)p->block_s * 1000);
         ARG(op->charge ? "1" : "0");
         ARG(op->shadow ? "1" : "0");
+        ARG(op->member);
     }
 #undef ARG
 #undef NUM
@@ -280,6 +294,41 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
                                                 : "unexpected reply shape");
         freeReplyObject(r);
         return rc;
+    }
+    return AG_ESTORE;
+}
+
+static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (plan->n == 0)
+        return AG_OK;
+    const char *argv[1 + 2 * AG_PLAN_MAX];
+    size_t lens[1 + 2 * AG_PLAN_MAX];
+    char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
+    int argc = 0;
+    argv[argc] = "DEL";
+    lens[argc++] = 3;
+    for (size_t i = 0; i < plan->n; i++) {
+        snprintf(block_keys[i], sizeof block_keys[i], "%s:b", plan->ops[i].key);
+        argv[argc] = plan->ops[i].key;
+        lens[argc++] = strlen(plan->ops[i].key);
+        argv[argc] = block_keys[i];
+        lens[argc++] = strlen(block_keys[i]);
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bool fresh;
+        struct conn *c = thread_conn(s, &fresh);
+        if (!c)
+            return AG_ESTORE;
+        redisReply *r = command(c, argc, argv, lens);
+        if (!r && !fresh)
+            continue;
+        if (!r)
+            return AG_ESTORE;
+        int ok = r->type == REDIS_REPLY_INTEGER;
+        freeReplyObject(r);
+        return ok ? AG_OK : AG_ESTORE;
     }
     return AG_ESTORE;
 }
@@ -319,6 +368,7 @@ static void redis_destroy(struct ag_store *base)
 static const struct ag_store_ops redis_ops = {
     .name = "redis",
     .check = redis_check,
+    .clear = redis_clear,
     .ping = redis_ping,
     .destroy = redis_destroy,
 };

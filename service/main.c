@@ -199,6 +199,7 @@ int main(int argc, char **argv)
     }
     struct ag_service svc;
     ag_service_init(&svc, &hasher, store);
+    svc.opts.phone_prefix_digits = cfg.phone_prefix_digits;
     ag_service_set_policies(&svc, set);
 
     struct ag_http *http;

@@ -4,10 +4,38 @@ Redis."""
 import concurrent.futures
 import unittest
 
-from harness import ServiceTest, digest
+from harness import PolicyTest, digest, policy
+
+# The core table of the contract; the shipped defaults add more policies,
+# which test_keys and test_failures cover.
+CORE = [
+    policy("login.user", key=("user",), limit=10, window_s=900),
+    policy("login.ip", key=("ip",), limit=100, window_s=900),
+    policy("login.user_ip", key=("user", "ip"), limit=5, window_s=900),
+    policy("otp.phone", endpoint="otp", key=("phone",), limit=3,
+           window_s=900),
+    policy("otp.phone_daily", endpoint="otp", key=("phone",), limit=10,
+           window_s=86400),
+    policy("otp.ip", endpoint="otp", key=("ip",), limit=20, window_s=3600),
+]
 
 
-class CheckTest(ServiceTest):
+class CheckTest(PolicyTest):
+    def service(self, **kw):
+        if "db" in kw:
+            return super().service(**kw)
+        (svc,) = self.seeded(CORE)
+        return svc
+
+    def test_defaults_apply_every_login_policy(self):
+        svc = super().service()
+        r = self.login(svc, "ana@example.com", "203.0.113.7")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(
+            sorted(d["policy"] for d in r.json["decisions"]),
+            ["login.ip", "login.ip_prefix", "login.ip_users", "login.user",
+             "login.user_fail", "login.user_ip", "login.user_ip_fail"])
+
     def test_allowed_login_reports_every_login_policy(self):
         svc = self.service()
         r = self.login(svc, "ana@example.com", "203.0.113.7")
@@ -101,8 +129,10 @@ class CheckTest(ServiceTest):
         self.assertEqual(self.decision(r, "otp.phone_daily")["remaining"], 7)
 
     def test_three_instances_allow_exactly_ten_of_48_concurrent(self):
+        # With the shipped defaults, on one shared database.
         db = self.workdir + "/shared.db"
-        instances = [self.service(db=db, name="i%d" % i) for i in range(3)]
+        instances = [super(CheckTest, self).service(db=db, name="i%d" % i)
+                     for i in range(3)]
         user = "target@example.com"
 
         def attempt(i):

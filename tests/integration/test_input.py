@@ -99,9 +99,20 @@ class InputTest(ServiceTest):
         self.assertIn("GET", r.header("Allow"))
 
     def test_oversized_headers_are_refused_with_4xx(self):
-        r = self.svc.request("POST", "/check-login", "{}",
-                             headers={"X-Big": "a" * 40000})
-        self.assertTrue(400 <= r.status < 500, r.status)
+        # Raw socket: the server may answer and close before the client
+        # has sent all of the headers, which http.client reports as a
+        # broken pipe rather than the answer.
+        with socket.create_connection(("127.0.0.1", self.svc.port), 5) as s:
+            try:
+                s.sendall(b"POST /check-login HTTP/1.1\r\nHost: x\r\n"
+                          b"X-Big: " + b"a" * 40000 + b"\r\n"
+                          b"Content-Length: 2\r\n\r\n{}")
+            except OSError:
+                pass
+            s.settimeout(5)
+            status = int(s.recv(4096).split(b" ")[1])
+        self.assertEqual(status, 431)
+
         # The service still works afterwards.
         self.assertEqual(
             self.login(self.svc, "a@example.com", "203.0.113.7").status, 200)

@@ -441,9 +441,38 @@ static void wiped_hasher_holds_no_key(void **state)
     assert_memory_equal(h.key, zero, sizeof zero);
 }
 
+static void ip_prefix_is_the_slash24_or_slash64(void **state)
+{
+    (void)state;
+    struct ag_ip ip;
+    const char *why = NULL;
+    char out[AG_IP_PREFIX_MAX];
+    assert_int_equal(ag_identity_ip("203.0.113.77", &ip, &why), AG_OK);
+    ag_identity_ip_prefix(&ip, out);
+    assert_string_equal(out, "203.0.113.0/24");
+    assert_int_equal(ag_identity_ip("2001:db8:1:2:ffff::9", &ip, &why), AG_OK);
+    ag_identity_ip_prefix(&ip, out);
+    assert_string_equal(out, "2001:db8:1:2::/64");
+    assert_int_equal(ag_identity_ip("::ffff:198.51.100.200", &ip, &why), AG_OK);
+    ag_identity_ip_prefix(&ip, out);
+    assert_string_equal(out, "198.51.100.0/24");
+}
+
+static void phone_prefix_keeps_the_first_digits(void **state)
+{
+    (void)state;
+    char out[AG_PHONE_MAX + 1];
+    ag_identity_phone_prefix("+48600100200", 5, out);
+    assert_string_equal(out, "+48600");
+    ag_identity_phone_prefix("+48600100200", 15, out);
+    assert_string_equal(out, "+48600100200");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ip_prefix_is_the_slash24_or_slash64),
+        cmocka_unit_test(phone_prefix_keeps_the_first_digits),
         cmocka_unit_test(user_is_trimmed_and_case_folded),
         cmocka_unit_test(user_case_folding_is_ascii_only),
         cmocka_unit_test(user_of_256_bytes_is_accepted),

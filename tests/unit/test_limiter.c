@@ -79,7 +79,7 @@ static struct ag_policy_set *standard_set(void)
 static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
 {
     char err[256];
-    if (ag_request_parse(ep, body, strlen(body), r, err, sizeof err))
+    if (ag_request_parse(ep, body, strlen(body), NULL, r, err, sizeof err))
         fail_msg("test request refused: %s: %s", body, err);
 }
 
@@ -89,7 +89,7 @@ static void plan_for(const struct ag_policy_set *s, enum ag_endpoint ep,
 {
     struct ag_request r;
     request(ep, body, &r);
-    assert_int_equal(ag_limiter_plan(s, &r, h, plan), AG_OK);
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, h, plan), AG_OK);
 }
 
 /* Fails unless the plan holds exactly the named policies, in order, each
@@ -295,8 +295,85 @@ static void failures_policy_is_not_charged(void **state)
     ag_policy_set_unref(s);
 }
 
+static struct ag_policy_set *failure_set(void)
+{
+    struct ag_policy ps[] = {
+        policy("f.user_ip", "login", "[\"user\",\"ip\"]", 3,
+               ",\"counts\":\"failures\""),
+        policy("f.user", "login", "[\"user\"]", 5, ",\"counts\":\"failures\""),
+        policy("f.user_ip_off", "login", "[\"user\",\"ip\"]", 3,
+               ",\"counts\":\"failures\",\"enabled\":false"),
+        policy("a.user_ip", "login", "[\"user\",\"ip\"]", 5, NULL),
+    };
+    struct ag_policy_set *s =
+        ag_policy_set_new(ps, sizeof ps / sizeof ps[0], 1);
+    assert_non_null(s);
+    return s;
+}
+
+static void failure_plan_charges_only_failure_policies(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = failure_set();
+    struct ag_request r;
+    request(AG_EP_LOGIN, full_login, &r);
+    struct ag_plan plan;
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    static const char *const want[] = {"f.user", "f.user_ip"};
+    expect_plan(&plan, s, want, 2);
+    assert_int_equal(plan.kind, AG_PLAN_FAILURE);
+    assert_true(plan.ops[0].charge);
+    assert_true(plan.ops[1].charge);
+    ag_policy_set_unref(s);
+}
+
+static void success_plan_clears_only_user_and_ip_failure_policies(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy_set *s = failure_set();
+    struct ag_request r;
+    request(AG_EP_LOGIN, full_login, &r);
+    struct ag_plan plan;
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    static const char *const want[] = {"f.user_ip"};
+    expect_plan(&plan, s, want, 1);
+    ag_policy_set_unref(s);
+}
+
+static void distinct_op_carries_the_subjects_digest(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    json_t *o = json_loads(
+        "{\"name\":\"d.users\",\"endpoint\":\"login\",\"key\":[\"ip\"],"
+        "\"algorithm\":\"distinct\",\"limit\":5,\"window_s\":60}",
+        0, NULL);
+    struct ag_policy ps[2];
+    struct ag_policy_error err;
+    assert_int_equal(ag_policy_from_json(o, NULL, &ps[0], &err), AG_OK);
+    json_decref(o);
+    ps[1] = policy("login.user", "login", "[\"user\"]", 10, NULL);
+    struct ag_policy_set *s = ag_policy_set_new(ps, 2, 1);
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
+    const struct ag_limit_op *d = op_named(&plan, "d.users");
+    const struct ag_limit_op *u = op_named(&plan, "login.user");
+    /* The member is the user's keyed digest: the same hash login.user
+     * keys on, never the plaintext. */
+    assert_int_equal(strlen(d->member), AG_DIGEST_HEX);
+    assert_string_equal(d->member, strrchr(u->key, ':') + 1);
+    assert_string_equal(u->member, "");
+    ag_policy_set_unref(s);
+}
+
 static void shadow_policy_is_flagged(void **state)
 {
+
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
@@ -341,12 +418,13 @@ static void plan_of_more_than_32_policies_is_too_big(void **state)
     struct ag_plan plan;
 
     struct ag_policy_set *s = many_user_policies(AG_PLAN_MAX, NULL, 0);
-    assert_int_equal(ag_limiter_plan(s, &r, &h, &plan), AG_OK);
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.n, AG_PLAN_MAX);
     ag_policy_set_unref(s);
 
     s = many_user_policies(AG_PLAN_MAX + 1, NULL, 0);
-    assert_int_equal(ag_limiter_plan(s, &r, &h, &plan), AG_ETOOBIG);
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan),
+                     AG_ETOOBIG);
     ag_policy_set_unref(s);
 }
 
@@ -365,7 +443,7 @@ static void policies_left_out_do_not_count_toward_the_plan_cap(void **state)
     };
     struct ag_policy_set *s = many_user_policies(AG_PLAN_MAX, extra, 3);
     struct ag_plan plan;
-    assert_int_equal(ag_limiter_plan(s, &r, &h, &plan), AG_OK);
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.n, AG_PLAN_MAX);
     ag_policy_set_unref(s);
 }
@@ -581,6 +659,10 @@ int main(void)
         cmocka_unit_test(keys_depend_on_the_secret),
         cmocka_unit_test(failures_policy_is_not_charged),
         cmocka_unit_test(shadow_policy_is_flagged),
+        cmocka_unit_test(failure_plan_charges_only_failure_policies),
+        cmocka_unit_test(success_plan_clears_only_user_and_ip_failure_policies),
+        cmocka_unit_test(distinct_op_carries_the_subjects_digest),
+
         cmocka_unit_test(plan_of_more_than_32_policies_is_too_big),
         cmocka_unit_test(policies_left_out_do_not_count_toward_the_plan_cap),
         cmocka_unit_test(all_allowed_is_allowed_and_tightest_has_fewest_left),

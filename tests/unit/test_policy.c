@@ -135,6 +135,7 @@ static void full_record_round_trips_through_json(void **state)
 static void every_algorithm_round_trips(void **state)
 {
     (void)state;
+    /* distinct needs another key; distinct_round_trips covers it. */
     static const char *const algs[] = {"sliding_log", "fixed_window",
                                        "sliding_window", "token_bucket"};
     for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
@@ -299,7 +300,7 @@ static void sliding_log_limit_over_10000_is_refused(void **state)
     expect_field_refused(login_base, "limit", "10001");
     struct ag_policy p;
     expect_accepted(login_base, "limit", "10000", &p);
-    assert_int_equal(p.limit, AG_SLIDING_LOG_LIMIT_MAX);
+    assert_int_equal(p.limit, AG_SET_LIMIT_MAX);
     /* The other algorithms do not store every request. */
     json_t *o = with_field(login_base, "algorithm", "\"sliding_window\"");
     assert_int_equal(json_object_set_new(o, "limit", json_integer(10001)), 0);
@@ -598,13 +599,147 @@ static void default_policies_match_the_documented_table(void **state)
         enum ag_key_kind key[2];
         uint32_t limit;
         uint32_t window_s;
+        enum ag_algorithm algorithm;
+        enum ag_counts counts;
+        uint32_t block_s;
     } want[] = {
-        {"login.user", AG_EP_LOGIN, 1, {AG_KEY_USER}, 10, 900},
-        {"login.ip", AG_EP_LOGIN, 1, {AG_KEY_IP}, 100, 900},
-        {"login.user_ip", AG_EP_LOGIN, 2, {AG_KEY_USER, AG_KEY_IP}, 5, 900},
-        {"otp.phone", AG_EP_OTP, 1, {AG_KEY_PHONE}, 3, 900},
-        {"otp.phone_daily", AG_EP_OTP, 1, {AG_KEY_PHONE}, 10, 86400},
-        {"otp.ip", AG_EP_OTP, 1, {AG_KEY_IP}, 20, 3600},
+        /* The core table of the service's contract. */
+        {"login.user",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_USER},
+         10,
+         900,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"login.ip",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_IP},
+         100,
+         900,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"login.user_ip",
+         AG_EP_LOGIN,
+         2,
+         {AG_KEY_USER, AG_KEY_IP},
+         5,
+         900,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp.phone",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_PHONE},
+         3,
+         900,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp.phone_daily",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_PHONE},
+         10,
+         86400,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp.ip",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_IP},
+         20,
+         3600,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        /* Failure counting, subnets, stuffing, SMS pumping, guessing. */
+        {"login.user_ip_fail",
+         AG_EP_LOGIN,
+         2,
+         {AG_KEY_USER, AG_KEY_IP},
+         5,
+         900,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_FAILURES,
+         900},
+        {"login.user_fail",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_USER},
+         20,
+         3600,
+         AG_ALG_SLIDING_WINDOW,
+         AG_COUNTS_FAILURES,
+         0},
+        {"login.ip_prefix",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_IP_PREFIX},
+         300,
+         900,
+         AG_ALG_SLIDING_WINDOW,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"login.ip_users",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_IP},
+         20,
+         3600,
+         AG_ALG_DISTINCT,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp.phone_interval",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_PHONE},
+         1,
+         30,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp.phone_prefix",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_PHONE_PREFIX},
+         100,
+         3600,
+         AG_ALG_SLIDING_WINDOW,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp.ip_phones",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_IP},
+         10,
+         86400,
+         AG_ALG_DISTINCT,
+         AG_COUNTS_ATTEMPTS,
+         0},
+        {"otp_verify.phone",
+         AG_EP_OTP_VERIFY,
+         1,
+         {AG_KEY_PHONE},
+         5,
+         900,
+         AG_ALG_SLIDING_LOG,
+         AG_COUNTS_ATTEMPTS,
+         900},
+        {"otp_verify.ip",
+         AG_EP_OTP_VERIFY,
+         1,
+         {AG_KEY_IP},
+         50,
+         3600,
+         AG_ALG_SLIDING_WINDOW,
+         AG_COUNTS_ATTEMPTS,
+         0},
     };
     const size_t nwant = sizeof want / sizeof want[0];
     const struct ag_embedded_file *f = embedded_policy("default.json");
@@ -629,6 +764,9 @@ static void default_policies_match_the_documented_table(void **state)
         if (p->limit != want[w].limit || p->window_s != want[w].window_s)
             fail_msg("%s: %u/%u, want %u/%u", p->name, p->limit, p->window_s,
                      want[w].limit, want[w].window_s);
+        assert_int_equal(p->algorithm, want[w].algorithm);
+        assert_int_equal(p->counts, want[w].counts);
+        assert_int_equal(p->block_s, want[w].block_s);
         assert_true(p->enabled);
         assert_int_equal(p->mode, AG_MODE_ENFORCE);
     }
@@ -710,9 +848,67 @@ static void enum_names_parse_back(void **state)
     assert_string_equal(ag_key_kind_name(AG_KEY_PHONE), "phone");
 }
 
+static const char distinct_base[] =
+    "{\"name\":\"login.ip_users\",\"endpoint\":\"login\",\"key\":[\"ip\"],"
+    "\"algorithm\":\"distinct\",\"limit\":20,\"window_s\":3600}";
+
+static void distinct_must_not_key_on_what_it_counts(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(distinct_base, "key", "[\"ip_prefix\"]", &p);
+    expect_field_refused(distinct_base, "key", "[\"ip\",\"user\"]");
+    json_t *o = with_field(otp_base, "algorithm", "\"distinct\"");
+    struct ag_policy_error err;
+    assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_EINVAL);
+    assert_string_equal(err.field, "key");
+    json_decref(o);
+}
+
+static void distinct_round_trips(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(distinct_base, "limit", "7", &p);
+    assert_int_equal(p.algorithm, AG_ALG_DISTINCT);
+    json_t *out = ag_policy_to_json(&p);
+    assert_string_equal(json_string_value(json_object_get(out, "algorithm")),
+                        "distinct");
+    struct ag_policy back;
+    struct ag_policy_error err;
+    assert_int_equal(ag_policy_from_json(out, NULL, &back, &err), AG_OK);
+    assert_memory_equal(&back, &p, sizeof p);
+    json_decref(out);
+}
+
+static void distinct_limit_over_10000_is_refused(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(distinct_base, "limit", "10000", &p);
+    expect_field_refused(distinct_base, "limit", "10001");
+}
+
+static void prefix_kinds_follow_the_endpoint(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(login_base, "key", "[\"ip_prefix\"]", &p);
+    assert_int_equal(p.key[0], AG_KEY_IP_PREFIX);
+    expect_field_refused(login_base, "key", "[\"phone_prefix\"]");
+    expect_accepted(otp_base, "key", "[\"phone_prefix\",\"ip_prefix\"]", &p);
+    assert_int_equal(p.key[0], AG_KEY_PHONE_PREFIX);
+    expect_accepted(otp_base, "endpoint", "\"otp_verify\"", &p);
+    assert_int_equal(p.endpoint, AG_EP_OTP_VERIFY);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(distinct_must_not_key_on_what_it_counts),
+        cmocka_unit_test(distinct_limit_over_10000_is_refused),
+        cmocka_unit_test(distinct_round_trips),
+        cmocka_unit_test(prefix_kinds_follow_the_endpoint),
         cmocka_unit_test(full_record_round_trips_through_json),
         cmocka_unit_test(every_algorithm_round_trips),
         cmocka_unit_test(omitted_optional_fields_take_defaults),

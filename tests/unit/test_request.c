@@ -24,7 +24,7 @@ static int parse(enum ag_endpoint ep, const char *body, struct ag_request *r,
                  char *err)
 {
     err[0] = '\0';
-    return ag_request_parse(ep, body, strlen(body), r, err, ERRSZ);
+    return ag_request_parse(ep, body, strlen(body), NULL, r, err, ERRSZ);
 }
 
 /* Expects body to be refused with a message that starts with field and a
@@ -53,13 +53,15 @@ static void login_body_is_normalised(void **state)
                        "\"ip\":\"::ffff:10.0.0.1\",\"device\":\" Dev-1 \"}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
     assert_int_equal(r.endpoint, AG_EP_LOGIN);
-    assert_int_equal(r.have,
-                     HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_DEVICE));
+    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_DEVICE) | HAVE(AG_KEY_IP_PREFIX));
     assert_string_equal(ag_request_value(&r, AG_KEY_USER), "ana@example.com");
     assert_string_equal(ag_request_value(&r, AG_KEY_IP), "10.0.0.1");
     assert_int_equal(r.ip.family, AF_INET);
     assert_string_equal(ag_request_value(&r, AG_KEY_DEVICE), "Dev-1");
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP_PREFIX), "10.0.0.0/24");
     assert_null(ag_request_value(&r, AG_KEY_PHONE));
+    assert_null(ag_request_value(&r, AG_KEY_PHONE_PREFIX));
 }
 
 static void login_device_is_optional(void **state)
@@ -69,7 +71,8 @@ static void login_device_is_optional(void **state)
     char err[ERRSZ];
     const char *body = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP));
+    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_IP_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_DEVICE));
 }
 
@@ -83,12 +86,17 @@ static void otp_body_is_normalised(void **state)
         "\"user\":\"Bob\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
     assert_int_equal(r.endpoint, AG_EP_OTP);
-    assert_int_equal(r.have,
-                     HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_USER));
+    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP_PREFIX) |
+                                 HAVE(AG_KEY_PHONE_PREFIX));
     assert_string_equal(ag_request_value(&r, AG_KEY_PHONE), "+48600100200");
     assert_string_equal(ag_request_value(&r, AG_KEY_IP), "2001:db8::1");
     assert_int_equal(r.ip.family, AF_INET6);
     assert_string_equal(ag_request_value(&r, AG_KEY_USER), "bob");
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP_PREFIX),
+                        "2001:db8::/64");
+    /* The default prefix: '+' and 7 digits. */
+    assert_string_equal(ag_request_value(&r, AG_KEY_PHONE_PREFIX), "+4860010");
     assert_null(ag_request_value(&r, AG_KEY_DEVICE));
 }
 
@@ -99,7 +107,9 @@ static void otp_user_is_optional(void **state)
     char err[ERRSZ];
     const char *body = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP));
+    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_IP_PREFIX) |
+                                 HAVE(AG_KEY_PHONE_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_USER));
 }
 
@@ -168,13 +178,16 @@ static void null_is_treated_as_absent(void **state)
         parse(AG_EP_LOGIN,
               "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"device\":null}", &r, err),
         AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP));
+    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_IP_PREFIX));
     assert_int_equal(parse(AG_EP_OTP,
                            "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\","
                            "\"user\":null}",
                            &r, err),
                      AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP));
+    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_IP_PREFIX) |
+                                 HAVE(AG_KEY_PHONE_PREFIX));
     expect_refused(AG_EP_LOGIN, "{\"user\":null,\"ip\":\"1.2.3.4\"}", "user",
                    "required");
     expect_refused(AG_EP_OTP, "{\"phone\":\"+48600100200\",\"ip\":null}", "ip",
@@ -237,7 +250,8 @@ static void unknown_fields_are_ignored(void **state)
                        "\"v\":2}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
     /* "phone" is not a login field, so it is not read. */
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP));
+    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+                                 HAVE(AG_KEY_IP_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_PHONE));
     /* Nor is "device" an otp field, even when it is invalid. */
     body = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\",\"device\":5}";
@@ -252,11 +266,11 @@ static void only_len_bytes_of_body_are_read(void **state)
     char err[ERRSZ];
     const char *body = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}trailing junk";
     size_t len = strlen("{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}");
-    assert_int_equal(ag_request_parse(AG_EP_LOGIN, body, len, &r, err, ERRSZ),
-                     AG_OK);
+    assert_int_equal(
+        ag_request_parse(AG_EP_LOGIN, body, len, NULL, &r, err, ERRSZ), AG_OK);
     assert_string_equal(r.user, "ana");
     assert_int_equal(
-        ag_request_parse(AG_EP_LOGIN, body, strlen(body), &r, err, ERRSZ),
+        ag_request_parse(AG_EP_LOGIN, body, strlen(body), NULL, &r, err, ERRSZ),
         AG_EINVAL);
 }
 
@@ -284,11 +298,12 @@ static void body_of_64_kib_is_accepted_and_larger_refused(void **state)
     char *b = padded_body(AG_BODY_MAX);
     assert_int_equal(strlen(b), AG_BODY_MAX);
     assert_int_equal(
-        ag_request_parse(AG_EP_LOGIN, b, AG_BODY_MAX, &r, err, ERRSZ), AG_OK);
+        ag_request_parse(AG_EP_LOGIN, b, AG_BODY_MAX, NULL, &r, err, ERRSZ),
+        AG_OK);
     free(b);
     b = padded_body(AG_BODY_MAX + 1);
     assert_int_equal(
-        ag_request_parse(AG_EP_LOGIN, b, AG_BODY_MAX + 1, &r, err, ERRSZ),
+        ag_request_parse(AG_EP_LOGIN, b, AG_BODY_MAX + 1, NULL, &r, err, ERRSZ),
         AG_EINVAL);
     assert_int_equal(strncmp(err, "body ", 5), 0);
     free(b);
@@ -302,15 +317,86 @@ static void message_is_cut_to_the_error_buffer(void **state)
     memset(err, 'Z', sizeof err);
     const char *body = "{\"ip\":\"1.2.3.4\"}";
     assert_int_equal(
-        ag_request_parse(AG_EP_LOGIN, body, strlen(body), &r, err, 6),
+        ag_request_parse(AG_EP_LOGIN, body, strlen(body), NULL, &r, err, 6),
         AG_EINVAL);
     assert_string_equal(err, "user ");
     assert_int_equal(err[6], 'Z');
 }
 
+static void report_needs_a_boolean_success(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ] = "";
+    const char *ok = "{\"user\":\"Ana\",\"ip\":\"1.2.3.4\",\"success\":false}";
+    assert_int_equal(
+        ag_request_parse_report(ok, strlen(ok), NULL, &r, err, ERRSZ), AG_OK);
+    assert_int_equal(r.endpoint, AG_EP_LOGIN);
+    assert_false(r.success);
+    assert_string_equal(r.user, "ana");
+    const char *yes = "{\"user\":\"a\",\"ip\":\"1.2.3.4\",\"success\":true}";
+    assert_int_equal(
+        ag_request_parse_report(yes, strlen(yes), NULL, &r, err, ERRSZ), AG_OK);
+    assert_true(r.success);
+    const char *bad[] = {
+        "{\"user\":\"a\",\"ip\":\"1.2.3.4\"}",
+        "{\"user\":\"a\",\"ip\":\"1.2.3.4\",\"success\":\"false\"}",
+        "{\"user\":\"a\",\"ip\":\"1.2.3.4\",\"success\":0}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ag_request_parse_report(bad[i], strlen(bad[i]), NULL,
+                                                 &r, err, ERRSZ),
+                         AG_EINVAL);
+        assert_int_equal(strncmp(err, "success ", 8), 0);
+    }
+    /* The login fields are checked first, as on /check-login. */
+    const char *no_user = "{\"ip\":\"1.2.3.4\",\"success\":true}";
+    assert_int_equal(
+        ag_request_parse_report(no_user, strlen(no_user), NULL, &r, err, ERRSZ),
+        AG_EINVAL);
+    assert_int_equal(strncmp(err, "user ", 5), 0);
+}
+
+static void otp_verify_reads_the_otp_fields(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    assert_int_equal(
+        parse(AG_EP_OTP_VERIFY,
+              "{\"phone\":\"+1 (415) 555-0100\",\"ip\":\"1.2.3.4\"}", &r, err),
+        AG_OK);
+    assert_int_equal(r.endpoint, AG_EP_OTP_VERIFY);
+    assert_string_equal(r.phone, "+14155550100");
+    expect_refused(AG_EP_OTP_VERIFY, "{\"ip\":\"1.2.3.4\"}", "phone",
+                   "required");
+}
+
+static void phone_prefix_length_follows_the_options(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    const char *body = "{\"phone\":\"+447911123456\",\"ip\":\"1.2.3.4\"}";
+    struct ag_request_opts opts = {.phone_prefix_digits = 4};
+    assert_int_equal(
+        ag_request_parse(AG_EP_OTP, body, strlen(body), &opts, &r, err, ERRSZ),
+        AG_OK);
+    assert_string_equal(ag_request_value(&r, AG_KEY_PHONE_PREFIX), "+4479");
+    opts.phone_prefix_digits = 15;
+    assert_int_equal(
+        ag_request_parse(AG_EP_OTP, body, strlen(body), &opts, &r, err, ERRSZ),
+        AG_OK);
+    assert_string_equal(ag_request_value(&r, AG_KEY_PHONE_PREFIX),
+                        "+447911123456");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(report_needs_a_boolean_success),
+        cmocka_unit_test(otp_verify_reads_the_otp_fields),
+        cmocka_unit_test(phone_prefix_length_follows_the_options),
         cmocka_unit_test(login_body_is_normalised),
         cmocka_unit_test(login_device_is_optional),
         cmocka_unit_test(otp_body_is_normalised),
