@@ -13,6 +13,7 @@
 
 #include <microhttpd.h>
 
+#include "ag_admin.h"
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_request.h"
@@ -20,8 +21,9 @@
 struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
-    int listen_fd;        /* returned by MHD_quiesce_daemon; closed at stop */
-    atomic_int in_flight; /* requests begun and not yet completed */
+    struct ag_admin *admin; /* NULL: the admin API is off (404) */
+    int listen_fd;          /* returned by MHD_quiesce_daemon; closed at stop */
+    atomic_int in_flight;   /* requests begun and not yet completed */
 };
 
 enum route {
@@ -32,6 +34,7 @@ enum route {
     R_REPORT_LOGIN,
     R_HEALTHZ,
     R_READYZ,
+    R_ADMIN,
 };
 
 struct route_def {
@@ -83,6 +86,10 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     }
     if (r->allow)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, r->allow);
+    if (r->www_authenticate)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"abuseguard\"");
+
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
     return ret;
@@ -145,8 +152,8 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
         rc = ag_service_check(h->svc, AG_EP_OTP, body, req->body.len, &r);
         break;
     case R_CHECK_OTP_VERIFY:
-        rc = ag_service_check(h->svc, AG_EP_OTP_VERIFY, body, req->body.len,
-                              &r);
+        rc =
+            ag_service_check(h->svc, AG_EP_OTP_VERIFY, body, req->body.len, &r);
         break;
     default:
         rc = ag_service_check(h->svc, AG_EP_LOGIN, body, req->body.len, &r);
@@ -164,14 +171,63 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
     return ret;
 }
 
+static enum MHD_Result serve_admin(struct ag_http *h,
+                                   struct MHD_Connection *conn, const char *url,
+                                   const char *method, struct request *req)
+{
+    if (req->too_big)
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                           "body is larger than 64 KiB", NULL);
+    struct ag_admin_request ar = {
+        .method = method,
+        .path = url,
+        .authorization = MHD_lookup_connection_value(
+            conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        .limit =
+            MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"),
+        .before =
+            MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "before"),
+        .body = req->body.p,
+        .len = req->body.len,
+    };
+    struct ag_response r;
+    ag_response_init(&r);
+    enum MHD_Result ret = ag_admin_handle(h->admin, &ar, &r) == AG_OK
+                              ? send_response(conn, &r)
+                              : reply_error(conn, 500, "internal error", NULL);
+    ag_response_free(&r);
+    return ret;
+}
+
+static enum MHD_Result begin_body(struct ag_http *h, enum route route,
+                                  void **con_cls)
+{
+    struct request *req = calloc(1, sizeof *req);
+    if (!req)
+        return MHD_NO;
+    req->route = route;
+    ag_buf_init(&req->body, AG_BODY_MAX);
+    *con_cls = req;
+    atomic_fetch_add(&h->in_flight, 1);
+    return MHD_YES;
+}
+
 /* First call for a request: route it, answer what needs no body. */
 static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
                              const char *url, const char *method,
                              void **con_cls)
 {
+    if (strncmp(url, "/admin/", 7) == 0) {
+        if (!h->admin)
+            return reply_error(conn, MHD_HTTP_NOT_FOUND,
+                               "the admin API is off (no --admin-token-file)",
+                               NULL);
+        return begin_body(h, R_ADMIN, con_cls);
+    }
     const struct route_def *rd = find_route(url);
     if (!rd)
         return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+
     int get = strcmp(rd->method, "GET") == 0;
     if (strcmp(method, rd->method) != 0 &&
         !(get && strcmp(method, "HEAD") == 0))
@@ -186,14 +242,7 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
     if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
                            "body is larger than 64 KiB", NULL);
-    struct request *req = calloc(1, sizeof *req);
-    if (!req)
-        return MHD_NO;
-    req->route = rd->route;
-    ag_buf_init(&req->body, AG_BODY_MAX);
-    *con_cls = req;
-    atomic_fetch_add(&h->in_flight, 1);
-    return MHD_YES;
+    return begin_body(h, rd->route, con_cls);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
@@ -215,6 +264,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
+    if (req->route == R_ADMIN)
+        return serve_admin(h, conn, url, method, req);
     return serve_check(h, conn, req);
 }
 
@@ -240,12 +291,15 @@ static unsigned cores(void)
 }
 
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
-                  struct ag_http **out, char *err, size_t errsz)
+                  struct ag_admin *admin, struct ag_http **out, char *err,
+                  size_t errsz)
 {
     struct ag_http *h = calloc(1, sizeof *h);
     if (!h)
         return AG_ENOMEM;
     h->svc = svc;
+    h->admin = admin;
+
     h->listen_fd = -1;
     atomic_init(&h->in_flight, 0);
 

@@ -4,8 +4,10 @@
  * and turns ag_response values into wire responses. It holds no business
  * logic: a check goes to ag_service_check.
  *
- * Routes: POST /check-login, POST /check-otp, GET /healthz, GET /readyz.
- * Unknown paths are 404, a known path with another method 405 with Allow.
+ * Routes: POST /check-login, /check-otp, /check-otp-verify, /report-login;
+ * GET /healthz, /readyz; /admin/... (ag_admin). Unknown paths are 404, a
+ * known path with another method 405 with Allow.
+
  *
  * libmicrohttpd runs its own thread pool (epoll, one thread per core by
  * default); the handler runs on those threads.
@@ -20,10 +22,14 @@
 
 struct ag_http;
 
-/* Starts serving on the config's listen address. Returns 0 and the server
- * in *out, or a negative code with a message in err. */
+struct ag_admin;
+
+/* Starts serving on the config's listen address; admin may be NULL (the
+ * /admin/ routes then answer 404). Returns 0 and the server in *out, or a
+ * negative code with a message in err. */
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
-                  struct ag_http **out, char *err, size_t errsz);
+                  struct ag_admin *admin, struct ag_http **out, char *err,
+                  size_t errsz);
 /* Stops accepting new connections; in-flight requests go on. */
 void ag_http_quiesce(struct ag_http *h);
 /* Waits for in-flight requests, closes every connection and frees h. */

@@ -29,16 +29,16 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
 }
 
 /* The keyed digest of one identifier, as a key's hash or a member. */
-static void digest_of(const struct ag_hasher *h, enum ag_key_kind kind,
-                      const char *value, char *out)
+void ag_limiter_digest(const struct ag_hasher *h, enum ag_key_kind kind,
+                       const char *value, char *out)
 {
     struct ag_ident_part part = {ag_key_kind_name(kind), value};
     ag_hasher_digest(h, &part, 1, out);
 }
 
-static bool plan_op(const struct ag_policy *p, enum ag_plan_kind kind,
-                    const struct ag_request *req, const struct ag_hasher *h,
-                    struct ag_limit_op *op)
+bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
+                            const struct ag_request *req,
+                            const struct ag_hasher *h, struct ag_limit_op *op)
 {
     struct ag_ident_part parts[AG_POLICY_KEYS_MAX];
     for (size_t k = 0; k < p->nkeys; k++) {
@@ -53,7 +53,7 @@ static bool plan_op(const struct ag_policy *p, enum ag_plan_kind kind,
         const char *value = ag_request_value(req, subject);
         if (!value)
             return false;
-        digest_of(h, subject, value, op->member);
+        ag_limiter_digest(h, subject, value, op->member);
     }
     char digest[AG_DIGEST_HEX + 1];
     ag_hasher_digest(h, parts, p->nkeys, digest);
@@ -76,7 +76,7 @@ int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
         if (!p->enabled || p->endpoint != req->endpoint || !applies(p, kind))
             continue;
         struct ag_limit_op op;
-        if (!plan_op(p, kind, req, h, &op))
+        if (!ag_limiter_plan_policy(p, kind, req, h, &op))
             continue;
         if (plan->n == AG_PLAN_MAX)
             return AG_ETOOBIG;

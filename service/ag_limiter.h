@@ -74,7 +74,19 @@ int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
                     const struct ag_request *req, const struct ag_hasher *h,
                     struct ag_plan *plan);
 
+/* Fills op for one policy p and req as ag_limiter_plan would; false if req
+ * lacks an identifier p's key needs. */
+bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
+                            const struct ag_request *req,
+                            const struct ag_hasher *h, struct ag_limit_op *op);
+
+/* The keyed digest of one identifier (AG_DIGEST_HEX + 1 bytes into out):
+ * what a one-part key hashes to, and what distinct sets and lists hold. */
+void ag_limiter_digest(const struct ag_hasher *h, enum ag_key_kind kind,
+                       const char *value, char *out);
+
 /* Combines per-policy results (plan->n of them) into the decision. When
+
  * several policies deny, the one with the longest wait is reported. The
  * tightest policy is the denying one, else the enforcing policy with the
  * fewest requests remaining (ties: the smaller limit, then plan order). */

@@ -13,12 +13,9 @@ static const char *const endpoint_names[AG_EP_COUNT] = {
     [AG_EP_OTP_VERIFY] = "otp_verify",
 };
 static const char *const key_names[AG_KEY_COUNT] = {
-    [AG_KEY_USER] = "user",
-    [AG_KEY_IP] = "ip",
-    [AG_KEY_PHONE] = "phone",
-    [AG_KEY_DEVICE] = "device",
-    [AG_KEY_IP_PREFIX] = "ip_prefix",
-    [AG_KEY_PHONE_PREFIX] = "phone_prefix",
+    [AG_KEY_USER] = "user",           [AG_KEY_IP] = "ip",
+    [AG_KEY_PHONE] = "phone",         [AG_KEY_DEVICE] = "device",
+    [AG_KEY_IP_PREFIX] = "ip_prefix", [AG_KEY_PHONE_PREFIX] = "phone_prefix",
 };
 static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_SLIDING_LOG] = "sliding_log",
@@ -319,6 +316,8 @@ struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
         return NULL;
     atomic_init(&s->refs, 1);
     s->version = version;
+    s->lists = NULL;
+    s->nlists = 0;
     s->count = n;
     if (n)
         memcpy(s->policies, p, n * sizeof *p);
@@ -326,7 +325,16 @@ struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
     return s;
 }
 
+void ag_policy_set_adopt_lists(struct ag_policy_set *s,
+                               struct ag_list_entry *lists, size_t n)
+{
+    free(s->lists);
+    s->lists = lists;
+    s->nlists = n;
+}
+
 struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s)
+
 {
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     return s;
@@ -334,8 +342,11 @@ struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s)
 
 void ag_policy_set_unref(struct ag_policy_set *s)
 {
-    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+    if (s &&
+        atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        free(s->lists);
         free(s);
+    }
 }
 
 int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,

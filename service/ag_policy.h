@@ -100,10 +100,15 @@ const char *ag_algorithm_name(enum ag_algorithm a);
 int ag_endpoint_parse(const char *s);
 bool ag_policy_name_valid(const char *s);
 
-/* An immutable set of policies, shared by reference. */
+struct ag_list_entry; /* ag_lists.h */
+
+/* An immutable set of policies and the allow and deny lists that go with
+ * them, shared by reference: what one check sees, from one load. */
 struct ag_policy_set {
     atomic_uint refs;
     uint64_t version; /* increases with every load; for logs and metrics */
+    struct ag_list_entry *lists; /* owned; NULL when there are none */
+    size_t nlists;
     size_t count;
     struct ag_policy policies[]; /* sorted by name */
 };
@@ -112,7 +117,12 @@ struct ag_policy_set {
  * reference; NULL when out of memory. Release with ag_policy_set_unref. */
 struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
                                         uint64_t version);
+/* Gives the set its lists: takes ownership of the malloc'd array of n
+ * entries. Only before the set is shared. */
+void ag_policy_set_adopt_lists(struct ag_policy_set *s,
+                               struct ag_list_entry *lists, size_t n);
 struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s);
+
 void ag_policy_set_unref(struct ag_policy_set *s);
 
 /* Parses a policy file: {"policies": [<policy>, ...]}. On success *out is a

@@ -9,6 +9,9 @@
 
 enum need { OPTIONAL, REQUIRED };
 
+/* parse()'s third kind, beside enum ag_request_kind: every field optional. */
+#define PARSE_ANY 2
+
 struct field {
     enum ag_key_kind kind;
     enum need need;
@@ -26,13 +29,13 @@ static int refuse(char *err, size_t errsz, const char *field, const char *why)
     return AG_EINVAL;
 }
 
-static int read_field(const json_t *root, const struct field *f,
+static int read_field(const json_t *root, const struct field *f, bool any,
                       struct ag_request *out, char *err, size_t errsz)
 {
     const char *name = ag_key_kind_name(f->kind);
     const json_t *v = json_object_get(root, name);
     if (!v || json_is_null(v)) {
-        if (f->need == REQUIRED)
+        if (f->need == REQUIRED && !any)
             return refuse(err, errsz, name, "is required");
         return AG_OK;
     }
@@ -85,10 +88,9 @@ static void derive(struct ag_request *r, const struct ag_request_opts *opts)
     }
 }
 
-static int parse(enum ag_request_kind kind, enum ag_endpoint endpoint,
-                 const char *body, size_t len,
-                 const struct ag_request_opts *opts, struct ag_request *out,
-                 char *err, size_t errsz)
+static int parse(int kind, enum ag_endpoint endpoint, const char *body,
+                 size_t len, const struct ag_request_opts *opts,
+                 struct ag_request *out, char *err, size_t errsz)
 {
     memset(out, 0, sizeof *out);
     out->endpoint = endpoint;
@@ -111,7 +113,8 @@ static int parse(enum ag_request_kind kind, enum ag_endpoint endpoint,
                        ? sizeof login_fields / sizeof login_fields[0]
                        : sizeof otp_fields / sizeof otp_fields[0];
         for (size_t i = 0; i < n && !rc; i++)
-            rc = read_field(root, &fields[i], out, err, errsz);
+            rc = read_field(root, &fields[i], kind == PARSE_ANY, out, err,
+                            errsz);
     }
     if (!rc && kind == AG_REQ_REPORT) {
         const json_t *v = json_object_get(root, "success");
@@ -128,7 +131,32 @@ static int parse(enum ag_request_kind kind, enum ag_endpoint endpoint,
     return rc;
 }
 
+/* Which identifier a (possibly derived) key kind is read from. */
+static enum ag_key_kind source_of(enum ag_key_kind k)
+{
+    if (k == AG_KEY_IP_PREFIX)
+        return AG_KEY_IP;
+    if (k == AG_KEY_PHONE_PREFIX)
+        return AG_KEY_PHONE;
+    return k;
+}
+
+int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
+                         const char *body, size_t len,
+                         const struct ag_request_opts *opts,
+                         struct ag_request *out, char *err, size_t errsz)
+{
+    int rc = parse(PARSE_ANY, endpoint, body, len, opts, out, err, errsz);
+    for (int k = 0; !rc && k < AG_KEY_COUNT; k++)
+        if ((need & 1u << k) && !(out->have & 1u << k))
+            rc = refuse(err, errsz,
+                        ag_key_kind_name(source_of((enum ag_key_kind)k)),
+                        "is required");
+    return rc;
+}
+
 int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
+
                      const struct ag_request_opts *opts, struct ag_request *out,
                      char *err, size_t errsz)
 {

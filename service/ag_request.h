@@ -42,7 +42,15 @@ struct ag_request_opts {
 int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
                      const struct ag_request_opts *opts, struct ag_request *out,
                      char *err, size_t errsz);
+/* Parses the identifiers of endpoint that body holds, all optional, then
+ * requires those a key of the kinds in need (a mask of 1u << kind) is made
+ * of: for the admin reset of one policy's key. */
+int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
+                         const char *body, size_t len,
+                         const struct ag_request_opts *opts,
+                         struct ag_request *out, char *err, size_t errsz);
 /* Parses a /report-login body: the login fields and a boolean "success". */
+
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
                             struct ag_request *out, char *err, size_t errsz);

@@ -1,9 +1,11 @@
 #include "ag_response.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ag_error.h"
+#include "ag_lists.h"
 
 void ag_response_init(struct ag_response *r)
 {
@@ -132,4 +134,29 @@ int ag_response_unavailable(struct ag_response *r, const struct ag_plan *plan)
                          "\"policy\":\"%s\",\"retry_after\":1,"
                          "\"degraded\":true}",
                          closed->policy->name);
+}
+
+int ag_response_listed(struct ag_response *r, const struct ag_list_entry *e)
+{
+    bool allow = e->list == AG_LIST_ALLOW;
+    r->status = allow ? 200 : 403;
+    ag_buf_reset(&r->body);
+    return ag_buf_printf(
+        &r->body,
+        "{\"allowed\":%s,\"list\":\"%s\",\"decisions\":[{\"list\":\"%s\","
+        "\"id\":%lld,\"kind\":\"%s\",\"allowed\":%s}]}",
+        allow ? "true" : "false", ag_list_name(e->list), ag_list_name(e->list),
+        (long long)e->id, ag_list_kind_name(e->kind), allow ? "true" : "false");
+}
+
+int ag_response_json(struct ag_response *r, int status, const json_t *obj)
+{
+    r->status = status;
+    ag_buf_reset(&r->body);
+    char *text = json_dumps(obj, JSON_COMPACT);
+    if (!text)
+        return AG_ENOMEM;
+    int rc = ag_buf_puts(&r->body, text);
+    free(text);
+    return rc;
 }

@@ -17,7 +17,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "ag_buf.h"
+
 #include "ag_limiter.h"
 
 #define AG_RESPONSE_MAX (64 * 1024) /* body bytes at most */
@@ -31,6 +34,7 @@ struct ag_response {
     uint32_t rl_reset;     /* X-RateLimit-Reset, seconds from now */
     uint32_t retry_after;  /* Retry-After seconds; 0 = no header */
     const char *allow;     /* Allow header for a 405; NULL = none */
+    bool www_authenticate; /* send WWW-Authenticate: Bearer (a 401) */
 };
 
 void ag_response_init(struct ag_response *r);
@@ -43,6 +47,9 @@ int ag_response_error(struct ag_response *r, int status, const char *msg);
 /* An error response with {"error": msg, "field": field}. */
 int ag_response_field_error(struct ag_response *r, int status, const char *msg,
                             const char *field);
+/* A response whose body is obj, serialised compactly; obj stays the
+ * caller's. */
+int ag_response_json(struct ag_response *r, int status, const json_t *obj);
 /* {"status": "ok"} style bodies for probes. */
 int ag_response_status(struct ag_response *r, int status, const char *text);
 
@@ -52,7 +59,15 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
                       const struct ag_limit_result *res,
                       const struct ag_decision *d, bool degraded);
 
+struct ag_list_entry;
+
+/* The response to a check settled by an allow or deny list entry: 200
+ * allowed, or 403 denied, {"allowed": ..., "list": "deny", "decisions":
+ * [{"list": "deny", "id": 7, "kind": "ip", "allowed": false}]}. */
+int ag_response_listed(struct ag_response *r, const struct ag_list_entry *e);
+
 /* The response to a check the store could not answer: 503 with
+
  * "reason": "store_unavailable" if an enforcing policy fails closed (named
  * in "policy"), else 200 allowed; both say "degraded": true. */
 int ag_response_unavailable(struct ag_response *r, const struct ag_plan *plan);

@@ -2,6 +2,8 @@
 
 #include "ag_error.h"
 #include "ag_limiter.h"
+#include "ag_lists.h"
+
 #include "ag_log.h"
 #include "ag_request.h"
 
@@ -63,6 +65,24 @@ static int plan(struct ag_service *s, enum ag_plan_kind kind,
     return rc;
 }
 
+/* The allow or deny entry that settles req, if any. */
+static const struct ag_list_entry *match_lists(struct ag_service *s,
+                                               const struct ag_policy_set *set,
+                                               const struct ag_request *req)
+{
+    if (!set->nlists)
+        return NULL;
+    char user[AG_DIGEST_HEX + 1], phone[AG_DIGEST_HEX + 1];
+    const char *u = ag_request_value(req, AG_KEY_USER);
+    const char *ph = ag_request_value(req, AG_KEY_PHONE);
+    if (u)
+        ag_limiter_digest(s->hasher, AG_KEY_USER, u, user);
+    if (ph)
+        ag_limiter_digest(s->hasher, AG_KEY_PHONE, ph, phone);
+    return ag_lists_match(set->lists, set->nlists, req, u ? user : NULL,
+                          ph ? phone : NULL);
+}
+
 int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
                      const char *body, size_t len, struct ag_response *resp)
 {
@@ -74,6 +94,12 @@ int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
     struct ag_plan p;
     if (plan(s, AG_PLAN_CHECK, &req, &set, &p, resp))
         return AG_OK;
+    const struct ag_list_entry *listed = match_lists(s, set, &req);
+    if (listed) {
+        int rc = ag_response_listed(resp, listed);
+        ag_policy_set_unref(set);
+        return rc;
+    }
     struct ag_limit_result res[AG_PLAN_MAX];
     int rc;
     if (ag_store_check(s->store, &p, res) == AG_OK) {

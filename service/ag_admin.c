@@ -1,0 +1,428 @@
+#include "ag_admin.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "ag_error.h"
+#include "ag_limiter.h"
+#include "ag_lists.h"
+#include "ag_log.h"
+#include "ag_policy_db.h"
+#include "ag_request.h"
+
+#define ACTOR "admin-api"
+#define AUDIT_PAGE_DEFAULT 50
+#define AUDIT_PAGE_MAX 500
+
+struct ag_admin {
+    struct ag_service *svc;
+    struct ag_reload *reload;
+    struct ag_policy_db *db;
+    pthread_mutex_t lock; /* guards db */
+    unsigned char token_hash[crypto_generichash_BYTES];
+};
+
+int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
+                 struct ag_reload *reload, struct ag_admin **out, char *err,
+                 size_t errsz)
+{
+    struct ag_admin *a = calloc(1, sizeof *a);
+    if (!a)
+        return AG_ENOMEM;
+    int rc = ag_policy_db_open(db_path, NULL, 0, &a->db, err, errsz);
+    if (rc) {
+        free(a);
+        return rc;
+    }
+    a->svc = svc;
+    a->reload = reload;
+    pthread_mutex_init(&a->lock, NULL);
+    crypto_generichash(a->token_hash, sizeof a->token_hash,
+                       (const unsigned char *)token, strlen(token), NULL, 0);
+    *out = a;
+    return AG_OK;
+}
+
+void ag_admin_free(struct ag_admin *a)
+{
+    if (!a)
+        return;
+    ag_policy_db_close(a->db);
+    pthread_mutex_destroy(&a->lock);
+    sodium_memzero(a->token_hash, sizeof a->token_hash);
+    free(a);
+}
+
+/* Compares the presented token with ours in time independent of where
+ * they differ and of their lengths: both are hashed to a fixed size
+ * first, then compared with sodium_memcmp. */
+static bool authorized(const struct ag_admin *a, const char *header)
+{
+    static const char prefix[] = "Bearer ";
+    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
+        return false;
+    const char *token = header + sizeof prefix - 1;
+    unsigned char h[crypto_generichash_BYTES];
+    crypto_generichash(h, sizeof h, (const unsigned char *)token, strlen(token),
+                       NULL, 0);
+    return sodium_memcmp(h, a->token_hash, sizeof h) == 0;
+}
+
+static int not_allowed(struct ag_response *r, const char *allow)
+{
+    r->allow = allow;
+    return ag_response_error(r, 405, "method not allowed");
+}
+
+static int db_error(struct ag_response *r, const char *err)
+{
+    ag_log(AG_LOG_ERROR, "admin_db", "%s", err);
+    return ag_response_error(r, 503, "the policy database is unavailable");
+}
+
+/* Parses a JSON request body; on failure fills r with a 400. */
+static json_t *parse_body(const struct ag_admin_request *req,
+                          struct ag_response *r)
+{
+    json_error_t jerr;
+    json_t *v = json_loadb(req->body ? req->body : "", req->len,
+                           JSON_REJECT_DUPLICATES, &jerr);
+    if (!v) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "body is not valid JSON: %s at line %d column %d", jerr.text,
+                 jerr.line, jerr.column);
+        ag_response_field_error(r, 400, msg, "body");
+    }
+    return v;
+}
+
+static int changed(struct ag_admin *a)
+{
+    ag_reload_sync(a->reload);
+    return AG_OK;
+}
+
+/* Refuses a policy that would give its endpoint more enabled policies than
+ * one check can apply. Called under the lock. */
+static int check_capacity(struct ag_admin *a, const struct ag_policy *p,
+                          struct ag_response *r, char *err, size_t errsz)
+{
+    struct ag_policy *ps;
+    size_t n;
+    int rc = ag_policy_db_load(a->db, &ps, &n, err, errsz);
+    if (rc)
+        return rc;
+    size_t enabled = p->enabled;
+    for (size_t i = 0; i < n; i++)
+        if (ps[i].enabled && ps[i].endpoint == p->endpoint &&
+            strcmp(ps[i].name, p->name) != 0)
+            enabled++;
+    free(ps);
+    if (enabled > AG_PLAN_MAX) {
+        char msg[128];
+        snprintf(msg, sizeof msg,
+                 "endpoint may have at most %d enabled policies", AG_PLAN_MAX);
+        ag_response_field_error(r, 400, msg, "enabled");
+        return AG_EINVAL;
+    }
+    return AG_OK;
+}
+
+static int wrap_policy(struct ag_response *r, int status,
+                       const struct ag_policy *p)
+{
+    json_t *o = json_pack("{s:o}", "policy", ag_policy_to_json(p));
+    int rc = o ? ag_response_json(r, status, o) : AG_ENOMEM;
+    json_decref(o);
+    return rc;
+}
+
+static int list_policies(struct ag_admin *a, struct ag_response *r)
+{
+    struct ag_policy *ps;
+    size_t n;
+    char err[512];
+    pthread_mutex_lock(&a->lock);
+    int rc = ag_policy_db_load(a->db, &ps, &n, err, sizeof err);
+    pthread_mutex_unlock(&a->lock);
+    if (rc)
+        return db_error(r, err);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, ag_policy_to_json(&ps[i]));
+    free(ps);
+    json_t *o = json_pack("{s:o}", "policies", list);
+    rc = ag_response_json(r, 200, o);
+    json_decref(o);
+    return rc;
+}
+
+static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
+                      const char *name, struct ag_response *r)
+{
+    if (!ag_policy_name_valid(name))
+        return ag_response_field_error(
+            r, 400, "name must be 1 to 64 of [a-z0-9._-]", "name");
+    char err[512];
+    struct ag_policy p;
+    int rc;
+    if (strcmp(req->method, "GET") == 0) {
+        pthread_mutex_lock(&a->lock);
+        rc = ag_policy_db_get(a->db, name, &p, err, sizeof err);
+        pthread_mutex_unlock(&a->lock);
+        if (rc == AG_ENOTFOUND)
+            return ag_response_error(r, 404, "no such policy");
+        return rc ? db_error(r, err) : wrap_policy(r, 200, &p);
+    }
+    if (strcmp(req->method, "DELETE") == 0) {
+        pthread_mutex_lock(&a->lock);
+        rc = ag_policy_db_delete(a->db, name, ACTOR, err, sizeof err);
+        pthread_mutex_unlock(&a->lock);
+        if (rc == AG_ENOTFOUND)
+            return ag_response_error(r, 404, "no such policy");
+        if (rc)
+            return db_error(r, err);
+        changed(a);
+        r->status = 204;
+        return AG_OK;
+    }
+    if (strcmp(req->method, "PUT") != 0)
+        return not_allowed(r, "GET, PUT, DELETE");
+    json_t *body = parse_body(req, r);
+    if (!body)
+        return AG_OK;
+    struct ag_policy_error perr;
+    rc = ag_policy_from_json(body, name, &p, &perr);
+    json_decref(body);
+    if (rc)
+        return ag_response_field_error(r, 400, perr.msg, perr.field);
+    bool created = false;
+    pthread_mutex_lock(&a->lock);
+    rc = check_capacity(a, &p, r, err, sizeof err);
+    if (!rc)
+        rc = ag_policy_db_save(a->db, &p, ACTOR, &created, err, sizeof err);
+    pthread_mutex_unlock(&a->lock);
+    if (rc == AG_EINVAL)
+        return AG_OK; /* check_capacity filled r */
+    if (rc)
+        return db_error(r, err);
+    changed(a);
+    return wrap_policy(r, created ? 201 : 200, &p);
+}
+
+/* POST /admin/reset: clears one policy's counters for one identity. */
+static int reset(struct ag_admin *a, const struct ag_admin_request *req,
+                 struct ag_response *r)
+{
+    if (strcmp(req->method, "POST") != 0)
+        return not_allowed(r, "POST");
+    json_t *body = parse_body(req, r);
+    if (!body)
+        return AG_OK;
+    const json_t *name = json_object_get(body, "policy");
+    if (!json_is_string(name) ||
+        !ag_policy_name_valid(json_string_value(name))) {
+        json_decref(body);
+        return ag_response_field_error(
+            r, 400, "policy must be the name of a policy", "policy");
+    }
+    char err[512];
+    struct ag_policy p;
+    pthread_mutex_lock(&a->lock);
+    int rc =
+        ag_policy_db_get(a->db, json_string_value(name), &p, err, sizeof err);
+    pthread_mutex_unlock(&a->lock);
+    json_decref(body);
+    if (rc == AG_ENOTFOUND)
+        return ag_response_field_error(r, 404, "policy does not exist",
+                                       "policy");
+    if (rc)
+        return db_error(r, err);
+    unsigned need = 0;
+    for (size_t k = 0; k < p.nkeys; k++)
+        need |= 1u << p.key[k];
+    struct ag_request ident;
+    char why[256];
+    if (ag_request_parse_for(p.endpoint, need, req->body, req->len,
+                             &a->svc->opts, &ident, why, sizeof why)) {
+        char field[32];
+        snprintf(field, sizeof field, "%.*s", (int)strcspn(why, " "), why);
+        return ag_response_field_error(r, 400, why, field);
+    }
+    struct ag_plan plan;
+    plan.kind = AG_PLAN_CHECK;
+    plan.n = 1;
+    if (!ag_limiter_plan_policy(&p, AG_PLAN_CHECK, &ident, a->svc->hasher,
+                                &plan.ops[0]))
+        return ag_response_error(r, 400, "identifiers do not match the key");
+    if (ag_store_clear(a->svc->store, &plan))
+        return ag_response_error(r, 503, "the limiter store is unavailable");
+    json_t *after = json_pack("{s:s}", "key", plan.ops[0].key);
+    pthread_mutex_lock(&a->lock);
+    rc = ag_policy_db_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
+                           sizeof err);
+    pthread_mutex_unlock(&a->lock);
+    json_decref(after);
+    if (rc)
+        ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err);
+    r->status = 204;
+    return AG_OK;
+}
+
+/* Parses a positive integer query argument; def if absent, -1 if bad. */
+static long long query_int(const char *s, long long def, long long max)
+{
+    if (!s)
+        return def;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < 1 || v > max)
+        return -1;
+    return v;
+}
+
+static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
+                      struct ag_response *r)
+{
+    if (strcmp(req->method, "GET") != 0)
+        return not_allowed(r, "GET");
+    long long limit = query_int(req->limit, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX);
+    if (limit < 0)
+        return ag_response_field_error(
+            r, 400, "limit must be an integer from 1 to 500", "limit");
+    long long before = query_int(req->before, 0, INT64_MAX);
+    if (before < 0)
+        return ag_response_field_error(
+            r, 400, "before must be a positive integer", "before");
+    json_t *entries;
+    int64_t next;
+    char err[512];
+    pthread_mutex_lock(&a->lock);
+    int rc = ag_policy_db_audit_page(a->db, before, (int)limit, &entries, &next,
+                                     err, sizeof err);
+    pthread_mutex_unlock(&a->lock);
+    if (rc)
+        return db_error(r, err);
+    json_t *o = json_pack("{s:o, s:o}", "entries", entries, "next_before",
+                          next ? json_integer(next) : json_null());
+    rc = ag_response_json(r, 200, o);
+    json_decref(o);
+    return rc;
+}
+
+static int lists(struct ag_admin *a, const struct ag_admin_request *req,
+                 const char *rest, struct ag_response *r)
+{
+    char which[8];
+    size_t n = strcspn(rest, "/");
+    int list = -1;
+    if (n < sizeof which) {
+        memcpy(which, rest, n);
+        which[n] = '\0';
+        list = ag_list_parse(which);
+    }
+    if (list < 0)
+        return ag_response_error(r, 404, "lists are /allow and /deny");
+    char err[512];
+    int rc;
+    if (rest[n] == '/') {
+        if (strcmp(req->method, "DELETE") != 0)
+            return not_allowed(r, "DELETE");
+        long long id = query_int(rest + n + 1, -1, INT64_MAX);
+        if (id < 0)
+            return ag_response_field_error(r, 400, "id must be an entry id",
+                                           "id");
+        pthread_mutex_lock(&a->lock);
+        rc = ag_policy_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, err,
+                                      sizeof err);
+        pthread_mutex_unlock(&a->lock);
+        if (rc == AG_ENOTFOUND)
+            return ag_response_error(r, 404, "no such entry");
+        if (rc)
+            return db_error(r, err);
+        changed(a);
+        r->status = 204;
+        return AG_OK;
+    }
+    if (strcmp(req->method, "GET") == 0) {
+        struct ag_list_entry *es;
+        size_t count;
+        pthread_mutex_lock(&a->lock);
+        rc = ag_policy_db_lists_load(a->db, &es, &count, err, sizeof err);
+        pthread_mutex_unlock(&a->lock);
+        if (rc)
+            return db_error(r, err);
+        json_t *arr = json_array();
+        for (size_t i = 0; i < count; i++)
+            if ((int)es[i].list == list)
+                json_array_append_new(arr, ag_list_entry_to_json(&es[i]));
+        free(es);
+        json_t *o = json_pack("{s:o}", "entries", arr);
+        rc = ag_response_json(r, 200, o);
+        json_decref(o);
+        return rc;
+    }
+    if (strcmp(req->method, "POST") != 0)
+        return not_allowed(r, "GET, POST");
+    json_t *body = parse_body(req, r);
+    if (!body)
+        return AG_OK;
+    struct ag_list_entry e;
+    struct ag_policy_error perr;
+    rc = ag_list_entry_from_json(body, (enum ag_list)list, a->svc->hasher, &e,
+                                 &perr);
+    json_decref(body);
+    if (rc)
+        return ag_response_field_error(r, 400, perr.msg, perr.field);
+    int64_t id = 0;
+    pthread_mutex_lock(&a->lock);
+    struct ag_policy_set *set = ag_service_policies(a->svc);
+    if (set && set->nlists >= AG_LISTS_MAX)
+        rc = AG_ETOOBIG;
+    ag_policy_set_unref(set);
+    if (!rc)
+        rc = ag_policy_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
+    pthread_mutex_unlock(&a->lock);
+    if (rc == AG_ETOOBIG)
+        return ag_response_error(r, 400, "the lists hold 10000 entries");
+    if (rc == AG_ECONFLICT)
+        return ag_response_error(r, 409, err);
+    if (rc)
+        return db_error(r, err);
+    changed(a);
+    e.id = id;
+    json_t *o = json_pack("{s:o}", "entry", ag_list_entry_to_json(&e));
+    rc = ag_response_json(r, 201, o);
+    json_decref(o);
+    return rc;
+}
+
+int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
+                    struct ag_response *r)
+{
+    if (!authorized(a, req->authorization)) {
+        r->www_authenticate = true;
+        return ag_response_error(r, 401, "a valid bearer token is required");
+    }
+    const char *path = req->path + strlen("/admin");
+    if (strcmp(path, "/policies") == 0) {
+        if (strcmp(req->method, "GET") != 0)
+            return not_allowed(r, "GET");
+        return list_policies(a, r);
+    }
+    if (strncmp(path, "/policies/", 10) == 0)
+        return one_policy(a, req, path + 10, r);
+    if (strcmp(path, "/reset") == 0)
+        return reset(a, req, r);
+    if (strcmp(path, "/audit") == 0)
+        return audit_page(a, req, r);
+    if (strncmp(path, "/lists/", 7) == 0)
+        return lists(a, req, path + 7, r);
+    return ag_response_error(r, 404, "no such admin path");
+}

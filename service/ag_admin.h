@@ -1,0 +1,58 @@
+/*
+ * The admin API: policy edits, counter resets, the audit log and the allow
+ * and deny lists, as JSON over HTTP. Every route needs
+ * "Authorization: Bearer <token>", compared in constant time; a missing or
+ * wrong token is a 401 with WWW-Authenticate. Every write goes through the
+ * same validation as every other path (ag_policy_from_json,
+ * ag_list_entry_from_json), is one SQLite transaction with its audit row,
+ * and waits for the reload watcher to apply it on this instance (the
+ * others within their watch interval).
+ *
+ * Routes (all under /admin):
+ *   GET    /policies              {"policies": [...]}
+ *   GET    /policies/{name}       {"policy": ...} | 404
+ *   PUT    /policies/{name}       201 created | 200 replaced, {"policy": ...}
+ *   DELETE /policies/{name}       204 | 404
+ *   POST   /reset                 {"policy": name, <identifiers>} -> 204
+ *   GET    /audit?limit=&before=  {"entries": [...], "next_before": id|null}
+ *   GET    /lists/{allow|deny}    {"entries": [...]}
+ *   POST   /lists/{allow|deny}    201 {"entry": ...}
+ *   DELETE /lists/{allow|deny}/{id}  204 | 404
+ *
+ * Handlers run on HTTP threads; the admin's own SQLite connection is used
+ * under a mutex (admin traffic is rare; checks never wait for it).
+ */
+#ifndef AG_ADMIN_H
+#define AG_ADMIN_H
+
+#include <stddef.h>
+
+#include "ag_reload.h"
+#include "ag_response.h"
+#include "ag_service.h"
+
+struct ag_admin;
+
+struct ag_admin_request {
+    const char *method;
+    const char *path;          /* starts with "/admin/" */
+    const char *authorization; /* the header's value, or NULL */
+    const char *limit;         /* query argument, or NULL */
+    const char *before;        /* query argument, or NULL */
+    const char *body;
+    size_t len;
+};
+
+/* Opens its own connection to db_path. token is copied. svc and reload are
+ * borrowed and must outlive the admin. */
+int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
+                 struct ag_reload *reload, struct ag_admin **out, char *err,
+                 size_t errsz);
+void ag_admin_free(struct ag_admin *a);
+
+/* Serves one admin request into resp. Returns an error only if the
+ * response could not be built. */
+int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
+                    struct ag_response *resp);
+
+#endif

@@ -1,0 +1,166 @@
+#include "ag_cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ag_error.h"
+#include "ag_policy.h"
+#include "ag_policy_db.h"
+
+#define ACTOR "cli"
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: abuseguard policy list|get NAME|put NAME FILE|"
+                    "delete NAME|export|import FILE [--db PATH]\n");
+    return EXIT_USAGE;
+}
+
+static int print_json(json_t *o)
+{
+    if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
+        return EXIT_FAIL;
+    fputc('\n', stdout);
+    json_decref(o);
+    return 0;
+}
+
+static json_t *read_json(const char *path, char *err, size_t errsz)
+{
+    json_error_t jerr;
+    json_t *v = strcmp(path, "-") == 0
+                    ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
+                    : json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!v)
+        snprintf(err, errsz, "%s: %s at line %d column %d", path, jerr.text,
+                 jerr.line, jerr.column);
+    return v;
+}
+
+static int all_policies(struct ag_policy_db *db, json_t **out, char *err,
+                        size_t errsz)
+{
+    struct ag_policy *ps;
+    size_t n;
+    int rc = ag_policy_db_load(db, &ps, &n, err, errsz);
+    if (rc)
+        return rc;
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, ag_policy_to_json(&ps[i]));
+    free(ps);
+    *out = json_pack("{s:o}", "policies", list);
+    return AG_OK;
+}
+
+static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
+               const char *arg2, char *err, size_t errsz)
+{
+    struct ag_policy p;
+    struct ag_policy_error perr;
+    json_t *o;
+    int rc;
+    if (strcmp(cmd, "list") == 0 || strcmp(cmd, "export") == 0) {
+        if ((rc = all_policies(db, &o, err, errsz)))
+            return EXIT_FAIL;
+        if (strcmp(cmd, "export") == 0)
+            return print_json(o);
+        const json_t *v;
+        size_t i;
+        json_array_foreach(json_object_get(o, "policies"), i, v)
+        {
+            char *line = json_dumps(v, JSON_COMPACT);
+            printf("%s\n", line ? line : "");
+            free(line);
+        }
+        json_decref(o);
+        return 0;
+    }
+    if (strcmp(cmd, "get") == 0 && arg1) {
+        rc = ag_policy_db_get(db, arg1, &p, err, errsz);
+        if (rc == AG_ENOTFOUND)
+            snprintf(err, errsz, "no policy named '%.64s'", arg1);
+        return rc ? EXIT_FAIL
+                  : print_json(
+                        json_pack("{s:o}", "policy", ag_policy_to_json(&p)));
+    }
+    if (strcmp(cmd, "delete") == 0 && arg1) {
+        rc = ag_policy_db_delete(db, arg1, ACTOR, err, errsz);
+        if (rc == AG_ENOTFOUND)
+            snprintf(err, errsz, "no policy named '%.64s'", arg1);
+        return rc ? EXIT_FAIL : 0;
+    }
+    if (strcmp(cmd, "put") == 0 && arg1 && arg2) {
+        if (!(o = read_json(arg2, err, errsz)))
+            return EXIT_USAGE;
+        rc = ag_policy_from_json(o, arg1, &p, &perr);
+        json_decref(o);
+        if (rc) {
+            snprintf(err, errsz, "%s", perr.msg);
+            return EXIT_USAGE;
+        }
+        bool created;
+        if (ag_policy_db_save(db, &p, ACTOR, &created, err, errsz))
+            return EXIT_FAIL;
+        fprintf(stderr, "%s %s\n", created ? "created" : "replaced", p.name);
+        return 0;
+    }
+    if (strcmp(cmd, "import") == 0 && arg1) {
+        if (!(o = read_json(arg1, err, errsz)))
+            return EXIT_USAGE;
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        struct ag_policy *ps = NULL;
+        size_t n = 0;
+        rc = text ? ag_policy_parse_file(text, strlen(text), &ps, &n, &perr)
+                  : AG_ENOMEM;
+        free(text);
+        if (rc) {
+            snprintf(err, errsz, "%s", perr.msg);
+            return EXIT_USAGE;
+        }
+        rc = ag_policy_db_import(db, ps, n, ACTOR, err, errsz);
+        free(ps);
+        if (!rc)
+            fprintf(stderr, "imported %zu policies\n", n);
+        return rc ? EXIT_FAIL : 0;
+    }
+    return usage();
+}
+
+int ag_cli_main(int argc, char **argv)
+{
+    const char *db_path = getenv("ABUSEGUARD_DB");
+    const char *seed_dir = getenv("ABUSEGUARD_SEED_DIR");
+    const char *pos[3] = {NULL, NULL, NULL};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+            db_path = argv[++i];
+        else if (strncmp(argv[i], "--db=", 5) == 0)
+            db_path = argv[i] + 5;
+        else if (strncmp(argv[i], "--", 2) == 0 || npos == 3)
+            return usage();
+        else
+            pos[npos++] = argv[i];
+    }
+    if (!pos[0])
+        return usage();
+    char err[512] = "";
+    struct ag_policy_db *db;
+    if (ag_policy_db_open_seeded(db_path ? db_path : "var/policies.db",
+                                 seed_dir, &db, err, sizeof err)) {
+        fprintf(stderr, "abuseguard policy: %s\n", err);
+        return EXIT_FAIL;
+    }
+    int rc = run(db, pos[0], pos[1], pos[2], err, sizeof err);
+    ag_policy_db_close(db);
+    if (rc && err[0])
+        fprintf(stderr, "abuseguard policy: %s\n", err);
+    return rc;
+}

@@ -1,0 +1,249 @@
+#include "ag_lists.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_error.h"
+#include "ag_limiter.h"
+
+static const char *const list_names[] = {
+    [AG_LIST_ALLOW] = "allow", [AG_LIST_DENY] = "deny"};
+static const char *const kind_names[] = {
+    [AG_LK_IP] = "ip", [AG_LK_USER] = "user", [AG_LK_PHONE] = "phone"};
+
+const char *ag_list_name(enum ag_list l)
+{
+    return list_names[l];
+}
+
+int ag_list_parse(const char *s)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcmp(s, list_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *ag_list_kind_name(enum ag_list_kind k)
+{
+    return kind_names[k];
+}
+
+static int kind_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, kind_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int refuse(struct ag_policy_error *err, const char *field,
+                  const char *msg)
+{
+    snprintf(err->field, sizeof err->field, "%s", field);
+    snprintf(err->msg, sizeof err->msg, "%s %s", field, msg);
+    return AG_EINVAL;
+}
+
+/* Parses "addr" or "addr/bits" into e (family, addr, bits, value). */
+static int parse_network(const char *s, struct ag_list_entry *e)
+{
+    char text[AG_IP_PREFIX_MAX];
+    if (strlen(s) >= sizeof text)
+        return AG_EINVAL;
+    strcpy(text, s);
+    char *slash = strchr(text, '/');
+    if (slash)
+        *slash = '\0';
+    struct ag_ip ip;
+    const char *why;
+    if (ag_identity_ip(text, &ip, &why))
+        return AG_EINVAL;
+    unsigned max = ip.family == AF_INET ? 32 : 128;
+    /* A mapped address (::ffff:a.b.c.d) was written as IPv6: its prefix
+     * counts the 96 bits of the mapping. */
+    unsigned mapped = strchr(text, ':') && ip.family == AF_INET ? 96 : 0;
+    unsigned bits = max;
+    if (slash) {
+        char *end;
+        unsigned long b = strtoul(slash + 1, &end, 10);
+        if (!slash[1] || *end || b < mapped || b > max + mapped)
+            return AG_EINVAL;
+        bits = (unsigned)b - mapped;
+    }
+
+    /* Host bits must be zero, so that one network has one spelling. */
+    for (unsigned i = bits; i < max; i++)
+        if (ip.addr[i / 8] & (0x80 >> (i % 8)))
+            return AG_EINVAL;
+    e->family = ip.family;
+    memcpy(e->addr, ip.addr, sizeof e->addr);
+    e->bits = bits;
+    if (bits == max)
+        snprintf(e->value, sizeof e->value, "%s", ip.text);
+    else
+        snprintf(e->value, sizeof e->value, "%s/%u", ip.text, bits);
+    return AG_OK;
+}
+
+int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
+                            const struct ag_hasher *h,
+                            struct ag_list_entry *out,
+                            struct ag_policy_error *err)
+{
+    static const char *const known[] = {"kind", "value", "endpoint", "note"};
+    struct ag_list_entry e;
+    memset(&e, 0, sizeof e);
+    memset(err, 0, sizeof *err);
+    e.list = list;
+    e.endpoint = -1;
+    if (!json_is_object(obj))
+        return refuse(err, "entry", "must be a JSON object");
+    const char *field;
+    json_t *v;
+    json_object_foreach((json_t *)obj, field, v)
+    {
+        size_t i = 0;
+        while (i < 4 && strcmp(field, known[i]) != 0)
+            i++;
+        if (i == 4)
+            return refuse(err, "entry",
+                          "has an unknown field (kind, value, endpoint and "
+                          "note are allowed)");
+    }
+    v = json_object_get(obj, "kind");
+    int kind = json_is_string(v) ? kind_parse(json_string_value(v)) : -1;
+    if (kind < 0)
+        return refuse(err, "kind", "must be \"ip\", \"user\" or \"phone\"");
+    e.kind = (enum ag_list_kind)kind;
+    v = json_object_get(obj, "endpoint");
+    if (v && !json_is_null(v)) {
+        e.endpoint =
+            json_is_string(v) ? ag_endpoint_parse(json_string_value(v)) : -1;
+        if (e.endpoint < 0)
+            return refuse(err, "endpoint",
+                          "must be \"login\", \"otp\" or \"otp_verify\"");
+    }
+    v = json_object_get(obj, "note");
+    if (v) {
+        if (!json_is_string(v) || json_string_length(v) > AG_LIST_NOTE_MAX)
+            return refuse(err, "note", "must be a string of at most 200 bytes");
+        snprintf(e.note, sizeof e.note, "%s", json_string_value(v));
+    }
+    v = json_object_get(obj, "value");
+    if (!json_is_string(v))
+        return refuse(err, "value", "must be a string");
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
+    const char *why = NULL;
+    char norm[AG_USER_MAX + 1];
+    switch (e.kind) {
+    case AG_LK_IP:
+        if (parse_network(s, &e))
+            return refuse(err, "value",
+                          "must be an IP address or a network such as "
+                          "203.0.113.0/24 (host bits zero)");
+        break;
+    case AG_LK_USER:
+    case AG_LK_PHONE:
+        if (e.kind == AG_LK_USER ? ag_identity_user(s, len, norm, &why)
+                                 : ag_identity_phone(s, len, norm, &why))
+            return refuse(err, "value", why);
+        ag_limiter_digest(h, e.kind == AG_LK_USER ? AG_KEY_USER : AG_KEY_PHONE,
+                          norm, e.value);
+        sodium_memzero(norm, sizeof norm);
+        break;
+    }
+    *out = e;
+    return AG_OK;
+}
+
+int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,
+                           const char *value, const char *endpoint,
+                           const char *note, struct ag_list_entry *out)
+{
+    struct ag_list_entry e;
+    memset(&e, 0, sizeof e);
+    e.id = id;
+    int l = list ? ag_list_parse(list) : -1;
+    int k = kind ? kind_parse(kind) : -1;
+    if (l < 0 || k < 0 || !value)
+        return AG_EINVAL;
+    e.list = (enum ag_list)l;
+    e.kind = (enum ag_list_kind)k;
+    e.endpoint = -1;
+    if (endpoint && strcmp(endpoint, "*") != 0 &&
+        (e.endpoint = ag_endpoint_parse(endpoint)) < 0)
+        return AG_EINVAL;
+    snprintf(e.note, sizeof e.note, "%s", note ? note : "");
+    if (e.kind == AG_LK_IP) {
+        if (parse_network(value, &e))
+            return AG_EINVAL;
+    } else {
+        if (strlen(value) != AG_DIGEST_HEX)
+            return AG_EINVAL;
+        strcpy(e.value, value);
+    }
+    *out = e;
+    return AG_OK;
+}
+
+json_t *ag_list_entry_to_json(const struct ag_list_entry *e)
+{
+    return json_pack(
+        "{s:I, s:s, s:s, s:s, s:s, s:s}", "id", (json_int_t)e->id, "list",
+        list_names[e->list], "kind", kind_names[e->kind],
+        e->kind == AG_LK_IP ? "value" : "hash", e->value, "endpoint",
+        e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint),
+        "note", e->note);
+}
+
+static bool in_network(const struct ag_list_entry *e, const struct ag_ip *ip)
+{
+    if (e->family != ip->family)
+        return false;
+    unsigned full = e->bits / 8, rest = e->bits % 8;
+    if (memcmp(e->addr, ip->addr, full) != 0)
+        return false;
+    if (!rest)
+        return true;
+    unsigned char mask = (unsigned char)(0xff << (8 - rest));
+    return (e->addr[full] & mask) == (ip->addr[full] & mask);
+}
+
+static bool matches(const struct ag_list_entry *e, const struct ag_request *req,
+                    const char *user_digest, const char *phone_digest)
+{
+    if (e->endpoint >= 0 && e->endpoint != (int)req->endpoint)
+        return false;
+    switch (e->kind) {
+    case AG_LK_IP:
+        return (req->have & 1u << AG_KEY_IP) && in_network(e, &req->ip);
+    case AG_LK_USER:
+        return user_digest && strcmp(e->value, user_digest) == 0;
+    case AG_LK_PHONE:
+        return phone_digest && strcmp(e->value, phone_digest) == 0;
+    }
+    return false;
+}
+
+const struct ag_list_entry *ag_lists_match(const struct ag_list_entry *entries,
+                                           size_t n,
+                                           const struct ag_request *req,
+                                           const char *user_digest,
+                                           const char *phone_digest)
+{
+    const struct ag_list_entry *allow = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct ag_list_entry *e = &entries[i];
+        if (!matches(e, req, user_digest, phone_digest))
+            continue;
+        if (e->list == AG_LIST_DENY)
+            return e;
+        if (!allow)
+            allow = e;
+    }
+    return allow;
+}

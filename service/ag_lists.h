@@ -1,0 +1,78 @@
+/*
+ * Allow and deny lists: entries that settle a check before any policy is
+ * evaluated. An entry names an IP address or network (CIDR), a user, or a
+ * phone, for one endpoint or all. Users and phones are kept only as their
+ * keyed digests (the same digest their policy keys use), so a list holds no
+ * plaintext identifier.
+ *
+ * A request matched by a deny entry is denied; else one matched by an allow
+ * entry is allowed; else the policies decide. Deny wins so that one bad
+ * user can be shut out of an allow-listed office network.
+ * Entries are plain values; matching is a pure function.
+ */
+#ifndef AG_LISTS_H
+#define AG_LISTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ag_identity.h"
+#include "ag_policy.h"
+#include "ag_request.h"
+
+#define AG_LISTS_MAX 10000 /* entries, allow and deny together */
+#define AG_LIST_NOTE_MAX 200
+
+enum ag_list { AG_LIST_ALLOW, AG_LIST_DENY };
+enum ag_list_kind { AG_LK_IP, AG_LK_USER, AG_LK_PHONE };
+
+struct ag_list_entry {
+    int64_t id;
+    enum ag_list list;
+    enum ag_list_kind kind;
+    int endpoint; /* enum ag_endpoint, or -1 for every endpoint */
+    /* ip: canonical "addr" or "addr/bits"; user, phone: digest hex. */
+    char value[AG_IP_PREFIX_MAX > AG_DIGEST_HEX + 1 ? AG_IP_PREFIX_MAX
+                                                    : AG_DIGEST_HEX + 1];
+    char note[AG_LIST_NOTE_MAX + 1];
+    /* ip only, for matching: the network and its prefix length. */
+    int family;
+    unsigned char addr[16];
+    unsigned bits;
+};
+
+const char *ag_list_name(enum ag_list l);
+/* AG_LIST_ALLOW or AG_LIST_DENY for "allow" / "deny"; -1 otherwise. */
+int ag_list_parse(const char *s);
+const char *ag_list_kind_name(enum ag_list_kind k);
+
+/* Builds an entry of list from an admin body {"kind": "ip"|"user"|"phone",
+ * "value": "...", "endpoint": "login" (optional), "note": "..."
+ * (optional)}. IPs and networks are canonicalised (host bits must be zero);
+ * users and phones are normalised and hashed with h, and only the digest is
+ * kept. On refusal returns AG_EINVAL with err naming the field. */
+int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
+                            const struct ag_hasher *h,
+                            struct ag_list_entry *out,
+                            struct ag_policy_error *err);
+/* Rebuilds an entry from stored columns (the value already canonical or a
+ * digest). */
+int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,
+                           const char *value, const char *endpoint,
+                           const char *note, struct ag_list_entry *out);
+/* A new JSON object for e; caller owns it. */
+json_t *ag_list_entry_to_json(const struct ag_list_entry *e);
+
+/* The entry that settles req, or NULL: the first deny entry that matches,
+ * else the first allow entry. user_digest and phone_digest are req's
+ * digests (NULL if it has no such identifier). */
+const struct ag_list_entry *ag_lists_match(const struct ag_list_entry *entries,
+                                           size_t n,
+                                           const struct ag_request *req,
+                                           const char *user_digest,
+                                           const char *phone_digest);
+
+#endif

@@ -1,0 +1,174 @@
+#include "ag_reload.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ag_error.h"
+#include "ag_lists.h"
+#include "ag_log.h"
+#include "ag_policy_db.h"
+
+struct ag_reload {
+    struct ag_service *svc;
+    struct ag_policy_db *db;
+    unsigned interval_ms;
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards the fields up to stopping */
+    pthread_cond_t wake;  /* the watcher waits on it */
+    pthread_cond_t done;  /* ag_reload_sync waits on it */
+    uint64_t asked;       /* syncs asked for */
+    uint64_t served;      /* syncs the watcher has loaded for */
+    bool stopping;
+    int64_t data_version; /* watcher thread only */
+    uint64_t loads;       /* watcher thread only (and start) */
+    bool failing;         /* the last load failed; watcher thread only */
+};
+
+/* Loads policies and lists and publishes them. */
+static int load(struct ag_reload *r, char *err, size_t errsz)
+{
+    struct ag_policy *ps = NULL;
+    struct ag_list_entry *lists = NULL;
+    size_t n = 0, nl = 0;
+    int rc = ag_policy_db_load_all(r->db, &ps, &n, &lists, &nl, err, errsz);
+    if (rc)
+        return rc;
+    struct ag_policy_set *set = ag_policy_set_new(ps, n, ++r->loads);
+    free(ps);
+    if (!set) {
+        free(lists);
+        return AG_ENOMEM;
+    }
+    ag_policy_set_adopt_lists(set, lists, nl);
+    ag_service_set_policies(r->svc, set);
+    return AG_OK;
+}
+
+static void tick(struct ag_reload *r, bool poked)
+{
+    int64_t v;
+    char err[512];
+    int rc = ag_policy_db_data_version(r->db, &v);
+    if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
+        return;
+    if (rc == AG_OK)
+        rc = load(r, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "policy database: data_version failed");
+    if (rc) {
+        if (!r->failing)
+            ag_log(AG_LOG_ERROR, "policy_reload_failed",
+                   "%s; keeping the last loaded policies", err);
+        r->failing = true;
+        return;
+    }
+    if (r->failing)
+        ag_log(AG_LOG_INFO, "policy_reload_recovered", "database readable");
+    r->failing = false;
+    r->data_version = v;
+    ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",
+           (unsigned long long)r->loads);
+}
+
+static void *watch(void *arg)
+{
+    struct ag_reload *r = arg;
+    pthread_mutex_lock(&r->lock);
+    while (!r->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)(r->interval_ms % 1000) * 1000000L;
+        until.tv_sec += r->interval_ms / 1000 + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        while (r->asked == r->served && !r->stopping &&
+               pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
+            ;
+        if (r->stopping)
+            break;
+        uint64_t asked = r->asked;
+        bool poked = asked != r->served;
+        pthread_mutex_unlock(&r->lock);
+        tick(r, poked);
+        pthread_mutex_lock(&r->lock);
+        r->served = asked;
+        pthread_cond_broadcast(&r->done);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+int ag_reload_start(const char *db_path, struct ag_service *svc,
+                    unsigned interval_ms, struct ag_reload **out, char *err,
+                    size_t errsz)
+{
+    struct ag_reload *r = calloc(1, sizeof *r);
+    if (!r)
+        return AG_ENOMEM;
+    r->svc = svc;
+    r->interval_ms = interval_ms;
+    int rc = ag_policy_db_open(db_path, NULL, 0, &r->db, err, errsz);
+    if (!rc)
+        rc = ag_policy_db_data_version(r->db, &r->data_version);
+    if (!rc)
+        rc = load(r, err, errsz);
+    if (rc) {
+        ag_policy_db_close(r->db);
+        free(r);
+        return rc;
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake, &attr);
+    pthread_cond_init(&r->done, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&r->thread, NULL, watch, r)) {
+        snprintf(err, errsz, "cannot start the policy watcher thread");
+        pthread_cond_destroy(&r->wake);
+        pthread_cond_destroy(&r->done);
+        pthread_mutex_destroy(&r->lock);
+        ag_policy_db_close(r->db);
+        free(r);
+        return AG_ENOMEM;
+    }
+    *out = r;
+    return AG_OK;
+}
+
+void ag_reload_sync(struct ag_reload *r)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 2;
+    pthread_mutex_lock(&r->lock);
+    uint64_t ticket = ++r->asked;
+    pthread_cond_signal(&r->wake);
+    while (r->served < ticket && !r->stopping &&
+           pthread_cond_timedwait(&r->done, &r->lock, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void ag_reload_stop(struct ag_reload *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_signal(&r->wake);
+    pthread_cond_broadcast(&r->done);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->wake);
+    pthread_cond_destroy(&r->done);
+
+    pthread_mutex_destroy(&r->lock);
+    ag_policy_db_close(r->db);
+    free(r);
+}

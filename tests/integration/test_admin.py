@@ -1,0 +1,323 @@
+"""The admin API: authentication, validation, the policy lifecycle across
+instances, shadow mode, audit, resets, and allow/deny lists."""
+import json
+import os
+import sqlite3
+import time
+import unittest
+import urllib.parse
+
+from harness import ServiceTest, digest
+
+TOKEN = "tok-" + "7" * 40
+AUTH = {"Authorization": "Bearer " + TOKEN}
+NEW_POLICY = {"endpoint": "login", "key": ["user"],
+              "algorithm": "fixed_window", "limit": 2, "window_s": 60}
+
+
+class AdminTest(ServiceTest):
+    def setUp(self):
+        super().setUp()
+        self.token_file = os.path.join(self.workdir, "admin.token")
+        with open(self.token_file, "w") as f:
+            f.write(TOKEN + "\n")
+
+    def admin_service(self, **kw):
+        extra = list(kw.pop("extra", ())) + ["--admin-token-file",
+                                             self.token_file]
+        return self.service(extra=extra, **kw)
+
+    def call(self, svc, method, path, body=None, headers=AUTH):
+        return svc.request(method, path, body, headers=headers)
+
+    def put(self, svc, name, body):
+        return self.call(svc, "PUT", "/admin/policies/" + name, body)
+
+
+class AuthTest(AdminTest):
+    def test_admin_api_is_off_without_a_token_file(self):
+        svc = self.service()
+        r = svc.request("GET", "/admin/policies", headers=AUTH)
+        self.assertEqual(r.status, 404)
+
+    def test_missing_wrong_or_partial_tokens_are_401(self):
+        svc = self.admin_service()
+        for headers in [{}, {"Authorization": "Bearer wrong"},
+                        {"Authorization": "Bearer " + TOKEN[:-1]},
+                        {"Authorization": "Bearer " + TOKEN + "x"},
+                        {"Authorization": "Basic " + TOKEN},
+                        {"Authorization": TOKEN}]:
+            with self.subTest(headers=headers):
+                r = self.call(svc, "GET", "/admin/policies", headers=headers)
+                self.assertEqual(r.status, 401)
+                self.assertTrue(r.header("WWW-Authenticate")
+                                .startswith("Bearer"))
+        r = self.call(svc, "GET", "/admin/policies")
+        self.assertEqual(r.status, 200)
+        self.assertIn("login.user",
+                      [p["name"] for p in r.json["policies"]])
+
+    def test_unauthenticated_writes_change_nothing(self):
+        svc = self.admin_service()
+        r = self.call(svc, "PUT", "/admin/policies/login.x", NEW_POLICY,
+                      headers={"Authorization": "Bearer nope"})
+        self.assertEqual(r.status, 401)
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.x")
+                         .status, 404)
+
+
+class ValidationTest(AdminTest):
+    def test_each_field_error_names_the_field(self):
+        svc = self.admin_service()
+        cases = [
+            ("endpoint", "sms"), ("endpoint", None), ("key", []),
+            ("key", ["user", "user"]), ("key", ["phone"]), ("key", "user"),
+            ("algorithm", "leaky"), ("limit", 0), ("limit", -1),
+            ("limit", "10"), ("limit", 1.5), ("limit", 10**10),
+            ("window_s", 0), ("window_s", 2592001), ("block_s", -1),
+            ("counts", "errors"), ("fail", "sideways"), ("mode", "audit"),
+            ("enabled", "yes"), ("name", "other.name"),
+        ]
+        for field, value in cases:
+            with self.subTest(field=field, value=value):
+                body = dict(NEW_POLICY, algorithm="sliding_log")
+                if value is None:
+                    del body[field]
+                else:
+                    body[field] = value
+                r = self.put(svc, "login.v", body)
+                self.assertEqual(r.status, 400, r.raw)
+                self.assertEqual(r.json["field"], field, r.json)
+                self.assertIn(field, r.json["error"])
+        r = self.put(svc, "login.v", dict(NEW_POLICY, colour="red"))
+        self.assertEqual(r.status, 400)
+        self.assertIn("colour", r.json["error"])
+        r = self.put(svc, "login.v", "{not json")
+        self.assertEqual(r.json["field"], "body")
+        # Nothing of all that was stored.
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.v")
+                         .status, 404)
+
+    def test_hostile_names_are_refused(self):
+        svc = self.admin_service()
+        for name in ["UPPER", "a" * 65, "semi;colon", "quote'", "sp%20ace",
+                     "%00nul", "dollar$", "..%2f..%2fetc"]:
+            with self.subTest(name=name):
+                r = self.put(svc, name, NEW_POLICY)
+                self.assertIn(r.status, (400, 404), r.raw)
+                self.assertNotEqual(r.status, 201)
+        names = [p["name"] for p in
+                 self.call(svc, "GET", "/admin/policies").json["policies"]]
+        for name in names:
+            self.assertRegex(name, r"^[a-z0-9._-]{1,64}$")
+
+
+class LifecycleTest(AdminTest):
+    def test_create_replace_get_delete(self):
+        svc = self.admin_service()
+        r = self.put(svc, "login.new", NEW_POLICY)
+        self.assertEqual(r.status, 201)
+        self.assertEqual(r.json["policy"]["name"], "login.new")
+        self.assertEqual(r.json["policy"]["mode"], "enforce")
+        self.assertEqual(r.json["policy"]["block_s"], 0)
+        r = self.put(svc, "login.new", dict(NEW_POLICY, limit=3,
+                                            name="login.new"))
+        self.assertEqual(r.status, 200)
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.new")
+                         .json["policy"]["limit"], 3)
+        # Applied on this instance before the PUT answered.
+        r = self.login(svc, "nu@example.com", "192.0.2.1")
+        self.assertEqual(self.decision(r, "login.new")["limit"], 3)
+        self.assertEqual(self.call(svc, "DELETE", "/admin/policies/login.new")
+                         .status, 204)
+        self.assertEqual(self.call(svc, "DELETE", "/admin/policies/login.new")
+                         .status, 404)
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.new")
+                         .status, 404)
+        r = self.login(svc, "nu@example.com", "192.0.2.1")
+        self.assertNotIn("login.new",
+                         [d["policy"] for d in r.json["decisions"]])
+
+    def test_second_instance_follows_an_edit_within_a_second(self):
+        db = os.path.join(self.workdir, "shared.db")
+        a = self.admin_service(db=db, name="a")
+        b = self.service(db=db, name="b")
+        self.assertEqual(self.put(a, "login.hot", NEW_POLICY).status, 201)
+        start = time.monotonic()
+        while True:
+            r = self.login(b, "hot@example.com", "192.0.2.1")
+            if "login.hot" in [d["policy"] for d in r.json["decisions"]]:
+                break
+            self.assertLess(time.monotonic() - start, 1.0,
+                            "instance b did not follow within 1 s")
+            time.sleep(0.02)
+
+    def test_edits_persist_across_a_restart(self):
+        db = os.path.join(self.workdir, "persist.db")
+        svc = self.admin_service(db=db, name="first")
+        self.put(svc, "login.kept", NEW_POLICY)
+        self.call(svc, "DELETE", "/admin/policies/login.ip")
+        self.assertEqual(svc.stop(), 0)
+        self.services.remove(svc)
+        svc = self.admin_service(db=db, name="second")
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.kept")
+                         .json["policy"]["limit"], 2)
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.ip")
+                         .status, 404)
+
+    def test_shadow_policy_reports_but_never_denies(self):
+        svc = self.admin_service()
+        self.put(svc, "login.trial", dict(NEW_POLICY, limit=1,
+                                          algorithm="sliding_log",
+                                          mode="shadow"))
+        self.assertEqual(self.login(svc, "sh@example.com", "192.0.2.1")
+                         .status, 200)
+        r = self.login(svc, "sh@example.com", "192.0.2.1")
+        self.assertEqual(r.status, 200)
+        d = self.decision(r, "login.trial")
+        self.assertIs(d["allowed"], False)
+        self.assertIs(d["shadow"], True)
+
+    def test_disabled_policy_is_kept_but_not_evaluated(self):
+        svc = self.admin_service()
+        self.put(svc, "login.off", dict(NEW_POLICY, enabled=False))
+        r = self.login(svc, "off@example.com", "192.0.2.1")
+        self.assertNotIn("login.off",
+                         [d["policy"] for d in r.json["decisions"]])
+        self.assertIs(self.call(svc, "GET", "/admin/policies/login.off")
+                      .json["policy"]["enabled"], False)
+
+    def test_audit_records_every_change_newest_first(self):
+        svc = self.admin_service()
+        self.put(svc, "login.aud", NEW_POLICY)
+        self.put(svc, "login.aud", dict(NEW_POLICY, limit=9))
+        self.call(svc, "DELETE", "/admin/policies/login.aud")
+        r = self.call(svc, "GET", "/admin/audit?limit=3")
+        self.assertEqual(r.status, 200)
+        entries = r.json["entries"]
+        self.assertEqual([e["action"] for e in entries],
+                         ["delete", "update", "create"])
+        self.assertTrue(all(e["name"] == "login.aud" for e in entries))
+        self.assertEqual(entries[0]["before"]["limit"], 9)
+        self.assertIsNone(entries[0]["after"])
+        self.assertEqual(entries[1]["before"]["limit"], 2)
+        self.assertEqual(entries[1]["after"]["limit"], 9)
+        self.assertIsNone(entries[2]["before"])
+        self.assertTrue(entries[0]["at"].endswith("Z"))
+        # Paging: the next page starts below the last entry shown.
+        page = self.call(svc, "GET", "/admin/audit?limit=1&before=%d"
+                         % r.json["next_before"]).json
+        self.assertEqual(len(page["entries"]), 1)
+        self.assertLess(page["entries"][0]["id"], entries[-1]["id"])
+        self.assertEqual(self.call(svc, "GET", "/admin/audit?limit=0")
+                         .json["field"], "limit")
+
+
+class ResetTest(AdminTest):
+    def test_reset_unlocks_one_user_ip(self):
+        svc = self.admin_service()
+        for _ in range(5):
+            self.login(svc, "lock@example.com", "192.0.2.5")
+        self.assertEqual(self.login(svc, "lock@example.com", "192.0.2.5")
+                         .status, 429)
+        r = self.call(svc, "POST", "/admin/reset",
+                      {"policy": "login.user_ip", "user": "LOCK@example.com",
+                       "ip": "192.0.2.5"})
+        self.assertEqual(r.status, 204)
+        r = self.login(svc, "lock@example.com", "192.0.2.5")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(self.decision(r, "login.user_ip")["remaining"], 4)
+        # Only that key: the user's own log still holds six attempts.
+        self.assertEqual(self.decision(r, "login.user")["remaining"], 4)
+        audit = self.call(svc, "GET", "/admin/audit?limit=1").json
+        self.assertEqual(audit["entries"][0]["action"], "reset")
+        self.assertNotIn("lock@example.com", json.dumps(audit))
+
+    def test_reset_needs_the_policys_identifiers(self):
+        svc = self.admin_service()
+        r = self.call(svc, "POST", "/admin/reset",
+                      {"policy": "login.user_ip", "user": "a@example.com"})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["field"], "ip")
+        r = self.call(svc, "POST", "/admin/reset",
+                      {"policy": "no.such", "user": "a@example.com"})
+        self.assertEqual(r.status, 404)
+        r = self.call(svc, "POST", "/admin/reset", {"user": "a@example.com"})
+        self.assertEqual(r.json["field"], "policy")
+
+
+class ListsTest(AdminTest):
+    def add(self, svc, which, entry):
+        return self.call(svc, "POST", "/admin/lists/" + which, entry)
+
+    def test_deny_network_fails_every_check_of_the_endpoint(self):
+        svc = self.admin_service()
+        r = self.add(svc, "deny", {"kind": "ip", "value": "198.51.100.0/24",
+                                   "note": "abuse ticket 42"})
+        self.assertEqual(r.status, 201)
+        entry = r.json["entry"]
+        r = self.login(svc, "x@example.com", "198.51.100.77")
+        self.assertEqual(r.status, 403)
+        self.assertIs(r.json["allowed"], False)
+        self.assertEqual(r.json["decisions"],
+                         [{"list": "deny", "id": entry["id"], "kind": "ip",
+                           "allowed": False}])
+        self.assertEqual(self.login(svc, "x@example.com", "198.51.101.1")
+                         .status, 200)
+        self.assertEqual(self.call(svc, "DELETE", "/admin/lists/deny/%d"
+                                   % entry["id"]).status, 204)
+        self.assertEqual(self.login(svc, "x@example.com", "198.51.100.77")
+                         .status, 200)
+
+    def test_allow_user_skips_policies_and_deny_wins(self):
+        svc = self.admin_service()
+        self.add(svc, "allow", {"kind": "user", "value": "QA-Bot@example.com",
+                                "endpoint": "login"})
+        for _ in range(12):
+            r = self.login(svc, "qa-bot@example.com", "192.0.2.9")
+            self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["decisions"][0]["list"], "allow")
+        self.assertEqual(self.redis.keys(), [])
+        self.add(svc, "deny", {"kind": "ip", "value": "192.0.2.9"})
+        self.assertEqual(self.login(svc, "qa-bot@example.com", "192.0.2.9")
+                         .status, 403)
+
+    def test_users_and_phones_are_stored_only_hashed(self):
+        svc = self.admin_service()
+        r = self.add(svc, "deny", {"kind": "phone",
+                                   "value": "+48 600 999 111"})
+        self.assertEqual(r.status, 201)
+        self.assertNotIn("600", json.dumps(r.json))
+        self.assertEqual(r.json["entry"]["hash"],
+                         digest(self.secret, [("phone", "+48600999111")]))
+        self.assertEqual(self.otp(svc, "+48-600-999-111", "192.0.2.1")
+                         .status, 403)
+        con = sqlite3.connect(svc.db)
+        dump = "\n".join(con.iterdump())
+        con.close()
+        self.assertNotIn("600999111", dump)
+        self.assertNotIn("600 999 111", dump)
+
+    def test_bad_entries_name_the_field(self):
+        svc = self.admin_service()
+        for entry, field in [({"kind": "mac", "value": "x"}, "kind"),
+                             ({"kind": "ip", "value": "10.0.0.1/8"}, "value"),
+                             ({"kind": "ip", "value": "nope"}, "value"),
+                             ({"kind": "phone", "value": "12"}, "value"),
+                             ({"kind": "ip", "value": "10.0.0.0/8",
+                               "endpoint": "web"}, "endpoint")]:
+            with self.subTest(entry=entry):
+                r = self.add(svc, "deny", entry)
+                self.assertEqual(r.status, 400)
+                self.assertEqual(r.json["field"], field)
+        self.assertEqual(self.add(svc, "grey", {"kind": "ip",
+                                                "value": "10.0.0.0/8"})
+                         .status, 404)
+        self.add(svc, "deny", {"kind": "ip", "value": "10.0.0.0/8"})
+        self.assertEqual(self.add(svc, "deny", {"kind": "ip",
+                                                "value": "10.0.0.0/8"})
+                         .status, 409)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,97 @@
+"""abuseguard policy ...: the operators' CLI, through the same validation
+and audit as the admin API, followed by running services."""
+import json
+import os
+import sqlite3
+import subprocess
+import time
+import unittest
+
+from harness import BINARY, ServiceTest
+
+
+class CliTest(ServiceTest):
+    def setUp(self):
+        super().setUp()
+        self.db = os.path.join(self.workdir, "cli.db")
+
+    def cli(self, *args, stdin=None):
+        return subprocess.run([BINARY, "policy", *args, "--db", self.db],
+                              capture_output=True, text=True, input=stdin,
+                              timeout=30)
+
+    def write(self, name, obj):
+        path = os.path.join(self.workdir, name)
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        return path
+
+    def test_put_get_list_export_delete(self):
+        path = self.write("p.json", {"endpoint": "otp", "key": ["phone"],
+                                     "algorithm": "token_bucket",
+                                     "limit": 4, "window_s": 60})
+        r = self.cli("put", "otp.cli", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("created", r.stderr)
+        r = self.cli("get", "otp.cli")
+        self.assertEqual(json.loads(r.stdout)["policy"]["algorithm"],
+                         "token_bucket")
+        names = [json.loads(line)["name"]
+                 for line in self.cli("list").stdout.splitlines()]
+        self.assertIn("otp.cli", names)
+        self.assertIn("login.user", names)  # a new database is seeded
+        exported = json.loads(self.cli("export").stdout)
+        self.assertEqual(sorted(p["name"] for p in exported["policies"]),
+                         sorted(names))
+        self.assertEqual(self.cli("delete", "otp.cli").returncode, 0)
+        r = self.cli("delete", "otp.cli")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("otp.cli", r.stderr)
+        self.assertEqual(self.cli("get", "otp.cli").returncode, 1)
+
+    def test_invalid_policy_is_refused_with_the_field(self):
+        path = self.write("bad.json", {"endpoint": "otp", "key": ["phone"],
+                                       "algorithm": "sliding_log",
+                                       "limit": 0, "window_s": 60})
+        r = self.cli("put", "otp.bad", path)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("limit", r.stderr)
+        self.assertEqual(self.cli("get", "otp.bad").returncode, 1)
+        self.assertEqual(self.cli("frobnicate").returncode, 2)
+
+    def test_import_is_all_or_nothing_and_audited(self):
+        self.cli("list")  # create the database
+        good = {"name": "login.imp1", "endpoint": "login", "key": ["ip"],
+                "algorithm": "fixed_window", "limit": 7, "window_s": 60}
+        bad = dict(good, name="login.imp2", window_s=0)
+        r = self.cli("import", self.write("bad.json",
+                                          {"policies": [good, bad]}))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("window_s", r.stderr)
+        self.assertEqual(self.cli("get", "login.imp1").returncode, 1)
+        r = self.cli("import", self.write("good.json",
+                                          {"policies": [good]}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        con = sqlite3.connect(self.db)
+        rows = con.execute("SELECT action, name, actor FROM audit "
+                           "ORDER BY id DESC LIMIT 1").fetchall()
+        con.close()
+        self.assertEqual(rows, [("create", "login.imp1", "cli")])
+
+    def test_running_service_follows_a_cli_edit(self):
+        svc = self.service(db=self.db)
+        path = self.write("p.json", {"endpoint": "login", "key": ["user"],
+                                     "algorithm": "sliding_log", "limit": 1,
+                                     "window_s": 60})
+        self.assertEqual(self.cli("put", "login.cli", path).returncode, 0)
+        start = time.monotonic()
+        while True:
+            r = self.login(svc, "c@example.com", "192.0.2.1")
+            if "login.cli" in [d["policy"] for d in r.json["decisions"]]:
+                break
+            self.assertLess(time.monotonic() - start, 1.0)
+            time.sleep(0.02)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,174 @@
+/*
+ * ag_lists: parsing admin entries (canonical networks, hashed users and
+ * phones) and matching requests, deny before allow.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_error.h"
+#include "ag_limiter.h"
+#include "ag_lists.h"
+
+static struct ag_hasher hasher;
+
+static int setup(void **state)
+{
+    (void)state;
+    if (sodium_init() < 0)
+        return -1;
+    unsigned char secret[32];
+    memset(secret, 7, sizeof secret);
+    ag_hasher_init(&hasher, secret, sizeof secret);
+    return 0;
+}
+
+static int entry(enum ag_list list, const char *json, struct ag_list_entry *e,
+                 struct ag_policy_error *err)
+{
+    json_t *o = json_loads(json, 0, NULL);
+    assert_non_null(o);
+    int rc = ag_list_entry_from_json(o, list, &hasher, e, err);
+    json_decref(o);
+    return rc;
+}
+
+static void networks_are_canonical_and_need_zero_host_bits(void **state)
+{
+    (void)state;
+    struct ag_list_entry e;
+    struct ag_policy_error err;
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"ip\",\"value\":\"2001:DB8::/32\"}", &e,
+                           &err),
+                     AG_OK);
+    assert_string_equal(e.value, "2001:db8::/32");
+    assert_int_equal(e.bits, 32);
+    assert_int_equal(
+        entry(AG_LIST_DENY,
+              "{\"kind\":\"ip\",\"value\":\"::ffff:10.1.0.0/112\"}", &e, &err),
+        AG_OK);
+    assert_string_equal(e.value, "10.1.0.0/16");
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"ip\",\"value\":\"10.1.2.3\"}", &e,
+                           &err),
+                     AG_OK);
+    assert_string_equal(e.value, "10.1.2.3");
+    assert_int_equal(e.bits, 32);
+    static const char *const bad[] = {"10.1.2.3/8", "10.0.0.0/33", "10.0.0.0/",
+                                      "10.0.0.0/x", "host.example"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"kind\":\"ip\",\"value\":\"%s\"}",
+                 bad[i]);
+        assert_int_equal(entry(AG_LIST_DENY, json, &e, &err), AG_EINVAL);
+        assert_string_equal(err.field, "value");
+    }
+}
+
+static void users_and_phones_keep_only_their_digest(void **state)
+{
+    (void)state;
+    struct ag_list_entry e;
+    struct ag_policy_error err;
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"user\",\"value\":\" Bob@X.org \"}", &e,
+                           &err),
+                     AG_OK);
+    char want[AG_DIGEST_HEX + 1];
+    ag_limiter_digest(&hasher, AG_KEY_USER, "bob@x.org", want);
+    assert_string_equal(e.value, want);
+    assert_null(strstr(e.value, "bob"));
+    json_t *o = ag_list_entry_to_json(&e);
+    char *text = json_dumps(o, 0);
+    assert_null(strstr(text, "bob"));
+    assert_non_null(strstr(text, want));
+    free(text);
+    json_decref(o);
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"phone\",\"value\":\"600\"}", &e, &err),
+                     AG_EINVAL);
+    assert_string_equal(err.field, "value");
+}
+
+static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
+{
+    char err[256];
+    assert_int_equal(
+        ag_request_parse(ep, body, strlen(body), NULL, r, err, sizeof err),
+        AG_OK);
+}
+
+static void deny_beats_allow_and_endpoints_scope_entries(void **state)
+{
+    (void)state;
+    struct ag_list_entry es[3];
+    struct ag_policy_error err;
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"ip\",\"value\":\"10.0.0.0/8\"}", &es[0],
+                           &err),
+                     AG_OK);
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"user\",\"value\":\"eve\","
+                           "\"endpoint\":\"login\"}",
+                           &es[1], &err),
+                     AG_OK);
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"ip\",\"value\":\"10.9.0.0/16\"}",
+                           &es[2], &err),
+                     AG_OK);
+    es[0].id = 1, es[1].id = 2, es[2].id = 3;
+    char eve[AG_DIGEST_HEX + 1], ann[AG_DIGEST_HEX + 1];
+    ag_limiter_digest(&hasher, AG_KEY_USER, "eve", eve);
+    ag_limiter_digest(&hasher, AG_KEY_USER, "ann", ann);
+    struct ag_request r;
+    request(AG_EP_LOGIN, "{\"user\":\"ann\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_int_equal(ag_lists_match(es, 3, &r, ann, NULL)->id, 1);
+    request(AG_EP_LOGIN, "{\"user\":\"eve\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_int_equal(ag_lists_match(es, 3, &r, eve, NULL)->id, 2);
+    request(AG_EP_LOGIN, "{\"user\":\"ann\",\"ip\":\"10.9.255.1\"}", &r);
+    assert_int_equal(ag_lists_match(es, 3, &r, ann, NULL)->id, 3);
+    request(AG_EP_LOGIN, "{\"user\":\"ann\",\"ip\":\"11.0.0.1\"}", &r);
+    assert_null(ag_lists_match(es, 3, &r, ann, NULL));
+    /* eve's entry is for login only. */
+    request(AG_EP_OTP,
+            "{\"phone\":\"+48600100200\",\"ip\":\"11.0.0.1\",\"user\":\"eve\"}",
+            &r);
+    assert_null(ag_lists_match(es, 3, &r, eve, NULL));
+}
+
+static void rows_round_trip(void **state)
+{
+    (void)state;
+    struct ag_list_entry e;
+    assert_int_equal(
+        ag_list_entry_from_row(5, "deny", "ip", "192.0.2.0/24", "otp", "n", &e),
+        AG_OK);
+    assert_int_equal(e.id, 5);
+    assert_int_equal(e.endpoint, AG_EP_OTP);
+    assert_int_equal(e.bits, 24);
+    assert_int_equal(
+        ag_list_entry_from_row(5, "deny", "user", "plaintext", "*", "", &e),
+        AG_EINVAL);
+    assert_int_equal(
+        ag_list_entry_from_row(5, "grey", "ip", "192.0.2.0/24", "*", "", &e),
+        AG_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(networks_are_canonical_and_need_zero_host_bits),
+        cmocka_unit_test(users_and_phones_keep_only_their_digest),
+        cmocka_unit_test(deny_beats_allow_and_endpoints_scope_entries),
+        cmocka_unit_test(rows_round_trip),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
