@@ -16,6 +16,8 @@
 #include "ag_admin.h"
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
+
 #include "ag_request.h"
 
 struct ag_http {
@@ -34,6 +36,7 @@ enum route {
     R_REPORT_LOGIN,
     R_HEALTHZ,
     R_READYZ,
+    R_METRICS,
     R_ADMIN,
 };
 
@@ -50,6 +53,7 @@ static const struct route_def routes[] = {
     {"/report-login", R_REPORT_LOGIN, "POST"},
     {"/healthz", R_HEALTHZ, "GET"},
     {"/readyz", R_READYZ, "GET"},
+    {"/metrics", R_METRICS, "GET"},
 };
 
 /* Per-request state, from the first handler call to the completed
@@ -70,7 +74,8 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     char num[16];
     if (r->body.len)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                "application/json");
+                                r->content_type ? r->content_type
+                                                : "application/json");
     MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (r->rate_headers) {
         snprintf(num, sizeof num, "%" PRIu32, r->rl_limit);
@@ -123,9 +128,14 @@ serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
     struct ag_response r;
     ag_response_init(&r);
     int rc;
-    if (route == R_HEALTHZ)
+    if (route == R_HEALTHZ) {
         rc = ag_response_status(&r, 200, "ok");
-    else if (ag_service_ready(h->svc))
+    } else if (route == R_METRICS) {
+        r.status = 200;
+        r.content_type = "text/plain; version=0.0.4";
+        ag_buf_init(&r.body, 1024 * 1024);
+        rc = ag_metrics_render(h->svc->metrics, &r.body);
+    } else if (ag_service_ready(h->svc))
         rc = ag_response_status(&r, 200, "ready");
     else
         rc = ag_response_status(&r, 503, "not ready");

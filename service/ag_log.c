@@ -1,6 +1,9 @@
 #include "ag_log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +13,42 @@
 
 static enum ag_log_level min_level = AG_LOG_INFO;
 static const char *const names[] = {"debug", "info", "warn", "error"};
+
+/* The per-second cap: process-wide, like stderr itself. */
+static atomic_llong window;          /* the second being counted */
+static atomic_int in_window;         /* lines let through in it */
+static atomic_uint_fast64_t dropped; /* in this window */
+static atomic_uint_fast64_t dropped_total;
+
+uint64_t ag_log_suppressed_total(void)
+{
+    return atomic_load(&dropped_total);
+}
+
+static void emit(enum ag_log_level level, const char *event, const char *msg);
+
+/* Whether a line of level may be written now. */
+static bool admit(enum ag_log_level level)
+{
+    long long now = (long long)time(NULL);
+    long long seen = atomic_load(&window);
+    if (now != seen && atomic_compare_exchange_strong(&window, &seen, now)) {
+        atomic_store(&in_window, 0);
+        uint64_t n = atomic_exchange(&dropped, 0);
+        if (n) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "%llu lines dropped by the rate cap",
+                     (unsigned long long)n);
+            emit(AG_LOG_WARN, "log_suppressed", msg);
+        }
+    }
+    if (level >= AG_LOG_ERROR ||
+        atomic_fetch_add(&in_window, 1) < AG_LOG_PER_SECOND)
+        return true;
+    atomic_fetch_add(&dropped, 1);
+    atomic_fetch_add(&dropped_total, 1);
+    return false;
+}
 
 void ag_log_set_level(enum ag_log_level level)
 {
@@ -26,13 +65,18 @@ int ag_log_level_parse(const char *s)
 
 void ag_log(enum ag_log_level level, const char *event, const char *fmt, ...)
 {
-    if (level < min_level)
+    if (level < min_level || !admit(level))
         return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    emit(level, event, msg);
+}
+
+static void emit(enum ag_log_level level, const char *event, const char *msg)
+{
 
     struct timespec ts;
     struct tm tm;

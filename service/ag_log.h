@@ -2,7 +2,10 @@
  * Structured logging: one JSON object a line on stderr,
  * {"ts":"2026-12-02T14:20:21.123Z","level":"info","event":"...","msg":"..."}.
  * Callers must never pass a plaintext identifier (user, phone, IP, device):
- * log the keyed hash instead. Lines below the configured level are dropped.
+ * log the keyed hash instead. Lines below the configured level are dropped,
+ * and so are lines below "error" past AG_LOG_PER_SECOND in one second, so a
+ * flood of denials cannot flood the log; the next second starts with one
+ * "log_suppressed" line saying how many were dropped.
  * Thread-safe: each line is written with one write(2).
  */
 #ifndef AG_LOG_H
@@ -15,7 +18,15 @@ enum ag_log_level {
     AG_LOG_ERROR,
 };
 
+#include <stdint.h>
+
+#define AG_LOG_PER_SECOND 200
+
+/* Lines dropped by the per-second cap since the start. */
+uint64_t ag_log_suppressed_total(void);
+
 /* Sets the lowest level written; set once at start, before any thread. */
+
 void ag_log_set_level(enum ag_log_level level);
 /* Parses "debug", "info", "warn" or "error"; -1 if none of them. */
 int ag_log_level_parse(const char *s);

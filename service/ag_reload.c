@@ -11,6 +11,8 @@
 #include "ag_error.h"
 #include "ag_lists.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
+
 #include "ag_policy_db.h"
 
 struct ag_reload {
@@ -60,16 +62,25 @@ static void tick(struct ag_reload *r, bool poked)
         rc = load(r, err, sizeof err);
     else
         snprintf(err, sizeof err, "policy database: data_version failed");
+    struct ag_metrics *m = r->svc->metrics;
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",
                    "%s; keeping the last loaded policies", err);
         r->failing = true;
+        if (m) {
+            atomic_fetch_add(&m->reload_failures, 1);
+            atomic_store(&m->policies_stale, 1);
+        }
         return;
     }
     if (r->failing)
         ag_log(AG_LOG_INFO, "policy_reload_recovered", "database readable");
     r->failing = false;
+    if (m) {
+        atomic_fetch_add(&m->reloads, 1);
+        atomic_store(&m->policies_stale, 0);
+    }
     r->data_version = v;
     ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",
            (unsigned long long)r->loads);

@@ -115,18 +115,10 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
     return rc;
 }
 
-int ag_response_unavailable(struct ag_response *r, const struct ag_plan *plan)
+int ag_response_unavailable(struct ag_response *r,
+                            const struct ag_limit_op *closed)
 {
-    const struct ag_limit_op *closed = NULL;
-    for (size_t i = 0; i < plan->n && !closed; i++)
-        if (!plan->ops[i].shadow && plan->ops[i].policy->fail == AG_FAIL_CLOSED)
-            closed = &plan->ops[i];
     ag_buf_reset(&r->body);
-    if (!closed) {
-        r->status = 200;
-        return ag_buf_puts(&r->body, "{\"allowed\":true,\"degraded\":true,"
-                                     "\"decisions\":[]}");
-    }
     r->status = 503;
     r->retry_after = 1;
     return ag_buf_printf(&r->body,

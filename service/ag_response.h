@@ -28,13 +28,14 @@
 struct ag_response {
     int status;
     struct ag_buf body;
-    bool rate_headers;     /* send X-RateLimit-Limit/Remaining/Reset */
-    uint32_t rl_limit;     /* X-RateLimit-Limit */
-    uint32_t rl_remaining; /* X-RateLimit-Remaining */
-    uint32_t rl_reset;     /* X-RateLimit-Reset, seconds from now */
-    uint32_t retry_after;  /* Retry-After seconds; 0 = no header */
-    const char *allow;     /* Allow header for a 405; NULL = none */
-    bool www_authenticate; /* send WWW-Authenticate: Bearer (a 401) */
+    bool rate_headers;        /* send X-RateLimit-Limit/Remaining/Reset */
+    uint32_t rl_limit;        /* X-RateLimit-Limit */
+    uint32_t rl_remaining;    /* X-RateLimit-Remaining */
+    uint32_t rl_reset;        /* X-RateLimit-Reset, seconds from now */
+    uint32_t retry_after;     /* Retry-After seconds; 0 = no header */
+    const char *allow;        /* Allow header for a 405; NULL = none */
+    bool www_authenticate;    /* send WWW-Authenticate: Bearer (a 401) */
+    const char *content_type; /* NULL: application/json */
 };
 
 void ag_response_init(struct ag_response *r);
@@ -66,10 +67,11 @@ struct ag_list_entry;
  * [{"list": "deny", "id": 7, "kind": "ip", "allowed": false}]}. */
 int ag_response_listed(struct ag_response *r, const struct ag_list_entry *e);
 
-/* The response to a check the store could not answer: 503 with
-
- * "reason": "store_unavailable" if an enforcing policy fails closed (named
- * in "policy"), else 200 allowed; both say "degraded": true. */
-int ag_response_unavailable(struct ag_response *r, const struct ag_plan *plan);
+/* The response to a check the store could not answer while the enforcing
+ * policy closed fails closed: 503 with Retry-After: 1 and
+ * {"allowed": false, "reason": "store_unavailable", "policy": ...,
+ *  "retry_after": 1, "degraded": true}. */
+int ag_response_unavailable(struct ag_response *r,
+                            const struct ag_limit_op *closed);
 
 #endif

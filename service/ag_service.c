@@ -1,18 +1,25 @@
 #include "ag_service.h"
 
+#include <string.h>
+#include <time.h>
+
 #include "ag_error.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
+#include "ag_metrics.h"
 
 #include "ag_log.h"
 #include "ag_request.h"
 
 void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
-                     struct ag_store *store)
+                     struct ag_store *store, struct ag_store *fallback,
+                     struct ag_metrics *metrics)
 {
     s->hasher = h;
     s->opts.phone_prefix_digits = 0;
     s->store = store;
+    s->fallback = fallback;
+    s->metrics = metrics;
     pthread_mutex_init(&s->lock, NULL);
     s->policies = NULL;
 }
@@ -83,33 +90,95 @@ static const struct ag_list_entry *match_lists(struct ag_service *s,
                           ph ? phone : NULL);
 }
 
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Is any enforcing policy of the plan one that fails closed? */
+static const struct ag_limit_op *fails_closed(const struct ag_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!p->ops[i].shadow && p->ops[i].policy->fail == AG_FAIL_CLOSED)
+            return &p->ops[i];
+    return NULL;
+}
+
+/* Counts denials per policy and logs the enforcing ones, by key hash. */
+static void note_denials(struct ag_service *s, const struct ag_plan *p,
+                         const struct ag_limit_result *res)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        if (res[i].allowed)
+            continue;
+        const struct ag_limit_op *op = &p->ops[i];
+        struct ag_policy_counters *c =
+            ag_metrics_policy(s->metrics, op->policy->name);
+        atomic_fetch_add_explicit(op->shadow ? &c->shadow_denials : &c->denials,
+                                  1, memory_order_relaxed);
+        ag_log(AG_LOG_INFO, op->shadow ? "shadow_denied" : "denied",
+               "policy=%s key=%s retry_after=%u", op->policy->name,
+               strrchr(op->key, ':') + 1,
+               (unsigned)ag_limiter_seconds(res[i].retry_after_ms));
+    }
+}
+
+/* Runs the plan in the store, or as its policies' "fail" says when the
+ * store cannot answer; fills resp. *outcome and *degraded say how it
+ * went. */
+static int evaluate(struct ag_service *s, const struct ag_plan *p,
+                    struct ag_response *resp, enum ag_outcome *outcome,
+                    bool *degraded)
+{
+    struct ag_limit_result res[AG_PLAN_MAX];
+    *degraded = false;
+    if (ag_store_check(s->store, p, res) != AG_OK) {
+        *degraded = true;
+        const struct ag_limit_op *closed = fails_closed(p);
+        if (closed) {
+            *outcome = AG_OUT_UNAVAILABLE;
+            return ag_response_unavailable(resp, closed);
+        }
+        ag_store_check(s->fallback, p, res);
+    }
+    struct ag_decision d;
+    ag_limiter_decide(p, res, &d);
+    note_denials(s, p, res);
+    *outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
+    return ag_response_check(resp, p, res, &d, *degraded);
+}
+
 int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
                      const char *body, size_t len, struct ag_response *resp)
 {
+    uint64_t start = now_us();
     struct ag_request req;
     char err[256];
-    if (ag_request_parse(endpoint, body, len, &s->opts, &req, err, sizeof err))
-        return ag_response_error(resp, 400, err);
-    struct ag_policy_set *set;
-    struct ag_plan p;
-    if (plan(s, AG_PLAN_CHECK, &req, &set, &p, resp))
-        return AG_OK;
-    const struct ag_list_entry *listed = match_lists(s, set, &req);
-    if (listed) {
-        int rc = ag_response_listed(resp, listed);
-        ag_policy_set_unref(set);
-        return rc;
-    }
-    struct ag_limit_result res[AG_PLAN_MAX];
+    enum ag_outcome outcome = AG_OUT_INVALID;
+    bool degraded = false;
     int rc;
-    if (ag_store_check(s->store, &p, res) == AG_OK) {
-        struct ag_decision d;
-        ag_limiter_decide(&p, res, &d);
-        rc = ag_response_check(resp, &p, res, &d, false);
+    struct ag_policy_set *set = NULL;
+    struct ag_plan p;
+    if (ag_request_parse(endpoint, body, len, &s->opts, &req, err,
+                         sizeof err)) {
+        rc = ag_response_error(resp, 400, err);
+    } else if (plan(s, AG_PLAN_CHECK, &req, &set, &p, resp)) {
+        outcome = AG_OUT_UNAVAILABLE;
+        rc = AG_OK;
     } else {
-        rc = ag_response_unavailable(resp, &p);
+        const struct ag_list_entry *listed = match_lists(s, set, &req);
+        if (listed) {
+            outcome =
+                listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
+            rc = ag_response_listed(resp, listed);
+        } else {
+            rc = evaluate(s, &p, resp, &outcome, &degraded);
+        }
+        ag_policy_set_unref(set);
     }
-    ag_policy_set_unref(set);
+    ag_metrics_check(s->metrics, endpoint, outcome, degraded, now_us() - start);
     return rc;
 }
 
@@ -128,11 +197,17 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     struct ag_limit_result res[AG_PLAN_MAX];
     int rc = req.success ? ag_store_clear(s->store, &p)
                          : ag_store_check(s->store, &p, res);
+    if (rc) {
+        /* Record it where the checks are evaluated meanwhile; a fail-closed
+         * policy denies every check anyway. */
+        ag_log(AG_LOG_WARN, "report_degraded",
+               "login report recorded in the fallback store only");
+        if (req.success)
+            ag_store_clear(s->fallback, &p);
+        else
+            ag_store_check(s->fallback, &p, res);
+    }
     ag_policy_set_unref(set);
-    if (rc)
-        return ag_response_error(resp, 503,
-                                 "the limiter store is unavailable; the "
-                                 "report was not recorded");
     resp->status = 204;
     ag_buf_reset(&resp->body);
     return AG_OK;

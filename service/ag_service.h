@@ -2,7 +2,13 @@
  * The service core: what a check does, from request body to response,
  * independent of HTTP. It owns the active policy set (swapped atomically:
  * a check holds a reference to the set it started with, so it never sees
- * half an edit) and borrows the hasher and the store.
+ * half an edit) and borrows the hasher, the stores and the metrics.
+ *
+ * When the store (Redis) cannot answer, each policy does as its "fail"
+ * says: if any enforcing policy of the check fails closed, the check is
+ * denied with a 503 (reason "store_unavailable"); otherwise every policy is
+ * evaluated in the fallback store (in-process, per instance) and the
+ * answer says "degraded": true.
  *
  * ag_service_check and ag_service_ready are called from many HTTP threads
  * at once; ag_service_set_policies from any thread.
@@ -19,17 +25,23 @@
 #include "ag_response.h"
 #include "ag_store.h"
 
+struct ag_metrics;
+
 struct ag_service {
     const struct ag_hasher *hasher; /* borrowed */
     struct ag_request_opts opts;    /* how requests are normalised */
-    struct ag_store *store;         /* borrowed */
+    struct ag_store *store;         /* borrowed: Redis */
+    struct ag_store *fallback;      /* borrowed: in-process */
+    struct ag_metrics *metrics;     /* borrowed */
     pthread_mutex_t lock;           /* guards policies */
     struct ag_policy_set *policies; /* NULL until the first load */
 };
 
 void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
-                     struct ag_store *store);
-/* Drops the policy set; the hasher and store stay the caller's. */
+                     struct ag_store *store, struct ag_store *fallback,
+                     struct ag_metrics *metrics);
+/* Drops the policy set; the hasher, stores and metrics stay the caller's. */
+
 void ag_service_fini(struct ag_service *s);
 
 /* Publishes set as the active one; takes over the caller's reference. */

@@ -16,6 +16,7 @@
 #define AG_STORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ag_config.h"
 #include "ag_limiter.h"
@@ -40,9 +41,30 @@ struct ag_store {
  * each with timeout_ms on connect and on every command; a failed context is
  * dropped and the next call reconnects. Scripts are loaded on connect and
  * again on NOSCRIPT. Returns NULL when out of memory. Free with
- * ag_store_destroy after every thread that used it has stopped using it. */
+ * ag_store_destroy after every thread that used it has stopped using it.
+ * After three failed operations in a row a circuit breaker opens: calls
+ * then fail at once (AG_ESTORE) while a background thread probes Redis,
+ * 100 ms after opening and then backing off to once a second, and closes
+ * the breaker when Redis answers. metrics (may be NULL) counts errors,
+ * timeouts and the breaker's state. */
+struct ag_metrics;
 struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
-                                    unsigned timeout_ms);
+                                    unsigned timeout_ms,
+                                    struct ag_metrics *metrics);
+
+#define AG_MEM_KEYS 65536      /* keys the in-process store holds */
+#define AG_MEM_MEMBERS 1048576 /* sorted-set members it holds in all */
+
+/* A clock in microseconds, for the in-process store. */
+typedef uint64_t (*ag_clock_fn)(void *ctx);
+
+/* The in-process store, the fallback of fail-open policies while Redis is
+ * down: the same algorithms and all-or-nothing check as the Lua scripts,
+ * for this instance alone, in bounded memory (keys slots; members
+ * sorted-set members in all) with expiring entries. clock may be NULL for
+ * the monotonic clock (tests pass their own). Free with ag_store_destroy. */
+struct ag_store *ag_store_mem_new(size_t keys, size_t members,
+                                  ag_clock_fn clock, void *clock_ctx);
 
 static inline int ag_store_check(struct ag_store *s, const struct ag_plan *plan,
                                  struct ag_limit_result *res)

@@ -7,6 +7,7 @@
  */
 #include "ag_store.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 #include <sodium.h>
@@ -22,27 +24,47 @@
 #include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
 
 #define COMMON_SCRIPT "common.lua"
 #define MAIN_SCRIPT "check.lua"
 
+struct redis_store;
+
 struct conn {
+    struct redis_store *store;
     redisContext *ctx; /* NULL while disconnected */
     char sha[41];      /* SHA1 of the script as loaded on this connection */
     struct conn *next;
 };
 
+/* The circuit breaker: after FAIL_THRESHOLD failed operations in a row it
+ * opens, and every operation fails at once, without touching Redis, until
+ * the probe thread reaches Redis again. The probe waits PROBE_MIN_MS after
+ * opening, then doubles its wait after each failed probe up to
+ * PROBE_MAX_MS, so Redis is back in use within about a second of its
+ * return. */
+#define FAIL_THRESHOLD 3
+#define PROBE_MIN_MS 100
+#define PROBE_MAX_MS 1000
+
 struct redis_store {
     struct ag_store base;
     struct ag_redis_addr addr;
     struct timeval timeout;
-    char *script; /* the composed script, NUL-terminated */
+    struct ag_metrics *metrics; /* borrowed; may be NULL */
+    char *script;               /* the composed script, NUL-terminated */
     size_t script_len;
     char instance[17];        /* random hex, makes log members unique */
     atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
     pthread_key_t key;
-    pthread_mutex_t lock; /* guards conns */
+    pthread_mutex_t lock; /* guards conns, and the probe's wait */
     struct conn *conns;
+    atomic_int failures; /* failed operations in a row */
+    atomic_bool open;    /* the breaker is open */
+    pthread_t probe;
+    pthread_cond_t wake; /* the probe waits on it */
+    bool stopping;       /* under lock */
 };
 
 /* Appends one embedded lua/ file, by name, to s at *n. */
@@ -96,15 +118,52 @@ static void drop(struct conn *c)
 }
 
 /* Runs a command that must not fail; drops the connection if it does. */
+static void count(struct redis_store *s, atomic_uint_fast64_t *counter)
+{
+    if (s->metrics)
+        atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
 static redisReply *command(struct conn *c, int argc, const char **argv,
                            const size_t *lens)
 {
     redisReply *r = redisCommandArgv(c->ctx, argc, argv, lens);
     if (!r) {
-        ag_log(AG_LOG_WARN, "redis_error", "%s", c->ctx->errstr);
+        struct redis_store *s = c->store;
+        const char *why = c->ctx->errstr;
+        bool timeout =
+            strstr(why, "temporarily unavailable") || strstr(why, "timed out");
+        if (s->metrics)
+            count(s, timeout ? &s->metrics->redis_timeouts
+                             : &s->metrics->redis_errors);
+        ag_log(AG_LOG_WARN, timeout ? "redis_timeout" : "redis_error", "%s",
+               why);
         drop(c);
     }
     return r;
+}
+
+/* Records how an operation went; opens the breaker after too many
+ * failures in a row. Returns rc. */
+static int outcome(struct redis_store *s, int rc)
+{
+    if (rc == AG_OK) {
+        atomic_store(&s->failures, 0);
+        return rc;
+    }
+    if (atomic_fetch_add(&s->failures, 1) + 1 >= FAIL_THRESHOLD &&
+        !atomic_exchange(&s->open, true)) {
+        ag_log(AG_LOG_ERROR, "redis_breaker_open",
+               "Redis failing: checks use the fallback until it answers");
+        if (s->metrics) {
+            count(s, &s->metrics->breaker_opens);
+            atomic_store(&s->metrics->breaker_open, 1);
+        }
+        pthread_mutex_lock(&s->lock);
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return rc;
 }
 
 static int load_script(struct redis_store *s, struct conn *c)
@@ -154,6 +213,9 @@ static int connect_conn(struct redis_store *s, struct conn *c)
     if (!c->ctx || c->ctx->err) {
         ag_log(AG_LOG_WARN, "redis_connect", "%s",
                c->ctx ? c->ctx->errstr : "out of memory");
+        if (s->metrics)
+            count(s, &s->metrics->redis_errors);
+
         drop(c);
         return AG_ESTORE;
     }
@@ -187,6 +249,7 @@ static struct conn *thread_conn(struct redis_store *s, bool *fresh)
         c = calloc(1, sizeof *c);
         if (!c)
             return NULL;
+        c->store = s;
         pthread_mutex_lock(&s->lock);
         c->next = s->conns;
         s->conns = c;
@@ -222,12 +285,9 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
     return AG_OK;
 }
 
-static int redis_check(struct ag_store *base, const struct ag_plan *plan,
-                       struct ag_limit_result *res)
+static int check_once(struct redis_store *s, const struct ag_plan *plan,
+                      struct ag_limit_result *res)
 {
-    struct redis_store *s = (struct redis_store *)base;
-    if (plan->n == 0)
-        return AG_OK;
     bool fresh;
     struct conn *c = thread_conn(s, &fresh);
     if (!c)
@@ -298,11 +358,19 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
     return AG_ESTORE;
 }
 
-static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
+static int redis_check(struct ag_store *base, const struct ag_plan *plan,
+                       struct ag_limit_result *res)
 {
     struct redis_store *s = (struct redis_store *)base;
     if (plan->n == 0)
         return AG_OK;
+    if (atomic_load(&s->open))
+        return AG_ESTORE;
+    return outcome(s, check_once(s, plan, res));
+}
+
+static int clear_once(struct redis_store *s, const struct ag_plan *plan)
+{
     const char *argv[1 + 2 * AG_PLAN_MAX];
     size_t lens[1 + 2 * AG_PLAN_MAX];
     char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
@@ -333,9 +401,18 @@ static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
     return AG_ESTORE;
 }
 
-static int redis_ping(struct ag_store *base)
+static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
 {
     struct redis_store *s = (struct redis_store *)base;
+    if (plan->n == 0)
+        return AG_OK;
+    if (atomic_load(&s->open))
+        return AG_ESTORE;
+    return outcome(s, clear_once(s, plan));
+}
+
+static int ping_once(struct redis_store *s)
+{
     const char *argv[] = {"PING"};
     bool fresh;
     struct conn *c = thread_conn(s, &fresh);
@@ -348,9 +425,68 @@ static int redis_ping(struct ag_store *base)
     return expect_ok(c, 1, argv, "PING");
 }
 
+static int redis_ping(struct ag_store *base)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (atomic_load(&s->open))
+        return AG_ESTORE;
+    return outcome(s, ping_once(s));
+}
+
+/* The probe thread: while the breaker is open, tries a fresh connection
+ * (with AUTH, SELECT and the script load) and a PING, backing off, and
+ * closes the breaker when they succeed. */
+static void *probe(void *arg)
+{
+    struct redis_store *s = arg;
+    unsigned wait_ms = PROBE_MIN_MS;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        if (!atomic_load(&s->open)) {
+            wait_ms = PROBE_MIN_MS;
+            pthread_cond_wait(&s->wake, &s->lock);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)wait_ms * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        while (!s->stopping &&
+               pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
+            ;
+        if (s->stopping)
+            break;
+        pthread_mutex_unlock(&s->lock);
+        struct conn c = {.store = s};
+        const char *argv[] = {"PING"};
+        bool up = connect_conn(s, &c) == AG_OK &&
+                  expect_ok(&c, 1, argv, "PING") == AG_OK;
+        drop(&c);
+        pthread_mutex_lock(&s->lock);
+        if (up) {
+            atomic_store(&s->failures, 0);
+            atomic_store(&s->open, false);
+            if (s->metrics)
+                atomic_store(&s->metrics->breaker_open, 0);
+            ag_log(AG_LOG_WARN, "redis_breaker_closed", "Redis answers again");
+        } else if (wait_ms < PROBE_MAX_MS) {
+            wait_ms = wait_ms * 2 > PROBE_MAX_MS ? PROBE_MAX_MS : wait_ms * 2;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
 static void redis_destroy(struct ag_store *base)
 {
     struct redis_store *s = (struct redis_store *)base;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->probe, NULL);
+    pthread_cond_destroy(&s->wake);
     struct conn *c = s->conns;
     while (c) {
         struct conn *next = c->next;
@@ -374,7 +510,8 @@ static const struct ag_store_ops redis_ops = {
 };
 
 struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
-                                    unsigned timeout_ms)
+                                    unsigned timeout_ms,
+                                    struct ag_metrics *metrics)
 {
     struct redis_store *s = calloc(1, sizeof *s);
     if (!s)
@@ -386,7 +523,24 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    s->metrics = metrics;
+    atomic_init(&s->failures, 0);
+    atomic_init(&s->open, false);
+    if (pthread_create(&s->probe, NULL, probe, s)) {
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        pthread_key_delete(s->key);
+        free(s->script);
+        free(s);
+        return NULL;
+    }
     s->base.ops = &redis_ops;
+
     s->addr = *addr;
     s->timeout.tv_sec = timeout_ms / 1000;
     s->timeout.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;

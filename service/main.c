@@ -18,6 +18,7 @@
 #include "ag_error.h"
 #include "ag_http.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
 #include "ag_policy.h"
 #include "ag_policy_db.h"
 #include "ag_reload.h"
@@ -86,14 +87,18 @@ int main(int argc, char **argv)
         return 1;
     }
     ag_policy_db_close(db);
+    static struct ag_metrics metrics;
+    ag_metrics_init(&metrics);
     struct ag_store *store =
-        ag_store_redis_new(&cfg.redis, cfg.redis_timeout_ms);
-    if (!store) {
+        ag_store_redis_new(&cfg.redis, cfg.redis_timeout_ms, &metrics);
+    struct ag_store *fallback =
+        ag_store_mem_new(AG_MEM_KEYS, AG_MEM_MEMBERS, NULL, NULL);
+    if (!store || !fallback) {
         fprintf(stderr, "abuseguard: out of memory\n");
         return 1;
     }
     struct ag_service svc;
-    ag_service_init(&svc, &hasher, store);
+    ag_service_init(&svc, &hasher, store, fallback, &metrics);
     svc.opts.phone_prefix_digits = cfg.phone_prefix_digits;
 
     int status = 0;
@@ -120,6 +125,8 @@ int main(int argc, char **argv)
     ag_reload_stop(reload);
     ag_service_fini(&svc);
     ag_store_destroy(store);
+    ag_store_destroy(fallback);
+    ag_metrics_fini(&metrics);
     ag_hasher_wipe(&hasher);
     sodium_memzero(admin_token, sizeof admin_token);
     ag_log(AG_LOG_INFO, "stopped", "exit %d", status);
