@@ -25,12 +25,13 @@ uint64_t ag_log_suppressed_total(void)
     return atomic_load(&dropped_total);
 }
 
-static void emit(enum ag_log_level level, const char *event, const char *msg);
+static void emit(const struct timespec *ts, enum ag_log_level level,
+                 const char *event, const char *msg);
 
-/* Whether a line of level may be written now. */
-static bool admit(enum ag_log_level level)
+/* Whether a line of level stamped ts may be written. */
+static bool admit(const struct timespec *ts, enum ag_log_level level)
 {
-    long long now = (long long)time(NULL);
+    long long now = (long long)ts->tv_sec;
     long long seen = atomic_load(&window);
     if (now != seen && atomic_compare_exchange_strong(&window, &seen, now)) {
         atomic_store(&in_window, 0);
@@ -39,7 +40,7 @@ static bool admit(enum ag_log_level level)
             char msg[64];
             snprintf(msg, sizeof msg, "%llu lines dropped by the rate cap",
                      (unsigned long long)n);
-            emit(AG_LOG_WARN, "log_suppressed", msg);
+            emit(ts, AG_LOG_WARN, "log_suppressed", msg);
         }
     }
     if (level >= AG_LOG_ERROR ||
@@ -65,30 +66,33 @@ int ag_log_level_parse(const char *s)
 
 void ag_log(enum ag_log_level level, const char *event, const char *fmt, ...)
 {
-    if (level < min_level || !admit(level))
+    if (level < min_level)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (!admit(&ts, level))
         return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    emit(level, event, msg);
+    emit(&ts, level, event, msg);
 }
 
-static void emit(enum ag_log_level level, const char *event, const char *msg)
+static void emit(const struct timespec *ts, enum ag_log_level level,
+                 const char *event, const char *msg)
 {
-
-    struct timespec ts;
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&ts->tv_sec, &tm);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 
     struct ag_buf b;
     ag_buf_init(&b, 4096);
     int rc = ag_buf_printf(&b, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",", when,
-                           ts.tv_nsec / 1000000L, names[level]);
+                           ts->tv_nsec / 1000000L, names[level]);
+
     rc = rc ? rc : ag_buf_puts(&b, "\"event\":");
     rc = rc ? rc : ag_buf_json_string(&b, event);
     rc = rc ? rc : ag_buf_puts(&b, ",\"msg\":");

@@ -48,6 +48,8 @@ static int load(struct ag_reload *r, char *err, size_t errsz)
     }
     ag_policy_set_adopt_lists(set, lists, nl);
     ag_service_set_policies(r->svc, set);
+    if (r->svc->metrics)
+        atomic_fetch_add(&r->svc->metrics->reloads, 1);
     return AG_OK;
 }
 
@@ -77,10 +79,9 @@ static void tick(struct ag_reload *r, bool poked)
     if (r->failing)
         ag_log(AG_LOG_INFO, "policy_reload_recovered", "database readable");
     r->failing = false;
-    if (m) {
-        atomic_fetch_add(&m->reloads, 1);
+    if (m)
         atomic_store(&m->policies_stale, 0);
-    }
+
     r->data_version = v;
     ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",
            (unsigned long long)r->loads);

@@ -237,7 +237,7 @@ class ServiceTest(unittest.TestCase):
         self.services.append(s)
         return s
 
-    def login(self, svc, user, ip, **extra):
+    def login(self, svc, user, ip="192.0.2.1", **extra):
         return svc.post("/check-login", {"user": user, "ip": ip, **extra})
 
     def otp(self, svc, phone, ip, **extra):
