@@ -76,7 +76,11 @@ for i = 1, n do
     redis.call('SET', p.block_key, '1', 'PX', p.block_ms)
     p.retry_ms = math.max(p.retry_ms, p.block_ms)
   end
+  if p.reset_ms == nil then
+    p.reset_ms = p.algorithm.reset(p, now)
+  end
   out[4 * i - 3] = p.allowed and 1 or 0
+
   out[4 * i - 2] = p.remaining
   out[4 * i - 1] = p.retry_ms
   out[4 * i] = p.reset_ms

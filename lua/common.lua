@@ -27,3 +27,10 @@ local function read(cmd, key, ...)
   end
   return r
 end
+
+-- For the sorted-set algorithms: milliseconds until the newest member of
+-- p.key leaves the window, when the whole set will have expired.
+local function set_reset(p, now)
+  local newest = redis.call('ZRANGE', p.key, -1, -1, 'WITHSCORES')
+  return ms(tonumber(newest[2]) + p.window_us - now)
+end

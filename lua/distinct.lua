@@ -9,18 +9,20 @@ local distinct = {}
 
 function distinct.peek(p, now)
   local key = p.key
-  read('ZREMRANGEBYSCORE', key, '-inf', int(now - p.window_us))
-  local count = redis.call('ZCARD', key)
+  local count = read('ZCARD', key) or 0
+  if count > 0 then
+    count = count - redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                               int(now - p.window_us))
+  end
+
   if count > p.limit then
     redis.call('ZREMRANGEBYRANK', key, 0, count - p.limit - 1)
     count = p.limit
   end
   p.count = count
   p.known = redis.call('ZSCORE', key, p.member) ~= false
-  p.reset_ms = 0
-  if count > 0 then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    p.reset_ms = ms(tonumber(newest[2]) + p.window_us - now)
+  if count == 0 then
+    p.reset_ms = 0 -- else set_reset, only if the driver needs it
   end
   if p.known or count < p.limit then
     p.allowed = true
@@ -34,7 +36,11 @@ function distinct.peek(p, now)
   end
 end
 
+distinct.reset = set_reset
+
+
 function distinct.charge(p, now)
+
   redis.call('ZADD', p.key, int(now), p.member)
   redis.call('PEXPIRE', p.key, ms(p.window_us))
   if not p.known then

@@ -13,17 +13,24 @@ local sliding_log = {}
 
 function sliding_log.peek(p, now)
   local key = p.key
-  read('ZREMRANGEBYSCORE', key, '-inf', int(now - p.window_us))
-  local count = redis.call('ZCARD', key)
+  -- Most keys a check touches are new (ZCARD 0): only a non-empty log
+  -- needs its expired members removed.
+  local count = read('ZCARD', key) or 0
+  if count > 0 then
+    count = count - redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                               int(now - p.window_us))
+  end
   if count > p.limit then
     redis.call('ZREMRANGEBYRANK', key, 0, count - p.limit - 1)
     count = p.limit
   end
   p.count = count
-  p.reset_ms = 0
-  if count > 0 then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    p.reset_ms = ms(tonumber(newest[2]) + p.window_us - now)
+  -- reset_ms: until the newest member expires. Left unset here: a charge
+  -- makes it the whole window, and only an uncharged policy needs the
+  -- lookup (the driver then calls reset), which saves a call per check.
+  if count == 0 then
+
+    p.reset_ms = 0
   end
   if count < p.limit then
     p.allowed = true
@@ -37,7 +44,11 @@ function sliding_log.peek(p, now)
   end
 end
 
+sliding_log.reset = set_reset
+
+
 function sliding_log.charge(p, now)
+
   redis.call('ZADD', p.key, int(now), p.member)
   redis.call('PEXPIRE', p.key, ms(p.window_us))
   p.count = p.count + 1
