@@ -327,7 +327,10 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
         v6->sin6_port = htons((uint16_t)cfg->listen_port);
         flags |= MHD_USE_IPv6;
     }
-    unsigned threads = cfg->threads ? cfg->threads : cores();
+    /* Each worker blocks while its check is in Redis: more workers than
+     * cores keep more checks in flight, and so in each pipelined batch. */
+    unsigned threads = cfg->threads ? cfg->threads : 8 * cores();
+
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,

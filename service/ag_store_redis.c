@@ -1,15 +1,21 @@
 /*
- * The Redis store: runs the composed lua/ script (every algorithm file, then
- * check.lua) with EVALSHA, one round trip per check. hiredis contexts are
- * not thread-safe, so each thread that calls in gets its own connection,
- * found through a pthread key; all connections are also on a list so that
- * destroy can close them.
+ * The Redis store: runs the composed lua/ script (common.lua, every
+ * algorithm file, then check.lua) with EVALSHA, one round trip per check.
+ *
+ * Checks are pipelined ("auto-pipelining"): a caller formats its command,
+ * queues it and sleeps; DISPATCHERS threads, each with its own hiredis
+ * connection (a context is not thread-safe), take everything queued, write
+ * it in one go and read the replies in order. While one batch is on the
+ * wire the next one gathers, so under load many checks share each write
+ * and read system call on both sides, and Redis serves them nearly at its
+ * pipelined rate; with one check in flight it is still one round trip.
  */
 #include "ag_store.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,15 +34,8 @@
 
 #define COMMON_SCRIPT "common.lua"
 #define MAIN_SCRIPT "check.lua"
-
-struct redis_store;
-
-struct conn {
-    struct redis_store *store;
-    redisContext *ctx; /* NULL while disconnected */
-    char sha[41];      /* SHA1 of the script as loaded on this connection */
-    struct conn *next;
-};
+#define DISPATCHERS 2 /* connections, each with its batching thread */
+#define BATCH_MAX 256 /* commands written in one go at most */
 
 /* The circuit breaker: after FAIL_THRESHOLD failed operations in a row it
  * opens, and every operation fails at once, without touching Redis, until
@@ -48,6 +47,24 @@ struct conn {
 #define PROBE_MIN_MS 100
 #define PROBE_MAX_MS 1000
 
+/* One queued command: formatted RESP, and where its reply goes. Lives on
+ * the caller's stack while the caller waits on done. */
+struct job {
+    char *cmd;
+    size_t len;
+    redisReply *reply; /* NULL if the command failed */
+    sem_t done;
+    struct job *next;
+};
+
+struct redis_store;
+
+struct dispatcher {
+    struct redis_store *store;
+    pthread_t thread;
+    redisContext *ctx; /* this thread's only; NULL while disconnected */
+};
+
 struct redis_store {
     struct ag_store base;
     struct ag_redis_addr addr;
@@ -55,16 +72,18 @@ struct redis_store {
     struct ag_metrics *metrics; /* borrowed; may be NULL */
     char *script;               /* the composed script, NUL-terminated */
     size_t script_len;
+    char sha[41];             /* its SHA1 once Redis told us; under lock */
     char instance[17];        /* random hex, makes log members unique */
     atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
-    pthread_key_t key;
-    pthread_mutex_t lock; /* guards conns, and the probe's wait */
-    struct conn *conns;
+    pthread_mutex_t lock;     /* guards the queue, sha, stopping */
+    pthread_cond_t queued;    /* dispatchers wait on it */
+    struct job *head, *tail;
+    bool stopping;
+    struct dispatcher dispatchers[DISPATCHERS];
     atomic_int failures; /* failed operations in a row */
     atomic_bool open;    /* the breaker is open */
     pthread_t probe;
     pthread_cond_t wake; /* the probe waits on it */
-    bool stopping;       /* under lock */
 };
 
 /* Appends one embedded lua/ file, by name, to s at *n. */
@@ -109,38 +128,10 @@ static char *compose_script(size_t *len)
     return s;
 }
 
-static void drop(struct conn *c)
-{
-    if (c->ctx)
-        redisFree(c->ctx);
-    c->ctx = NULL;
-    c->sha[0] = '\0';
-}
-
-/* Runs a command that must not fail; drops the connection if it does. */
 static void count(struct redis_store *s, atomic_uint_fast64_t *counter)
 {
     if (s->metrics)
         atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-}
-
-static redisReply *command(struct conn *c, int argc, const char **argv,
-                           const size_t *lens)
-{
-    redisReply *r = redisCommandArgv(c->ctx, argc, argv, lens);
-    if (!r) {
-        struct redis_store *s = c->store;
-        const char *why = c->ctx->errstr;
-        bool timeout =
-            strstr(why, "temporarily unavailable") || strstr(why, "timed out");
-        if (s->metrics)
-            count(s, timeout ? &s->metrics->redis_timeouts
-                             : &s->metrics->redis_errors);
-        ag_log(AG_LOG_WARN, timeout ? "redis_timeout" : "redis_error", "%s",
-               why);
-        drop(c);
-    }
-    return r;
 }
 
 /* Records how an operation went; opens the breaker after too many
@@ -166,104 +157,190 @@ static int outcome(struct redis_store *s, int rc)
     return rc;
 }
 
-static int load_script(struct redis_store *s, struct conn *c)
+static void drop(redisContext **ctx)
 {
-    const char *argv[] = {"SCRIPT", "LOAD", s->script};
-    size_t lens[] = {6, 4, s->script_len};
-    redisReply *r = command(c, 3, argv, lens);
-    if (!r)
-        return AG_ESTORE;
-    int rc = AG_ESTORE;
-    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
-        memcpy(c->sha, r->str, 41);
-        rc = AG_OK;
-    } else {
-        ag_log(AG_LOG_ERROR, "redis_script_load", "%s",
-               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    }
-    freeReplyObject(r);
-    return rc;
+    if (*ctx)
+        redisFree(*ctx);
+    *ctx = NULL;
 }
 
-static int expect_ok(struct conn *c, int argc, const char **argv,
-                     const char *what)
+/* Counts and logs a failed call on ctx. */
+static void failed(struct redis_store *s, const redisContext *ctx)
 {
-    size_t lens[2];
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *r = command(c, argc, argv, lens);
+    const char *why = ctx ? ctx->errstr : "out of memory";
+    bool timeout =
+        strstr(why, "temporarily unavailable") || strstr(why, "timed out");
+    if (s->metrics)
+        count(s, timeout ? &s->metrics->redis_timeouts
+                         : &s->metrics->redis_errors);
+    ag_log(AG_LOG_WARN, timeout ? "redis_timeout" : "redis_error", "%s", why);
+}
+
+/* Runs one command synchronously on ctx (connection set-up only). */
+static redisReply *sync_command(struct redis_store *s, redisContext **ctx,
+                                int argc, const char **argv, const size_t *lens)
+{
+    redisReply *r = redisCommandArgv(*ctx, argc, argv, lens);
+    if (!r) {
+        failed(s, *ctx);
+        drop(ctx);
+    }
+    return r;
+}
+
+static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
+                       const char **argv, const size_t *lens, int type)
+{
+    redisReply *r = sync_command(s, ctx, argc, argv, lens);
     if (!r)
         return AG_ESTORE;
-    int ok = r->type == REDIS_REPLY_STATUS;
+    int ok = r->type == type;
     if (!ok)
-        ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", what,
+        ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", argv[0],
                r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    else if (type == REDIS_REPLY_STRING && r->len == 40) {
+        pthread_mutex_lock(&s->lock);
+        memcpy(s->sha, r->str, 41);
+        pthread_mutex_unlock(&s->lock);
+    }
     freeReplyObject(r);
     if (!ok)
-        drop(c);
+        drop(ctx);
     return ok ? AG_OK : AG_ESTORE;
 }
 
-static int connect_conn(struct redis_store *s, struct conn *c)
+/* A new connection with the timeouts set, authenticated, on the right
+ * database, with the script loaded; NULL if any step fails. */
+static redisContext *connect_redis(struct redis_store *s)
 {
     const struct ag_redis_addr *a = &s->addr;
-    c->ctx = a->kind == AG_REDIS_UNIX
-                 ? redisConnectUnixWithTimeout(a->path, s->timeout)
-                 : redisConnectWithTimeout(a->host, a->port, s->timeout);
-    if (!c->ctx || c->ctx->err) {
+    redisContext *ctx =
+        a->kind == AG_REDIS_UNIX
+            ? redisConnectUnixWithTimeout(a->path, s->timeout)
+            : redisConnectWithTimeout(a->host, a->port, s->timeout);
+    if (!ctx || ctx->err) {
         ag_log(AG_LOG_WARN, "redis_connect", "%s",
-               c->ctx ? c->ctx->errstr : "out of memory");
+               ctx ? ctx->errstr : "out of memory");
         if (s->metrics)
             count(s, &s->metrics->redis_errors);
-
-        drop(c);
-        return AG_ESTORE;
+        drop(&ctx);
+        return NULL;
     }
-    if (redisSetTimeout(c->ctx, s->timeout) != REDIS_OK) {
-        drop(c);
-        return AG_ESTORE;
+    if (redisSetTimeout(ctx, s->timeout) != REDIS_OK) {
+        drop(&ctx);
+        return NULL;
     }
     if (a->password[0]) {
         const char *argv[] = {"AUTH", a->password};
-        if (expect_ok(c, 2, argv, "AUTH"))
-            return AG_ESTORE;
+        size_t lens[] = {4, strlen(a->password)};
+        if (expect_type(s, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
+            return NULL;
     }
     if (a->db) {
         char db[16];
         snprintf(db, sizeof db, "%d", a->db);
         const char *argv[] = {"SELECT", db};
-        if (expect_ok(c, 2, argv, "SELECT"))
-            return AG_ESTORE;
-    }
-    return load_script(s, c);
-}
-
-/* The calling thread's connection, connected; NULL if Redis is not
- * reachable now. *fresh says whether it was connected by this call: a
- * connection that was open before may have gone stale (a restarted Redis),
- * and is worth one retry on a new connection. */
-static struct conn *thread_conn(struct redis_store *s, bool *fresh)
-{
-    struct conn *c = pthread_getspecific(s->key);
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c)
+        size_t lens[] = {6, strlen(db)};
+        if (expect_type(s, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
             return NULL;
-        c->store = s;
-        pthread_mutex_lock(&s->lock);
-        c->next = s->conns;
-        s->conns = c;
-        pthread_mutex_unlock(&s->lock);
-        pthread_setspecific(s->key, c);
     }
-    *fresh = !c->ctx;
-    if (!c->ctx && connect_conn(s, c))
+    const char *argv[] = {"SCRIPT", "LOAD", s->script};
+    size_t lens[] = {6, 4, s->script_len};
+    if (expect_type(s, &ctx, 3, argv, lens, REDIS_REPLY_STRING))
         return NULL;
-    return c;
+    return ctx;
 }
 
-/* Space for one EVALSHA: six fixed words, two keys and seven values each. */
-#define ARGS_MAX (6 + AG_PLAN_MAX * 9)
+/* Takes up to BATCH_MAX queued jobs; NULL once stopping and drained. */
+static struct job *take_batch(struct redis_store *s, size_t *n)
+{
+    pthread_mutex_lock(&s->lock);
+    while (!s->head && !s->stopping)
+        pthread_cond_wait(&s->queued, &s->lock);
+    struct job *first = s->head, *last = NULL;
+    *n = 0;
+    for (struct job *j = s->head; j && *n < BATCH_MAX; j = j->next) {
+        last = j;
+        (*n)++;
+    }
+    if (last) {
+        s->head = last->next;
+        if (!s->head)
+            s->tail = NULL;
+        last->next = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return first;
+}
+
+static void *dispatch(void *arg)
+{
+    struct dispatcher *d = arg;
+    struct redis_store *s = d->store;
+    size_t n;
+    struct job *batch;
+    while ((batch = take_batch(s, &n))) {
+        if (!d->ctx && !atomic_load(&s->open))
+            d->ctx = connect_redis(s);
+        bool ok = d->ctx != NULL;
+        for (struct job *j = batch; ok && j; j = j->next)
+            ok =
+                redisAppendFormattedCommand(d->ctx, j->cmd, j->len) == REDIS_OK;
+        for (struct job *j = batch; j; j = j->next) {
+            void *reply = NULL;
+            if (ok && redisGetReply(d->ctx, &reply) != REDIS_OK) {
+                failed(s, d->ctx);
+                drop(&d->ctx);
+                ok = false;
+            }
+            j->reply = reply;
+        }
+        /* Wake the callers last: a job lives on its caller's stack. */
+        for (struct job *j = batch, *next; j; j = next) {
+            next = j->next;
+            sem_post(&j->done);
+        }
+    }
+    drop(&d->ctx);
+    return NULL;
+}
+
+/* Queues cmd and waits for its reply; NULL if it failed. The caller frees
+ * the reply. */
+static redisReply *call(struct redis_store *s, char *cmd, size_t len)
+{
+    struct job j = {.cmd = cmd, .len = len};
+    sem_init(&j.done, 0, 0);
+    pthread_mutex_lock(&s->lock);
+    if (s->tail)
+        s->tail->next = &j;
+    else
+        s->head = &j;
+    s->tail = &j;
+    pthread_cond_signal(&s->queued);
+    pthread_mutex_unlock(&s->lock);
+    while (sem_wait(&j.done) != 0 && errno == EINTR)
+        ;
+    sem_destroy(&j.done);
+    return j.reply;
+}
+
+static redisReply *call_argv(struct redis_store *s, int argc, const char **argv,
+                             const size_t *lens)
+{
+    char *cmd;
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0)
+        return NULL;
+    redisReply *r = call(s, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+
+    return r;
+}
+
+/* Space for one EVALSHA: seven fixed words, two keys and seven values
+ * each. */
+#define ARGS_MAX (7 + AG_PLAN_MAX * 9)
 #define NUM_MAX 24
 
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
@@ -288,20 +365,26 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
 static int check_once(struct redis_store *s, const struct ag_plan *plan,
                       struct ag_limit_result *res)
 {
-    bool fresh;
-    struct conn *c = thread_conn(s, &fresh);
-    if (!c)
-        return AG_ESTORE;
-
     const char *argv[ARGS_MAX];
     size_t lens[ARGS_MAX];
     char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
     char nums[AG_PLAN_MAX * 4 + 2][NUM_MAX];
+    char sha[41];
     int argc = 0, k = 0;
 #define ARG(str) (lens[argc] = strlen(str), argv[argc++] = (str))
 #define NUM(fmt, v) (snprintf(nums[k], NUM_MAX, fmt, v), ARG(nums[k]), k++)
-    ARG("EVALSHA");
-    ARG(c->sha);
+    pthread_mutex_lock(&s->lock);
+    memcpy(sha, s->sha, sizeof sha);
+    pthread_mutex_unlock(&s->lock);
+    /* Before any connection has loaded the script, send it whole. */
+    if (sha[0]) {
+        ARG("EVALSHA");
+        ARG(sha);
+    } else {
+        ARG("EVAL");
+        lens[argc] = s->script_len;
+        argv[argc++] = s->script;
+    }
     NUM("%zu", 2 * plan->n);
     for (size_t i = 0; i < plan->n; i++) {
         snprintf(block_keys[i], sizeof block_keys[i], "%s:b", plan->ops[i].key);
@@ -327,24 +410,18 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
     }
 #undef ARG
 #undef NUM
-
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = command(c, argc, argv, lens);
-        if (!r && !fresh && attempt == 0) {
-            /* A stale connection: reconnect (and reload) once. */
-            if (!(c = thread_conn(s, &fresh)))
-                return AG_ESTORE;
-            argv[1] = c->sha;
-            continue;
-        }
+        redisReply *r = call_argv(s, argc, argv, lens);
         if (!r)
-            return AG_ESTORE;
+            continue; /* a broken connection: once more, on a new one */
         if (r->type == REDIS_REPLY_ERROR &&
-            strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
+            strncmp(r->str, "NOSCRIPT", 8) == 0) {
+            /* A flushed or restarted Redis: send the script whole. */
             freeReplyObject(r);
-            if (load_script(s, c))
-                return AG_ESTORE;
-            argv[1] = c->sha;
+            argv[0] = "EVAL";
+            lens[0] = 4;
+            argv[1] = s->script;
+            lens[1] = s->script_len;
             continue;
         }
         int rc = parse_reply(r, plan, res);
@@ -369,8 +446,29 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
     return outcome(s, check_once(s, plan, res));
 }
 
-static int clear_once(struct redis_store *s, const struct ag_plan *plan)
+/* Runs argv and expects a reply of type; one retry on a broken
+ * connection. */
+static int simple(struct redis_store *s, int argc, const char **argv,
+                  const size_t *lens, int type)
 {
+    if (atomic_load(&s->open))
+        return AG_ESTORE;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        redisReply *r = call_argv(s, argc, argv, lens);
+        if (!r)
+            continue;
+        int ok = r->type == type;
+        freeReplyObject(r);
+        return outcome(s, ok ? AG_OK : AG_ESTORE);
+    }
+    return outcome(s, AG_ESTORE);
+}
+
+static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (plan->n == 0)
+        return AG_OK;
     const char *argv[1 + 2 * AG_PLAN_MAX];
     size_t lens[1 + 2 * AG_PLAN_MAX];
     char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
@@ -384,53 +482,15 @@ static int clear_once(struct redis_store *s, const struct ag_plan *plan)
         argv[argc] = block_keys[i];
         lens[argc++] = strlen(block_keys[i]);
     }
-    for (int attempt = 0; attempt < 2; attempt++) {
-        bool fresh;
-        struct conn *c = thread_conn(s, &fresh);
-        if (!c)
-            return AG_ESTORE;
-        redisReply *r = command(c, argc, argv, lens);
-        if (!r && !fresh)
-            continue;
-        if (!r)
-            return AG_ESTORE;
-        int ok = r->type == REDIS_REPLY_INTEGER;
-        freeReplyObject(r);
-        return ok ? AG_OK : AG_ESTORE;
-    }
-    return AG_ESTORE;
-}
-
-static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
-{
-    struct redis_store *s = (struct redis_store *)base;
-    if (plan->n == 0)
-        return AG_OK;
-    if (atomic_load(&s->open))
-        return AG_ESTORE;
-    return outcome(s, clear_once(s, plan));
-}
-
-static int ping_once(struct redis_store *s)
-{
-    const char *argv[] = {"PING"};
-    bool fresh;
-    struct conn *c = thread_conn(s, &fresh);
-    if (!c)
-        return AG_ESTORE;
-    if (expect_ok(c, 1, argv, "PING") == AG_OK)
-        return AG_OK;
-    if (fresh || !(c = thread_conn(s, &fresh)))
-        return AG_ESTORE;
-    return expect_ok(c, 1, argv, "PING");
+    return simple(s, argc, argv, lens, REDIS_REPLY_INTEGER);
 }
 
 static int redis_ping(struct ag_store *base)
 {
-    struct redis_store *s = (struct redis_store *)base;
-    if (atomic_load(&s->open))
-        return AG_ESTORE;
-    return outcome(s, ping_once(s));
+    const char *argv[] = {"PING"};
+    size_t lens[] = {4};
+    return simple((struct redis_store *)base, 1, argv, lens,
+                  REDIS_REPLY_STATUS);
 }
 
 /* The probe thread: while the breaker is open, tries a fresh connection
@@ -458,11 +518,10 @@ static void *probe(void *arg)
         if (s->stopping)
             break;
         pthread_mutex_unlock(&s->lock);
-        struct conn c = {.store = s};
-        const char *argv[] = {"PING"};
-        bool up = connect_conn(s, &c) == AG_OK &&
-                  expect_ok(&c, 1, argv, "PING") == AG_OK;
-        drop(&c);
+        /* connect_redis ends with the script load: Redis answered. */
+        redisContext *ctx = connect_redis(s);
+        bool up = ctx != NULL;
+        drop(&ctx);
         pthread_mutex_lock(&s->lock);
         if (up) {
             atomic_store(&s->failures, 0);
@@ -483,18 +542,14 @@ static void redis_destroy(struct ag_store *base)
     struct redis_store *s = (struct redis_store *)base;
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
+    pthread_cond_broadcast(&s->queued);
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->probe, NULL);
+    for (int i = 0; i < DISPATCHERS; i++)
+        pthread_join(s->dispatchers[i].thread, NULL);
     pthread_cond_destroy(&s->wake);
-    struct conn *c = s->conns;
-    while (c) {
-        struct conn *next = c->next;
-        drop(c);
-        free(c);
-        c = next;
-    }
-    pthread_key_delete(s->key);
+    pthread_cond_destroy(&s->queued);
     pthread_mutex_destroy(&s->lock);
     sodium_memzero(s->addr.password, sizeof s->addr.password);
     free(s->script);
@@ -517,36 +572,48 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     if (!s)
         return NULL;
     s->script = compose_script(&s->script_len);
-    if (!s->script || pthread_key_create(&s->key, NULL)) {
-        free(s->script);
+    if (!s->script) {
         free(s);
         return NULL;
     }
+    s->base.ops = &redis_ops;
+    s->addr = *addr;
+    s->timeout.tv_sec = timeout_ms / 1000;
+    s->timeout.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+    s->metrics = metrics;
+    unsigned char id[8];
+    randombytes_buf(id, sizeof id);
+    sodium_bin2hex(s->instance, sizeof s->instance, id, sizeof id);
+    atomic_init(&s->seq, 0);
+    atomic_init(&s->failures, 0);
+    atomic_init(&s->open, false);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->queued, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
     pthread_condattr_destroy(&attr);
-    s->metrics = metrics;
-    atomic_init(&s->failures, 0);
-    atomic_init(&s->open, false);
-    if (pthread_create(&s->probe, NULL, probe, s)) {
-        pthread_cond_destroy(&s->wake);
-        pthread_mutex_destroy(&s->lock);
-        pthread_key_delete(s->key);
+    /* Threads that fail to start are not waited for at destroy. */
+    int started = 0;
+    for (int i = 0; i < DISPATCHERS; i++) {
+        s->dispatchers[i].store = s;
+        if (pthread_create(&s->dispatchers[i].thread, NULL, dispatch,
+                           &s->dispatchers[i]) == 0)
+            started++;
+    }
+    if (started < DISPATCHERS ||
+        pthread_create(&s->probe, NULL, probe, s) != 0) {
+        /* Out of threads at start: give up cleanly. */
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        pthread_cond_broadcast(&s->queued);
+        pthread_mutex_unlock(&s->lock);
+        for (int i = 0; i < started; i++)
+            pthread_join(s->dispatchers[i].thread, NULL);
         free(s->script);
         free(s);
         return NULL;
     }
-    s->base.ops = &redis_ops;
-
-    s->addr = *addr;
-    s->timeout.tv_sec = timeout_ms / 1000;
-    s->timeout.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
-    unsigned char id[8];
-    randombytes_buf(id, sizeof id);
-    sodium_bin2hex(s->instance, sizeof s->instance, id, sizeof id);
-    atomic_init(&s->seq, 0);
     return &s->base;
 }

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: abuseguard against the Node.js peer
+# (rate-limiter-flexible + ioredis), both on one private redis-server, under
+# the same wrk load (POST /check-login, users and IPs drawn from a million
+# each). Each is measured RUNS times, alternating, and the medians and
+# their ratio are printed, with the Redis ceiling for abuseguard's own
+# check script (redis-benchmark, pipelined) measured in the same run.
+#
+# Environment: DURATION (s per run, default 15), RUNS (default 2),
+# CONNS (default 64), SHARED_BENCH (the folder holding peer-node/ and
+# wrk-login.lua; default ../shared/bench beside the repository).
+# A benchmark, not a test: nothing here gates CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+shared=${SHARED_BENCH:-$root/../shared/bench}
+duration=${DURATION:-15}
+runs=${RUNS:-2}
+conns=${CONNS:-64}
+out=$root/bench/out
+mkdir -p "$out"
+
+scripts/deps.sh
+command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null; }
+command -v node >/dev/null || { apt-get install -y -qq nodejs npm >/dev/null; }
+
+echo "== build (Release)" >&2
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" >/dev/null
+bin=$root/build-bench/abuseguard
+
+if [ ! -d "$out/peer-node/node_modules" ]; then
+    echo "== npm install (peer)" >&2
+    rm -rf "$out/peer-node"
+    cp -r "$shared/peer-node" "$out/peer-node"
+    chmod -R u+w "$out/peer-node"
+    (cd "$out/peer-node" && npm install --no-audit --no-fund --silent)
+fi
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+rport=$(port)
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$out" --logfile "$out/redis.log" &
+pids+=($!)
+until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
+
+work=$(mktemp -d)
+head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
+mkdir "$work/seed"; cp bench/policies.json "$work/seed/"
+aport=$(port)
+"$bin" --listen "127.0.0.1:$aport" --redis "redis://127.0.0.1:$rport" \
+    --db "$work/policies.db" --secret-file "$work/secret" \
+    --seed-dir "$work/seed" --log-level error 2> "$out/abuseguard.log" &
+apid=$!; pids+=($apid)
+pport=$(port)
+(cd "$out/peer-node" && PORT=$pport REDIS_PORT=$rport WORKERS=2 \
+    exec node server.js) > "$out/peer.log" 2>&1 &
+pids+=($!)
+for p in $aport $pport; do
+    until curl -s -o /dev/null -X POST "127.0.0.1:$p/check-login" \
+        -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.1; done
+done
+
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+# One wrk run: prints "rps p50_ms p99_ms".
+measure() {
+    wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/wrk-login.lua" \
+        "http://127.0.0.1:$1" > "$out/wrk-$2.txt"
+    python3 - "$out/wrk-$2.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+def ms(v):
+    n, unit = re.match(r"([\d.]+)(us|ms|s)", v).groups()
+    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+p50 = ms(re.search(r"50%\s+(\S+)", t).group(1))
+p99 = ms(re.search(r"99%\s+(\S+)", t).group(1))
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+errs = re.search(r"Socket errors: (.*)", t)
+print("%.0f %.3f %.3f %s %s" % (rps, p50, p99,
+      non2xx.group(1) if non2xx else 0, "errors" if errs else "ok"))
+PY
+}
+
+echo "== $runs runs of ${duration}s each, wrk -t2 -c$conns, alternating" >&2
+declare -a ag_res peer_res rss_after
+rss_before=$(rss $apid)
+for i in $(seq "$runs"); do
+    ag_res+=("$(measure "$aport" "abuseguard-$i")")
+    rss_after+=("$(rss $apid)")
+    peer_res+=("$(measure "$pport" "peer-$i")")
+done
+
+# The Redis ceiling for abuseguard's check script: pipelined EVALSHA with
+# the benchmark's three policies on random users and IPs.
+sha=$(redis-cli -p "$rport" SCRIPT LOAD "$(cat lua/common.lua lua/distinct.lua \
+    lua/fixed_window.lua lua/sliding_log.lua lua/sliding_window.lua \
+    lua/token_bucket.lua lua/check.lua)")
+ceiling=$(redis-benchmark -p "$rport" -r 1000000 -n 300000 -c 32 -P 16 -q \
+    EVALSHA "$sha" 6 \
+    "ag:login.ip:__rand_int__" "ag:login.ip:__rand_int__:b" \
+    "ag:login.user:__rand_int__" "ag:login.user:__rand_int__:b" \
+    "ag:login.user_ip:__rand_int__" "ag:login.user_ip:__rand_int__:b" \
+    bench-nonce 3 check \
+    0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "" \
+    | tr '\r' '\n' \
+    | awk '{for (i = 1; i <= NF; i++) if ($i == "requests") print $(i-1)}' \
+    | tail -1)
+
+
+keys=$(redis-cli -p "$rport" DBSIZE)
+used=$(redis-cli -p "$rport" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
+sample=$(redis-cli -p "$rport" --scan --pattern 'ag:login.user:*' | head -200 \
+    || true)
+usage=0; n=0
+for k in $sample; do
+    usage=$((usage + $(redis-cli -p "$rport" MEMORY USAGE "$k" SAMPLES 0)))
+    n=$((n + 1))
+done
+
+python3 - "$ceiling" "$rss_before" "$keys" "$used" "$usage" "$n" \
+    "${ag_res[@]}" --- "${peer_res[@]}" --- "${rss_after[@]}" <<'PY'
+import statistics, sys
+args = sys.argv[1:]
+ceiling, rss0, keys, used, usage, n = args[:6]
+rest = args[6:]
+i = rest.index("---"); ag = rest[:i]; rest = rest[i + 1:]
+i = rest.index("---"); peer = rest[:i]; rss = rest[i + 1:]
+def parse(rows): return [list(map(float, r.split()[:3])) + r.split()[3:] for r in rows]
+ag, peer = parse(ag), parse(peer)
+def med(rows, k): return statistics.median(r[k] for r in rows)
+print("machine: %s, %s cores" % (open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(), __import__("os").cpu_count()))
+print("%-12s %4s %12s %9s %9s %8s" % ("", "run", "checks/s", "p50 ms", "p99 ms", "non-2xx"))
+for name, rows in (("abuseguard", ag), ("node peer", peer)):
+    for j, r in enumerate(rows):
+        print("%-12s %4d %12.0f %9.3f %9.3f %8s" % (name, j + 1, r[0], r[1], r[2], r[3]))
+a, p = med(ag, 0), med(peer, 0)
+print("median checks/s: abuseguard %.0f, peer %.0f, ratio %.2fx" % (a, p, a / p))
+print("median p99 ms:   abuseguard %.3f, peer %.3f" % (med(ag, 2), med(peer, 2)))
+c = float(ceiling) if ceiling else 0
+if c:
+    print("redis ceiling (EVALSHA check, pipelined): %.0f checks/s; abuseguard at %.0f%%" % (c, 100 * a / c))
+print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))
+print("redis: %s keys, used_memory %s bytes (%.0f B/key over all keys); "
+      "login.user logs sampled: %.0f B/key (MEMORY USAGE, n=%s)"
+      % (keys, used, float(used) / max(float(keys), 1), float(usage) / max(float(n), 1), n))
+PY
