@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: abuseguard against the Node.js peer
-# (rate-limiter-flexible + ioredis), both on one private redis-server, under
+# (rate-limiter-flexible + ioredis), all on one private redis-server, under
 # the same wrk load (POST /check-login, users and IPs drawn from a million
-# each). Each is measured RUNS times, alternating, and the medians and
-# their ratio are printed, with the Redis ceiling for abuseguard's own
-# check script (redis-benchmark, pipelined) measured in the same run.
+# each). Three contenders, each measured RUNS times, alternating:
+#   abuseguard        the three default login policies (sliding logs)
+#   abuseguard-fixed  the same three as fixed windows, the peer's algorithm
+#   node peer         three fixed-window limiters
+# The medians and ratios are printed, with the Redis ceiling for
+# abuseguard's check script (redis-benchmark, pipelined) measured at the
+# end of the same run, on the same Redis.
 #
 # Environment: DURATION (s per run, default 15), RUNS (default 2),
 # CONNS (default 64), SHARED_BENCH (the folder holding peer-node/ and
@@ -50,17 +54,24 @@ until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
 
 work=$(mktemp -d)
 head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
-mkdir "$work/seed"; cp bench/policies.json "$work/seed/"
-aport=$(port)
-"$bin" --listen "127.0.0.1:$aport" --redis "redis://127.0.0.1:$rport" \
-    --db "$work/policies.db" --secret-file "$work/secret" \
-    --seed-dir "$work/seed" --log-level error 2> "$out/abuseguard.log" &
-apid=$!; pids+=($apid)
+# One service: the given policy file, its own database.
+start_service() { # name policies.json -> sets port_<name>, pid_<name>
+    mkdir "$work/$1"; cp "bench/$2" "$work/$1/"
+    local p; p=$(port)
+    "$bin" --listen "127.0.0.1:$p" --redis "redis://127.0.0.1:$rport" \
+        --db "$work/$1/policies.db" --secret-file "$work/secret" \
+        --seed-dir "$work/$1" --log-level error 2> "$out/$1.log" &
+    pids+=($!)
+    eval "port_$1=$p pid_$1=$!"
+}
+start_service sliding policies.json
+start_service fixed policies-fixed.json
+aport=$port_sliding; apid=$pid_sliding; fport=$port_fixed
 pport=$(port)
 (cd "$out/peer-node" && PORT=$pport REDIS_PORT=$rport WORKERS=2 \
     exec node server.js) > "$out/peer.log" 2>&1 &
 pids+=($!)
-for p in $aport $pport; do
+for p in $aport $fport $pport; do
     until curl -s -o /dev/null -X POST "127.0.0.1:$p/check-login" \
         -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.1; done
 done
@@ -88,11 +99,12 @@ PY
 }
 
 echo "== $runs runs of ${duration}s each, wrk -t2 -c$conns, alternating" >&2
-declare -a ag_res peer_res rss_after
+declare -a ag_res fx_res peer_res rss_after
 rss_before=$(rss $apid)
 for i in $(seq "$runs"); do
     ag_res+=("$(measure "$aport" "abuseguard-$i")")
     rss_after+=("$(rss $apid)")
+    fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
     peer_res+=("$(measure "$pport" "peer-$i")")
 done
 
@@ -124,24 +136,28 @@ for k in $sample; do
 done
 
 python3 - "$ceiling" "$rss_before" "$keys" "$used" "$usage" "$n" \
-    "${ag_res[@]}" --- "${peer_res[@]}" --- "${rss_after[@]}" <<'PY'
+    "${ag_res[@]}" --- "${fx_res[@]}" --- "${peer_res[@]}" --- \
+    "${rss_after[@]}" <<'PY'
 import statistics, sys
 args = sys.argv[1:]
 ceiling, rss0, keys, used, usage, n = args[:6]
 rest = args[6:]
 i = rest.index("---"); ag = rest[:i]; rest = rest[i + 1:]
+i = rest.index("---"); fx = rest[:i]; rest = rest[i + 1:]
 i = rest.index("---"); peer = rest[:i]; rss = rest[i + 1:]
 def parse(rows): return [list(map(float, r.split()[:3])) + r.split()[3:] for r in rows]
-ag, peer = parse(ag), parse(peer)
+ag, fx, peer = parse(ag), parse(fx), parse(peer)
 def med(rows, k): return statistics.median(r[k] for r in rows)
 print("machine: %s, %s cores" % (open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(), __import__("os").cpu_count()))
 print("%-12s %4s %12s %9s %9s %8s" % ("", "run", "checks/s", "p50 ms", "p99 ms", "non-2xx"))
-for name, rows in (("abuseguard", ag), ("node peer", peer)):
+for name, rows in (("abuseguard", ag), ("ag-fixed", fx), ("node peer", peer)):
     for j, r in enumerate(rows):
         print("%-12s %4d %12.0f %9.3f %9.3f %8s" % (name, j + 1, r[0], r[1], r[2], r[3]))
-a, p = med(ag, 0), med(peer, 0)
-print("median checks/s: abuseguard %.0f, peer %.0f, ratio %.2fx" % (a, p, a / p))
-print("median p99 ms:   abuseguard %.3f, peer %.3f" % (med(ag, 2), med(peer, 2)))
+a, f, p = med(ag, 0), med(fx, 0), med(peer, 0)
+print("median checks/s: abuseguard %.0f (%.2fx the peer), abuseguard-fixed "
+      "%.0f (%.2fx), peer %.0f" % (a, a / p, f, f / p, p))
+print("median p99 ms:   abuseguard %.3f, abuseguard-fixed %.3f, peer %.3f"
+      % (med(ag, 2), med(fx, 2), med(peer, 2)))
 c = float(ceiling) if ceiling else 0
 if c:
     print("redis ceiling (EVALSHA check, pipelined): %.0f checks/s; abuseguard at %.0f%%" % (c, 100 * a / c))
