@@ -34,3 +34,48 @@ local function set_reset(p, now)
   local newest = redis.call('ZRANGE', p.key, -1, -1, 'WITHSCORES')
   return ms(tonumber(newest[2]) + p.window_us - now)
 end
+
+-- The sorted-set algorithms (sliding_log, distinct) share their bookkeeping.
+-- set_peek counts p.key's live members into p.count: expired ones are
+-- removed (only from a non-empty set: most keys a check touches are new),
+-- and when an admin lowered the limit the oldest beyond it are trimmed,
+-- which keeps the same answers (only the newest `limit` can decide one).
+-- reset_ms is 0 for an empty set and otherwise left for set_reset, which
+-- the driver calls only for a policy it did not charge (a charge makes it
+-- the whole window): one Redis call saved per check.
+local function set_peek(p, now)
+  local key = p.key
+  local count = read('ZCARD', key) or 0
+  if count > 0 then
+    count = count - redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                               int(now - p.window_us))
+  end
+  if count > p.limit then
+    redis.call('ZREMRANGEBYRANK', key, 0, count - p.limit - 1)
+    count = p.limit
+  end
+  p.count = count
+  if count == 0 then
+    p.reset_ms = 0
+  end
+end
+
+-- Allows p, or denies it until its oldest member leaves the window.
+local function set_decide(p, now, allowed)
+  p.allowed = allowed
+  if allowed then
+    p.remaining = p.limit - p.count
+    p.retry_ms = 0
+    return
+  end
+  local oldest = redis.call('ZRANGE', p.key, 0, 0, 'WITHSCORES')
+  p.remaining = 0
+  p.retry_ms = ms(tonumber(oldest[2]) + p.window_us - now)
+end
+
+-- Adds (or refreshes) member at now; the set lives one window past it.
+local function set_add(p, now, member)
+  redis.call('ZADD', p.key, int(now), member)
+  redis.call('PEXPIRE', p.key, ms(p.window_us))
+  p.reset_ms = ms(p.window_us)
+end
