@@ -108,32 +108,6 @@ static int changed(struct ag_admin *a)
     return AG_OK;
 }
 
-/* Refuses a policy that would give its endpoint more enabled policies than
- * one check can apply. Called under the lock. */
-static int check_capacity(struct ag_admin *a, const struct ag_policy *p,
-                          struct ag_response *r, char *err, size_t errsz)
-{
-    struct ag_policy *ps;
-    size_t n;
-    int rc = ag_policy_db_load(a->db, &ps, &n, err, errsz);
-    if (rc)
-        return rc;
-    size_t enabled = p->enabled;
-    for (size_t i = 0; i < n; i++)
-        if (ps[i].enabled && ps[i].endpoint == p->endpoint &&
-            strcmp(ps[i].name, p->name) != 0)
-            enabled++;
-    free(ps);
-    if (enabled > AG_PLAN_MAX) {
-        char msg[128];
-        snprintf(msg, sizeof msg,
-                 "endpoint may have at most %d enabled policies", AG_PLAN_MAX);
-        ag_response_field_error(r, 400, msg, "enabled");
-        return AG_EINVAL;
-    }
-    return AG_OK;
-}
-
 static int wrap_policy(struct ag_response *r, int status,
                        const struct ag_policy *p)
 {
@@ -204,12 +178,10 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
-    rc = check_capacity(a, &p, r, err, sizeof err);
-    if (!rc)
-        rc = ag_policy_db_save(a->db, &p, ACTOR, &created, err, sizeof err);
+    rc = ag_policy_db_save(a->db, &p, ACTOR, &created, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
-    if (rc == AG_EINVAL)
-        return AG_OK; /* check_capacity filled r */
+    if (rc == AG_ETOOBIG)
+        return ag_response_field_error(r, 400, err, "enabled");
     if (rc)
         return db_error(r, err);
     changed(a);
@@ -256,11 +228,13 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_response_field_error(r, 400, why, field);
     }
     struct ag_plan plan;
-    plan.kind = AG_PLAN_CHECK;
+    plan.kind = AG_PLAN_SUCCESS; /* a clear, like a successful login's */
     plan.n = 1;
-    if (!ag_limiter_plan_policy(&p, AG_PLAN_CHECK, &ident, a->svc->hasher,
+    if (!ag_limiter_plan_policy(&p, AG_PLAN_SUCCESS, &ident, a->svc->hasher,
                                 &plan.ops[0]))
-        return ag_response_error(r, 400, "identifiers do not match the key");
+        return ag_response_field_error(
+            r, 400, "policy's key needs identifiers the body lacks", "policy");
+
     if (ag_store_clear(a->svc->store, &plan))
         return ag_response_error(r, 503, "the limiter store is unavailable");
     json_t *after = json_pack("{s:s}", "key", plan.ops[0].key);

@@ -33,6 +33,10 @@
 
 struct ag_admin;
 
+/* Admin answers may be long (a page of 500 audit rows, 10 000 list
+ * entries): their bodies may reach this many bytes. */
+#define AG_ADMIN_RESPONSE_MAX (16 * 1024 * 1024)
+
 struct ag_admin_request {
     const char *method;
     const char *path;          /* starts with "/admin/" */

@@ -105,8 +105,9 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
             return EXIT_USAGE;
         }
         bool created;
-        if (ag_policy_db_save(db, &p, ACTOR, &created, err, errsz))
-            return EXIT_FAIL;
+        rc = ag_policy_db_save(db, &p, ACTOR, &created, err, errsz);
+        if (rc)
+            return rc == AG_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
         fprintf(stderr, "%s %s\n", created ? "created" : "replaced", p.name);
         return 0;
     }
@@ -128,7 +129,7 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
         free(ps);
         if (!rc)
             fprintf(stderr, "imported %zu policies\n", n);
-        return rc ? EXIT_FAIL : 0;
+        return rc == AG_ETOOBIG ? EXIT_USAGE : rc ? EXIT_FAIL : 0;
     }
     return usage();
 }

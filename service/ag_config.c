@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "ag_error.h"
 #include "ag_log.h"
 
@@ -361,10 +363,22 @@ static int read_file(const char *path, unsigned char *buf, size_t cap,
 int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
                           char *err, size_t errsz)
 {
-    int rc = read_file(path, key, AG_SECRET_MAX, len, true, "--secret-file",
-                       err, errsz);
+    /* One byte past the cap tells a file that is too long from one that
+     * fits exactly: a longer secret is refused, not cut short. */
+    unsigned char buf[AG_SECRET_MAX + 1];
+    int rc = read_file(path, buf, sizeof buf, len, true, "--secret-file", err,
+                       errsz);
+    if (rc == AG_OK && *len > AG_SECRET_MAX) {
+        snprintf(err, errsz, "--secret-file '%s' is longer than %d bytes", path,
+                 AG_SECRET_MAX);
+        rc = AG_EINVAL;
+    }
+    if (rc == AG_OK)
+        memcpy(key, buf, *len);
+    sodium_memzero(buf, sizeof buf);
     if (rc)
         return rc;
+
     if (*len < AG_SECRET_MIN) {
         snprintf(err, errsz,
                  "--secret-file '%s' holds %zu bytes; at least %d random "

@@ -202,7 +202,9 @@ static enum MHD_Result serve_admin(struct ag_http *h,
     };
     struct ag_response r;
     ag_response_init(&r);
+    ag_buf_init(&r.body, AG_ADMIN_RESPONSE_MAX);
     enum MHD_Result ret = ag_admin_handle(h->admin, &ar, &r) == AG_OK
+
                               ? send_response(conn, &r)
                               : reply_error(conn, 500, "internal error", NULL);
     ag_response_free(&r);

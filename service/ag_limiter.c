@@ -48,7 +48,9 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
             return false;
     }
     op->member[0] = '\0';
-    if (p->algorithm == AG_ALG_DISTINCT) {
+    /* Clearing a distinct set needs only its key, not a subject. */
+    if (p->algorithm == AG_ALG_DISTINCT && kind != AG_PLAN_SUCCESS) {
+
         enum ag_key_kind subject = ag_endpoint_subject(p->endpoint);
         const char *value = ag_request_value(req, subject);
         if (!value)

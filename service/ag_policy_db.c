@@ -11,6 +11,7 @@
 
 #include "ag_embedded.h"
 #include "ag_error.h"
+#include "ag_limiter.h"
 
 struct ag_policy_db {
     sqlite3 *db;
@@ -71,7 +72,6 @@ static int save_in_tx(struct ag_policy_db *db, const struct ag_policy *p,
                       size_t errsz);
 
 /* Applies every embedded migration newer than the recorded version; seeds a
-
  * database that had none. Runs inside the caller's transaction. */
 static int migrate(struct ag_policy_db *pdb, const struct ag_policy *seed,
                    size_t n, char *err, size_t errsz)
@@ -358,6 +358,33 @@ int ag_policy_db_get(struct ag_policy_db *db, const char *name,
     return rc;
 }
 
+/* One check applies every enabled policy of its endpoint, at most
+ * AG_PLAN_MAX: a change that would pass that is refused (AG_ETOOBIG) inside
+ * its transaction, whichever path it came by. */
+static int check_capacity(struct ag_policy_db *db, enum ag_endpoint ep,
+                          char *err, size_t errsz)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->db,
+                           "SELECT count(*) FROM policies WHERE enabled = 1 "
+                           "AND endpoint = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db->db, "counting policies", err, errsz);
+    sqlite3_bind_text(st, 1, ag_endpoint_name(ep), -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_ROW
+                 ? AG_OK
+                 : db_fail(db->db, "counting policies", err, errsz);
+    if (!rc && sqlite3_column_int(st, 0) > AG_PLAN_MAX) {
+        snprintf(err, errsz,
+                 "enabled: the %s endpoint may have at most %d enabled "
+                 "policies",
+                 ag_endpoint_name(ep), AG_PLAN_MAX);
+        rc = AG_ETOOBIG;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int save_in_tx(struct ag_policy_db *db, const struct ag_policy *p,
                       const char *actor, bool *created, char *err, size_t errsz)
 {
@@ -367,15 +394,17 @@ static int save_in_tx(struct ag_policy_db *db, const struct ag_policy *p,
         return found;
     /* A row that no longer validates is replaced like any other. */
     int rc = ag_policy_db_put(db, p, err, errsz);
+    if (!rc)
+        rc = check_capacity(db, p->endpoint, err, errsz);
     json_t *before = found == AG_OK ? ag_policy_to_json(&old) : NULL;
     json_t *after = ag_policy_to_json(p);
     if (!rc)
-        rc = audit(db, found == AG_OK ? "update" : "create", p->name, actor,
-                   before, after, err, errsz);
+        rc = audit(db, found == AG_ENOTFOUND ? "create" : "update", p->name,
+                   actor, before, after, err, errsz);
     json_decref(before);
     json_decref(after);
     if (created)
-        *created = found != AG_OK;
+        *created = found == AG_ENOTFOUND;
     return rc;
 }
 

@@ -49,7 +49,7 @@ struct mem_store {
     pthread_mutex_t lock;
     struct slot *slots;
     size_t nslots;
-    size_t members; /* in all sets */
+    size_t members; /* member slots allocated, in all sets */
     size_t max_members;
     ag_clock_fn clock;
     void *clock_ctx;
@@ -75,7 +75,7 @@ static uint64_t hash_of(const char *s)
 
 static void release(struct mem_store *s, struct slot *sl)
 {
-    s->members -= sl->n;
+    s->members -= sl->cap;
     free(sl->set);
     memset(sl, 0, sizeof *sl);
 }
@@ -137,12 +137,13 @@ static uint64_t ms_ceil(double us)
     return us <= 0 ? 0 : (uint64_t)ceil(us / 1000.0);
 }
 
-static void trim_set(struct mem_store *s, struct eval *e, uint64_t now)
+static void trim_set(struct eval *e, uint64_t now)
 {
     struct slot *sl = e->sl;
-    if (!sl)
+    if (!sl || !sl->n)
         return;
     uint32_t drop = 0;
+
     /* sliding_log members are in time order; distinct ones are scanned. */
     if (e->op->policy->algorithm == AG_ALG_SLIDING_LOG) {
         while (drop < sl->n && sl->set[drop].at + e->window <= now)
@@ -151,14 +152,12 @@ static void trim_set(struct mem_store *s, struct eval *e, uint64_t now)
             drop = sl->n - (uint32_t)e->limit;
         memmove(sl->set, sl->set + drop, (sl->n - drop) * sizeof *sl->set);
         sl->n -= drop;
-        s->members -= drop;
         return;
     }
     uint32_t k = 0;
     for (uint32_t i = 0; i < sl->n; i++)
         if (sl->set[i].at + e->window > now)
             sl->set[k++] = sl->set[i];
-    s->members -= sl->n - k;
     sl->n = k;
     while (sl->n > e->limit) { /* drop the least recently seen */
         uint32_t oldest = 0;
@@ -166,7 +165,6 @@ static void trim_set(struct mem_store *s, struct eval *e, uint64_t now)
             if (sl->set[i].at < sl->set[oldest].at)
                 oldest = i;
         sl->set[oldest] = sl->set[--sl->n];
-        s->members--;
     }
 }
 
@@ -183,7 +181,7 @@ static void set_bounds(const struct slot *sl, uint64_t *oldest,
     }
 }
 
-static void peek(struct mem_store *s, struct eval *e, uint64_t now)
+static void peek(struct eval *e, uint64_t now)
 {
     struct ag_limit_result *r = e->res;
     struct slot *sl = e->sl;
@@ -191,7 +189,7 @@ static void peek(struct mem_store *s, struct eval *e, uint64_t now)
     switch (e->op->policy->algorithm) {
     case AG_ALG_SLIDING_LOG:
     case AG_ALG_DISTINCT: {
-        trim_set(s, e, now);
+        trim_set(e, now);
         e->count = sl ? sl->n : 0;
         e->known = false;
         for (uint32_t i = 0; sl && i < sl->n; i++)
@@ -284,18 +282,20 @@ static void charge(struct mem_store *s, struct eval *e, uint64_t now)
                 uint32_t cap = sl->cap ? 2 * sl->cap : 4;
                 if (cap > e->limit)
                     cap = (uint32_t)e->limit;
+                /* The bound counts what is allocated, not what is used. */
                 struct member *grown =
-                    s->members < s->max_members
+                    cap > sl->n &&
+                            s->members + (cap - sl->cap) <= s->max_members
                         ? realloc(sl->set, cap * sizeof *grown)
                         : NULL;
-                if (!grown || cap <= sl->n)
+                if (!grown)
                     return; /* over the memory bound: not recorded */
+                s->members += cap - sl->cap;
                 sl->set = grown;
                 sl->cap = cap;
             }
             sl->set[sl->n].id = e->member;
             sl->set[sl->n++].at = now;
-            s->members++;
             e->count++;
         }
         sl->expire = now + w;
@@ -354,7 +354,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         e->block = (uint64_t)p->block_s * 1000000u;
         e->member = e->op->member[0] ? hash_of(e->op->member) : 0;
         e->sl = find(s, e->op->key, now);
-        peek(s, e, now);
+        peek(e, now);
         char bkey[AG_STORE_KEY_MAX + 2];
         snprintf(bkey, sizeof bkey, "%s:b", e->op->key);
         struct slot *b = e->block ? find(s, bkey, now) : NULL;

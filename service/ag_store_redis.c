@@ -53,6 +53,7 @@ struct job {
     char *cmd;
     size_t len;
     redisReply *reply; /* NULL if the command failed */
+    bool sent;         /* it may have reached Redis: a failure is not retried */
     sem_t done;
     struct job *next;
 };
@@ -286,8 +287,13 @@ static void *dispatch(void *arg)
         for (struct job *j = batch; ok && j; j = j->next)
             ok =
                 redisAppendFormattedCommand(d->ctx, j->cmd, j->len) == REDIS_OK;
+        if (!ok)
+            drop(&d->ctx); /* nothing of a half-built batch may be sent */
         for (struct job *j = batch; j; j = j->next) {
             void *reply = NULL;
+            /* Once the batch is being written, any command may have run in
+             * Redis even if its reply never comes (a read timeout). */
+            j->sent = ok;
             if (ok && redisGetReply(d->ctx, &reply) != REDIS_OK) {
                 failed(s, d->ctx);
                 drop(&d->ctx);
@@ -305,9 +311,10 @@ static void *dispatch(void *arg)
     return NULL;
 }
 
-/* Queues cmd and waits for its reply; NULL if it failed. The caller frees
- * the reply. */
-static redisReply *call(struct redis_store *s, char *cmd, size_t len)
+/* Queues cmd and waits for its reply; NULL if it failed, with *sent saying
+ * whether it may have reached Redis. The caller frees the reply. */
+static redisReply *call(struct redis_store *s, char *cmd, size_t len,
+                        bool *sent)
 {
     struct job j = {.cmd = cmd, .len = len};
     sem_init(&j.done, 0, 0);
@@ -322,19 +329,20 @@ static redisReply *call(struct redis_store *s, char *cmd, size_t len)
     while (sem_wait(&j.done) != 0 && errno == EINTR)
         ;
     sem_destroy(&j.done);
+    *sent = j.sent;
     return j.reply;
 }
 
 static redisReply *call_argv(struct redis_store *s, int argc, const char **argv,
-                             const size_t *lens)
+                             const size_t *lens, bool *sent)
 {
     char *cmd;
+    *sent = false;
     long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0)
         return NULL;
-    redisReply *r = call(s, cmd, (size_t)len);
+    redisReply *r = call(s, cmd, (size_t)len, sent);
     redisFreeCommand(cmd);
-
     return r;
 }
 
@@ -411,9 +419,15 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
 #undef ARG
 #undef NUM
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = call_argv(s, argc, argv, lens);
+        bool sent;
+        redisReply *r = call_argv(s, argc, argv, lens, &sent);
+        /* A check that may have run must not run again: it would be
+         * recorded twice. One that never left may try a new connection. */
+        if (!r && !sent)
+            continue;
         if (!r)
-            continue; /* a broken connection: once more, on a new one */
+            return AG_ESTORE;
+
         if (r->type == REDIS_REPLY_ERROR &&
             strncmp(r->str, "NOSCRIPT", 8) == 0) {
             /* A flushed or restarted Redis: send the script whole. */
@@ -446,15 +460,17 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
     return outcome(s, check_once(s, plan, res));
 }
 
-/* Runs argv and expects a reply of type; one retry on a broken
- * connection. */
+/* Runs argv (idempotent: DEL, PING) and expects a reply of type; one retry
+ * on a broken connection. */
 static int simple(struct redis_store *s, int argc, const char **argv,
                   const size_t *lens, int type)
 {
     if (atomic_load(&s->open))
         return AG_ESTORE;
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = call_argv(s, argc, argv, lens);
+        bool sent;
+        redisReply *r = call_argv(s, argc, argv, lens, &sent);
+
         if (!r)
             continue;
         int ok = r->type == type;

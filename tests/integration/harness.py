@@ -53,6 +53,9 @@ class Redis:
         self.proc = subprocess.Popen(
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.workdir,
+             # DEBUG SLEEP stalls Redis in tests of timeouts.
+             "--enable-debug-command", "local",
+
              "--logfile", os.path.join(self.workdir, "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(self._pings):

@@ -187,6 +187,30 @@ class LifecycleTest(AdminTest):
         self.assertIs(self.call(svc, "GET", "/admin/policies/login.off")
                       .json["policy"]["enabled"], False)
 
+    def test_a_row_that_no_longer_validates_can_be_replaced(self):
+        svc = self.admin_service()
+        con = sqlite3.connect(svc.db)
+        con.execute("UPDATE policies SET algorithm = 'bogus' "
+                    "WHERE name = 'otp.ip'")
+        con.commit()
+        con.close()
+        r = self.put(svc, "otp.ip", {"endpoint": "otp", "key": ["ip"],
+                                     "algorithm": "sliding_log",
+                                     "limit": 20, "window_s": 3600})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/otp.ip")
+                         .json["policy"]["algorithm"], "sliding_log")
+
+    def test_long_audit_pages_are_served(self):
+        svc = self.admin_service()
+        for i in range(40):
+            self.put(svc, "login.p%d" % (i % 20), dict(NEW_POLICY,
+                                                       limit=i + 1))
+        r = self.call(svc, "GET", "/admin/audit?limit=500")
+        self.assertEqual(r.status, 200)
+        self.assertGreater(len(r.raw), 16 * 1024)
+        self.assertEqual(r.json["entries"][0]["name"], "login.p19")
+
     def test_audit_records_every_change_newest_first(self):
         svc = self.admin_service()
         self.put(svc, "login.aud", NEW_POLICY)
@@ -233,7 +257,20 @@ class ResetTest(AdminTest):
         self.assertEqual(audit["entries"][0]["action"], "reset")
         self.assertNotIn("lock@example.com", json.dumps(audit))
 
+    def test_reset_of_a_distinct_set_needs_only_its_key(self):
+        svc = self.admin_service()
+        for i in range(20):
+            self.login(svc, "u%d@example.com" % i, "192.0.2.44")
+        r = self.login(svc, "u99@example.com", "192.0.2.44")
+        self.assertEqual(r.json["policy"], "login.ip_users")
+        r = self.call(svc, "POST", "/admin/reset",
+                      {"policy": "login.ip_users", "ip": "192.0.2.44"})
+        self.assertEqual(r.status, 204, r.raw)
+        r = self.login(svc, "u99@example.com", "192.0.2.44")
+        self.assertEqual(self.decision(r, "login.ip_users")["remaining"], 19)
+
     def test_reset_needs_the_policys_identifiers(self):
+
         svc = self.admin_service()
         r = self.call(svc, "POST", "/admin/reset",
                       {"policy": "login.user_ip", "user": "a@example.com"})

@@ -78,7 +78,28 @@ class CliTest(ServiceTest):
         con.close()
         self.assertEqual(rows, [("create", "login.imp1", "cli")])
 
+    def test_enabled_policies_per_endpoint_are_capped(self):
+        # A check applies at most 32 policies: the 33rd enabled one of an
+        # endpoint is refused, by the CLI as by the admin API.
+        self.cli("list")
+        have = sum(1 for line in self.cli("list").stdout.splitlines()
+                   if json.loads(line)["endpoint"] == "login")
+        path = self.write("p.json", {"endpoint": "login", "key": ["user"],
+                                     "algorithm": "fixed_window",
+                                     "limit": 100, "window_s": 60})
+        for i in range(32 - have):
+            self.assertEqual(self.cli("put", "login.cap%d" % i, path)
+                             .returncode, 0)
+        r = self.cli("put", "login.one_too_many", path)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("at most 32", r.stderr)
+        self.assertEqual(self.cli("get", "login.one_too_many").returncode, 1)
+        svc = self.service(db=self.db)
+        self.assertEqual(self.login(svc, "cap@example.com", "192.0.2.1")
+                         .status, 200)
+
     def test_running_service_follows_a_cli_edit(self):
+
         svc = self.service(db=self.db)
         path = self.write("p.json", {"endpoint": "login", "key": ["user"],
                                      "algorithm": "sliding_log", "limit": 1,

@@ -10,7 +10,8 @@ import threading
 import time
 import unittest
 
-from harness import PolicyTest, policy, wait_until
+from harness import PolicyTest, digest, policy, wait_until
+
 
 TIMEOUT_MS = 50
 OPEN = policy("r.open", key=("user",), limit=3, window_s=60)
@@ -110,6 +111,38 @@ class ResilienceTest(PolicyTest):
         self.assertEqual(svc.request("GET", "/readyz").status, 200)
         self.assertGreater(len(self.redis.keys()), 0)
         self.assertEqual(metric(svc, "abuseguard_circuit_breaker_open"), 0)
+
+    def test_a_check_that_timed_out_is_not_sent_twice(self):
+        (svc,) = self.start([OPEN])
+        self.assertEqual(self.login(svc, "twice@x.org").status, 200)
+        # Concurrent checks, so that every dispatcher connection is open
+        # and a retry would have one to go out on.
+        warm = [threading.Thread(target=self.login,
+                                 args=(svc, "w%d@x.org" % i))
+                for i in range(16)]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
+
+        # Redis stalls past the timeout with the check already sent: it
+        # runs it when it wakes, so the service must not send it again.
+        stall = threading.Thread(
+            target=lambda: self.redis.cmd("DEBUG", "SLEEP", "0.3"))
+        stall.start()
+        time.sleep(0.05)
+        r = self.login(svc, "twice@x.org")
+        stall.join()
+
+
+        self.assertEqual(r.status, 200)
+        self.assertIs(r.json.get("degraded"), True)
+        time.sleep(0.1)
+        # The first check, and the timed-out one if Redis still read it
+        # from the closed connection: never a third, retried copy.
+        key = "ag:r.open:" + digest(self.secret, [("user", "twice@x.org")])
+        self.assertIn(self.redis.cmd("ZCARD", key), (1, 2))
+
 
     def test_script_flush_is_survived(self):
         (svc,) = self.start([OPEN])

@@ -521,17 +521,25 @@ static void private_secret_of_32_bytes_is_accepted(void **state)
     assert_memory_equal(key, data, 32);
 }
 
-static void secret_is_read_up_to_its_cap(void **state)
+static void secret_of_the_cap_is_read_and_longer_refused(void **state)
 {
-    unsigned char data[AG_SECRET_MAX + 100];
+    unsigned char data[AG_SECRET_MAX + 1];
     fill_pattern(data, sizeof data);
-    const char *path = tmp_file(state, data, sizeof data, 0400);
+    const char *path = tmp_file(state, data, AG_SECRET_MAX, 0400);
     unsigned char key[AG_SECRET_MAX];
     size_t len = 0;
     char err[ERRSZ] = "";
     assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ), AG_OK);
     assert_int_equal(len, AG_SECRET_MAX);
     assert_memory_equal(key, data, AG_SECRET_MAX);
+    /* Cutting a longer one short would let two secrets that differ past
+     * the cap hash alike. */
+    unlink(path);
+    path = tmp_file(state, data, sizeof data, 0400);
+
+    assert_int_equal(ag_config_read_secret(path, key, &len, err, ERRSZ),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "longer"));
 }
 
 static void token_trailing_whitespace_is_trimmed(void **state)
@@ -684,7 +692,7 @@ int main(void)
         FILE_TEST(secret_readable_by_others_is_refused),
         FILE_TEST(secret_readable_by_group_is_refused),
         FILE_TEST(private_secret_of_32_bytes_is_accepted),
-        FILE_TEST(secret_is_read_up_to_its_cap),
+        FILE_TEST(secret_of_the_cap_is_read_and_longer_refused),
         FILE_TEST(token_trailing_whitespace_is_trimmed),
         FILE_TEST(empty_token_file_is_refused),
         FILE_TEST(whitespace_only_token_file_is_refused),

@@ -242,6 +242,33 @@ static void keys_and_members_are_bounded(void **state)
     ag_store_destroy(s);
 }
 
+static void member_budget_counts_allocated_slots(void **state)
+{
+    (void)state;
+    /* 20 member slots in all: two logs of limit 10 take them all, so a
+     * third key can record nothing (and says so by not counting down). */
+    struct ag_store *s = ag_store_mem_new(64, 20, fake_clock, NULL);
+    struct ag_policy p = make("t", AG_ALG_SLIDING_LOG, 10, 60, 0);
+    struct ag_limit_result res;
+    fake_now = BASE_US;
+    static const char *const keys[] = {"ag:t:a", "ag:t:b"};
+    for (size_t k = 0; k < 2; k++)
+        for (int i = 0; i < 10; i++) {
+            struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+            one_op(&plan, &p, keys[k], NULL);
+            assert_int_equal(ag_store_check(s, &plan, &res), AG_OK);
+            assert_int_equal(res.remaining, 9 - i);
+        }
+    for (int i = 0; i < 2; i++) {
+        struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+        one_op(&plan, &p, "ag:t:c", NULL);
+        assert_int_equal(ag_store_check(s, &plan, &res), AG_OK);
+        assert_true(res.allowed);
+        assert_int_equal(res.remaining, 10);
+    }
+    ag_store_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +281,8 @@ int main(void)
         cmocka_unit_test(denied_check_records_in_no_policy),
         cmocka_unit_test(failure_plans_record_each_policy_alone),
         cmocka_unit_test(keys_and_members_are_bounded),
+        cmocka_unit_test(member_budget_counts_allocated_slots),
+
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
