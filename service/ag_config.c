@@ -54,7 +54,7 @@ static const struct flag flags[] = {
     {"max-header-bytes", K_UINT, F(max_header_bytes), 0, 4096, 1048576, "16384",
      "memory per connection for request headers; more is a 431"},
     {"threads", K_UINT, F(threads), 0, 0, 256, "0",
-     "HTTP worker threads; 0 = eight per core"},
+     "HTTP worker threads; 0 = two per core"},
 
     {"redis-timeout-ms", K_UINT, F(redis_timeout_ms), 0, 1, 60000, "50",
      "Redis connect and command timeout in milliseconds"},

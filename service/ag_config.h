@@ -39,7 +39,7 @@ struct ag_config {
     unsigned conn_timeout_s;      /* idle or slow connection timeout */
     unsigned max_conns;           /* concurrent connections at most */
     unsigned max_header_bytes;    /* per-connection memory for headers */
-    unsigned threads;             /* HTTP worker threads; 0 = 8 per core */
+    unsigned threads;             /* HTTP worker threads; 0 = 2 per core */
     unsigned redis_timeout_ms;    /* connect and command timeout */
     unsigned phone_prefix_digits; /* digits in a phone_prefix key */
     int log_level;                /* enum ag_log_level */

@@ -14,5 +14,6 @@
 #define AG_ESTORE (-5)    /* the limiter store (Redis) failed or timed out */
 #define AG_ENOTFOUND (-6) /* no such policy, entry or key */
 #define AG_ECONFLICT (-7) /* it exists already */
+#define AG_EPENDING (-8)  /* not done yet: the store must answer first */
 
 #endif

@@ -1,5 +1,6 @@
 #include "ag_service.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -125,60 +126,82 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
     }
 }
 
-/* Runs the plan in the store, or as its policies' "fail" says when the
- * store cannot answer; fills resp. *outcome and *degraded say how it
- * went. */
-static int evaluate(struct ag_service *s, const struct ag_plan *p,
-                    struct ag_response *resp, enum ag_outcome *outcome,
-                    bool *degraded)
+int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
+                           const char *body, size_t len, struct ag_check *c,
+                           struct ag_response *resp)
 {
-    struct ag_limit_result res[AG_PLAN_MAX];
-    *degraded = false;
-    if (ag_store_check(s->store, p, res) != AG_OK) {
-        *degraded = true;
-        const struct ag_limit_op *closed = fails_closed(p);
-        if (closed) {
-            *outcome = AG_OUT_UNAVAILABLE;
-            return ag_response_unavailable(resp, closed);
-        }
-        ag_store_check(s->fallback, p, res);
-    }
-    struct ag_decision d;
-    ag_limiter_decide(p, res, &d);
-    note_denials(s, p, res);
-    *outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
-    return ag_response_check(resp, p, res, &d, *degraded);
-}
-
-int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
-                     const char *body, size_t len, struct ag_response *resp)
-{
-    uint64_t start = now_us();
+    c->endpoint = endpoint;
+    c->start = now_us();
+    c->set = NULL;
     struct ag_request req;
     char err[256];
     enum ag_outcome outcome = AG_OUT_INVALID;
-    bool degraded = false;
     int rc;
-    struct ag_policy_set *set = NULL;
-    struct ag_plan p;
     if (ag_request_parse(endpoint, body, len, &s->opts, &req, err,
                          sizeof err)) {
         rc = ag_response_error(resp, 400, err);
-    } else if (plan(s, AG_PLAN_CHECK, &req, &set, &p, resp)) {
+    } else if (plan(s, AG_PLAN_CHECK, &req, &c->set, &c->plan, resp)) {
         outcome = AG_OUT_UNAVAILABLE;
         rc = AG_OK;
     } else {
-        const struct ag_list_entry *listed = match_lists(s, set, &req);
+        const struct ag_list_entry *listed = match_lists(s, c->set, &req);
+        if (!listed && c->plan.n > 0)
+            return AG_EPENDING; /* the store decides */
         if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
             rc = ag_response_listed(resp, listed);
         } else {
-            rc = evaluate(s, &p, resp, &outcome, &degraded);
+            /* No policy applies: allowed, nothing to ask the store. */
+            struct ag_decision d;
+            ag_limiter_decide(&c->plan, c->res, &d);
+            outcome = AG_OUT_ALLOWED;
+            rc = ag_response_check(resp, &c->plan, c->res, &d, false);
         }
-        ag_policy_set_unref(set);
+        ag_policy_set_unref(c->set);
+        c->set = NULL;
     }
-    ag_metrics_check(s->metrics, endpoint, outcome, degraded, now_us() - start);
+    ag_metrics_check(s->metrics, endpoint, outcome, false, now_us() - c->start);
+    return rc;
+}
+
+int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
+                            int store_rc, struct ag_response *resp)
+{
+    enum ag_outcome outcome;
+    bool degraded = store_rc != AG_OK;
+    int rc;
+    const struct ag_limit_op *closed = degraded ? fails_closed(&c->plan) : NULL;
+    if (closed) {
+        outcome = AG_OUT_UNAVAILABLE;
+        rc = ag_response_unavailable(resp, closed);
+    } else {
+        if (degraded)
+            ag_store_check(s->fallback, &c->plan, c->res);
+        struct ag_decision d;
+        ag_limiter_decide(&c->plan, c->res, &d);
+        note_denials(s, &c->plan, c->res);
+        outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
+        rc = ag_response_check(resp, &c->plan, c->res, &d, degraded);
+    }
+    ag_policy_set_unref(c->set);
+    c->set = NULL;
+    ag_metrics_check(s->metrics, c->endpoint, outcome, degraded,
+                     now_us() - c->start);
+    return rc;
+}
+
+int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
+                     const char *body, size_t len, struct ag_response *resp)
+{
+    struct ag_check *c = malloc(sizeof *c);
+    if (!c)
+        return AG_ENOMEM;
+    int rc = ag_service_check_begin(s, endpoint, body, len, c, resp);
+    if (rc == AG_EPENDING)
+        rc = ag_service_check_finish(
+            s, c, ag_store_check(s->store, &c->plan, c->res), resp);
+    free(c);
     return rc;
 }
 

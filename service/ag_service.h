@@ -19,7 +19,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include <stdint.h>
+
 #include "ag_identity.h"
+#include "ag_limiter.h"
 #include "ag_policy.h"
 #include "ag_request.h"
 #include "ag_response.h"
@@ -48,6 +51,29 @@ void ag_service_fini(struct ag_service *s);
 void ag_service_set_policies(struct ag_service *s, struct ag_policy_set *set);
 /* A new reference to the active set (NULL if none); unref when done. */
 struct ag_policy_set *ag_service_policies(struct ag_service *s);
+
+/* A check in progress, between its two halves: the plan for the store and
+ * where the store's results go. Owned by the caller (it is large: keep it
+ * off small stacks). */
+struct ag_check {
+    enum ag_endpoint endpoint;
+    uint64_t start;            /* microseconds, for the latency histogram */
+    struct ag_policy_set *set; /* the plan borrows from it */
+    struct ag_plan plan;
+    struct ag_limit_result res[AG_PLAN_MAX];
+};
+
+/* The first half of a check: parses, plans, applies the lists. Returns 0
+ * when resp already holds the answer, or AG_EPENDING when the store must
+ * run c->plan into c->res (ag_store_check or ag_store_check_async) before
+ * ag_service_check_finish gives the answer. */
+int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
+                           const char *body, size_t len, struct ag_check *c,
+                           struct ag_response *resp);
+/* The second half, with what the store returned (0, or an error: then each
+ * policy does as its "fail" says). Releases what begin took. */
+int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
+                            int store_rc, struct ag_response *resp);
 
 /* Runs one check of endpoint with the JSON body; fills resp (a 200, 429,
  * 400 or 503). Returns an error only if the response could not be built. */

@@ -19,15 +19,27 @@
 #include <stdint.h>
 
 #include "ag_config.h"
+#include "ag_error.h"
 #include "ag_limiter.h"
 
 struct ag_store;
+
+/* Called once when an asynchronous check ends, on a store thread, with 0
+ * (the results are filled) or AG_ESTORE. */
+typedef void (*ag_store_done_fn)(void *arg, int rc);
 
 struct ag_store_ops {
     const char *name;
     int (*check)(struct ag_store *s, const struct ag_plan *plan,
                  struct ag_limit_result *res);
     int (*clear)(struct ag_store *s, const struct ag_plan *plan);
+    /* Starts check() without waiting: returns 0 and later calls done, or
+     * returns an error and never calls it (the libuv rule). plan and res
+     * must stay valid until done. NULL for stores that answer at once. */
+    int (*check_async)(struct ag_store *s, const struct ag_plan *plan,
+                       struct ag_limit_result *res, ag_store_done_fn done,
+                       void *arg);
+
     /* 0 if the store answers now. */
     int (*ping)(struct ag_store *s);
     void (*destroy)(struct ag_store *s);
@@ -77,7 +89,20 @@ static inline int ag_store_clear(struct ag_store *s, const struct ag_plan *plan)
     return s->ops->clear(s, plan);
 }
 
+/* Starts an asynchronous check where the store has one; otherwise returns
+ * AG_EINVAL at once (run ag_store_check instead). */
+static inline int ag_store_check_async(struct ag_store *s,
+                                       const struct ag_plan *plan,
+                                       struct ag_limit_result *res,
+                                       ag_store_done_fn done, void *arg)
+{
+    if (!s->ops->check_async)
+        return AG_EINVAL;
+    return s->ops->check_async(s, plan, res, done, arg);
+}
+
 static inline int ag_store_ping(struct ag_store *s)
+
 {
     return s->ops->ping(s);
 }

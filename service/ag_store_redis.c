@@ -47,15 +47,28 @@
 #define PROBE_MIN_MS 100
 #define PROBE_MAX_MS 1000
 
-/* One queued command: formatted RESP, and where its reply goes. Lives on
- * the caller's stack while the caller waits on done. */
+/* One queued command: formatted RESP, and where its reply goes. A
+ * synchronous job lives on its caller's stack while the caller waits on
+ * done; an asynchronous check (async != NULL) is on the heap and is
+ * finished by the dispatcher, which then calls its callback. */
+struct async_check;
 struct job {
     char *cmd;
     size_t len;
     redisReply *reply; /* NULL if the command failed */
     bool sent;         /* it may have reached Redis: a failure is not retried */
     sem_t done;
+    struct async_check *async;
     struct job *next;
+};
+
+struct async_check {
+    struct job job;
+    const struct ag_plan *plan;
+    struct ag_limit_result *res;
+    ag_store_done_fn done;
+    void *arg;
+    int attempts;
 };
 
 struct redis_store;
@@ -210,7 +223,18 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     return ok ? AG_OK : AG_ESTORE;
 }
 
+/* Loads the script on *ctx (dropping it on failure). */
+static int load_on(struct redis_store *s, redisContext **ctx)
+{
+    if (!*ctx)
+        return AG_ESTORE;
+    const char *argv[] = {"SCRIPT", "LOAD", s->script};
+    size_t lens[] = {6, 4, s->script_len};
+    return expect_type(s, ctx, 3, argv, lens, REDIS_REPLY_STRING);
+}
+
 /* A new connection with the timeouts set, authenticated, on the right
+
  * database, with the script loaded; NULL if any step fails. */
 static redisContext *connect_redis(struct redis_store *s)
 {
@@ -245,14 +269,48 @@ static redisContext *connect_redis(struct redis_store *s)
         if (expect_type(s, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
             return NULL;
     }
-    const char *argv[] = {"SCRIPT", "LOAD", s->script};
-    size_t lens[] = {6, 4, s->script_len};
-    if (expect_type(s, &ctx, 3, argv, lens, REDIS_REPLY_STRING))
+    if (load_on(s, &ctx))
         return NULL;
     return ctx;
 }
 
+static void enqueue(struct redis_store *s, struct job *j);
+static int parse_reply(const redisReply *r, const struct ag_plan *plan,
+                       struct ag_limit_result *res);
+static int outcome(struct redis_store *s, int rc);
+
+/* Completes an asynchronous check on the dispatcher thread: retries what
+ * never left, reloads the script on NOSCRIPT, parses, and calls back. */
+static void finish_async(struct redis_store *s, struct dispatcher *d,
+                         struct async_check *a)
+{
+    redisReply *r = a->job.reply;
+    a->job.reply = NULL;
+    a->job.next = NULL;
+    bool noscript = r && r->type == REDIS_REPLY_ERROR &&
+                    strncmp(r->str, "NOSCRIPT", 8) == 0;
+    if (a->attempts++ == 0 &&
+        ((!r && !a->job.sent) || (noscript && load_on(s, &d->ctx) == AG_OK))) {
+        freeReplyObject(r);
+        enqueue(s, &a->job);
+        return;
+    }
+    int rc = r ? parse_reply(r, a->plan, a->res) : AG_ESTORE;
+    if (r && rc)
+        ag_log(AG_LOG_ERROR, "redis_script", "%s",
+               r->type == REDIS_REPLY_ERROR ? r->str
+                                            : "unexpected reply shape");
+    freeReplyObject(r);
+    rc = outcome(s, rc);
+    ag_store_done_fn done = a->done;
+    void *arg = a->arg;
+    redisFreeCommand(a->job.cmd);
+    free(a);
+    done(arg, rc);
+}
+
 /* Takes up to BATCH_MAX queued jobs; NULL once stopping and drained. */
+
 static struct job *take_batch(struct redis_store *s, size_t *n)
 {
     pthread_mutex_lock(&s->lock);
@@ -304,29 +362,39 @@ static void *dispatch(void *arg)
         /* Wake the callers last: a job lives on its caller's stack. */
         for (struct job *j = batch, *next; j; j = next) {
             next = j->next;
-            sem_post(&j->done);
+            if (j->async)
+                finish_async(s, d, j->async);
+            else
+                sem_post(&j->done);
         }
     }
     drop(&d->ctx);
     return NULL;
 }
 
+static void enqueue(struct redis_store *s, struct job *j)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->tail)
+        s->tail->next = j;
+    else
+        s->head = j;
+    s->tail = j;
+    pthread_cond_signal(&s->queued);
+    pthread_mutex_unlock(&s->lock);
+}
+
 /* Queues cmd and waits for its reply; NULL if it failed, with *sent saying
+
  * whether it may have reached Redis. The caller frees the reply. */
 static redisReply *call(struct redis_store *s, char *cmd, size_t len,
                         bool *sent)
 {
     struct job j = {.cmd = cmd, .len = len};
     sem_init(&j.done, 0, 0);
-    pthread_mutex_lock(&s->lock);
-    if (s->tail)
-        s->tail->next = &j;
-    else
-        s->head = &j;
-    s->tail = &j;
-    pthread_cond_signal(&s->queued);
-    pthread_mutex_unlock(&s->lock);
+    enqueue(s, &j);
     while (sem_wait(&j.done) != 0 && errno == EINTR)
+
         ;
     sem_destroy(&j.done);
     *sent = j.sent;
@@ -370,8 +438,11 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
     return AG_OK;
 }
 
-static int check_once(struct redis_store *s, const struct ag_plan *plan,
-                      struct ag_limit_result *res)
+/* Formats the check of plan as one RESP command (EVALSHA, or EVAL with the
+ * whole script before any connection has loaded it) into *cmd, which the
+ * caller frees with redisFreeCommand. Returns its length, or -1. */
+static long long format_check(struct redis_store *s, const struct ag_plan *plan,
+                              char **cmd)
 {
     const char *argv[ARGS_MAX];
     size_t lens[ARGS_MAX];
@@ -384,7 +455,6 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
     pthread_mutex_lock(&s->lock);
     memcpy(sha, s->sha, sizeof sha);
     pthread_mutex_unlock(&s->lock);
-    /* Before any connection has loaded the script, send it whole. */
     if (sha[0]) {
         ARG("EVALSHA");
         ARG(sha);
@@ -418,35 +488,46 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
     }
 #undef ARG
 #undef NUM
+    return redisFormatCommandArgv(cmd, argc, argv, lens);
+}
+
+static int check_once(struct redis_store *s, const struct ag_plan *plan,
+                      struct ag_limit_result *res)
+{
+    char *cmd;
+    long long len = format_check(s, plan, &cmd);
+    if (len < 0)
+        return AG_ENOMEM;
+    int rc = AG_ESTORE;
     for (int attempt = 0; attempt < 2; attempt++) {
         bool sent;
-        redisReply *r = call_argv(s, argc, argv, lens, &sent);
+        redisReply *r = call(s, cmd, (size_t)len, &sent);
         /* A check that may have run must not run again: it would be
          * recorded twice. One that never left may try a new connection. */
         if (!r && !sent)
             continue;
         if (!r)
-            return AG_ESTORE;
-
+            break;
         if (r->type == REDIS_REPLY_ERROR &&
-            strncmp(r->str, "NOSCRIPT", 8) == 0) {
-            /* A flushed or restarted Redis: send the script whole. */
+            strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
+            /* A flushed or restarted Redis: load the script, try again. */
             freeReplyObject(r);
-            argv[0] = "EVAL";
-            lens[0] = 4;
-            argv[1] = s->script;
-            lens[1] = s->script_len;
+            const char *argv[] = {"SCRIPT", "LOAD", s->script};
+            size_t lens[] = {6, 4, s->script_len};
+            r = call_argv(s, 3, argv, lens, &sent);
+            freeReplyObject(r);
             continue;
         }
-        int rc = parse_reply(r, plan, res);
+        rc = parse_reply(r, plan, res);
         if (rc)
             ag_log(AG_LOG_ERROR, "redis_script", "%s",
                    r->type == REDIS_REPLY_ERROR ? r->str
                                                 : "unexpected reply shape");
         freeReplyObject(r);
-        return rc;
+        break;
     }
-    return AG_ESTORE;
+    redisFreeCommand(cmd);
+    return rc;
 }
 
 static int redis_check(struct ag_store *base, const struct ag_plan *plan,
@@ -458,6 +539,31 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
     if (atomic_load(&s->open))
         return AG_ESTORE;
     return outcome(s, check_once(s, plan, res));
+}
+
+static int redis_check_async(struct ag_store *base, const struct ag_plan *plan,
+                             struct ag_limit_result *res, ag_store_done_fn done,
+                             void *arg)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (plan->n == 0 || atomic_load(&s->open))
+        return plan->n == 0 ? AG_EINVAL : AG_ESTORE;
+    struct async_check *a = calloc(1, sizeof *a);
+    if (!a)
+        return AG_ENOMEM;
+    long long len = format_check(s, plan, &a->job.cmd);
+    if (len < 0) {
+        free(a);
+        return AG_ENOMEM;
+    }
+    a->job.len = (size_t)len;
+    a->job.async = a;
+    a->plan = plan;
+    a->res = res;
+    a->done = done;
+    a->arg = arg;
+    enqueue(s, &a->job);
+    return AG_OK;
 }
 
 /* Runs argv (idempotent: DEL, PING) and expects a reply of type; one retry
@@ -575,6 +681,7 @@ static void redis_destroy(struct ag_store *base)
 static const struct ag_store_ops redis_ops = {
     .name = "redis",
     .check = redis_check,
+    .check_async = redis_check_async,
     .clear = redis_clear,
     .ping = redis_ping,
     .destroy = redis_destroy,
