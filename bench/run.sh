@@ -89,8 +89,10 @@ def ms(v):
     n, unit = re.match(r"([\d.]+)(us|ms|s)", v).groups()
     return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-p50 = ms(re.search(r"50%\s+(\S+)", t).group(1))
-p99 = ms(re.search(r"99%\s+(\S+)", t).group(1))
+# The latency distribution lines, not a "+/- Stdev" column ending in 50%.
+p50 = ms(re.search(r"^\s+50%\s+(\S+)", t, re.M).group(1))
+p99 = ms(re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1))
+
 non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 errs = re.search(r"Socket errors: (.*)", t)
 print("%.0f %.3f %.3f %s %s" % (rps, p50, p99,
