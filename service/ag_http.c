@@ -382,7 +382,6 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
      * block on SQLite or Redis for a moment). */
     unsigned threads = cfg->threads ? cfg->threads : 2 * cores();
 
-
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,

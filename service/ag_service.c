@@ -191,20 +191,6 @@ int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
     return rc;
 }
 
-int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
-                     const char *body, size_t len, struct ag_response *resp)
-{
-    struct ag_check *c = malloc(sizeof *c);
-    if (!c)
-        return AG_ENOMEM;
-    int rc = ag_service_check_begin(s, endpoint, body, len, c, resp);
-    if (rc == AG_EPENDING)
-        rc = ag_service_check_finish(
-            s, c, ag_store_check(s->store, &c->plan, c->res), resp);
-    free(c);
-    return rc;
-}
-
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_response *resp)
 {

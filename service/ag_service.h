@@ -10,8 +10,8 @@
  * evaluated in the fallback store (in-process, per instance) and the
  * answer says "degraded": true.
  *
- * ag_service_check and ag_service_ready are called from many HTTP threads
- * at once; ag_service_set_policies from any thread.
+ * The check halves, reports and ag_service_ready are called from many HTTP
+ * threads at once; ag_service_set_policies from any thread.
  */
 #ifndef AG_SERVICE_H
 #define AG_SERVICE_H
@@ -74,11 +74,6 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
  * policy does as its "fail" says). Releases what begin took. */
 int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
                             int store_rc, struct ag_response *resp);
-
-/* Runs one check of endpoint with the JSON body; fills resp (a 200, 429,
- * 400 or 503). Returns an error only if the response could not be built. */
-int ag_service_check(struct ag_service *s, enum ag_endpoint endpoint,
-                     const char *body, size_t len, struct ag_response *resp);
 
 /* Records a login outcome (/report-login): a failure charges the
  * failure-counting login policies; a success clears those keyed on both
