@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "ag_test.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +43,7 @@ static struct ag_policy policy(const char *name, const char *endpoint,
              "{\"name\":\"%s\",\"endpoint\":\"%s\",\"key\":%s,"
              "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":60%s}",
              name, endpoint, key, (unsigned)limit, extra ? extra : "");
-    json_error_t jerr;
-    json_t *o = json_loads(text, 0, &jerr);
-    if (!o)
-        fail_msg("bad test policy %s: %s", text, jerr.text);
-    struct ag_policy p;
-    struct ag_policy_error err;
-    if (ag_policy_from_json(o, NULL, &p, &err))
-        fail_msg("policy refused: %s: %s", text, err.msg);
-    json_decref(o);
-    return p;
+    return ag_test_policy(text);
 }
 
 /* The set every plan test uses. */

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "ag_test.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,20 +61,6 @@ static int tmpdb_teardown(void **state)
     return 0;
 }
 
-static struct ag_policy policy_from(const char *text)
-{
-    json_error_t jerr;
-    json_t *o = json_loads(text, 0, &jerr);
-    if (!o)
-        fail_msg("bad test JSON (%s): %s", jerr.text, text);
-    struct ag_policy p;
-    struct ag_policy_error err;
-    if (ag_policy_from_json(o, NULL, &p, &err))
-        fail_msg("policy refused: %s: %s", text, err.msg);
-    json_decref(o);
-    return p;
-}
-
 static struct ag_policy simple(const char *name, uint32_t limit)
 {
     char text[256];
@@ -80,7 +68,7 @@ static struct ag_policy simple(const char *name, uint32_t limit)
              "{\"name\":\"%s\",\"endpoint\":\"login\",\"key\":[\"user\"],"
              "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":900}",
              name, (unsigned)limit);
-    return policy_from(text);
+    return ag_test_policy(text);
 }
 
 static struct ag_policy_db *open_db(const char *path,
@@ -255,7 +243,7 @@ static void put_replaces_a_policy_of_the_same_name(void **state)
     const struct ag_policy seed[] = {simple("login.user", 10),
                                      simple("login.ip", 100)};
     struct ag_policy_db *db = open_db(t->path, seed, 2);
-    struct ag_policy changed = policy_from(
+    struct ag_policy changed = ag_test_policy(
         "{\"name\":\"login.user\",\"endpoint\":\"login\",\"key\":[\"user\","
         "\"device\"],\"algorithm\":\"token_bucket\",\"limit\":42,"
         "\"window_s\":60,\"enabled\":false}");
@@ -286,24 +274,26 @@ static void load_round_trips_every_field(void **state)
 {
     struct tmpdb *t = *state;
     const struct ag_policy all[] = {
-        policy_from("{\"name\":\"login.all-fields_1\",\"endpoint\":\"login\","
-                    "\"key\":[\"device\",\"ip\",\"user\"],"
-                    "\"algorithm\":\"sliding_window\",\"limit\":123456,"
-                    "\"window_s\":2592000,\"block_s\":3600,"
-                    "\"counts\":\"failures\",\"fail\":\"closed\","
-                    "\"mode\":\"shadow\",\"enabled\":false}"),
-        policy_from("{\"name\":\"otp.all\",\"endpoint\":\"otp\","
-                    "\"key\":[\"user\",\"phone\",\"ip\"],"
-                    "\"algorithm\":\"fixed_window\",\"limit\":1000000000,"
-                    "\"window_s\":1,\"block_s\":0,\"counts\":\"attempts\","
-                    "\"fail\":\"open\",\"mode\":\"enforce\",\"enabled\":true}"),
-        policy_from("{\"name\":\"otp.bucket\",\"endpoint\":\"otp\","
-                    "\"key\":[\"phone\"],\"algorithm\":\"token_bucket\","
-                    "\"limit\":1,\"window_s\":86400,\"block_s\":2592000,"
-                    "\"fail\":\"closed\"}"),
-        policy_from("{\"name\":\"login.log\",\"endpoint\":\"login\","
-                    "\"key\":[\"ip\"],\"algorithm\":\"sliding_log\","
-                    "\"limit\":10000,\"window_s\":900}"),
+        ag_test_policy(
+            "{\"name\":\"login.all-fields_1\",\"endpoint\":\"login\","
+            "\"key\":[\"device\",\"ip\",\"user\"],"
+            "\"algorithm\":\"sliding_window\",\"limit\":123456,"
+            "\"window_s\":2592000,\"block_s\":3600,"
+            "\"counts\":\"failures\",\"fail\":\"closed\","
+            "\"mode\":\"shadow\",\"enabled\":false}"),
+        ag_test_policy(
+            "{\"name\":\"otp.all\",\"endpoint\":\"otp\","
+            "\"key\":[\"user\",\"phone\",\"ip\"],"
+            "\"algorithm\":\"fixed_window\",\"limit\":1000000000,"
+            "\"window_s\":1,\"block_s\":0,\"counts\":\"attempts\","
+            "\"fail\":\"open\",\"mode\":\"enforce\",\"enabled\":true}"),
+        ag_test_policy("{\"name\":\"otp.bucket\",\"endpoint\":\"otp\","
+                       "\"key\":[\"phone\"],\"algorithm\":\"token_bucket\","
+                       "\"limit\":1,\"window_s\":86400,\"block_s\":2592000,"
+                       "\"fail\":\"closed\"}"),
+        ag_test_policy("{\"name\":\"login.log\",\"endpoint\":\"login\","
+                       "\"key\":[\"ip\"],\"algorithm\":\"sliding_log\","
+                       "\"limit\":10000,\"window_s\":900}"),
     };
     const size_t nall = sizeof all / sizeof all[0];
     struct ag_policy_db *db = open_db(t->path, NULL, 0);

@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "ag_test.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -25,14 +27,7 @@ static struct ag_policy policy(const char *name, uint32_t limit,
              "{\"name\":\"%s\",\"endpoint\":\"login\",\"key\":[\"user\"],"
              "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":900%s}",
              name, (unsigned)limit, extra ? extra : "");
-    json_t *o = json_loads(text, 0, NULL);
-    assert_non_null(o);
-    struct ag_policy p;
-    struct ag_policy_error err;
-    if (ag_policy_from_json(o, NULL, &p, &err))
-        fail_msg("policy refused: %s: %s", text, err.msg);
-    json_decref(o);
-    return p;
+    return ag_test_policy(text);
 }
 
 /* Parses the body; the caller owns the result. */
