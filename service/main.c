@@ -96,7 +96,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "abuseguard: %s\n", err);
         return 1;
     }
+    ag_log(AG_LOG_INFO, "database_ready", "schema version %d",
+           ag_policy_db_schema_version(db));
     ag_policy_db_close(db);
+
     static struct ag_metrics metrics;
     ag_metrics_init(&metrics);
     struct ag_store *store =
