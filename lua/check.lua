@@ -9,7 +9,8 @@
 -- Mode "record" (a reported login failure): each policy records the event
 -- unless it is already full or blocked; none depends on another.
 --
--- KEYS[2i-1]  policy i's state key        KEYS[2i]  policy i's block key
+-- KEYS: per policy in order, its state key and then, only if its block_ms
+--   is above 0, its block key
 -- ARGV[1] nonce, unique per request    ARGV[2] n policies    ARGV[3] mode
 -- ARGV[4 + 7(i-1) ...]: algorithm, limit, window_ms, block_ms, charge,
 --   shadow, member
@@ -20,9 +21,10 @@
 --   member:    distinct only: the keyed hash of the subject
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms.
+-- Keyed by the argument's text: no tonumber per policy.
 local algorithms = {
-  [0] = sliding_log, [1] = fixed_window, [2] = sliding_window,
-  [3] = token_bucket, [4] = distinct,
+  ['0'] = sliding_log, ['1'] = fixed_window, ['2'] = sliding_window,
+  ['3'] = token_bucket, ['4'] = distinct,
 }
 
 local nonce = ARGV[1]
@@ -30,24 +32,32 @@ local n = tonumber(ARGV[2])
 local record = ARGV[3] == 'record'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+now_text = int(now)
 local log_member = t[1] .. '.' .. t[2] .. ':' .. nonce
 
 local policies = {}
 local denied = false
+local k = 1 -- the next policy's first key
 for i = 1, n do
   local a = 4 + 7 * (i - 1)
+  local block = ARGV[a + 3]
+  local block_ms = block == '0' and 0 or tonumber(block)
+  -- Every field the algorithms set is named here, so the table is sized
+  -- once.
   local p = {
-    key = KEYS[2 * i - 1],
-    block_key = KEYS[2 * i],
-    algorithm = algorithms[tonumber(ARGV[a])],
+    key = KEYS[k],
+    block_key = block_ms > 0 and KEYS[k + 1] or nil,
+    algorithm = algorithms[ARGV[a]],
     limit = tonumber(ARGV[a + 1]),
     window_us = tonumber(ARGV[a + 2]) * 1000,
-    block_ms = tonumber(ARGV[a + 3]),
+    block_ms = block_ms,
     charge = ARGV[a + 4] == '1',
     shadow = ARGV[a + 5] == '1',
     member = ARGV[a + 6],
     blocked_ms = 0,
+    count = 0, allowed = false, remaining = 0, retry_ms = 0, reset_ms = nil,
   }
+  k = k + (block_ms > 0 and 2 or 1)
   if p.member == '' then
     p.member = log_member
   end

@@ -31,7 +31,7 @@ end
 function token_bucket.charge(p, now)
   p.tokens = p.tokens - 1
   local full_us = (p.limit - p.tokens) / p.rate
-  redis.call('HSET', p.key, 't', tostring(p.tokens), 'ts', int(now))
+  redis.call('HSET', p.key, 't', tostring(p.tokens), 'ts', now_text)
   redis.call('PEXPIRE', p.key, math.max(ms(full_us), 1))
   p.remaining = math.floor(p.tokens)
   p.reset_ms = ms(full_us)
