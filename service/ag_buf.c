@@ -65,6 +65,25 @@ int ag_buf_puts(struct ag_buf *b, const char *s)
     return ag_buf_append(b, s, strlen(s));
 }
 
+const char *ag_uint_text(char out[AG_UINT_TEXT], uint64_t v, size_t *len)
+{
+    size_t n = AG_UINT_TEXT;
+    do {
+        out[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    *len = AG_UINT_TEXT - n;
+    return out + n;
+}
+
+int ag_buf_uint(struct ag_buf *b, uint64_t v)
+{
+    char out[AG_UINT_TEXT];
+    size_t len;
+    const char *digits = ag_uint_text(out, v, &len);
+    return ag_buf_append(b, digits, len);
+}
+
 int ag_buf_printf(struct ag_buf *b, const char *fmt, ...)
 {
     va_list ap;

@@ -8,6 +8,7 @@
 #define AG_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct ag_buf {
     char *p;    /* contents, NUL-terminated; NULL until the first append */
@@ -23,6 +24,12 @@ void ag_buf_free(struct ag_buf *b);
 void ag_buf_reset(struct ag_buf *b);
 int ag_buf_append(struct ag_buf *b, const void *data, size_t len);
 int ag_buf_puts(struct ag_buf *b, const char *s);
+/* Writes v in decimal at the end of out, without printf, and returns where
+ * the digits start; *len is how many there are. */
+#define AG_UINT_TEXT 20 /* UINT64_MAX has 20 digits */
+const char *ag_uint_text(char out[AG_UINT_TEXT], uint64_t v, size_t *len);
+/* Appends v in decimal; the hot paths' cheaper ag_buf_printf("%llu"). */
+int ag_buf_uint(struct ag_buf *b, uint64_t v);
 int ag_buf_printf(struct ag_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Appends s as a quoted JSON string, escaping quotes, backslashes and

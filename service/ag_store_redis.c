@@ -31,6 +31,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_resp.h"
 
 #define COMMON_SCRIPT "common.lua"
 #define MAIN_SCRIPT "check.lua"
@@ -304,7 +305,7 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
     rc = outcome(s, rc);
     ag_store_done_fn done = a->done;
     void *arg = a->arg;
-    redisFreeCommand(a->job.cmd);
+    free(a->job.cmd);
     free(a);
     done(arg, rc);
 }
@@ -414,10 +415,9 @@ static redisReply *call_argv(struct redis_store *s, int argc, const char **argv,
     return r;
 }
 
-/* Space for one EVALSHA: seven fixed words, two keys and seven values
- * each. */
-#define ARGS_MAX (7 + AG_PLAN_MAX * 9)
-#define NUM_MAX 24
+/* The most a check command may take: the whole script (an EVAL before any
+ * connection has loaded it) and AG_PLAN_MAX policies' keys and values. */
+#define CHECK_CMD_MAX (1u << 20)
 
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        struct ag_limit_result *res)
@@ -440,55 +440,70 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
 
 /* Formats the check of plan as one RESP command (EVALSHA, or EVAL with the
  * whole script before any connection has loaded it) into *cmd, which the
- * caller frees with redisFreeCommand. Returns its length, or -1. */
+ * caller frees. Returns its length, or -1. The arguments are laid out as
+ * lua/check.lua describes; a block key is passed only for a policy with
+ * block_s. Built with ag_resp: no printf, one growing allocation. */
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               char **cmd)
 {
-    const char *argv[ARGS_MAX];
-    size_t lens[ARGS_MAX];
-    char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
-    char nums[AG_PLAN_MAX * 4 + 2][NUM_MAX];
     char sha[41];
-    int argc = 0, k = 0;
-#define ARG(str) (lens[argc] = strlen(str), argv[argc++] = (str))
-#define NUM(fmt, v) (snprintf(nums[k], NUM_MAX, fmt, v), ARG(nums[k]), k++)
     pthread_mutex_lock(&s->lock);
     memcpy(sha, s->sha, sizeof sha);
     pthread_mutex_unlock(&s->lock);
-    if (sha[0]) {
-        ARG("EVALSHA");
-        ARG(sha);
-    } else {
-        ARG("EVAL");
-        lens[argc] = s->script_len;
-        argv[argc++] = s->script;
-    }
-    NUM("%zu", 2 * plan->n);
+    size_t nkeys = plan->n;
+    for (size_t i = 0; i < plan->n; i++)
+        nkeys += plan->ops[i].policy->block_s > 0;
+    /* The nonce: the instance id, then the sequence number in hex (least
+     * significant digit first: unique all the same). */
+    char nonce[sizeof s->instance + 16];
+    size_t nlen = strlen(s->instance);
+    memcpy(nonce, s->instance, nlen);
+    uint_fast64_t seq =
+        atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    do {
+        nonce[nlen++] = "0123456789abcdef"[seq & 15];
+        seq >>= 4;
+    } while (seq);
+
+    struct ag_buf b;
+    ag_buf_init(&b, CHECK_CMD_MAX);
+    int rc = ag_resp_command(&b, 3 + nkeys + 3 + 7 * plan->n);
+    if (sha[0])
+        rc |= ag_resp_str(&b, "EVALSHA") | ag_resp_str(&b, sha);
+    else
+        rc |=
+            ag_resp_str(&b, "EVAL") | ag_resp_arg(&b, s->script, s->script_len);
+    rc |= ag_resp_uint(&b, nkeys);
     for (size_t i = 0; i < plan->n; i++) {
-        snprintf(block_keys[i], sizeof block_keys[i], "%s:b", plan->ops[i].key);
-        ARG(plan->ops[i].key);
-        ARG(block_keys[i]);
+        const char *key = plan->ops[i].key;
+        size_t klen = strlen(key);
+        rc |= ag_resp_arg(&b, key, klen);
+        if (plan->ops[i].policy->block_s > 0) {
+            char block_key[AG_STORE_KEY_MAX + 2];
+            memcpy(block_key, key, klen);
+            memcpy(block_key + klen, ":b", 2);
+            rc |= ag_resp_arg(&b, block_key, klen + 2);
+        }
     }
-    char nonce[48];
-    snprintf(nonce, sizeof nonce, "%s%" PRIxFAST64, s->instance,
-             atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed));
-    ARG(nonce);
-    NUM("%zu", plan->n);
-    ARG(plan->kind == AG_PLAN_FAILURE ? "record" : "check");
+    rc |= ag_resp_arg(&b, nonce, nlen) | ag_resp_uint(&b, plan->n) |
+          ag_resp_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         const struct ag_policy *p = op->policy;
-        NUM("%d", (int)p->algorithm);
-        NUM("%" PRIu32, p->limit);
-        NUM("%" PRIu64, (uint64_t)p->window_s * 1000);
-        NUM("%" PRIu64, (uint64_t)p->block_s * 1000);
-        ARG(op->charge ? "1" : "0");
-        ARG(op->shadow ? "1" : "0");
-        ARG(op->member);
+        rc |= ag_resp_uint(&b, (uint64_t)p->algorithm) |
+              ag_resp_uint(&b, p->limit) |
+              ag_resp_uint(&b, (uint64_t)p->window_s * 1000) |
+              ag_resp_uint(&b, (uint64_t)p->block_s * 1000) |
+              ag_resp_str(&b, op->charge ? "1" : "0") |
+              ag_resp_str(&b, op->shadow ? "1" : "0") |
+              ag_resp_str(&b, op->member);
     }
-#undef ARG
-#undef NUM
-    return redisFormatCommandArgv(cmd, argc, argv, lens);
+    if (rc) {
+        ag_buf_free(&b);
+        return -1;
+    }
+    *cmd = b.p;
+    return (long long)b.len;
 }
 
 static int check_once(struct redis_store *s, const struct ag_plan *plan,
@@ -526,7 +541,7 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
         freeReplyObject(r);
         break;
     }
-    redisFreeCommand(cmd);
+    free(cmd);
     return rc;
 }
 

@@ -3,7 +3,7 @@ clearing on success."""
 import time
 import unittest
 
-from harness import PolicyTest, policy
+from harness import PolicyTest, digest, policy
 
 FAIL_POLICIES = [
     policy("f.user_ip", key=("user", "ip"), limit=3, window_s=60,
@@ -83,6 +83,32 @@ class FailureTest(PolicyTest):
         time.sleep(1.2)
         self.assertEqual(self.login(svc, "c@example.com", "192.0.2.9")
                          .status, 429)
+
+    def test_a_blocking_policy_between_others_keeps_each_key_its_own(self):
+        # The script is passed a block key only for a policy with block_s,
+        # so the middle policy's keys shift the last one's: each must still
+        # land on its own key, and only the blocking policy gets a block key.
+        (svc,) = self.seeded([
+            policy("m.a", key=("user",), limit=3),
+            policy("m.b", key=("user", "ip"), limit=1, window_s=2, block_s=5),
+            policy("m.c", key=("ip",), limit=4)])
+        user, ip = "mix@example.com", "192.0.2.77"
+        self.assertEqual(self.login(svc, user, ip).status, 200)
+        r = self.login(svc, user, ip)
+        self.assertEqual(r.status, 429)
+        self.assertEqual(r.json["policy"], "m.b")
+        self.assertEqual(r.json["retry_after"], 5)
+        # The denied check charged no one: one attempt each.
+        self.assertEqual(self.decision(r, "m.a")["remaining"], 2)
+        self.assertEqual(self.decision(r, "m.c")["remaining"], 3)
+        u, i = ("user", user), ("ip", ip)
+        a = "ag:m.a:" + digest(self.secret, [u])
+        b = "ag:m.b:" + digest(self.secret, [u, i])
+        c = "ag:m.c:" + digest(self.secret, [i])
+        self.assertEqual(self.redis.keys(), sorted([a, b, b + ":b", c]))
+        for key in (a, b, c):
+            self.assertEqual(self.redis.cmd("ZCARD", key), 1, key)
+        self.assertTrue(4000 < self.redis.cmd("PTTL", b + ":b") <= 5000)
 
     def test_report_validation_names_the_field(self):
         (svc,) = self.seeded(FAIL_POLICIES)

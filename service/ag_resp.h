@@ -1,0 +1,27 @@
+/*
+ * RESP, the Redis wire protocol, written straight into an ag_buf: a command
+ * is "*<argc>\r\n" and then each argument as "$<len>\r\n<bytes>\r\n". The
+ * check path formats one EVALSHA per request; building it here, without an
+ * argv array or printf, is the cheaper form of hiredis's
+ * redisFormatCommandArgv, byte for byte the same (tests/unit/test_resp.c).
+ * Each call returns AG_OK or ag_buf's error; errors may be ORed together
+ * and checked once at the end, since a failed append changes nothing.
+ */
+#ifndef AG_RESP_H
+#define AG_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ag_buf.h"
+
+/* Starts a command of argc arguments. */
+int ag_resp_command(struct ag_buf *b, size_t argc);
+/* One argument of len bytes (binary safe). */
+int ag_resp_arg(struct ag_buf *b, const void *data, size_t len);
+/* One argument: the NUL-terminated s. */
+int ag_resp_str(struct ag_buf *b, const char *s);
+/* One argument: v in decimal. */
+int ag_resp_uint(struct ag_buf *b, uint64_t v);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * ag_resp: every command it writes is byte for byte what hiredis's own
+ * formatter (redisFormatCommandArgv) makes of the same arguments, including
+ * empty, binary and large ones; a command past the buffer's cap is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "ag_buf.h"
+#include "ag_error.h"
+#include "ag_resp.h"
+
+/* Writes argv with ag_resp and compares with hiredis's formatting. */
+static void assert_same_as_hiredis(int argc, const char **argv,
+                                   const size_t *lens)
+{
+    struct ag_buf b;
+    ag_buf_init(&b, 1 << 20);
+    int rc = ag_resp_command(&b, (size_t)argc);
+    for (int i = 0; i < argc; i++)
+        rc |= ag_resp_arg(&b, argv[i], lens[i]);
+    assert_int_equal(rc, AG_OK);
+    char *want;
+    long long n = redisFormatCommandArgv(&want, argc, argv, lens);
+    assert_true(n > 0);
+    assert_int_equal(b.len, (size_t)n);
+    assert_memory_equal(b.p, want, (size_t)n);
+    redisFreeCommand(want);
+    ag_buf_free(&b);
+}
+
+static void matches_hiredis_on_plain_words(void **state)
+{
+    (void)state;
+    const char *argv[] = {"EVALSHA", "0123456789abcdef0123456789abcdef01234567",
+                          "1", "ag:login.user:00ff", "check"};
+    size_t lens[5];
+    for (int i = 0; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    assert_same_as_hiredis(5, argv, lens);
+}
+
+static void matches_hiredis_on_empty_binary_and_large(void **state)
+{
+    (void)state;
+    static char big[70000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(i * 7);
+    const char *argv[] = {"", "a\0b\r\nc", big};
+    size_t lens[] = {0, 6, sizeof big};
+    assert_same_as_hiredis(3, argv, lens);
+}
+
+static void numbers_match_their_decimal_text(void **state)
+{
+    (void)state;
+    const uint64_t values[] = {0,   7,      10,          99,
+                               100, 900000, 4294967295u, UINT64_MAX};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)values[i]);
+        struct ag_buf mine, theirs;
+        ag_buf_init(&mine, 256);
+        ag_buf_init(&theirs, 256);
+        assert_int_equal(ag_resp_uint(&mine, values[i]), AG_OK);
+        assert_int_equal(ag_resp_str(&theirs, text), AG_OK);
+        assert_string_equal(mine.p, theirs.p);
+        ag_buf_reset(&mine);
+        assert_int_equal(ag_buf_uint(&mine, values[i]), AG_OK);
+        assert_string_equal(mine.p, text);
+        ag_buf_free(&mine);
+        ag_buf_free(&theirs);
+    }
+}
+
+static void a_command_past_the_cap_is_refused(void **state)
+{
+    (void)state;
+    struct ag_buf b;
+    ag_buf_init(&b, 32);
+    int rc = ag_resp_command(&b, 2) | ag_resp_str(&b, "GET");
+    assert_int_equal(rc, AG_OK);
+    char key[40];
+    memset(key, 'k', sizeof key);
+    assert_int_not_equal(ag_resp_arg(&b, key, sizeof key), AG_OK);
+    ag_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matches_hiredis_on_plain_words),
+        cmocka_unit_test(matches_hiredis_on_empty_binary_and_large),
+        cmocka_unit_test(numbers_match_their_decimal_text),
+        cmocka_unit_test(a_command_past_the_cap_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
