@@ -28,7 +28,7 @@ void ag_buf_reset(struct ag_buf *b)
         b->p[0] = '\0';
 }
 
-static int reserve(struct ag_buf *b, size_t extra)
+int ag_buf_reserve(struct ag_buf *b, size_t extra)
 {
     if (extra > b->max - b->len)
         return AG_ETOOBIG;
@@ -50,7 +50,7 @@ static int reserve(struct ag_buf *b, size_t extra)
 
 int ag_buf_append(struct ag_buf *b, const void *data, size_t len)
 {
-    int rc = reserve(b, len);
+    int rc = ag_buf_reserve(b, len);
     if (rc)
         return rc;
     if (len)
@@ -92,7 +92,7 @@ int ag_buf_printf(struct ag_buf *b, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return AG_EINVAL;
-    int rc = reserve(b, (size_t)n);
+    int rc = ag_buf_reserve(b, (size_t)n);
     if (rc)
         return rc;
     va_start(ap, fmt);

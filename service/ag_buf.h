@@ -22,6 +22,9 @@ void ag_buf_init(struct ag_buf *b, size_t max);
 void ag_buf_free(struct ag_buf *b);
 /* Empties the buffer and keeps its allocation. */
 void ag_buf_reset(struct ag_buf *b);
+/* Makes room for extra more bytes at once (AG_ETOOBIG past the cap), so
+ * the appends of a known-size message do not reallocate one by one. */
+int ag_buf_reserve(struct ag_buf *b, size_t extra);
 int ag_buf_append(struct ag_buf *b, const void *data, size_t len);
 int ag_buf_puts(struct ag_buf *b, const char *s);
 /* Writes v in decimal at the end of out, without printf, and returns where

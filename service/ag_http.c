@@ -69,6 +69,15 @@ struct request {
     int store_rc;
 };
 
+static void add_uint_header(struct MHD_Response *mr, const char *name,
+                            uint32_t v)
+{
+    char out[AG_UINT_TEXT + 1];
+    size_t len;
+    out[AG_UINT_TEXT] = '\0';
+    MHD_add_response_header(mr, name, ag_uint_text(out, v, &len));
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn,
                                      struct ag_response *r)
 {
@@ -76,24 +85,18 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
         r->body.len, r->body.p ? r->body.p : (char *)"", MHD_RESPMEM_MUST_COPY);
     if (!mr)
         return MHD_NO;
-    char num[16];
     if (r->body.len)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 r->content_type ? r->content_type
                                                 : "application/json");
     MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (r->rate_headers) {
-        snprintf(num, sizeof num, "%" PRIu32, r->rl_limit);
-        MHD_add_response_header(mr, "X-RateLimit-Limit", num);
-        snprintf(num, sizeof num, "%" PRIu32, r->rl_remaining);
-        MHD_add_response_header(mr, "X-RateLimit-Remaining", num);
-        snprintf(num, sizeof num, "%" PRIu32, r->rl_reset);
-        MHD_add_response_header(mr, "X-RateLimit-Reset", num);
+        add_uint_header(mr, "X-RateLimit-Limit", r->rl_limit);
+        add_uint_header(mr, "X-RateLimit-Remaining", r->rl_remaining);
+        add_uint_header(mr, "X-RateLimit-Reset", r->rl_reset);
     }
-    if (r->retry_after) {
-        snprintf(num, sizeof num, "%" PRIu32, r->retry_after);
-        MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, num);
-    }
+    if (r->retry_after)
+        add_uint_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
     if (r->allow)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, r->allow);
     if (r->www_authenticate)

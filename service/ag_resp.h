@@ -4,8 +4,9 @@
  * check path formats one EVALSHA per request; building it here, without an
  * argv array or printf, is the cheaper form of hiredis's
  * redisFormatCommandArgv, byte for byte the same (tests/unit/test_resp.c).
- * Each call returns AG_OK or ag_buf's error; errors may be ORed together
- * and checked once at the end, since a failed append changes nothing.
+ * Each call returns AG_OK or ag_buf's error (AG_ETOOBIG or AG_ENOMEM, and
+ * the OR of those two is one of them), so a run of calls may be ORed
+ * together and checked once; a command with any error must be dropped.
  */
 #ifndef AG_RESP_H
 #define AG_RESP_H

@@ -54,23 +54,32 @@ int ag_response_status(struct ag_response *r, int status, const char *text)
     return ag_buf_printf(&r->body, "{\"status\":\"%s\"}", text);
 }
 
+/* The check responses are built with appends, not printf: they are on
+ * every request's path. */
+static int field_uint(struct ag_buf *b, const char *name, uint64_t v)
+{
+    return ag_buf_puts(b, name) | ag_buf_uint(b, v);
+}
+
 static int decision_json(struct ag_buf *b, const struct ag_limit_op *op,
                          const struct ag_limit_result *res)
 {
     /* Policy names are [a-z0-9._-]: no escaping needed. */
-    int rc = ag_buf_printf(
-        b,
-        "{\"policy\":\"%s\",\"allowed\":%s,\"limit\":%" PRIu32
-        ",\"remaining\":%" PRIu32 ",\"reset_after\":%" PRIu32,
-        op->policy->name, res->allowed ? "true" : "false", op->policy->limit,
-        res->remaining,
-        res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms) : 0);
-    if (!rc && !res->allowed)
-        rc = ag_buf_printf(b, ",\"retry_after\":%" PRIu32,
-                           ag_limiter_seconds(res->retry_after_ms));
-    if (!rc && op->shadow)
-        rc = ag_buf_puts(b, ",\"shadow\":true");
-    return rc ? rc : ag_buf_puts(b, "}");
+    int rc =
+        ag_buf_puts(b, "{\"policy\":\"") | ag_buf_puts(b, op->policy->name) |
+        ag_buf_puts(b, res->allowed ? "\",\"allowed\":true"
+                                    : "\",\"allowed\":false") |
+        field_uint(b, ",\"limit\":", op->policy->limit) |
+        field_uint(b, ",\"remaining\":", res->remaining) |
+        field_uint(b, ",\"reset_after\":",
+                   res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms)
+                                       : 0);
+    if (!res->allowed)
+        rc |= field_uint(
+            b, ",\"retry_after\":", ag_limiter_seconds(res->retry_after_ms));
+    if (op->shadow)
+        rc |= ag_buf_puts(b, ",\"shadow\":true");
+    return rc | ag_buf_puts(b, "}");
 }
 
 int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
@@ -86,11 +95,10 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
     } else {
         r->status = 429;
         r->retry_after = d->retry_after_s;
-        rc = ag_buf_printf(b,
-                           "{\"allowed\":false,\"policy\":\"%s\","
-                           "\"retry_after\":%" PRIu32 ",",
-                           plan->ops[d->denied_by].policy->name,
-                           d->retry_after_s);
+        rc = ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"") |
+             ag_buf_puts(b, plan->ops[d->denied_by].policy->name) |
+             field_uint(b, "\",\"retry_after\":", d->retry_after_s) |
+             ag_buf_puts(b, ",");
     }
     if (!rc && degraded)
         rc = ag_buf_puts(b, "\"degraded\":true,");

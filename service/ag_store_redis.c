@@ -467,7 +467,11 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
 
     struct ag_buf b;
     ag_buf_init(&b, CHECK_CMD_MAX);
-    int rc = ag_resp_command(&b, 3 + nkeys + 3 + 7 * plan->n);
+    /* Room for a typical command (the fixed words and, per policy, two
+     * keys and seven short values) in one allocation. */
+    int rc = ag_buf_reserve(&b, (sha[0] ? 128 : s->script_len + 128) +
+                                    256 * plan->n);
+    rc |= ag_resp_command(&b, 3 + nkeys + 3 + 7 * plan->n);
     if (sha[0])
         rc |= ag_resp_str(&b, "EVALSHA") | ag_resp_str(&b, sha);
     else

@@ -47,6 +47,25 @@ static void appends_concatenate_and_stay_nul_terminated(void **state)
     ag_buf_free(&b);
 }
 
+static void reserve_makes_room_without_changing_contents(void **state)
+{
+    (void)state;
+    struct ag_buf b;
+    ag_buf_init(&b, 1000);
+    assert_int_equal(ag_buf_puts(&b, "abc"), AG_OK);
+    assert_int_equal(ag_buf_reserve(&b, 900), AG_OK);
+    assert_true(b.cap >= 3 + 900 + 1);
+    char *p = b.p;
+    for (int i = 0; i < 90; i++)
+        assert_int_equal(ag_buf_puts(&b, "0123456789"), AG_OK);
+    assert_ptr_equal(b.p, p); /* no reallocation after the reserve */
+    assert_int_equal(b.len, 903);
+    assert_memory_equal(b.p, "abc0123456789", 13);
+    assert_int_equal(ag_buf_reserve(&b, 98), AG_ETOOBIG);
+    assert_int_equal(b.len, 903);
+    ag_buf_free(&b);
+}
+
 static void append_exactly_to_cap_succeeds(void **state)
 {
     (void)state;
@@ -264,6 +283,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(appends_concatenate_and_stay_nul_terminated),
         cmocka_unit_test(append_exactly_to_cap_succeeds),
+        cmocka_unit_test(reserve_makes_room_without_changing_contents),
         cmocka_unit_test(append_past_cap_fails_and_leaves_buffer_unchanged),
         cmocka_unit_test(first_append_past_cap_allocates_nothing),
         cmocka_unit_test(printf_past_cap_fails_and_leaves_buffer_unchanged),
