@@ -32,7 +32,8 @@ local n = tonumber(ARGV[2])
 local record = ARGV[3] == 'record'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-now_text = int(now)
+-- TIME's microseconds, zero-padded to six digits, after its seconds.
+now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 local log_member = t[1] .. '.' .. t[2] .. ':' .. nonce
 
 local policies = {}
@@ -49,6 +50,7 @@ for i = 1, n do
     block_key = block_ms > 0 and KEYS[k + 1] or nil,
     algorithm = algorithms[ARGV[a]],
     limit = tonumber(ARGV[a + 1]),
+    window_ms = ARGV[a + 2],
     window_us = tonumber(ARGV[a + 2]) * 1000,
     block_ms = block_ms,
     charge = ARGV[a + 4] == '1',

@@ -13,8 +13,11 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
--- The check's time as integer text, set once by the driver: formatting a
--- number costs more than the Redis call it feeds.
+-- Arguments to redis.call go as text the driver already has: Redis
+-- formats a Lua number argument with printf("%.17g"), which costs about
+-- as much as the command it feeds. now_text is the check's time in
+-- microseconds as integer text, set once by the driver; p.window_ms is the
+-- window's ARGV text.
 local now_text
 
 -- Runs a reading command on key. A key of another type, left by an earlier
@@ -80,6 +83,6 @@ end
 -- Adds (or refreshes) member at now; the set lives one window past it.
 local function set_add(p, now, member)
   redis.call('ZADD', p.key, now_text, member)
-  redis.call('PEXPIRE', p.key, ms(p.window_us))
+  redis.call('PEXPIRE', p.key, p.window_ms)
   p.reset_ms = ms(p.window_us)
 end
