@@ -27,14 +27,15 @@ local algorithms = {
   ['3'] = token_bucket, ['4'] = distinct,
 }
 
-local nonce = ARGV[1]
+-- A log member is the nonce alone: the score already holds the time, and
+-- the nonce (instance id, then a sequence number) is unique on its own.
+local log_member = ARGV[1]
 local n = tonumber(ARGV[2])
 local record = ARGV[3] == 'record'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 -- TIME's microseconds, zero-padded to six digits, after its seconds.
 now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-local log_member = t[1] .. '.' .. t[2] .. ':' .. nonce
 
 local policies = {}
 local denied = false
