@@ -119,7 +119,7 @@ ceiling=$(redis-benchmark -p "$rport" -r 1000000 -n 300000 -c 32 -P 16 -q \
     EVALSHA "$sha" 3 \
     "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
     "ag:login.user_ip:__rand_int__" \
-    bench-nonce 3 check \
+    "bench-__rand_int__" 3 check \
     0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "" \
     | tr '\r' '\n' \
     | awk '{for (i = 1; i <= NF; i++) if ($i == "requests") print $(i-1)}' \

@@ -5,8 +5,11 @@
 /* "<prefix><n>\r\n": a multibulk count or a bulk length. */
 static int header(struct ag_buf *b, char prefix, uint64_t n)
 {
-    return ag_buf_append(b, &prefix, 1) | ag_buf_uint(b, n) |
-           ag_buf_append(b, "\r\n", 2);
+    /* One append per statement: the operands of | run in no set order. */
+    int rc = ag_buf_append(b, &prefix, 1);
+    rc |= ag_buf_uint(b, n);
+    rc |= ag_buf_append(b, "\r\n", 2);
+    return rc;
 }
 
 int ag_resp_command(struct ag_buf *b, size_t argc)
@@ -16,8 +19,10 @@ int ag_resp_command(struct ag_buf *b, size_t argc)
 
 int ag_resp_arg(struct ag_buf *b, const void *data, size_t len)
 {
-    return header(b, '$', len) | ag_buf_append(b, data, len) |
-           ag_buf_append(b, "\r\n", 2);
+    int rc = header(b, '$', len);
+    rc |= ag_buf_append(b, data, len);
+    rc |= ag_buf_append(b, "\r\n", 2);
+    return rc;
 }
 
 int ag_resp_str(struct ag_buf *b, const char *s)

@@ -58,28 +58,31 @@ int ag_response_status(struct ag_response *r, int status, const char *text)
  * every request's path. */
 static int field_uint(struct ag_buf *b, const char *name, uint64_t v)
 {
-    return ag_buf_puts(b, name) | ag_buf_uint(b, v);
+    int rc = ag_buf_puts(b, name);
+    return rc ? rc : ag_buf_uint(b, v);
 }
 
 static int decision_json(struct ag_buf *b, const struct ag_limit_op *op,
                          const struct ag_limit_result *res)
 {
-    /* Policy names are [a-z0-9._-]: no escaping needed. */
-    int rc =
-        ag_buf_puts(b, "{\"policy\":\"") | ag_buf_puts(b, op->policy->name) |
-        ag_buf_puts(b, res->allowed ? "\",\"allowed\":true"
-                                    : "\",\"allowed\":false") |
-        field_uint(b, ",\"limit\":", op->policy->limit) |
-        field_uint(b, ",\"remaining\":", res->remaining) |
-        field_uint(b, ",\"reset_after\":",
-                   res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms)
-                                       : 0);
+    /* Policy names are [a-z0-9._-]: no escaping needed. One append per
+     * statement: the operands of | run in no set order. */
+    int rc = ag_buf_puts(b, "{\"policy\":\"");
+    rc |= ag_buf_puts(b, op->policy->name);
+    rc |= ag_buf_puts(b, res->allowed ? "\",\"allowed\":true"
+                                      : "\",\"allowed\":false");
+    rc |= field_uint(b, ",\"limit\":", op->policy->limit);
+    rc |= field_uint(b, ",\"remaining\":", res->remaining);
+    rc |= field_uint(
+        b, ",\"reset_after\":",
+        res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms) : 0);
     if (!res->allowed)
         rc |= field_uint(
             b, ",\"retry_after\":", ag_limiter_seconds(res->retry_after_ms));
     if (op->shadow)
         rc |= ag_buf_puts(b, ",\"shadow\":true");
-    return rc | ag_buf_puts(b, "}");
+    rc |= ag_buf_puts(b, "}");
+    return rc;
 }
 
 int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
@@ -95,10 +98,10 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
     } else {
         r->status = 429;
         r->retry_after = d->retry_after_s;
-        rc = ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"") |
-             ag_buf_puts(b, plan->ops[d->denied_by].policy->name) |
-             field_uint(b, "\",\"retry_after\":", d->retry_after_s) |
-             ag_buf_puts(b, ",");
+        rc = ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"");
+        rc |= ag_buf_puts(b, plan->ops[d->denied_by].policy->name);
+        rc |= field_uint(b, "\",\"retry_after\":", d->retry_after_s);
+        rc |= ag_buf_puts(b, ",");
     }
     if (!rc && degraded)
         rc = ag_buf_puts(b, "\"degraded\":true,");

@@ -88,7 +88,8 @@ static void a_command_past_the_cap_is_refused(void **state)
     (void)state;
     struct ag_buf b;
     ag_buf_init(&b, 32);
-    int rc = ag_resp_command(&b, 2) | ag_resp_str(&b, "GET");
+    int rc = ag_resp_command(&b, 2);
+    rc |= ag_resp_str(&b, "GET");
     assert_int_equal(rc, AG_OK);
     char key[40];
     memset(key, 'k', sizeof key);
