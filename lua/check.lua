@@ -1,5 +1,6 @@
 -- check: the driver. Evaluates the policies of one request atomically.
--- The composed script is common.lua, every algorithm file, then this file.
+-- A composed script is common.lua, the algorithm files its policies use
+-- (they register in `algorithms`), then this file.
 --
 -- Mode "check" (a check endpoint): every policy is evaluated, and the
 -- attempt is recorded only if no enforcing policy denies it ("all or
@@ -21,11 +22,6 @@
 --   member:    distinct only: the keyed hash of the subject
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms.
--- Keyed by the argument's text: no tonumber per policy.
-local algorithms = {
-  ['0'] = sliding_log, ['1'] = fixed_window, ['2'] = sliding_window,
-  ['3'] = token_bucket, ['4'] = distinct,
-}
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.

@@ -1,5 +1,10 @@
--- common: helpers every algorithm shares. The composed script is this file,
--- then every algorithm file, then check.lua.
+-- common: helpers every algorithm shares. A composed script is this file,
+-- then the algorithm files a check's policies use, then check.lua.
+
+-- The algorithms in this script, by their ARGV code (the enum ag_algorithm
+-- order, as text: no tonumber per policy). Each algorithm file registers
+-- itself at its end.
+local algorithms = {}
 
 -- Microseconds to whole milliseconds, rounded up: a wait is never reported
 -- shorter than it is.

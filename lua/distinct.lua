@@ -22,3 +22,5 @@ function distinct.charge(p, now)
   end
   p.remaining = p.limit - p.count
 end
+
+algorithms['4'] = distinct

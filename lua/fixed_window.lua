@@ -31,3 +31,5 @@ function fixed_window.charge(p, now)
   p.remaining = math.max(p.limit - p.count, 0)
   p.reset_ms = ms(p.window_end - now)
 end
+
+algorithms['1'] = fixed_window

@@ -24,3 +24,5 @@ function sliding_log.charge(p, now)
   p.count = p.count + 1
   p.remaining = p.limit - p.count
 end
+
+algorithms['0'] = sliding_log

@@ -58,3 +58,5 @@ function sliding_window.charge(p, now)
   p.remaining = math.max(math.floor(p.limit - p.est), 0)
   p.reset_ms = ms((p.idx + 2) * w - now)
 end
+
+algorithms['2'] = sliding_window

@@ -36,3 +36,5 @@ function token_bucket.charge(p, now)
   p.remaining = math.floor(p.tokens)
   p.reset_ms = ms(full_us)
 end
+
+algorithms['3'] = token_bucket

@@ -1,6 +1,10 @@
 /*
- * The Redis store: runs the composed lua/ script (common.lua, every
- * algorithm file, then check.lua) with EVALSHA, one round trip per check.
+ * The Redis store: runs a composed lua/ script (common.lua, the algorithm
+ * files the check's policies use, then check.lua) with EVALSHA, one round
+ * trip per check. There is one script per set of algorithms (SCRIPTS of
+ * them, all loaded on every connection): Lua creates every function a
+ * script defines on each run, and a login check of three sliding logs
+ * should not pay for the four algorithms it does not use.
  *
  * Checks are pipelined ("auto-pipelining"): a caller formats its command,
  * queues it and sleeps; DISPATCHERS threads, each with its own hiredis
@@ -37,6 +41,7 @@
 #define MAIN_SCRIPT "check.lua"
 #define DISPATCHERS 2 /* connections, each with its batching thread */
 #define BATCH_MAX 256 /* commands written in one go at most */
+#define SCRIPTS (1u << AG_ALG_COUNT) /* by algorithm bit mask; 0 unused */
 
 /* The circuit breaker: after FAIL_THRESHOLD failed operations in a row it
  * opens, and every operation fails at once, without touching Redis, until
@@ -85,9 +90,11 @@ struct redis_store {
     struct ag_redis_addr addr;
     struct timeval timeout;
     struct ag_metrics *metrics; /* borrowed; may be NULL */
-    char *script;               /* the composed script, NUL-terminated */
-    size_t script_len;
-    char sha[41];             /* its SHA1 once Redis told us; under lock */
+    struct script {
+        char *text; /* composed, NUL-terminated */
+        size_t len;
+        char sha[41]; /* its SHA1 once Redis told us; under lock */
+    } scripts[SCRIPTS];
     char instance[17];        /* random hex, makes log members unique */
     atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
     pthread_mutex_t lock;     /* guards the queue, sha, stopping */
@@ -116,9 +123,10 @@ static int append_file(char *s, size_t *n, const char *name)
     return AG_ENOTFOUND;
 }
 
-/* The one script a check runs: common.lua, every algorithm file, then the
- * driver check.lua, which sees the others' locals. */
-static char *compose_script(size_t *len)
+/* The script for the algorithms in mask (bit a for enum ag_algorithm a):
+ * common.lua, <algorithm>.lua for each, then the driver check.lua, which
+ * sees the others' locals. */
+static char *compose_script(unsigned mask, size_t *len)
 {
     size_t total = 1;
     for (size_t i = 0; i < ag_embedded_lua_count; i++)
@@ -128,9 +136,11 @@ static char *compose_script(size_t *len)
         return NULL;
     size_t n = 0;
     int rc = append_file(s, &n, COMMON_SCRIPT);
-    for (size_t i = 0; !rc && i < ag_embedded_lua_count; i++) {
-        const char *name = ag_embedded_lua[i].name;
-        if (strcmp(name, COMMON_SCRIPT) && strcmp(name, MAIN_SCRIPT))
+    for (int a = 0; !rc && a < AG_ALG_COUNT; a++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.lua",
+                 ag_algorithm_name((enum ag_algorithm)a));
+        if (mask & (1u << a))
             rc = append_file(s, &n, name);
     }
     rc = rc ? rc : append_file(s, &n, MAIN_SCRIPT);
@@ -213,25 +223,41 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     if (!ok)
         ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", argv[0],
                r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    else if (type == REDIS_REPLY_STRING && r->len == 40) {
-        pthread_mutex_lock(&s->lock);
-        memcpy(s->sha, r->str, 41);
-        pthread_mutex_unlock(&s->lock);
-    }
     freeReplyObject(r);
     if (!ok)
         drop(ctx);
     return ok ? AG_OK : AG_ESTORE;
 }
 
-/* Loads the script on *ctx (dropping it on failure). */
+/* Loads every script on *ctx and notes their SHA1s (dropping *ctx on
+ * failure). */
 static int load_on(struct redis_store *s, redisContext **ctx)
 {
-    if (!*ctx)
-        return AG_ESTORE;
-    const char *argv[] = {"SCRIPT", "LOAD", s->script};
-    size_t lens[] = {6, 4, s->script_len};
-    return expect_type(s, ctx, 3, argv, lens, REDIS_REPLY_STRING);
+    for (unsigned m = 1; m < SCRIPTS; m++) {
+        if (!*ctx)
+            return AG_ESTORE;
+        struct script *sc = &s->scripts[m];
+        const char *argv[] = {"SCRIPT", "LOAD", sc->text};
+        size_t lens[] = {6, 4, sc->len};
+        redisReply *r = sync_command(s, ctx, 3, argv, lens);
+        if (!r)
+            return AG_ESTORE;
+        bool ok = r->type == REDIS_REPLY_STRING && r->len == 40;
+        if (ok) {
+            pthread_mutex_lock(&s->lock);
+            memcpy(sc->sha, r->str, 41);
+            pthread_mutex_unlock(&s->lock);
+        } else {
+            ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        }
+        freeReplyObject(r);
+        if (!ok) {
+            drop(ctx);
+            return AG_ESTORE;
+        }
+    }
+    return AG_OK;
 }
 
 /* A new connection with the timeouts set, authenticated, on the right
@@ -348,11 +374,14 @@ static void *dispatch(void *arg)
                 redisAppendFormattedCommand(d->ctx, j->cmd, j->len) == REDIS_OK;
         if (!ok)
             drop(&d->ctx); /* nothing of a half-built batch may be sent */
+        /* Once the batch is being written, any command of it may have run
+         * in Redis even if its reply never comes (a read timeout), and the
+         * first read writes the whole batch: so a failed read leaves every
+         * job of the batch sent, not only those before it. */
+        bool written = ok;
         for (struct job *j = batch; j; j = j->next) {
             void *reply = NULL;
-            /* Once the batch is being written, any command may have run in
-             * Redis even if its reply never comes (a read timeout). */
-            j->sent = ok;
+            j->sent = written;
             if (ok && redisGetReply(d->ctx, &reply) != REDIS_OK) {
                 failed(s, d->ctx);
                 drop(&d->ctx);
@@ -438,6 +467,16 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
     return AG_OK;
 }
 
+/* The script for plan's algorithms. */
+static const struct script *plan_script(const struct redis_store *s,
+                                        const struct ag_plan *plan)
+{
+    unsigned mask = 0;
+    for (size_t i = 0; i < plan->n; i++)
+        mask |= 1u << plan->ops[i].policy->algorithm;
+    return &s->scripts[mask];
+}
+
 /* Formats the check of plan as one RESP command (EVALSHA, or EVAL with the
  * whole script before any connection has loaded it) into *cmd, which the
  * caller frees. Returns its length, or -1. The arguments are laid out as
@@ -446,9 +485,10 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               char **cmd)
 {
+    const struct script *sc = plan_script(s, plan);
     char sha[41];
     pthread_mutex_lock(&s->lock);
-    memcpy(sha, s->sha, sizeof sha);
+    memcpy(sha, sc->sha, sizeof sha);
     pthread_mutex_unlock(&s->lock);
     size_t nkeys = plan->n;
     for (size_t i = 0; i < plan->n; i++)
@@ -469,14 +509,16 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     ag_buf_init(&b, CHECK_CMD_MAX);
     /* Room for a typical command (the fixed words and, per policy, two
      * keys and seven short values) in one allocation. */
-    int rc = ag_buf_reserve(&b, (sha[0] ? 128 : s->script_len + 128) +
-                                    256 * plan->n);
+    int rc = ag_buf_reserve(&b, (sha[0] ? 128 : sc->len + 128) + 512 * plan->n);
     rc |= ag_resp_command(&b, 3 + nkeys + 3 + 7 * plan->n);
-    if (sha[0])
-        rc |= ag_resp_str(&b, "EVALSHA") | ag_resp_str(&b, sha);
-    else
-        rc |=
-            ag_resp_str(&b, "EVAL") | ag_resp_arg(&b, s->script, s->script_len);
+    /* One append per statement: the operands of | run in no set order. */
+    if (sha[0]) {
+        rc |= ag_resp_str(&b, "EVALSHA");
+        rc |= ag_resp_str(&b, sha);
+    } else {
+        rc |= ag_resp_str(&b, "EVAL");
+        rc |= ag_resp_arg(&b, sc->text, sc->len);
+    }
     rc |= ag_resp_uint(&b, nkeys);
     for (size_t i = 0; i < plan->n; i++) {
         const char *key = plan->ops[i].key;
@@ -489,18 +531,19 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
             rc |= ag_resp_arg(&b, block_key, klen + 2);
         }
     }
-    rc |= ag_resp_arg(&b, nonce, nlen) | ag_resp_uint(&b, plan->n) |
-          ag_resp_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
+    rc |= ag_resp_arg(&b, nonce, nlen);
+    rc |= ag_resp_uint(&b, plan->n);
+    rc |= ag_resp_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         const struct ag_policy *p = op->policy;
-        rc |= ag_resp_uint(&b, (uint64_t)p->algorithm) |
-              ag_resp_uint(&b, p->limit) |
-              ag_resp_uint(&b, (uint64_t)p->window_s * 1000) |
-              ag_resp_uint(&b, (uint64_t)p->block_s * 1000) |
-              ag_resp_str(&b, op->charge ? "1" : "0") |
-              ag_resp_str(&b, op->shadow ? "1" : "0") |
-              ag_resp_str(&b, op->member);
+        rc |= ag_resp_uint(&b, (uint64_t)p->algorithm);
+        rc |= ag_resp_uint(&b, p->limit);
+        rc |= ag_resp_uint(&b, (uint64_t)p->window_s * 1000);
+        rc |= ag_resp_uint(&b, (uint64_t)p->block_s * 1000);
+        rc |= ag_resp_str(&b, op->charge ? "1" : "0");
+        rc |= ag_resp_str(&b, op->shadow ? "1" : "0");
+        rc |= ag_resp_str(&b, op->member);
     }
     if (rc) {
         ag_buf_free(&b);
@@ -531,8 +574,9 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
             /* A flushed or restarted Redis: load the script, try again. */
             freeReplyObject(r);
-            const char *argv[] = {"SCRIPT", "LOAD", s->script};
-            size_t lens[] = {6, 4, s->script_len};
+            const struct script *sc = plan_script(s, plan);
+            const char *argv[] = {"SCRIPT", "LOAD", sc->text};
+            size_t lens[] = {6, 4, sc->len};
             r = call_argv(s, 3, argv, lens, &sent);
             freeReplyObject(r);
             continue;
@@ -678,6 +722,12 @@ static void *probe(void *arg)
     return NULL;
 }
 
+static void free_scripts(struct redis_store *s)
+{
+    for (unsigned m = 0; m < SCRIPTS; m++)
+        free(s->scripts[m].text);
+}
+
 static void redis_destroy(struct ag_store *base)
 {
     struct redis_store *s = (struct redis_store *)base;
@@ -693,7 +743,7 @@ static void redis_destroy(struct ag_store *base)
     pthread_cond_destroy(&s->queued);
     pthread_mutex_destroy(&s->lock);
     sodium_memzero(s->addr.password, sizeof s->addr.password);
-    free(s->script);
+    free_scripts(s);
     free(s);
 }
 
@@ -713,10 +763,13 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     struct redis_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->script = compose_script(&s->script_len);
-    if (!s->script) {
-        free(s);
-        return NULL;
+    for (unsigned m = 1; m < SCRIPTS; m++) {
+        s->scripts[m].text = compose_script(m, &s->scripts[m].len);
+        if (!s->scripts[m].text) {
+            free_scripts(s);
+            free(s);
+            return NULL;
+        }
     }
     s->base.ops = &redis_ops;
     s->addr = *addr;
@@ -753,7 +806,7 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
         pthread_mutex_unlock(&s->lock);
         for (int i = 0; i < started; i++)
             pthread_join(s->dispatchers[i].thread, NULL);
-        free(s->script);
+        free_scripts(s);
         free(s);
         return NULL;
     }
