@@ -50,6 +50,7 @@ rport=$(port)
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$out" --logfile "$out/redis.log" &
 pids+=($!)
+rpid=$!
 until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
 
 work=$(mktemp -d)
@@ -77,6 +78,8 @@ for p in $aport $fport $pport; do
 done
 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+# CPU time a process has used, in clock ticks (user + system).
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # One wrk run: prints "rps p50_ms p99_ms".
 measure() {
@@ -101,10 +104,12 @@ PY
 }
 
 echo "== $runs runs of ${duration}s each, wrk -t2 -c$conns, alternating" >&2
-declare -a ag_res fx_res peer_res rss_after
+declare -a ag_res fx_res peer_res rss_after cpu
 rss_before=$(rss $apid)
 for i in $(seq "$runs"); do
+    a0=$(ticks $apid); r0=$(ticks $rpid)
     ag_res+=("$(measure "$aport" "abuseguard-$i")")
+    cpu+=("$(($(ticks $apid) - a0)):$(($(ticks $rpid) - r0))")
     rss_after+=("$(rss $apid)")
     fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
     peer_res+=("$(measure "$pport" "peer-$i")")
@@ -137,15 +142,17 @@ for k in $sample; do
 done
 
 python3 - "$ceiling" "$rss_before" "$keys" "$used" "$usage" "$n" \
+    "$(getconf CLK_TCK)" "$duration" \
     "${ag_res[@]}" --- "${fx_res[@]}" --- "${peer_res[@]}" --- \
-    "${rss_after[@]}" <<'PY'
+    "${rss_after[@]}" --- "${cpu[@]}" <<'PY'
 import statistics, sys
 args = sys.argv[1:]
-ceiling, rss0, keys, used, usage, n = args[:6]
-rest = args[6:]
+ceiling, rss0, keys, used, usage, n, tck, dur = args[:8]
+rest = args[8:]
 i = rest.index("---"); ag = rest[:i]; rest = rest[i + 1:]
 i = rest.index("---"); fx = rest[:i]; rest = rest[i + 1:]
-i = rest.index("---"); peer = rest[:i]; rss = rest[i + 1:]
+i = rest.index("---"); peer = rest[:i]; rest = rest[i + 1:]
+i = rest.index("---"); rss = rest[:i]; cpu = rest[i + 1:]
 def parse(rows): return [list(map(float, r.split()[:3])) + r.split()[3:] for r in rows]
 ag, fx, peer = parse(ag), parse(fx), parse(peer)
 def med(rows, k): return statistics.median(r[k] for r in rows)
@@ -163,6 +170,14 @@ c = float(ceiling) if ceiling else 0
 if c:
     print("redis ceiling (EVALSHA check, pipelined): %.0f checks/s; abuseguard at %.0f%%" % (c, 100 * a / c))
 print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))
+# CPU per check during the abuseguard runs: a steadier measure than
+# checks/s on a shared machine, for comparing builds.
+def per_check(j, part):
+    checks = ag[j][0] * float(dur)
+    return int(cpu[j].split(":")[part]) * 1e6 / float(tck) / checks
+print("CPU us per check (abuseguard runs): service %s, redis %s" % (
+    " ".join("%.0f" % per_check(j, 0) for j in range(len(cpu))),
+    " ".join("%.0f" % per_check(j, 1) for j in range(len(cpu)))))
 print("redis: %s keys, used_memory %s bytes (%.0f B/key over all keys); "
       "login.user logs sampled: %.0f B/key (MEMORY USAGE, n=%s)"
       % (keys, used, float(used) / max(float(keys), 1), float(usage) / max(float(n), 1), n))
