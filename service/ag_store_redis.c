@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -63,6 +64,8 @@ struct job {
     size_t len;
     redisReply *reply; /* NULL if the command failed */
     bool sent;         /* it may have reached Redis: a failure is not retried */
+    bool orphaned;     /* failed because an earlier reply of its batch did:
+                          the breaker counted that connection failure once */
     sem_t done;
     struct async_check *async;
     struct job *next;
@@ -229,35 +232,50 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     return ok ? AG_OK : AG_ESTORE;
 }
 
-/* Loads every script on *ctx and notes their SHA1s (dropping *ctx on
- * failure). */
-static int load_on(struct redis_store *s, redisContext **ctx)
+/* Loads scripts[from..to) on *ctx in one round trip (pipelined) and notes
+ * their SHA1s; drops *ctx on failure. */
+static int load_scripts(struct redis_store *s, redisContext **ctx,
+                        unsigned from, unsigned to)
 {
-    for (unsigned m = 1; m < SCRIPTS; m++) {
-        if (!*ctx)
-            return AG_ESTORE;
-        struct script *sc = &s->scripts[m];
-        const char *argv[] = {"SCRIPT", "LOAD", sc->text};
-        size_t lens[] = {6, 4, sc->len};
-        redisReply *r = sync_command(s, ctx, 3, argv, lens);
-        if (!r)
-            return AG_ESTORE;
-        bool ok = r->type == REDIS_REPLY_STRING && r->len == 40;
-        if (ok) {
-            pthread_mutex_lock(&s->lock);
-            memcpy(sc->sha, r->str, 41);
-            pthread_mutex_unlock(&s->lock);
-        } else {
-            ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
-                   r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-        }
-        freeReplyObject(r);
-        if (!ok) {
+    if (!*ctx)
+        return AG_ESTORE;
+    for (unsigned m = from; m < to; m++) {
+        const char *argv[] = {"SCRIPT", "LOAD", s->scripts[m].text};
+        size_t lens[] = {6, 4, s->scripts[m].len};
+        if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
+            failed(s, *ctx);
             drop(ctx);
             return AG_ESTORE;
         }
     }
-    return AG_OK;
+    bool ok = true;
+    for (unsigned m = from; m < to; m++) {
+        redisReply *r = NULL;
+        if (redisGetReply(*ctx, (void **)&r) != REDIS_OK) {
+            failed(s, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+        if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+            pthread_mutex_lock(&s->lock);
+            memcpy(s->scripts[m].sha, r->str, 41);
+            pthread_mutex_unlock(&s->lock);
+        } else if (ok) {
+            ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+            ok = false;
+        }
+        freeReplyObject(r);
+    }
+    if (!ok)
+        drop(ctx);
+    return ok ? AG_OK : AG_ESTORE;
+}
+
+/* Loads every script on a new connection: one round trip. */
+static int load_on(struct redis_store *s, redisContext **ctx)
+{
+    return load_scripts(s, ctx, 1, SCRIPTS);
 }
 
 /* A new connection with the timeouts set, authenticated, on the right
@@ -305,6 +323,8 @@ static void enqueue(struct redis_store *s, struct job *j);
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        struct ag_limit_result *res);
 static int outcome(struct redis_store *s, int rc);
+static const struct script *plan_script(const struct redis_store *s,
+                                        const struct ag_plan *plan);
 
 /* Completes an asynchronous check on the dispatcher thread: retries what
  * never left, reloads the script on NOSCRIPT, parses, and calls back. */
@@ -316,8 +336,12 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
     a->job.next = NULL;
     bool noscript = r && r->type == REDIS_REPLY_ERROR &&
                     strncmp(r->str, "NOSCRIPT", 8) == 0;
+    /* After a NOSCRIPT (a flushed or restarted Redis) only this plan's
+     * script is reloaded: each of a batch's checks may ask. */
+    unsigned m = (unsigned)(plan_script(s, a->plan) - s->scripts);
     if (a->attempts++ == 0 &&
-        ((!r && !a->job.sent) || (noscript && load_on(s, &d->ctx) == AG_OK))) {
+        ((!r && !a->job.sent) ||
+         (noscript && load_scripts(s, &d->ctx, m, m + 1) == AG_OK))) {
         freeReplyObject(r);
         enqueue(s, &a->job);
         return;
@@ -328,12 +352,23 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
                r->type == REDIS_REPLY_ERROR ? r->str
                                             : "unexpected reply shape");
     freeReplyObject(r);
-    rc = outcome(s, rc);
+    if (!a->job.orphaned)
+        rc = outcome(s, rc);
     ag_store_done_fn done = a->done;
     void *arg = a->arg;
     free(a->job.cmd);
     free(a);
     done(arg, rc);
+}
+
+/* Has Redis closed ctx (a restart, a failover, its idle timeout, CLIENT
+ * KILL) while it sat idle? A batch written on it would be lost, its
+ * commands maybe run and never answered; better to reconnect first. An
+ * idle RESP2 connection has nothing to read unless it was closed. */
+static bool stale(const redisContext *ctx)
+{
+    struct pollfd p = {.fd = ctx->fd, .events = POLLIN};
+    return poll(&p, 1, 0) != 0;
 }
 
 /* Takes up to BATCH_MAX queued jobs; NULL once stopping and drained. */
@@ -366,6 +401,8 @@ static void *dispatch(void *arg)
     size_t n;
     struct job *batch;
     while ((batch = take_batch(s, &n))) {
+        if (d->ctx && stale(d->ctx))
+            drop(&d->ctx);
         if (!d->ctx && !atomic_load(&s->open))
             d->ctx = connect_redis(s);
         bool ok = d->ctx != NULL;
@@ -382,6 +419,7 @@ static void *dispatch(void *arg)
         for (struct job *j = batch; j; j = j->next) {
             void *reply = NULL;
             j->sent = written;
+            j->orphaned = written && !ok;
             if (ok && redisGetReply(d->ctx, &reply) != REDIS_OK) {
                 failed(s, d->ctx);
                 drop(&d->ctx);
@@ -418,7 +456,7 @@ static void enqueue(struct redis_store *s, struct job *j)
 
  * whether it may have reached Redis. The caller frees the reply. */
 static redisReply *call(struct redis_store *s, char *cmd, size_t len,
-                        bool *sent)
+                        bool *sent, bool *orphaned)
 {
     struct job j = {.cmd = cmd, .len = len};
     sem_init(&j.done, 0, 0);
@@ -428,6 +466,8 @@ static redisReply *call(struct redis_store *s, char *cmd, size_t len,
         ;
     sem_destroy(&j.done);
     *sent = j.sent;
+    if (orphaned)
+        *orphaned = j.orphaned;
     return j.reply;
 }
 
@@ -439,7 +479,7 @@ static redisReply *call_argv(struct redis_store *s, int argc, const char **argv,
     long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0)
         return NULL;
-    redisReply *r = call(s, cmd, (size_t)len, sent);
+    redisReply *r = call(s, cmd, (size_t)len, sent, NULL);
     redisFreeCommand(cmd);
     return r;
 }
@@ -553,8 +593,10 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     return (long long)b.len;
 }
 
+/* *orphaned: it failed only because its batch's connection failed on an
+ * earlier reply, which the breaker has counted already. */
 static int check_once(struct redis_store *s, const struct ag_plan *plan,
-                      struct ag_limit_result *res)
+                      struct ag_limit_result *res, bool *orphaned)
 {
     char *cmd;
     long long len = format_check(s, plan, &cmd);
@@ -563,7 +605,7 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
     int rc = AG_ESTORE;
     for (int attempt = 0; attempt < 2; attempt++) {
         bool sent;
-        redisReply *r = call(s, cmd, (size_t)len, &sent);
+        redisReply *r = call(s, cmd, (size_t)len, &sent, orphaned);
         /* A check that may have run must not run again: it would be
          * recorded twice. One that never left may try a new connection. */
         if (!r && !sent)
@@ -601,7 +643,9 @@ static int redis_check(struct ag_store *base, const struct ag_plan *plan,
         return AG_OK;
     if (atomic_load(&s->open))
         return AG_ESTORE;
-    return outcome(s, check_once(s, plan, res));
+    bool orphaned = false;
+    int rc = check_once(s, plan, res, &orphaned);
+    return orphaned ? rc : outcome(s, rc);
 }
 
 static int redis_check_async(struct ag_store *base, const struct ag_plan *plan,

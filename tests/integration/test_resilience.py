@@ -144,6 +144,31 @@ class ResilienceTest(PolicyTest):
         self.assertIn(self.redis.cmd("ZCARD", key), (1, 2))
 
 
+    def test_connections_redis_closed_are_replaced_before_use(self):
+        # Redis closing idle connections (a restart, its idle timeout,
+        # CLIENT KILL) must cost no check: a dispatcher notices the close
+        # before it writes a batch, instead of losing the batch and
+        # counting toward the breaker. A fail-closed policy makes any
+        # such failure a 503.
+        (svc,) = self.start([CLOSED])
+        warm = [threading.Thread(target=self.login,
+                                 args=(svc, "w%d@x.org" % i))
+                for i in range(16)]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
+        for round_ in range(3):
+            self.assertGreaterEqual(
+                self.redis.cmd("CLIENT", "KILL", "TYPE", "normal"), 1)
+            time.sleep(0.05)
+            for i in range(4):
+                r = self.login(svc, "k%d@x.org" % i, "192.0.2.%d" % (i + 1))
+                self.assertEqual(r.status, 200, (round_, r.json))
+                self.assertNotIn("degraded", r.json)
+        self.assertEqual(
+            metric(svc, "abuseguard_circuit_breaker_opens_total"), 0)
+
     def test_script_flush_is_survived(self):
         (svc,) = self.start([OPEN])
         self.login(svc, "g@x.org")
