@@ -35,6 +35,16 @@ class ResilienceTest(PolicyTest):
         return self.seeded(policies, count, extra=[
             "--redis-timeout-ms", str(TIMEOUT_MS)])
 
+    def open_every_connection(self, svc):
+        """Concurrent checks, so that every dispatcher has connected."""
+        warm = [threading.Thread(target=self.login,
+                                 args=(svc, "w%d@x.org" % i))
+                for i in range(16)]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
+
     def timed_login(self, svc, user, ip="192.0.2.1"):
         t = time.monotonic()
         r = self.login(svc, user, ip)
@@ -115,15 +125,9 @@ class ResilienceTest(PolicyTest):
     def test_a_check_that_timed_out_is_not_sent_twice(self):
         (svc,) = self.start([OPEN])
         self.assertEqual(self.login(svc, "twice@x.org").status, 200)
-        # Concurrent checks, so that every dispatcher connection is open
-        # and a retry would have one to go out on.
-        warm = [threading.Thread(target=self.login,
-                                 args=(svc, "w%d@x.org" % i))
-                for i in range(16)]
-        for t in warm:
-            t.start()
-        for t in warm:
-            t.join()
+        # Every dispatcher connection open, so a retry would have one to go
+        # out on.
+        self.open_every_connection(svc)
 
         # Redis stalls past the timeout with the check already sent: it
         # runs it when it wakes, so the service must not send it again.
@@ -151,13 +155,7 @@ class ResilienceTest(PolicyTest):
         # counting toward the breaker. A fail-closed policy makes any
         # such failure a 503.
         (svc,) = self.start([CLOSED])
-        warm = [threading.Thread(target=self.login,
-                                 args=(svc, "w%d@x.org" % i))
-                for i in range(16)]
-        for t in warm:
-            t.start()
-        for t in warm:
-            t.join()
+        self.open_every_connection(svc)
         for round_ in range(3):
             self.assertGreaterEqual(
                 self.redis.cmd("CLIENT", "KILL", "TYPE", "normal"), 1)
