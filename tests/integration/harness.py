@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -245,6 +246,18 @@ class ServiceTest(unittest.TestCase):
 
     def otp(self, svc, phone, ip, **extra):
         return svc.post("/check-otp", {"phone": phone, "ip": ip, **extra})
+
+    def open_every_connection(self, svc):
+        """Concurrent checks (of users no test uses), so that every Redis
+        dispatcher connection of svc is open and loaded with the scripts
+        before a test times or counts anything."""
+        warm = [threading.Thread(target=self.login,
+                                 args=(svc, "w%d@x.org" % i))
+                for i in range(16)]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
 
     def decision(self, resp, policy):
         for d in resp.json["decisions"]:

@@ -35,16 +35,6 @@ class ResilienceTest(PolicyTest):
         return self.seeded(policies, count, extra=[
             "--redis-timeout-ms", str(TIMEOUT_MS)])
 
-    def open_every_connection(self, svc):
-        """Concurrent checks, so that every dispatcher has connected."""
-        warm = [threading.Thread(target=self.login,
-                                 args=(svc, "w%d@x.org" % i))
-                for i in range(16)]
-        for t in warm:
-            t.start()
-        for t in warm:
-            t.join()
-
     def timed_login(self, svc, user, ip="192.0.2.1"):
         t = time.monotonic()
         r = self.login(svc, user, ip)
