@@ -33,65 +33,79 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 -- TIME's microseconds, zero-padded to six digits, after its seconds.
 now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 
-local policies = {}
+-- Two flat arrays carry the policies from the first pass to the second:
+-- out is the reply (allowed, remaining, retry_ms, reset_ms per policy;
+-- allowed a boolean and reset_ms possibly false until the end), and kept
+-- holds per policy its limit, window_us, the block key's remaining TTL,
+-- then the four values its peek hands its charge (false for those it does
+-- not use). Both are built at their full size by a constructor: a table
+-- grown an element at a time is rehashed at every power of two, and a nil
+-- stored into one still inserts a key; either costs Redis more than a
+-- command does. The ARGV values copied in are all overwritten.
+local out = {unpack(ARGV, 1, 4 * n)}
+local kept = {unpack(ARGV, 1, 7 * n)}
 local denied = false
 local k = 1 -- the next policy's first key
 for i = 1, n do
   local a = 4 + 7 * (i - 1)
-  local block = ARGV[a + 3]
-  local block_ms = block == '0' and 0 or tonumber(block)
-  -- Every field the algorithms set is named here, so the table is sized
-  -- once.
-  local p = {
-    key = KEYS[k],
-    block_key = block_ms > 0 and KEYS[k + 1] or nil,
-    algorithm = algorithms[ARGV[a]],
-    limit = tonumber(ARGV[a + 1]),
-    window_ms = ARGV[a + 2],
-    window_us = tonumber(ARGV[a + 2]) * 1000,
-    block_ms = block_ms,
-    charge = ARGV[a + 4] == '1',
-    shadow = ARGV[a + 5] == '1',
-    member = ARGV[a + 6],
-    blocked_ms = 0,
-    count = 0, allowed = false, remaining = 0, retry_ms = 0, reset_ms = nil,
-  }
-  k = k + (block_ms > 0 and 2 or 1)
-  if p.member == '' then
-    p.member = log_member
+  local key = KEYS[k]
+  local blocked_ms = 0
+  if ARGV[a + 3] == '0' then
+    k = k + 1
+  else
+    blocked_ms = redis.call('PTTL', KEYS[k + 1])
+    k = k + 2
   end
-  if p.block_ms > 0 then
-    p.blocked_ms = redis.call('PTTL', p.block_key)
+  local limit = tonumber(ARGV[a + 1])
+  local window_us = tonumber(ARGV[a + 2]) * 1000
+  local member = ARGV[a + 6]
+  if member == '' then
+    member = log_member
   end
-  p.algorithm.peek(p, now)
-  if p.blocked_ms > 0 then
-    p.allowed = false
-    p.remaining = 0
-    p.retry_ms = math.max(p.retry_ms, p.blocked_ms)
+  local allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4 =
+    algorithms[ARGV[a]].peek(key, limit, window_us, member, now)
+  if blocked_ms > 0 then
+    allowed = false
+    remaining = 0
+    retry_ms = math.max(retry_ms, blocked_ms)
   end
-  if not p.allowed and not p.shadow then
+  if not allowed and ARGV[a + 5] ~= '1' then
     denied = true
   end
-  policies[i] = p
+  local o, s = 4 * i, 7 * i
+  out[o - 3], out[o - 2], out[o - 1], out[o] =
+    allowed, remaining, retry_ms, reset_ms
+  kept[s - 6], kept[s - 5], kept[s - 4] = limit, window_us, blocked_ms
+  kept[s - 3], kept[s - 2] = s1 or false, s2 or false
+  kept[s - 1], kept[s] = s3 or false, s4 or false
 end
 
-local out = {}
+k = 1
 for i = 1, n do
-  local p = policies[i]
-  if (record or not denied) and p.charge and p.allowed then
-    p.algorithm.charge(p, now)
-  elseif not record and not p.allowed and not p.shadow and p.block_ms > 0
-      and p.blocked_ms <= 0 then
-    redis.call('SET', p.block_key, '1', 'PX', p.block_ms)
-    p.retry_ms = math.max(p.retry_ms, p.block_ms)
+  local a = 4 + 7 * (i - 1)
+  local o, s = 4 * i, 7 * i
+  local algorithm = algorithms[ARGV[a]]
+  local key = KEYS[k]
+  local block = ARGV[a + 3]
+  local block_key = block ~= '0' and KEYS[k + 1]
+  k = k + (block_key and 2 or 1)
+  local allowed = out[o - 3]
+  if (record or not denied) and allowed and ARGV[a + 4] == '1' then
+    local member = ARGV[a + 6]
+    if member == '' then
+      member = log_member
+    end
+    out[o - 2], out[o] =
+      algorithm.charge(key, kept[s - 6], kept[s - 5], ARGV[a + 2], member,
+                       now, kept[s - 3], kept[s - 2], kept[s - 1], kept[s])
+  elseif not record and not allowed and ARGV[a + 5] ~= '1' and block_key
+      and kept[s - 4] <= 0 then
+    redis.call('SET', block_key, '1', 'PX', block)
+    out[o - 1] = math.max(out[o - 1], tonumber(block))
   end
-  if p.reset_ms == nil then
-    p.reset_ms = p.algorithm.reset(p, now)
+  if not out[o] then
+    out[o] = algorithm.reset(key, kept[s - 5], now)
   end
-  out[4 * i - 3] = p.allowed and 1 or 0
-
-  out[4 * i - 2] = p.remaining
-  out[4 * i - 1] = p.retry_ms
-  out[4 * i] = p.reset_ms
+  out[o - 3] = allowed and 1 or 0
 end
 return out

@@ -1,5 +1,27 @@
 -- common: helpers every algorithm shares. A composed script is this file,
 -- then the algorithm files a check's policies use, then check.lua.
+--
+-- The algorithm interface. Every algorithm is a table registered in
+-- `algorithms` under its ARGV code, with three functions that take plain
+-- values and return plain values: a per-policy Lua table costs Redis more
+-- than the commands it drives (measured with callgrind in redis-server:
+-- about a quarter of a login check's instructions), so nothing here
+-- allocates one.
+--
+--   peek(key, limit, window_us, member, now)
+--     -> allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4
+--     decides without recording. reset_ms is false when it costs a Redis
+--     call to know and the driver may not need it; s1..s4 are whatever
+--     the algorithm wants handed to charge.
+--   charge(key, limit, window_us, window_ms, member, now, s1, s2, s3, s4)
+--     -> remaining, reset_ms
+--     records one request that peek allowed. window_ms is the ARGV text.
+--   reset(key, window_us, now) -> reset_ms
+--     for a policy peek left reset_ms false and that was not charged.
+--
+-- key is the policy's state key; limit and window_us are numbers; member is
+-- what set-based algorithms record (the request's nonce, or for distinct
+-- the subject's keyed hash); now is microseconds from Redis TIME.
 
 -- The algorithms in this script, by their ARGV code (the enum ag_algorithm
 -- order, as text: no tonumber per policy). Each algorithm file registers
@@ -21,15 +43,14 @@ end
 -- Arguments to redis.call go as text the driver already has: Redis
 -- formats a Lua number argument with printf("%.17g"), which costs about
 -- as much as the command it feeds. now_text is the check's time in
--- microseconds as integer text, set once by the driver; p.window_ms is the
--- window's ARGV text.
+-- microseconds as integer text, set once by the driver.
 local now_text
 
--- Runs a reading command on key. A key of another type, left by an earlier
--- algorithm of a policy an admin has since changed, is deleted and reads as
--- absent (nil), so an edit never wedges a policy on WRONGTYPE.
-local function read(cmd, key, ...)
-  local r = redis.pcall(cmd, key, ...)
+-- The reply r of redis.pcall on key, a reading command. A key of another
+-- type, left by an earlier algorithm of a policy an admin has since
+-- changed, is deleted and reads as absent (nil), so an edit never wedges a
+-- policy on WRONGTYPE. The caller makes the call: no varargs to pass on.
+local function read(key, r)
   if type(r) == 'table' and r.err then
     if string.find(r.err, 'WRONGTYPE', 1, true) then
       redis.call('DEL', key)
@@ -40,54 +61,48 @@ local function read(cmd, key, ...)
   return r
 end
 
--- For the sorted-set algorithms: milliseconds until the newest member of
--- p.key leaves the window, when the whole set will have expired.
-local function set_reset(p, now)
-  local newest = redis.call('ZRANGE', p.key, -1, -1, 'WITHSCORES')
-  return ms(tonumber(newest[2]) + p.window_us - now)
-end
-
 -- The sorted-set algorithms (sliding_log, distinct) share their bookkeeping.
--- set_peek counts p.key's live members into p.count: expired ones are
--- removed (only from a non-empty set: most keys a check touches are new),
--- and when an admin lowered the limit the oldest beyond it are trimmed,
--- which keeps the same answers (only the newest `limit` can decide one).
--- reset_ms is 0 for an empty set and otherwise left for set_reset, which
--- the driver calls only for a policy it did not charge (a charge makes it
--- the whole window): one Redis call saved per check.
-local function set_peek(p, now)
-  local key = p.key
-  local count = read('ZCARD', key) or 0
+
+-- The number of key's live members. Expired ones are removed (only from a
+-- non-empty set: most keys a check touches are new), and when an admin
+-- lowered the limit the oldest beyond it are trimmed, which keeps the same
+-- answers (only the newest `limit` can decide one).
+local function set_count(key, limit, window_us, now)
+  local count = read(key, redis.pcall('ZCARD', key)) or 0
   if count > 0 then
     count = count - redis.call('ZREMRANGEBYSCORE', key, '-inf',
-                               int(now - p.window_us))
+                               int(now - window_us))
   end
-  if count > p.limit then
-    redis.call('ZREMRANGEBYRANK', key, 0, count - p.limit - 1)
-    count = p.limit
+  if count > limit then
+    redis.call('ZREMRANGEBYRANK', key, 0, count - limit - 1)
+    count = limit
   end
-  p.count = count
-  if count == 0 then
-    p.reset_ms = 0
-  end
+  return count
 end
 
--- Allows p, or denies it until its oldest member leaves the window.
-local function set_decide(p, now, allowed)
-  p.allowed = allowed
+-- peek's answer for a set of count live members: allowed, or denied until
+-- its oldest member leaves the window. reset_ms is 0 for an empty set and
+-- otherwise left to set_reset, which the driver calls only for a policy it
+-- did not charge (a charge makes it the whole window): one Redis call saved
+-- per check.
+local function set_answer(key, limit, window_us, now, count, allowed)
+  local reset_ms = count == 0 and 0
   if allowed then
-    p.remaining = p.limit - p.count
-    p.retry_ms = 0
-    return
+    return true, limit - count, 0, reset_ms
   end
-  local oldest = redis.call('ZRANGE', p.key, 0, 0, 'WITHSCORES')
-  p.remaining = 0
-  p.retry_ms = ms(tonumber(oldest[2]) + p.window_us - now)
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return false, 0, ms(tonumber(oldest[2]) + window_us - now), reset_ms
+end
+
+-- Milliseconds until the newest member of key leaves the window, when the
+-- whole set will have expired.
+local function set_reset(key, window_us, now)
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  return ms(tonumber(newest[2]) + window_us - now)
 end
 
 -- Adds (or refreshes) member at now; the set lives one window past it.
-local function set_add(p, now, member)
-  redis.call('ZADD', p.key, now_text, member)
-  redis.call('PEXPIRE', p.key, p.window_ms)
-  p.reset_ms = ms(p.window_us)
+local function set_add(key, window_ms, member)
+  redis.call('ZADD', key, now_text, member)
+  redis.call('PEXPIRE', key, window_ms)
 end

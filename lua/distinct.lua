@@ -4,23 +4,28 @@
 -- each was last seen. A request for a subject already in the set is
 -- allowed; a new one is allowed while fewer than `limit` are. The set never
 -- holds more than `limit` members, so memory is bounded by the limit
--- (about 100 bytes a member). Same bookkeeping as sliding_log.
+-- (about 100 bytes a member). Same bookkeeping as sliding_log
+-- (common.lua); peek hands charge the live count and whether the subject
+-- is known.
 local distinct = {}
 
-function distinct.peek(p, now)
-  set_peek(p, now)
-  p.known = redis.call('ZSCORE', p.key, p.member) ~= false
-  set_decide(p, now, p.known or p.count < p.limit)
+function distinct.peek(key, limit, window_us, member, now)
+  local count = set_count(key, limit, window_us, now)
+  local known = redis.call('ZSCORE', key, member) ~= false
+  local allowed, remaining, retry_ms, reset_ms =
+    set_answer(key, limit, window_us, now, count, known or count < limit)
+  return allowed, remaining, retry_ms, reset_ms, count, known
+end
+
+function distinct.charge(key, limit, window_us, window_ms, member, now,
+                         count, known)
+  set_add(key, window_ms, member)
+  if not known then
+    count = count + 1
+  end
+  return limit - count, ms(window_us)
 end
 
 distinct.reset = set_reset
-
-function distinct.charge(p, now)
-  set_add(p, now, p.member)
-  if not p.known then
-    p.count = p.count + 1
-  end
-  p.remaining = p.limit - p.count
-end
 
 algorithms['4'] = distinct

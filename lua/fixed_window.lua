@@ -7,29 +7,23 @@
 -- than one window: that is the algorithm's known price for O(1) state.
 local fixed_window = {}
 
-function fixed_window.peek(p, now)
-  local window_end = (math.floor(now / p.window_us) + 1) * p.window_us
-  local count = tonumber(read('GET', p.key) or '0') or 0
-  p.count = count
-  p.window_end = window_end
+-- peek hands charge the window's end in microseconds.
+function fixed_window.peek(key, limit, window_us, member, now)
+  local window_end = (math.floor(now / window_us) + 1) * window_us
+  local count = tonumber(read(key, redis.pcall('GET', key)) or '0') or 0
   local left_ms = ms(window_end - now)
-  p.reset_ms = count > 0 and left_ms or 0
-  if count < p.limit then
-    p.allowed = true
-    p.remaining = p.limit - count
-    p.retry_ms = 0
-  else
-    p.allowed = false
-    p.remaining = 0
-    p.retry_ms = left_ms
+  local reset_ms = count > 0 and left_ms or 0
+  if count < limit then
+    return true, limit - count, 0, reset_ms, window_end
   end
+  return false, 0, left_ms, reset_ms, window_end
 end
 
-function fixed_window.charge(p, now)
-  p.count = redis.call('INCR', p.key)
-  redis.call('PEXPIREAT', p.key, int(math.ceil(p.window_end / 1000)))
-  p.remaining = math.max(p.limit - p.count, 0)
-  p.reset_ms = ms(p.window_end - now)
+function fixed_window.charge(key, limit, window_us, window_ms, member, now,
+                             window_end)
+  local count = redis.call('INCR', key)
+  redis.call('PEXPIREAT', key, int(math.ceil(window_end / 1000)))
+  return math.max(limit - count, 0), ms(window_end - now)
 end
 
 algorithms['1'] = fixed_window

@@ -2,27 +2,24 @@
 -- recorded request, scored by its time in microseconds; a request is allowed
 -- while fewer than `limit` members lie within the last `window` of time.
 -- The set never holds more than `limit` members: a denied request is not
--- recorded, and a lowered limit trims the oldest (set_peek). Memory: about
--- 80 bytes per member.
---
--- peek(p, now) fills p.allowed, p.remaining, p.retry_ms (and p.reset_ms
--- when it is free to know) without recording; charge(p, now) records one
--- request as p.member; reset(p, now) answers p.reset_ms when peek left it
--- unset. `p` carries key, limit, window_us, member; `now` is microseconds
--- from Redis TIME.
+-- recorded, and a lowered limit trims the oldest (set_count). Memory: about
+-- 80 bytes per member. The interface is described in common.lua; peek hands
+-- charge the live count.
 local sliding_log = {}
 
-function sliding_log.peek(p, now)
-  set_peek(p, now)
-  set_decide(p, now, p.count < p.limit)
+function sliding_log.peek(key, limit, window_us, member, now)
+  local count = set_count(key, limit, window_us, now)
+  local allowed, remaining, retry_ms, reset_ms =
+    set_answer(key, limit, window_us, now, count, count < limit)
+  return allowed, remaining, retry_ms, reset_ms, count
+end
+
+function sliding_log.charge(key, limit, window_us, window_ms, member, now,
+                            count)
+  set_add(key, window_ms, member)
+  return limit - count - 1, ms(window_us)
 end
 
 sliding_log.reset = set_reset
-
-function sliding_log.charge(p, now)
-  set_add(p, now, p.member)
-  p.count = p.count + 1
-  p.remaining = p.limit - p.count
-end
 
 algorithms['0'] = sliding_log

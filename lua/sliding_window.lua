@@ -9,10 +9,10 @@
 -- fields per key, whatever the limit.
 local sliding_window = {}
 
-function sliding_window.peek(p, now)
-  local w = p.window_us
+-- peek hands charge the window index, both counts and the estimate.
+function sliding_window.peek(key, limit, w, member, now)
   local idx = math.floor(now / w)
-  local h = read('HMGET', p.key, 'w', 'c', 'p') or {}
+  local h = read(key, redis.pcall('HMGET', key, 'w', 'c', 'p')) or {}
   local cw, cc, pc = tonumber(h[1]), tonumber(h[2]) or 0, tonumber(h[3]) or 0
   if cw == idx - 1 then
     pc, cc = cc, 0
@@ -21,42 +21,36 @@ function sliding_window.peek(p, now)
   end
   local elapsed = now - idx * w
   local est = pc * (1 - elapsed / w) + cc
-  p.idx, p.cc, p.pc = idx, cc, pc
-  p.est = est
+  local reset_ms
   if cc > 0 then
-    p.reset_ms = ms((idx + 2) * w - now)
+    reset_ms = ms((idx + 2) * w - now)
   elseif pc > 0 then
-    p.reset_ms = ms((idx + 1) * w - now)
+    reset_ms = ms((idx + 1) * w - now)
   else
-    p.reset_ms = 0
+    reset_ms = 0
   end
-  if est + 1 <= p.limit then
-    p.allowed = true
-    p.remaining = math.floor(p.limit - est)
-    p.retry_ms = 0
-    return
+  if est + 1 <= limit then
+    return true, math.floor(limit - est), 0, reset_ms, idx, cc, pc, est
   end
-  p.allowed = false
-  p.remaining = 0
-  if cc + 1 <= p.limit then
+  local retry_ms
+  if cc + 1 <= limit then
     -- This window: wait until the previous window's weight falls enough.
-    local need = w * (1 - (p.limit - 1 - cc) / pc)
-    p.retry_ms = ms(math.max(need - elapsed, 1))
+    local need = w * (1 - (limit - 1 - cc) / pc)
+    retry_ms = ms(math.max(need - elapsed, 1))
   else
     -- Only the next window can admit it, once this one's weight falls.
-    local need = w * (1 - (p.limit - 1) / cc)
-    p.retry_ms = ms(w - elapsed + need)
+    local need = w * (1 - (limit - 1) / cc)
+    retry_ms = ms(w - elapsed + need)
   end
+  return false, 0, retry_ms, reset_ms, idx, cc, pc, est
 end
 
-function sliding_window.charge(p, now)
-  local w = p.window_us
-  p.cc = p.cc + 1
-  redis.call('HSET', p.key, 'w', int(p.idx), 'c', int(p.cc), 'p', int(p.pc))
-  redis.call('PEXPIREAT', p.key, int(math.ceil((p.idx + 2) * w / 1000)))
-  p.est = p.est + 1
-  p.remaining = math.max(math.floor(p.limit - p.est), 0)
-  p.reset_ms = ms((p.idx + 2) * w - now)
+function sliding_window.charge(key, limit, w, window_ms, member, now,
+                               idx, cc, pc, est)
+  cc = cc + 1
+  redis.call('HSET', key, 'w', int(idx), 'c', int(cc), 'p', int(pc))
+  redis.call('PEXPIREAT', key, int(math.ceil((idx + 2) * w / 1000)))
+  return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now)
 end
 
 algorithms['2'] = sliding_window

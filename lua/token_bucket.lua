@@ -6,35 +6,31 @@
 -- small fields per key, whatever the limit.
 local token_bucket = {}
 
-function token_bucket.peek(p, now)
-  local rate = p.limit / p.window_us -- tokens per microsecond
-  local h = read('HMGET', p.key, 't', 'ts') or {}
+-- peek hands charge the tokens now in the bucket.
+function token_bucket.peek(key, limit, window_us, member, now)
+  local rate = limit / window_us -- tokens per microsecond
+  local h = read(key, redis.pcall('HMGET', key, 't', 'ts')) or {}
   local tokens, ts = tonumber(h[1]), tonumber(h[2])
   if tokens == nil or ts == nil then
-    tokens = p.limit
+    tokens = limit
   else
-    tokens = math.min(p.limit, tokens + math.max(0, now - ts) * rate)
+    tokens = math.min(limit, tokens + math.max(0, now - ts) * rate)
   end
-  p.tokens, p.rate = tokens, rate
-  p.reset_ms = ms((p.limit - tokens) / rate)
+  local reset_ms = ms((limit - tokens) / rate)
   if tokens >= 1 then
-    p.allowed = true
-    p.remaining = math.floor(tokens)
-    p.retry_ms = 0
-  else
-    p.allowed = false
-    p.remaining = 0
-    p.retry_ms = ms((1 - tokens) / rate)
+    return true, math.floor(tokens), 0, reset_ms, tokens
   end
+  return false, 0, ms((1 - tokens) / rate), reset_ms, tokens
 end
 
-function token_bucket.charge(p, now)
-  p.tokens = p.tokens - 1
-  local full_us = (p.limit - p.tokens) / p.rate
-  redis.call('HSET', p.key, 't', tostring(p.tokens), 'ts', now_text)
-  redis.call('PEXPIRE', p.key, math.max(ms(full_us), 1))
-  p.remaining = math.floor(p.tokens)
-  p.reset_ms = ms(full_us)
+function token_bucket.charge(key, limit, window_us, window_ms, member, now,
+                             tokens)
+  local rate = limit / window_us
+  tokens = tokens - 1
+  local full_us = (limit - tokens) / rate
+  redis.call('HSET', key, 't', tostring(tokens), 'ts', now_text)
+  redis.call('PEXPIRE', key, math.max(ms(full_us), 1))
+  return math.floor(tokens), ms(full_us)
 end
 
 algorithms['3'] = token_bucket

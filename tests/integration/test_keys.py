@@ -50,9 +50,15 @@ class DistinctTest(PolicyTest):
     def test_distinct_users_per_ip(self):
         (svc,) = self.seeded([policy("d.users", algorithm="distinct",
                                      key=("ip",), limit=3)])
-        for u in ("a", "b", "c"):
-            self.assertEqual(self.login(svc, u + "@x.org", "192.0.2.7")
-                             .status, 200)
+        for i, u in enumerate(("a", "b", "c")):
+            r = self.login(svc, u + "@x.org", "192.0.2.7")
+            self.assertEqual(r.status, 200)
+            # Each new user takes one of the three places.
+            self.assertEqual(self.decision(r, "d.users")["remaining"], 2 - i)
+        # A seen user is allowed while the set is full, and takes nothing.
+        r = self.login(svc, "a@x.org", "192.0.2.7")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(self.decision(r, "d.users")["remaining"], 0)
         r = self.login(svc, "d@x.org", "192.0.2.7")
         self.assertEqual(r.status, 429)
         self.assertEqual(r.json["policy"], "d.users")
