@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What a login check costs Redis, counted in instructions rather than time
+# (which swings by a quarter between runs on a shared machine): runs
+# redis-server under callgrind, sends N pipelined checks with the
+# benchmark's three sliding-log policies on random users and IPs, and
+# prints instructions per check for
+#   script  the script the service composes for sliding logs
+#   bare    a hand-written script issuing the same Redis commands (TIME,
+#           then ZCARD, ZADD and PEXPIRE on three new sorted sets) and
+#           nothing else: the floor any sliding-log script stands on
+# Environment: N (checks, default 10000). Needs valgrind (installed if
+# missing). A benchmark, not a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${N:-10000}
+command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
+command -v redis-server >/dev/null || scripts/deps.sh
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat lua/common.lua lua/sliding_log.lua lua/check.lua > "$work/script.lua"
+cat > "$work/bare.lua" <<'LUA'
+local t = redis.call('TIME')
+local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+local c1 = redis.call('ZCARD', KEYS[1])
+local c2 = redis.call('ZCARD', KEYS[2])
+local c3 = redis.call('ZCARD', KEYS[3])
+redis.call('ZADD', KEYS[1], now, ARGV[1]); redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('ZADD', KEYS[2], now, ARGV[1]); redis.call('PEXPIRE', KEYS[2], ARGV[6])
+redis.call('ZADD', KEYS[3], now, ARGV[1]); redis.call('PEXPIRE', KEYS[3], ARGV[6])
+return {1, 99 - c1, 0, 900000, 1, 9 - c2, 0, 900000, 1, 4 - c3, 0, 900000}
+LUA
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+policies=(0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "")
+for name in script bare; do
+    p=$(port)
+    valgrind --tool=callgrind --instr-atstart=no \
+        --callgrind-out-file="$work/$name.cg" \
+        redis-server --port "$p" --bind 127.0.0.1 --save '' \
+        --appendonly no --logfile /dev/null >/dev/null 2>&1 &
+    rpid=$!
+    until redis-cli -p "$p" ping >/dev/null 2>&1; do sleep 0.2; done
+    sha=$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")
+    # Once outside the count, so compiling the script is not counted.
+    redis-cli -p "$p" EVALSHA "$sha" 3 a b c warm 3 check "${policies[@]}" \
+        >/dev/null
+    callgrind_control -i on "$rpid" >/dev/null 2>&1
+    redis-benchmark -p "$p" -r 1000000 -n "$n" -c 8 -P 16 -q EVALSHA "$sha" 3 \
+        "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
+        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" 3 check \
+        "${policies[@]}" >/dev/null 2>&1
+    callgrind_control -i off "$rpid" >/dev/null 2>&1
+    redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait "$rpid" 2>/dev/null || true
+    total=$(callgrind_annotate --threshold=100 "$work/$name.cg" | awk '
+        /file:function/ {on = 1; next}
+        on && /^ *[0-9]/ {gsub(",", "", $1); s += $1}
+        END {printf "%d", s}')
+    printf '%-7s %8d instructions per check (redis-server, %d checks)\n' \
+        "$name" $((total / n)) "$n"
+done
