@@ -36,6 +36,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_reply.h"
 #include "ag_resp.h"
 
 #define COMMON_SCRIPT "common.lua"
@@ -226,7 +227,7 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     if (!ok)
         ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", argv[0],
                r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    freeReplyObject(r);
+    ag_reply_free(r);
     if (!ok)
         drop(ctx);
     return ok ? AG_OK : AG_ESTORE;
@@ -265,7 +266,7 @@ static int load_scripts(struct redis_store *s, redisContext **ctx,
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
             ok = false;
         }
-        freeReplyObject(r);
+        ag_reply_free(r);
     }
     if (!ok)
         drop(ctx);
@@ -296,6 +297,9 @@ static redisContext *connect_redis(struct redis_store *s)
         drop(&ctx);
         return NULL;
     }
+    /* Its replies are built by ag_reply (fewer allocations) and freed
+     * with ag_reply_free. */
+    ctx->reader->fn = &ag_reply_functions;
     if (redisSetTimeout(ctx, s->timeout) != REDIS_OK) {
         drop(&ctx);
         return NULL;
@@ -342,7 +346,7 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
     if (a->attempts++ == 0 &&
         ((!r && !a->job.sent) ||
          (noscript && load_scripts(s, &d->ctx, m, m + 1) == AG_OK))) {
-        freeReplyObject(r);
+        ag_reply_free(r);
         enqueue(s, &a->job);
         return;
     }
@@ -351,7 +355,7 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
         ag_log(AG_LOG_ERROR, "redis_script", "%s",
                r->type == REDIS_REPLY_ERROR ? r->str
                                             : "unexpected reply shape");
-    freeReplyObject(r);
+    ag_reply_free(r);
     if (!a->job.orphaned)
         rc = outcome(s, rc);
     ag_store_done_fn done = a->done;
@@ -615,12 +619,12 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
         if (r->type == REDIS_REPLY_ERROR &&
             strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
             /* A flushed or restarted Redis: load the script, try again. */
-            freeReplyObject(r);
+            ag_reply_free(r);
             const struct script *sc = plan_script(s, plan);
             const char *argv[] = {"SCRIPT", "LOAD", sc->text};
             size_t lens[] = {6, 4, sc->len};
             r = call_argv(s, 3, argv, lens, &sent);
-            freeReplyObject(r);
+            ag_reply_free(r);
             continue;
         }
         rc = parse_reply(r, plan, res);
@@ -628,7 +632,7 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             ag_log(AG_LOG_ERROR, "redis_script", "%s",
                    r->type == REDIS_REPLY_ERROR ? r->str
                                                 : "unexpected reply shape");
-        freeReplyObject(r);
+        ag_reply_free(r);
         break;
     }
     free(cmd);
@@ -687,7 +691,7 @@ static int simple(struct redis_store *s, int argc, const char **argv,
         if (!r)
             continue;
         int ok = r->type == type;
-        freeReplyObject(r);
+        ag_reply_free(r);
         return outcome(s, ok ? AG_OK : AG_ESTORE);
     }
     return outcome(s, AG_ESTORE);
