@@ -84,6 +84,29 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char **why)
     return AG_OK;
 }
 
+/* The canonical text of addr (family AF_INET or AF_INET6) into out
+ * (AG_IP_TEXT_MAX bytes); its length, or 0 if it has none. An IPv4 address
+ * is written here: every check formats one or two, and inet_ntop goes
+ * through sprintf for them. */
+static size_t ip_text(int family, const unsigned char *addr, char *out)
+{
+    if (family != AF_INET)
+        return inet_ntop(family, addr, out, AG_IP_TEXT_MAX) ? strlen(out) : 0;
+    size_t n = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned v = addr[i];
+        if (i)
+            out[n++] = '.';
+        if (v >= 100)
+            out[n++] = (char)('0' + v / 100);
+        if (v >= 10)
+            out[n++] = (char)('0' + v / 10 % 10);
+        out[n++] = (char)('0' + v % 10);
+    }
+    out[n] = '\0';
+    return n;
+}
+
 int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
 {
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0,    0,
@@ -102,7 +125,7 @@ int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
         *why = "is not a valid IPv4 or IPv6 address";
         return AG_EINVAL;
     }
-    if (!inet_ntop(out->family, out->addr, out->text, sizeof out->text)) {
+    if (!ip_text(out->family, out->addr, out->text)) {
         *why = "is not a valid IPv4 or IPv6 address";
         return AG_EINVAL;
     }
@@ -114,10 +137,8 @@ void ag_identity_ip_prefix(const struct ag_ip *ip, char *out)
     unsigned char net[16] = {0};
     int bits = ip->family == AF_INET ? 24 : 64;
     memcpy(net, ip->addr, (size_t)bits / 8);
-    char text[AG_IP_TEXT_MAX];
-    if (!inet_ntop(ip->family, net, text, sizeof text))
-        text[0] = '\0';
-    snprintf(out, AG_IP_PREFIX_MAX, "%s/%d", text, bits);
+    size_t n = ip_text(ip->family, net, out);
+    memcpy(out + n, bits == 24 ? "/24" : "/64", 4);
 }
 
 void ag_identity_phone_prefix(const char *phone, unsigned digits, char *out)

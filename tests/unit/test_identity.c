@@ -275,6 +275,34 @@ static void ipv4_is_kept(void **state)
     expect_ip("255.255.255.255", AF_INET, "255.255.255.255");
 }
 
+/* Every IPv4 address's text is the one inet_ntop writes: each octet value
+ * in each position, with the others varied. The service formats IPv4 by
+ * hand (ag_identity.c); inet_ntop is the reference. */
+static void ipv4_text_matches_inet_ntop(void **state)
+{
+    (void)state;
+    for (unsigned pos = 0; pos < 4; pos++) {
+        for (unsigned v = 0; v < 256; v++) {
+            unsigned char a[4] = {(unsigned char)(v * 7), (unsigned char)v,
+                                  (unsigned char)(255 - v),
+                                  (unsigned char)(v / 3)};
+            a[pos] = (unsigned char)v;
+            char want[INET_ADDRSTRLEN];
+            assert_non_null(inet_ntop(AF_INET, a, want, sizeof want));
+            struct ag_ip ip;
+            const char *why = NULL;
+            assert_int_equal(ag_identity_ip(want, &ip, &why), AG_OK);
+            assert_string_equal(ip.text, want);
+            char prefix[AG_IP_PREFIX_MAX], want_prefix[INET_ADDRSTRLEN + 3];
+            unsigned char net[4] = {a[0], a[1], a[2], 0};
+            assert_non_null(inet_ntop(AF_INET, net, want_prefix, sizeof want));
+            strcat(want_prefix, "/24");
+            ag_identity_ip_prefix(&ip, prefix);
+            assert_string_equal(prefix, want_prefix);
+        }
+    }
+}
+
 static void malformed_ip_is_refused(void **state)
 {
     (void)state;
@@ -491,6 +519,7 @@ int main(void)
         cmocka_unit_test(ipv4_mapped_ipv6_becomes_ipv4),
         cmocka_unit_test(ipv6_is_printed_canonically),
         cmocka_unit_test(ipv4_is_kept),
+        cmocka_unit_test(ipv4_text_matches_inet_ntop),
         cmocka_unit_test(malformed_ip_is_refused),
         cmocka_unit_test(same_input_gives_same_digest),
         cmocka_unit_test(different_secret_gives_different_digest),
