@@ -59,7 +59,12 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
     }
     char digest[AG_DIGEST_HEX + 1];
     ag_hasher_digest(h, parts, p->nkeys, digest);
-    snprintf(op->key, sizeof op->key, "ag:%s:%s", p->name, digest);
+    /* "ag:<policy>:<digest>", which AG_STORE_KEY_MAX always holds. */
+    size_t name_len = strlen(p->name);
+    memcpy(op->key, "ag:", 3);
+    memcpy(op->key + 3, p->name, name_len);
+    op->key[3 + name_len] = ':';
+    memcpy(op->key + 4 + name_len, digest, sizeof digest);
     op->policy = p;
     op->charge = kind == AG_PLAN_FAILURE ||
                  (kind == AG_PLAN_CHECK && p->counts == AG_COUNTS_ATTEMPTS);
