@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "ag_error.h"
+
 /* "<prefix><n>\r\n": a multibulk count or a bulk length. */
 static int header(struct ag_buf *b, char prefix, uint64_t n)
 {
@@ -19,10 +21,29 @@ int ag_resp_command(struct ag_buf *b, size_t argc)
 
 int ag_resp_arg(struct ag_buf *b, const void *data, size_t len)
 {
-    int rc = header(b, '$', len);
-    rc |= ag_buf_append(b, data, len);
-    rc |= ag_buf_append(b, "\r\n", 2);
-    return rc;
+    /* Reserved once and written in place: a check has some thirty
+     * arguments, and an append apiece for each of their five parts was 5%
+     * of the service's instructions per check. */
+    char out[AG_UINT_TEXT];
+    size_t dlen;
+    const char *digits = ag_uint_text(out, len, &dlen);
+    int rc = ag_buf_reserve(b, 1 + dlen + 2 + len + 2);
+    if (rc)
+        return rc;
+    char *p = b->p + b->len;
+    *p++ = '$';
+    memcpy(p, digits, dlen);
+    p += dlen;
+    *p++ = '\r';
+    *p++ = '\n';
+    if (len)
+        memcpy(p, data, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    *p = '\0';
+    b->len = (size_t)(p - b->p);
+    return AG_OK;
 }
 
 int ag_resp_str(struct ag_buf *b, const char *s)
