@@ -2,15 +2,18 @@
 # Side-by-side benchmark: abuseguard against the Node.js peer
 # (rate-limiter-flexible + ioredis), all on one private redis-server, under
 # the same wrk load (POST /check-login, users and IPs drawn from a million
-# each). Three contenders, each measured RUNS times, alternating:
+# each). RUNS rounds; in each, three contenders measured in turn, then the
+# Redis ceiling:
 #   abuseguard        the three default login policies (sliding logs)
 #   abuseguard-fixed  the same three as fixed windows, the peer's algorithm
 #   node peer         three fixed-window limiters
-# The medians and ratios are printed, with the Redis ceiling for
-# abuseguard's check script (redis-benchmark, pipelined) measured at the
-# end of the same run, on the same Redis.
+# The ratios (to the peer, and to the Redis ceiling for abuseguard's check
+# script, redis-benchmark pipelined on the same Redis) are taken within each
+# round and their medians printed: on a shared machine whose speed drifts,
+# runs minutes apart are not comparable.
 #
-# Environment: DURATION (s per run, default 15), RUNS (default 2),
+# Environment: DURATION (s per run, default 15), RUNS (rounds, default 2),
+# CEILING_N (checks per ceiling measurement, default 100000),
 # CONNS (default 64), SHARED_BENCH (the folder holding peer-node/ and
 # wrk-login.lua; default ../shared/bench beside the repository).
 # A benchmark, not a test: nothing here gates CI.
@@ -103,33 +106,49 @@ print("%.0f %.3f %.3f %s %s" % (rps, p50, p99,
 PY
 }
 
-echo "== $runs runs of ${duration}s each, wrk -t2 -c$conns, alternating" >&2
-declare -a ag_res fx_res peer_res rss_after cpu
+# The Redis ceiling for abuseguard's check script: pipelined EVALSHA with
+# the benchmark's three policies on random users and IPs. The script is the
+# one the service composes for a plan of sliding logs. Measured in every
+# round, beside the runs it is compared with.
+sha=$(redis-cli -p "$rport" SCRIPT LOAD \
+    "$(cat lua/common.lua lua/sliding_log.lua lua/check.lua)")
+ceiling() {
+    redis-benchmark -p "$rport" -r 1000000 -n "${CEILING_N:-100000}" -c 32 \
+        -P 16 -q EVALSHA "$sha" 3 \
+        "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
+        "ag:login.user_ip:__rand_int__" \
+        "bench-__rand_int__" 3 check \
+        0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "" \
+        | tr '\r' '\n' \
+        | awk '{for (i = 1; i <= NF; i++) if ($i == "requests") print $(i-1)}' \
+        | tail -1
+}
+
+echo "== $runs rounds of ${duration}s runs, wrk -t2 -c$conns" >&2
+# Each round measures every contender once, then the ceiling; odd rounds
+# run abuseguard first, even rounds the peer first, so a machine that
+# speeds up or slows down during a round favours neither. Ratios are taken
+# within a round, then their median.
+declare -a ag_res fx_res peer_res rss_after cpu ceil_res
 rss_before=$(rss $apid)
-for i in $(seq "$runs"); do
+run_ag() {
     a0=$(ticks $apid); r0=$(ticks $rpid)
     ag_res+=("$(measure "$aport" "abuseguard-$i")")
     cpu+=("$(($(ticks $apid) - a0)):$(($(ticks $rpid) - r0))")
     rss_after+=("$(rss $apid)")
-    fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
-    peer_res+=("$(measure "$pport" "peer-$i")")
+}
+for i in $(seq "$runs"); do
+    if [ $((i % 2)) = 1 ]; then
+        run_ag
+        fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
+        peer_res+=("$(measure "$pport" "peer-$i")")
+    else
+        peer_res+=("$(measure "$pport" "peer-$i")")
+        fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
+        run_ag
+    fi
+    ceil_res+=("$(ceiling)")
 done
-
-# The Redis ceiling for abuseguard's check script: pipelined EVALSHA with
-# the benchmark's three policies on random users and IPs. The script is the
-# one the service composes for a plan of sliding logs.
-sha=$(redis-cli -p "$rport" SCRIPT LOAD \
-    "$(cat lua/common.lua lua/sliding_log.lua lua/check.lua)")
-ceiling=$(redis-benchmark -p "$rport" -r 1000000 -n 300000 -c 32 -P 16 -q \
-    EVALSHA "$sha" 3 \
-    "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
-    "ag:login.user_ip:__rand_int__" \
-    "bench-__rand_int__" 3 check \
-    0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "" \
-    | tr '\r' '\n' \
-    | awk '{for (i = 1; i <= NF; i++) if ($i == "requests") print $(i-1)}' \
-    | tail -1)
-
 
 keys=$(redis-cli -p "$rport" DBSIZE)
 used=$(redis-cli -p "$rport" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
@@ -141,13 +160,14 @@ for k in $sample; do
     n=$((n + 1))
 done
 
-python3 - "$ceiling" "$rss_before" "$keys" "$used" "$usage" "$n" \
+python3 - "${ceil_res[*]}" "$rss_before" "$keys" "$used" "$usage" "$n" \
     "$(getconf CLK_TCK)" "$duration" \
     "${ag_res[@]}" --- "${fx_res[@]}" --- "${peer_res[@]}" --- \
     "${rss_after[@]}" --- "${cpu[@]}" <<'PY'
 import statistics, sys
 args = sys.argv[1:]
-ceiling, rss0, keys, used, usage, n, tck, dur = args[:8]
+ceilings, rss0, keys, used, usage, n, tck, dur = args[:8]
+ceilings = [float(c) for c in ceilings.split()]
 rest = args[8:]
 i = rest.index("---"); ag = rest[:i]; rest = rest[i + 1:]
 i = rest.index("---"); fx = rest[:i]; rest = rest[i + 1:]
@@ -157,18 +177,28 @@ def parse(rows): return [list(map(float, r.split()[:3])) + r.split()[3:] for r i
 ag, fx, peer = parse(ag), parse(fx), parse(peer)
 def med(rows, k): return statistics.median(r[k] for r in rows)
 print("machine: %s, %s cores" % (open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(), __import__("os").cpu_count()))
-print("%-12s %4s %12s %9s %9s %8s" % ("", "run", "checks/s", "p50 ms", "p99 ms", "non-2xx"))
+print("%-12s %5s %12s %9s %9s %8s" % ("", "round", "checks/s", "p50 ms", "p99 ms", "non-2xx"))
 for name, rows in (("abuseguard", ag), ("ag-fixed", fx), ("node peer", peer)):
     for j, r in enumerate(rows):
-        print("%-12s %4d %12.0f %9.3f %9.3f %8s" % (name, j + 1, r[0], r[1], r[2], r[3]))
-a, f, p = med(ag, 0), med(fx, 0), med(peer, 0)
-print("median checks/s: abuseguard %.0f (%.2fx the peer), abuseguard-fixed "
-      "%.0f (%.2fx), peer %.0f" % (a, a / p, f, f / p, p))
+        print("%-12s %5d %12.0f %9.3f %9.3f %8s" % (name, j + 1, r[0], r[1], r[2], r[3]))
+# The ceiling: abuseguard's check script alone, pipelined (-P 16).
+for j, c in enumerate(ceilings):
+    print("%-12s %5d %12.0f %9s %9s %8s" % ("ceiling", j + 1, c, "-", "-", "-"))
+rounds = range(len(ag))
+print("per round: abuseguard/peer %s; abuseguard-fixed/peer %s; abuseguard/ceiling %s"
+      % (" ".join("%.2fx" % (ag[j][0] / peer[j][0]) for j in rounds),
+         " ".join("%.2fx" % (fx[j][0] / peer[j][0]) for j in rounds),
+         " ".join("%.0f%%" % (100 * ag[j][0] / ceilings[j]) for j in rounds)))
+print("median of rounds: abuseguard %.2fx the peer, abuseguard-fixed %.2fx, "
+      "abuseguard at %.0f%% of the ceiling"
+      % (statistics.median(ag[j][0] / peer[j][0] for j in rounds),
+         statistics.median(fx[j][0] / peer[j][0] for j in rounds),
+         statistics.median(100 * ag[j][0] / ceilings[j] for j in rounds)))
+print("median checks/s: abuseguard %.0f, abuseguard-fixed %.0f, peer %.0f, "
+      "ceiling %.0f" % (med(ag, 0), med(fx, 0), med(peer, 0),
+                        statistics.median(ceilings)))
 print("median p99 ms:   abuseguard %.3f, abuseguard-fixed %.3f, peer %.3f"
       % (med(ag, 2), med(fx, 2), med(peer, 2)))
-c = float(ceiling) if ceiling else 0
-if c:
-    print("redis ceiling (EVALSHA check, pipelined): %.0f checks/s; abuseguard at %.0f%%" % (c, 100 * a / c))
 print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))
 # CPU per check during the abuseguard runs: a steadier measure than
 # checks/s on a shared machine, for comparing builds.
