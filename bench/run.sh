@@ -8,7 +8,7 @@
 #   abuseguard-fixed  the same three as fixed windows, the peer's algorithm
 #   node peer         three fixed-window limiters
 # The ratios (to the peer, and to the Redis ceiling for abuseguard's check
-# script, redis-benchmark pipelined on the same Redis) are taken within each
+# code, redis-benchmark pipelined on the same Redis) are taken within each
 # round and their medians printed: on a shared machine whose speed drifts,
 # runs minutes apart are not comparable.
 #
@@ -106,15 +106,14 @@ print("%.0f %.3f %.3f %s %s" % (rps, p50, p99,
 PY
 }
 
-# The Redis ceiling for abuseguard's check script: pipelined EVALSHA with
-# the benchmark's three policies on random users and IPs. The script is the
-# one the service composes for a plan of sliding logs. Measured in every
-# round, beside the runs it is compared with.
-sha=$(redis-cli -p "$rport" SCRIPT LOAD \
-    "$(cat lua/common.lua lua/sliding_log.lua lua/check.lua)")
+# The Redis ceiling for abuseguard's check: pipelined FCALL of its function
+# library (bench/library.sh) with the benchmark's three policies on random
+# users and IPs. Measured in every round, beside the runs it is compared
+# with.
+redis-cli -p "$rport" FUNCTION LOAD REPLACE "$(bench/library.sh)" >/dev/null
 ceiling() {
     redis-benchmark -p "$rport" -r 1000000 -n "${CEILING_N:-100000}" -c 32 \
-        -P 16 -q EVALSHA "$sha" 3 \
+        -P 16 -q FCALL ag_bench_check 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
         "ag:login.user_ip:__rand_int__" \
         "bench-__rand_int__" 3 check \
@@ -181,7 +180,7 @@ print("%-12s %5s %12s %9s %9s %8s" % ("", "round", "checks/s", "p50 ms", "p99 ms
 for name, rows in (("abuseguard", ag), ("ag-fixed", fx), ("node peer", peer)):
     for j, r in enumerate(rows):
         print("%-12s %5d %12.0f %9.3f %9.3f %8s" % (name, j + 1, r[0], r[1], r[2], r[3]))
-# The ceiling: abuseguard's check script alone, pipelined (-P 16).
+# The ceiling: abuseguard's check code alone, pipelined (-P 16).
 for j, c in enumerate(ceilings):
     print("%-12s %5d %12.0f %9s %9s %8s" % ("ceiling", j + 1, c, "-", "-", "-"))
 rounds = range(len(ag))

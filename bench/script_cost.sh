@@ -4,10 +4,13 @@
 # redis-server under callgrind, sends N pipelined checks with the
 # benchmark's three sliding-log policies on random users and IPs, and
 # prints instructions per check for
-#   script  the script the service composes for sliding logs
-#   bare    a hand-written script issuing the same Redis commands (TIME,
-#           then ZCARD, ZADD and PEXPIRE on three new sorted sets) and
-#           nothing else: the floor any sliding-log script stands on
+#   function  the service's function library, called with FCALL (what it
+#             runs on Redis 7 and later)
+#   script    the script it composes for sliding logs, called with EVALSHA
+#             (what it runs where FUNCTION is refused)
+#   bare      a hand-written script issuing the same Redis commands (TIME,
+#             then ZCARD, ZADD and PEXPIRE on three new sorted sets) and
+#             nothing else: the floor any sliding-log script stands on
 # Environment: N (checks, default 10000). Needs valgrind (installed if
 # missing). A benchmark, not a test.
 set -euo pipefail
@@ -33,7 +36,8 @@ LUA
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 policies=(0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "")
-for name in script bare; do
+bench/library.sh > "$work/function.lua"
+for name in function script bare; do
     p=$(port)
     valgrind --tool=callgrind --instr-atstart=no \
         --callgrind-out-file="$work/$name.cg" \
@@ -41,12 +45,17 @@ for name in script bare; do
         --appendonly no --logfile /dev/null >/dev/null 2>&1 &
     rpid=$!
     until redis-cli -p "$p" ping >/dev/null 2>&1; do sleep 0.2; done
-    sha=$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")
+    if [ "$name" = function ]; then
+        redis-cli -p "$p" FUNCTION LOAD "$(cat "$work/$name.lua")" >/dev/null
+        call=(FCALL ag_bench_check)
+    else
+        call=(EVALSHA "$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")")
+    fi
     # Once outside the count, so compiling the script is not counted.
-    redis-cli -p "$p" EVALSHA "$sha" 3 a b c warm 3 check "${policies[@]}" \
+    redis-cli -p "$p" "${call[@]}" 3 a b c warm 3 check "${policies[@]}" \
         >/dev/null
     callgrind_control -i on "$rpid" >/dev/null 2>&1
-    redis-benchmark -p "$p" -r 1000000 -n "$n" -c 8 -P 16 -q EVALSHA "$sha" 3 \
+    redis-benchmark -p "$p" -r 1000000 -n "$n" -c 8 -P 16 -q "${call[@]}" 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
         "ag:login.user_ip:__rand_int__" "bench-__rand_int__" 3 check \
         "${policies[@]}" >/dev/null 2>&1
@@ -57,6 +66,6 @@ for name in script bare; do
         /file:function/ {on = 1; next}
         on && /^ *[0-9]/ {gsub(",", "", $1); s += $1}
         END {printf "%d", s}')
-    printf '%-7s %8d instructions per check (redis-server, %d checks)\n' \
+    printf '%-8s %8d instructions per check (redis-server, %d checks)\n' \
         "$name" $((total / n)) "$n"
 done

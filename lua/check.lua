@@ -1,6 +1,9 @@
 -- check: the driver. Evaluates the policies of one request atomically.
--- A composed script is common.lua, the algorithm files its policies use
--- (they register in `algorithms`), then this file.
+-- The service composes the function library (Redis 7 and later) from
+-- common.lua, every algorithm file (each registers in `algorithms`), then
+-- this file as the body of `function check(KEYS, ARGV)`; and, where Redis
+-- refuses functions, scripts of common.lua, the algorithm files a check's
+-- policies use, then this file (service/ag_store_redis.c).
 --
 -- Mode "check" (a check endpoint): every policy is evaluated, and the
 -- attempt is recorded only if no enforcing policy denies it ("all or

@@ -1,5 +1,6 @@
--- common: helpers every algorithm shares. A composed script is this file,
--- then the algorithm files a check's policies use, then check.lua.
+-- common: helpers every algorithm shares. It comes first in the library
+-- or script the service composes, before the algorithm files and
+-- check.lua, which see its locals.
 --
 -- The algorithm interface. Every algorithm is a table registered in
 -- `algorithms` under its ARGV code, with three functions that take plain

@@ -1,10 +1,21 @@
 /*
- * The Redis store: runs a composed lua/ script (common.lua, the algorithm
- * files the check's policies use, then check.lua) with EVALSHA, one round
- * trip per check. There is one script per set of algorithms (SCRIPTS of
- * them, all loaded on every connection): Lua creates every function a
- * script defines on each run, and a login check of three sliding logs
- * should not pay for the four algorithms it does not use.
+ * The Redis store: runs the lua/ code (common.lua, the algorithm files,
+ * then the driver check.lua), one round trip per check.
+ *
+ * On Redis 7 and later it is a function library (FUNCTION LOAD, then FCALL
+ * per check): its functions are created once, at load. A script run with
+ * EVALSHA creates every function it defines on each run, which costs Redis
+ * about a tenth of a login check's instructions (bench/script_cost.sh).
+ * The library's name and its function's carry a hash of its text, so
+ * instances of two versions share a Redis without replacing each other's
+ * code.
+ *
+ * Where FUNCTION is refused (Redis 6, or an ACL or rename-command that
+ * leaves it out) checks run as scripts with EVALSHA: one script per set of
+ * algorithms (SCRIPTS of them, all loaded on every connection), so a login
+ * check of three sliding logs does not pay for the four algorithms it does
+ * not use. Both are loaded on every connection, in one round trip, so a
+ * check formatted either way finds its code.
  *
  * Checks are pipelined ("auto-pipelining"): a caller formats its command,
  * queues it and sleeps; DISPATCHERS threads, each with its own hiredis
@@ -44,6 +55,7 @@
 #define DISPATCHERS 2 /* connections, each with its batching thread */
 #define BATCH_MAX 256 /* commands written in one go at most */
 #define SCRIPTS (1u << AG_ALG_COUNT) /* by algorithm bit mask; 0 unused */
+#define VERSION_HEX 16                 /* the library's version: hash hex */
 
 /* The circuit breaker: after FAIL_THRESHOLD failed operations in a row it
  * opens, and every operation fails at once, without touching Redis, until
@@ -99,6 +111,13 @@ struct redis_store {
         size_t len;
         char sha[41]; /* its SHA1 once Redis told us; under lock */
     } scripts[SCRIPTS];
+    struct library {
+        char *text; /* "#!lua name=abuseguard_<version>" ... */
+        size_t len;
+        char function[sizeof "ag_check_" + VERSION_HEX];
+    } library;
+    atomic_int functions; /* 1: Redis took the library, checks use FCALL;
+                             0: it refused it; -1: not known yet */
     char instance[17];        /* random hex, makes log members unique */
     atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
     pthread_mutex_t lock;     /* guards the queue, sha, stopping */
@@ -155,6 +174,53 @@ static char *compose_script(unsigned mask, size_t *len)
     s[n] = '\0';
     *len = n;
     return s;
+}
+
+/* The function library: common.lua, every algorithm, and the driver as the
+ * body of the function it registers. Named by a hash of that code. */
+static int compose_library(struct library *lib)
+{
+    size_t total = 1024;
+    for (size_t i = 0; i < ag_embedded_lua_count; i++)
+        total += ag_embedded_lua[i].len + 1;
+    char *code = malloc(total);
+    if (!code)
+        return AG_ENOMEM;
+    size_t n = 0;
+    int rc = append_file(code, &n, COMMON_SCRIPT);
+    for (int a = 0; !rc && a < AG_ALG_COUNT; a++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.lua",
+                 ag_algorithm_name((enum ag_algorithm)a));
+        rc = append_file(code, &n, name);
+    }
+    static const char open[] = "local function check(KEYS, ARGV)\n";
+    memcpy(code + n, open, sizeof open - 1);
+    n += sizeof open - 1;
+    rc = rc ? rc : append_file(code, &n, MAIN_SCRIPT);
+    if (rc) {
+        free(code);
+        return rc;
+    }
+    unsigned char hash[VERSION_HEX / 2];
+    char version[VERSION_HEX + 1];
+    crypto_generichash(hash, sizeof hash, (const unsigned char *)code, n,
+                       NULL, 0);
+    sodium_bin2hex(version, sizeof version, hash, sizeof hash);
+    snprintf(lib->function, sizeof lib->function, "ag_check_%s", version);
+    lib->text = malloc(total + 256);
+    if (!lib->text) {
+        free(code);
+        return AG_ENOMEM;
+    }
+    int head = snprintf(lib->text, 64, "#!lua name=abuseguard_%s\n", version);
+    memcpy(lib->text + head, code, n);
+    int tail = snprintf(lib->text + (size_t)head + n, 128,
+                        "end\nredis.register_function('%s', check)\n",
+                        lib->function);
+    lib->len = (size_t)head + n + (size_t)tail;
+    free(code);
+    return AG_OK;
 }
 
 static void count(struct redis_store *s, atomic_uint_fast64_t *counter)
@@ -233,13 +299,40 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     return ok ? AG_OK : AG_ESTORE;
 }
 
-/* Loads scripts[from..to) on *ctx in one round trip (pipelined) and notes
- * their SHA1s; drops *ctx on failure. */
+/* Notes whether Redis took the library (r, the reply to FUNCTION LOAD),
+ * and says so in the log when that changes. */
+static void note_library(struct redis_store *s, const redisReply *r)
+{
+    int took = r->type == REDIS_REPLY_STRING;
+    if (atomic_exchange(&s->functions, took) == took)
+        return;
+    if (took)
+        ag_log(AG_LOG_INFO, "redis_functions",
+               "checks run the function library with FCALL");
+    else
+        ag_log(AG_LOG_WARN, "redis_functions",
+               "FUNCTION LOAD refused (%s): checks run scripts with EVALSHA",
+               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+}
+
+/* Loads on *ctx in one round trip (pipelined): the function library if
+ * library is set, then scripts[from..to), noting their SHA1s. A refused
+ * library is noted (checks then use the scripts), not a failure; a script
+ * that fails to load drops *ctx. */
 static int load_scripts(struct redis_store *s, redisContext **ctx,
-                        unsigned from, unsigned to)
+                        bool library, unsigned from, unsigned to)
 {
     if (!*ctx)
         return AG_ESTORE;
+    if (library) {
+        const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", s->library.text};
+        size_t lens[] = {8, 4, 7, s->library.len};
+        if (redisAppendCommandArgv(*ctx, 4, argv, lens) != REDIS_OK) {
+            failed(s, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+    }
     for (unsigned m = from; m < to; m++) {
         const char *argv[] = {"SCRIPT", "LOAD", s->scripts[m].text};
         size_t lens[] = {6, 4, s->scripts[m].len};
@@ -248,6 +341,16 @@ static int load_scripts(struct redis_store *s, redisContext **ctx,
             drop(ctx);
             return AG_ESTORE;
         }
+    }
+    if (library) {
+        redisReply *r = NULL;
+        if (redisGetReply(*ctx, (void **)&r) != REDIS_OK) {
+            failed(s, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+        note_library(s, r);
+        ag_reply_free(r);
     }
     bool ok = true;
     for (unsigned m = from; m < to; m++) {
@@ -273,10 +376,36 @@ static int load_scripts(struct redis_store *s, redisContext **ctx,
     return ok ? AG_OK : AG_ESTORE;
 }
 
-/* Loads every script on a new connection: one round trip. */
+/* Loads the library and every script on a new connection: one round
+ * trip. */
 static int load_on(struct redis_store *s, redisContext **ctx)
 {
-    return load_scripts(s, ctx, 1, SCRIPTS);
+    return load_scripts(s, ctx, true, 1, SCRIPTS);
+}
+
+/* The code a check's error reply r says Redis has lost (a flushed or
+ * restarted Redis), if any. */
+enum lost { LOST_NOTHING, LOST_SCRIPT, LOST_LIBRARY };
+
+static enum lost lost_code(const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR)
+        return LOST_NOTHING;
+    if (strncmp(r->str, "NOSCRIPT", 8) == 0)
+        return LOST_SCRIPT;
+    return strstr(r->str, "Function not found") ? LOST_LIBRARY
+                                                : LOST_NOTHING;
+}
+
+/* Reloads on *ctx the code a check found lost (script: the index of the
+ * check's script); true if the check may be sent again. */
+static bool reload(struct redis_store *s, redisContext **ctx, enum lost lost,
+                   unsigned script)
+{
+    if (lost == LOST_SCRIPT)
+        return load_scripts(s, ctx, false, script, script + 1) == AG_OK;
+    return lost == LOST_LIBRARY && load_scripts(s, ctx, true, 1, 1) == AG_OK &&
+           atomic_load(&s->functions) == 1;
 }
 
 /* A new connection with the timeouts set, authenticated, on the right
@@ -338,14 +467,12 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
     redisReply *r = a->job.reply;
     a->job.reply = NULL;
     a->job.next = NULL;
-    bool noscript = r && r->type == REDIS_REPLY_ERROR &&
-                    strncmp(r->str, "NOSCRIPT", 8) == 0;
-    /* After a NOSCRIPT (a flushed or restarted Redis) only this plan's
-     * script is reloaded: each of a batch's checks may ask. */
+    /* Code Redis lost is reloaded: the library after "Function not
+     * found", only this plan's script after NOSCRIPT (each of a batch's
+     * checks may ask). */
     unsigned m = (unsigned)(plan_script(s, a->plan) - s->scripts);
     if (a->attempts++ == 0 &&
-        ((!r && !a->job.sent) ||
-         (noscript && load_scripts(s, &d->ctx, m, m + 1) == AG_OK))) {
+        ((!r && !a->job.sent) || reload(s, &d->ctx, lost_code(r), m))) {
         ag_reply_free(r);
         enqueue(s, &a->job);
         return;
@@ -521,8 +648,9 @@ static const struct script *plan_script(const struct redis_store *s,
     return &s->scripts[mask];
 }
 
-/* Formats the check of plan as one RESP command (EVALSHA, or EVAL with the
- * whole script before any connection has loaded it) into *cmd, which the
+/* Formats the check of plan as one RESP command (FCALL once Redis has
+ * taken the library; else EVALSHA, or EVAL with the whole script before
+ * any connection has loaded it) into *cmd, which the
  * caller frees. Returns its length, or -1. The arguments are laid out as
  * lua/check.lua describes; a block key is passed only for a policy with
  * block_s. Built with ag_resp: no printf, one growing allocation. */
@@ -530,6 +658,8 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               char **cmd)
 {
     const struct script *sc = plan_script(s, plan);
+    bool fcall =
+        atomic_load_explicit(&s->functions, memory_order_relaxed) == 1;
     char sha[41];
     pthread_mutex_lock(&s->lock);
     memcpy(sha, sc->sha, sizeof sha);
@@ -553,10 +683,14 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     ag_buf_init(&b, CHECK_CMD_MAX);
     /* Room for a typical command (the fixed words and, per policy, two
      * keys and seven short values) in one allocation. */
-    int rc = ag_buf_reserve(&b, (sha[0] ? 128 : sc->len + 128) + 512 * plan->n);
+    int rc = ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) +
+                                    512 * plan->n);
     rc |= ag_resp_command(&b, 3 + nkeys + 3 + 7 * plan->n);
     /* One append per statement: the operands of | run in no set order. */
-    if (sha[0]) {
+    if (fcall) {
+        rc |= ag_resp_str(&b, "FCALL");
+        rc |= ag_resp_str(&b, s->library.function);
+    } else if (sha[0]) {
         rc |= ag_resp_str(&b, "EVALSHA");
         rc |= ag_resp_str(&b, sha);
     } else {
@@ -616,14 +750,23 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             continue;
         if (!r)
             break;
-        if (r->type == REDIS_REPLY_ERROR &&
-            strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
-            /* A flushed or restarted Redis: load the script, try again. */
+        enum lost lost = lost_code(r);
+        if (lost != LOST_NOTHING && attempt == 0) {
+            /* A flushed or restarted Redis: load the code, try again. */
             ag_reply_free(r);
             const struct script *sc = plan_script(s, plan);
-            const char *argv[] = {"SCRIPT", "LOAD", sc->text};
-            size_t lens[] = {6, 4, sc->len};
-            r = call_argv(s, 3, argv, lens, &sent);
+            const char *script[] = {"SCRIPT", "LOAD", sc->text};
+            size_t script_lens[] = {6, 4, sc->len};
+            const char *library[] = {"FUNCTION", "LOAD", "REPLACE",
+                                     s->library.text};
+            size_t library_lens[] = {8, 4, 7, s->library.len};
+            if (lost == LOST_SCRIPT) {
+                r = call_argv(s, 3, script, script_lens, &sent);
+            } else {
+                r = call_argv(s, 4, library, library_lens, &sent);
+                if (r)
+                    note_library(s, r);
+            }
             ag_reply_free(r);
             continue;
         }
@@ -774,6 +917,7 @@ static void free_scripts(struct redis_store *s)
 {
     for (unsigned m = 0; m < SCRIPTS; m++)
         free(s->scripts[m].text);
+    free(s->library.text);
 }
 
 static void redis_destroy(struct ag_store *base)
@@ -811,6 +955,10 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     struct redis_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    if (compose_library(&s->library)) {
+        free(s);
+        return NULL;
+    }
     for (unsigned m = 1; m < SCRIPTS; m++) {
         s->scripts[m].text = compose_script(m, &s->scripts[m].len);
         if (!s->scripts[m].text) {
@@ -830,6 +978,7 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     atomic_init(&s->seq, 0);
     atomic_init(&s->failures, 0);
     atomic_init(&s->open, false);
+    atomic_init(&s->functions, -1);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->queued, NULL);
     pthread_condattr_t attr;

@@ -44,8 +44,9 @@ def wait_until(pred, timeout=10.0, step=0.02):
 class Redis:
     """A private redis-server and a minimal RESP client for assertions."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra=()):
         self.workdir = workdir
+        self.extra = list(extra)  # more redis-server arguments
         self.port = free_port()
         self.proc = None
         self.start()
@@ -57,7 +58,8 @@ class Redis:
              # DEBUG SLEEP stalls Redis in tests of timeouts.
              "--enable-debug-command", "local",
 
-             "--logfile", os.path.join(self.workdir, "redis.log")],
+             "--logfile", os.path.join(self.workdir, "redis.log")]
+            + self.extra,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(self._pings):
             self.proc.kill()
@@ -89,6 +91,17 @@ class Redis:
 
     def keys(self):
         return sorted(self.cmd("KEYS", "*"))
+
+    def command_stats(self):
+        """INFO commandstats as {command: {"calls": n, "failed_calls": n,
+        ...}}; a command never run is absent."""
+        stats = {}
+        for line in self.cmd("INFO", "commandstats").splitlines():
+            if line.startswith("cmdstat_"):
+                name, fields = line[len("cmdstat_"):].split(":", 1)
+                stats[name] = {k: float(v) for k, v in
+                               (f.split("=") for f in fields.split(","))}
+        return stats
 
 
 def _read_reply(f):

@@ -10,7 +10,7 @@ import threading
 import time
 import unittest
 
-from harness import PolicyTest, digest, policy, wait_until
+from harness import PolicyTest, Redis, digest, policy, wait_until
 
 
 TIMEOUT_MS = 50
@@ -157,14 +157,48 @@ class ResilienceTest(PolicyTest):
         self.assertEqual(
             metric(svc, "abuseguard_circuit_breaker_opens_total"), 0)
 
-    def test_script_flush_is_survived(self):
-        (svc,) = self.start([OPEN])
-        self.login(svc, "g@x.org")
-        self.redis.cmd("SCRIPT", "FLUSH")
-        r = self.login(svc, "g@x.org")
+    def flush_and_check(self, svc, flush):
+        """A check after Redis lost its code (flush): it must reload the
+        code on its connection (every connection is open, so none loads
+        it afresh) and be counted in Redis. Returns the command counts
+        the check added, as {command: (calls, failed calls)}."""
+        self.open_every_connection(svc)
+        self.login(svc, "f@x.org")
+        self.redis.cmd(*flush)
+        before = self.redis.command_stats()
+        r = self.login(svc, "f@x.org")
         self.assertEqual(r.status, 200)
         self.assertNotIn("degraded", r.json)
         self.assertEqual(self.decision(r, "r.open")["remaining"], 1)
+        after = self.redis.command_stats()
+        zero = {"calls": 0, "failed_calls": 0}
+        return {name: tuple(after[name][k] - before.get(name, zero)[k]
+                            for k in ("calls", "failed_calls"))
+                for name in after}
+
+    def test_function_flush_is_survived(self):
+        (svc,) = self.start([OPEN])
+        added = self.flush_and_check(svc, ("FUNCTION", "FLUSH"))
+        # One FCALL failed (the function was gone), the library was
+        # loaded again on that connection, and the FCALL ran again.
+        self.assertEqual(added["fcall"], (2, 1))
+        self.assertEqual(added["function|load"], (1, 0))
+        self.assertNotIn("evalsha", added)
+        self.assertIn("checks run the function library", svc.log_text())
+
+    def test_scripts_serve_a_redis_without_functions(self):
+        # As Redis 6 does (here: FUNCTION renamed away), Redis refuses the
+        # library: checks run as scripts, and survive a SCRIPT FLUSH.
+        self.redis.stop()
+        self.redis = Redis(self.workdir,
+                           extra=["--rename-command", "FUNCTION", ""])
+        self.addCleanup(self.redis.stop)
+        (svc,) = self.start([OPEN])
+        added = self.flush_and_check(svc, ("SCRIPT", "FLUSH"))
+        self.assertEqual(added["evalsha"], (2, 1))
+        self.assertEqual(added["script|load"], (1, 0))
+        self.assertNotIn("fcall", self.redis.command_stats())
+        self.assertIn("FUNCTION LOAD refused", svc.log_text())
 
     def test_unreadable_database_keeps_the_last_policies(self):
         (svc,) = self.start([OPEN])
