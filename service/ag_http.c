@@ -338,6 +338,11 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct request *req = *con_cls;
     if (req) {
         ag_buf_free(&req->body);
+        /* A check still held here was suspended for Redis when its client
+         * went away: resumed, the connection closed without the handler
+         * running again to finish it. */
+        if (req->check)
+            ag_service_check_abandon(req->check);
         free(req->check);
         free(req);
         *con_cls = NULL;

@@ -191,6 +191,12 @@ int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
     return rc;
 }
 
+void ag_service_check_abandon(struct ag_check *c)
+{
+    ag_policy_set_unref(c->set);
+    c->set = NULL;
+}
+
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_response *resp)
 {

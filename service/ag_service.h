@@ -75,6 +75,11 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
 int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
                             int store_rc, struct ag_response *resp);
 
+/* For a begun check (AG_EPENDING) whose client went away before
+ * ag_service_check_finish: releases what begin took. The store's answer,
+ * if it came, is dropped; what it recorded stays recorded. */
+void ag_service_check_abandon(struct ag_check *c);
+
 /* Records a login outcome (/report-login): a failure charges the
  * failure-counting login policies; a success clears those keyed on both
  * user and ip. resp is a 204, a 400 or a 503. */

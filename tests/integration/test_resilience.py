@@ -5,6 +5,7 @@ import os
 import sqlite3
 import re
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -239,6 +240,30 @@ class ResilienceTest(PolicyTest):
         r = self.login(svc, "j@x.org")
         self.assertEqual(self.decision(r, "r.open")["limit"], 4)
 
+
+    def test_a_client_gone_while_redis_answers_leaves_nothing_held(self):
+        # A check waits for Redis (asleep here) with its connection
+        # suspended; its client hangs up. When Redis answers, the
+        # connection closes without the handler finishing the check: what
+        # the check held (its policy set) must be released all the same,
+        # or the exit under the leak checker is not 0.
+        (svc,) = self.seeded([OPEN])
+        self.open_every_connection(svc)
+        sleeper = threading.Thread(
+            target=self.redis.cmd, args=("DEBUG", "SLEEP", "0.3"))
+        sleeper.start()
+        time.sleep(0.05)
+        body = b'{"user": "gone@x.org", "ip": "192.0.2.9"}'
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", svc.port)) as c:
+                c.sendall(b"POST /check-login HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                time.sleep(0.05)  # read and suspended before the hang-up
+        sleeper.join()
+        # Redis counted the three: their answers only had nowhere to go.
+        r = self.login(svc, "gone@x.org", "192.0.2.9")
+        self.assertEqual(r.status, 429, r.json)
+        self.assertEqual(svc.stop(), 0, svc.log_text())
 
     def test_sigterm_finishes_in_flight_checks_and_exits_0(self):
         svc = self.seeded([OPEN], extra=["--redis-timeout-ms", "1500"])[0]
