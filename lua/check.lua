@@ -29,12 +29,13 @@
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
 local log_member = ARGV[1]
-local n = tonumber(ARGV[2])
+local number = library and remembered or tonumber
+local n = number(ARGV[2])
 local record = ARGV[3] == 'record'
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 -- TIME's microseconds, zero-padded to six digits, after its seconds.
 now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+local now = tonumber(now_text)
 
 -- Two flat arrays carry the policies from the first pass to the second:
 -- out is the reply (allowed, remaining, retry_ms, reset_ms per policy;
@@ -59,8 +60,8 @@ for i = 1, n do
     blocked_ms = redis.call('PTTL', KEYS[k + 1])
     k = k + 2
   end
-  local limit = tonumber(ARGV[a + 1])
-  local window_us = tonumber(ARGV[a + 2]) * 1000
+  local limit = number(ARGV[a + 1])
+  local window_us = number(ARGV[a + 2]) * 1000
   local member = ARGV[a + 6]
   if member == '' then
     member = log_member

@@ -47,6 +47,27 @@ end
 -- microseconds as integer text, set once by the driver.
 local now_text
 
+-- A policy's number (a limit, a window) from its ARGV text, remembered:
+-- tonumber is glibc's strtod, about a thousand instructions, and a check
+-- has seven, while the texts come from the policies, a small set (should
+-- it ever pass 4096 texts the memo starts again). Only the function
+-- library, which Redis loads once, can remember anything: `library` says
+-- whether this is it (redis.register_function exists only while a library
+-- loads), and a script, which starts afresh on every run, uses tonumber.
+local library = redis.register_function ~= nil
+local parsed, nparsed = {}, 0
+local function remembered(text)
+  local v = parsed[text]
+  if not v then
+    v = tonumber(text)
+    if nparsed >= 4096 then
+      parsed, nparsed = {}, 0
+    end
+    parsed[text], nparsed = v, nparsed + 1
+  end
+  return v
+end
+
 -- The reply r of redis.pcall on key, a reading command. A key of another
 -- type, left by an earlier algorithm of a policy an admin has since
 -- changed, is deleted and reads as absent (nil), so an edit never wedges a
