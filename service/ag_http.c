@@ -24,7 +24,7 @@ struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
     struct ag_admin *admin; /* NULL: the admin API is off (404) */
-    int listen_fd;          /* returned by MHD_quiesce_daemon; closed at stop */
+    atomic_bool draining;   /* stopping: new requests get a 503 */
     atomic_int in_flight;   /* requests begun and not yet completed */
 };
 
@@ -102,6 +102,8 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     if (r->www_authenticate)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"abuseguard\"");
+    if (r->close)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
@@ -277,6 +279,20 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
                              const char *url, const char *method,
                              void **con_cls)
 {
+    if (atomic_load(&h->draining)) {
+        /* Stopping: the client should go to another instance, on another
+         * connection. */
+        struct ag_response r;
+        ag_response_init(&r);
+        r.retry_after = 1;
+        r.close = true;
+        enum MHD_Result ret =
+            ag_response_error(&r, 503, "shutting down") == AG_OK
+                ? send_response(conn, &r)
+                : MHD_NO;
+        ag_response_free(&r);
+        return ret;
+    }
     if (strncmp(url, "/admin/", 7) == 0) {
         if (!h->admin)
             return reply_error(conn, MHD_HTTP_NOT_FOUND,
@@ -366,7 +382,7 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
     h->svc = svc;
     h->admin = admin;
 
-    h->listen_fd = -1;
+    atomic_init(&h->draining, false);
     atomic_init(&h->in_flight, 0);
 
     struct sockaddr_storage ss;
@@ -408,10 +424,13 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
     return AG_OK;
 }
 
+/* Not MHD_quiesce_daemon: with a thread pool on epoll, libmicrohttpd
+ * 0.9.75 removes the listening socket from a worker's epoll set from two
+ * threads at once when that worker is awake, and aborts on the loser's
+ * ENOENT (seen once in a few hundred SIGTERMs under load). */
 void ag_http_quiesce(struct ag_http *h)
 {
-    if (h->listen_fd < 0)
-        h->listen_fd = (int)MHD_quiesce_daemon(h->daemon);
+    atomic_store(&h->draining, true);
 }
 
 void ag_http_stop(struct ag_http *h)
@@ -423,7 +442,5 @@ void ag_http_stop(struct ag_http *h)
          waited += STEP_MS)
         nanosleep(&step, NULL);
     MHD_stop_daemon(h->daemon);
-    if (h->listen_fd >= 0)
-        close(h->listen_fd);
     free(h);
 }

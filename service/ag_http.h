@@ -30,7 +30,8 @@ struct ag_admin;
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
                   struct ag_admin *admin, struct ag_http **out, char *err,
                   size_t errsz);
-/* Stops accepting new connections; in-flight requests go on. */
+/* Stops taking new requests: each gets a 503 with Retry-After and
+ * Connection: close. In-flight requests go on. */
 void ag_http_quiesce(struct ag_http *h);
 /* Waits for in-flight requests, closes every connection and frees h. */
 void ag_http_stop(struct ag_http *h);

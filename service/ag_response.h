@@ -36,6 +36,7 @@ struct ag_response {
     const char *allow;        /* Allow header for a 405; NULL = none */
     bool www_authenticate;    /* send WWW-Authenticate: Bearer (a 401) */
     const char *content_type; /* NULL: application/json */
+    bool close;               /* Connection: close */
 };
 
 void ag_response_init(struct ag_response *r);

@@ -278,6 +278,14 @@ class ResilienceTest(PolicyTest):
         t.start()
         time.sleep(0.3)  # the check is now waiting on the paused Redis
         svc.proc.send_signal(signal.SIGTERM)
+        # While it drains, a new request is turned away, to be retried on
+        # another instance and another connection.
+        self.assertTrue(wait_until(lambda: "draining" in svc.log_text(), 5))
+        late = self.login(svc, "late@x.org")
+        self.assertEqual(late.status, 503, late.json)
+        self.assertEqual(late.json["error"], "shutting down")
+        self.assertEqual(late.headers["retry-after"], "1")
+        self.assertEqual(late.headers["connection"], "close")
         t.join(10)
         os.kill(self.redis.proc.pid, signal.SIGCONT)
         self.assertEqual(result["r"].status, 200)
