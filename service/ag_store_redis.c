@@ -91,6 +91,7 @@ struct async_check {
     ag_store_done_fn done;
     void *arg;
     int attempts;
+    bool fcall; /* its command is an FCALL (else a script) */
 };
 
 struct redis_store;
@@ -299,20 +300,55 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     return ok ? AG_OK : AG_ESTORE;
 }
 
-/* Notes whether Redis took the library (r, the reply to FUNCTION LOAD),
- * and says so in the log when that changes. */
-static void note_library(struct redis_store *s, const redisReply *r)
+/* Sets whether checks use FCALL (1) or scripts (0), logging a change;
+ * why: Redis's words when it refused the library. */
+static void use_library(struct redis_store *s, int use, const char *why)
 {
-    int took = r->type == REDIS_REPLY_STRING;
-    if (atomic_exchange(&s->functions, took) == took)
+    if (atomic_exchange(&s->functions, use) == use)
         return;
-    if (took)
+    if (use)
         ag_log(AG_LOG_INFO, "redis_functions",
                "checks run the function library with FCALL");
     else
         ag_log(AG_LOG_WARN, "redis_functions",
-               "FUNCTION LOAD refused (%s): checks run scripts with EVALSHA",
-               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+               "FUNCTION LOAD or FCALL refused (%s): checks run scripts with "
+               "EVALSHA",
+               why);
+}
+
+/* Is err a refusal that may pass (Redis busy, loading, out of memory, a
+ * failing disk, a replica), not one that will stand? */
+static bool passing(const char *err)
+{
+    static const char *const codes[] = {"BUSY",     "LOADING",    "OOM",
+                                        "MISCONF",  "READONLY",   "TRYAGAIN",
+                                        "MASTERDOWN", "NOREPLICAS"};
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        size_t n = strlen(codes[i]);
+        if (strncmp(err, codes[i], n) == 0 && (err[n] == ' ' || !err[n]))
+            return true;
+    }
+    return false;
+}
+
+/* Notes what Redis said to FUNCTION LOAD (r): the library is there (loaded
+ * now, or "already exists": the name is a hash of the code, so it is this
+ * code), refused for good (no FUNCTION: Redis 6, an ACL, rename-command),
+ * or refused for now, which changes nothing. True if Redis has it. */
+static bool note_library(struct redis_store *s, const redisReply *r)
+{
+    bool err = r->type == REDIS_REPLY_ERROR;
+    if (r->type == REDIS_REPLY_STRING ||
+        (err && strstr(r->str, "already exists"))) {
+        use_library(s, 1, NULL);
+        return true;
+    }
+    if (err && passing(r->str))
+        ag_log(AG_LOG_WARN, "redis_functions", "FUNCTION LOAD failed: %s",
+               r->str);
+    else
+        use_library(s, 0, err ? r->str : "unexpected reply");
+    return false;
 }
 
 /* Loads on *ctx in one round trip (pipelined): the function library if
@@ -325,9 +361,12 @@ static int load_scripts(struct redis_store *s, redisContext **ctx,
     if (!*ctx)
         return AG_ESTORE;
     if (library) {
-        const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", s->library.text};
-        size_t lens[] = {8, 4, 7, s->library.len};
-        if (redisAppendCommandArgv(*ctx, 4, argv, lens) != REDIS_OK) {
+        /* Not REPLACE: "already exists" is this code, and answering it
+         * costs Redis nothing, where a replacement compiles the library
+         * again and goes to the AOF and the replicas. */
+        const char *argv[] = {"FUNCTION", "LOAD", s->library.text};
+        size_t lens[] = {8, 4, s->library.len};
+        if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
             failed(s, *ctx);
             drop(ctx);
             return AG_ESTORE;
@@ -383,29 +422,23 @@ static int load_on(struct redis_store *s, redisContext **ctx)
     return load_scripts(s, ctx, true, 1, SCRIPTS);
 }
 
-/* The code a check's error reply r says Redis has lost (a flushed or
- * restarted Redis), if any. */
-enum lost { LOST_NOTHING, LOST_SCRIPT, LOST_LIBRARY };
+/* What a check's error reply r says about its code: Redis lost the script
+ * or the library (a flushed or restarted Redis), or refuses FCALL itself
+ * (Redis or its ACL changed under a running service). */
+enum lost { LOST_NOTHING, LOST_SCRIPT, LOST_LIBRARY, LOST_FCALL };
 
-static enum lost lost_code(const redisReply *r)
+static enum lost lost_code(const redisReply *r, bool fcall)
 {
     if (!r || r->type != REDIS_REPLY_ERROR)
         return LOST_NOTHING;
     if (strncmp(r->str, "NOSCRIPT", 8) == 0)
         return LOST_SCRIPT;
-    return strstr(r->str, "Function not found") ? LOST_LIBRARY
-                                                : LOST_NOTHING;
-}
-
-/* Reloads on *ctx the code a check found lost (script: the index of the
- * check's script); true if the check may be sent again. */
-static bool reload(struct redis_store *s, redisContext **ctx, enum lost lost,
-                   unsigned script)
-{
-    if (lost == LOST_SCRIPT)
-        return load_scripts(s, ctx, false, script, script + 1) == AG_OK;
-    return lost == LOST_LIBRARY && load_scripts(s, ctx, true, 1, 1) == AG_OK &&
-           atomic_load(&s->functions) == 1;
+    if (fcall && strstr(r->str, "Function not found"))
+        return LOST_LIBRARY;
+    if (fcall &&
+        (strstr(r->str, "unknown command") || strncmp(r->str, "NOPERM", 6) == 0))
+        return LOST_FCALL;
+    return LOST_NOTHING;
 }
 
 /* A new connection with the timeouts set, authenticated, on the right
@@ -459,23 +492,57 @@ static int outcome(struct redis_store *s, int rc);
 static const struct script *plan_script(const struct redis_store *s,
                                         const struct ag_plan *plan);
 
+/* Whether a check that found its code missing (lost) may go again after
+ * reloading it on *ctx, where Redis answered: NOSCRIPT reloads only the
+ * check's script (each of a batch's checks may ask); "Function not
+ * found" the library. *as_script: it must go again as a script instead,
+ * the library being refused (for now, or for good). */
+static bool reload(struct redis_store *s, redisContext **ctx, enum lost lost,
+                   const struct ag_plan *plan, const redisReply *r,
+                   bool *as_script)
+{
+    *as_script = false;
+    if (lost == LOST_SCRIPT) {
+        unsigned m = (unsigned)(plan_script(s, plan) - s->scripts);
+        return load_scripts(s, ctx, false, m, m + 1) == AG_OK;
+    }
+    if (lost == LOST_FCALL)
+        use_library(s, 0, r->str);
+    else if (lost != LOST_LIBRARY ||
+             load_scripts(s, ctx, true, 1, 1) != AG_OK)
+        return false;
+    *as_script = lost == LOST_FCALL || atomic_load(&s->functions) != 1;
+    return true;
+}
+
+static long long format_check(struct redis_store *s, const struct ag_plan *plan,
+                              bool library, char **cmd, bool *fcall);
+
 /* Completes an asynchronous check on the dispatcher thread: retries what
- * never left, reloads the script on NOSCRIPT, parses, and calls back. */
+ * never left, reloads code Redis lost, parses, and calls back. */
 static void finish_async(struct redis_store *s, struct dispatcher *d,
                          struct async_check *a)
 {
     redisReply *r = a->job.reply;
     a->job.reply = NULL;
     a->job.next = NULL;
-    /* Code Redis lost is reloaded: the library after "Function not
-     * found", only this plan's script after NOSCRIPT (each of a batch's
-     * checks may ask). */
-    unsigned m = (unsigned)(plan_script(s, a->plan) - s->scripts);
+    bool as_script = false;
     if (a->attempts++ == 0 &&
-        ((!r && !a->job.sent) || reload(s, &d->ctx, lost_code(r), m))) {
+        ((!r && !a->job.sent) ||
+         reload(s, &d->ctx, lost_code(r, a->fcall), a->plan, r, &as_script))) {
         ag_reply_free(r);
-        enqueue(s, &a->job);
-        return;
+        r = NULL;
+        long long len = 0;
+        if (as_script) {
+            free(a->job.cmd);
+            len = format_check(s, a->plan, false, &a->job.cmd, &a->fcall);
+            a->job.len = (size_t)(len > 0 ? len : 0);
+        }
+        if (len >= 0) {
+            enqueue(s, &a->job);
+            return;
+        }
+        a->job.cmd = NULL; /* out of memory: fail the check */
     }
     int rc = r ? parse_reply(r, a->plan, a->res) : AG_ESTORE;
     if (r && rc)
@@ -648,18 +715,19 @@ static const struct script *plan_script(const struct redis_store *s,
     return &s->scripts[mask];
 }
 
-/* Formats the check of plan as one RESP command (FCALL once Redis has
- * taken the library; else EVALSHA, or EVAL with the whole script before
- * any connection has loaded it) into *cmd, which the
+/* Formats the check of plan as one RESP command (FCALL if library is set
+ * and Redis has taken the library; else EVALSHA, or EVAL with the whole
+ * script before any connection has loaded it) into *cmd, which the
  * caller frees. Returns its length, or -1. The arguments are laid out as
  * lua/check.lua describes; a block key is passed only for a policy with
  * block_s. Built with ag_resp: no printf, one growing allocation. */
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
-                              char **cmd)
+                              bool library, char **cmd, bool *fcall_out)
 {
     const struct script *sc = plan_script(s, plan);
-    bool fcall =
-        atomic_load_explicit(&s->functions, memory_order_relaxed) == 1;
+    bool fcall = library &&
+                 atomic_load_explicit(&s->functions, memory_order_relaxed) == 1;
+    *fcall_out = fcall;
     char sha[41];
     pthread_mutex_lock(&s->lock);
     memcpy(sha, sc->sha, sizeof sha);
@@ -737,7 +805,8 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
                       struct ag_limit_result *res, bool *orphaned)
 {
     char *cmd;
-    long long len = format_check(s, plan, &cmd);
+    bool fcall;
+    long long len = format_check(s, plan, true, &cmd, &fcall);
     if (len < 0)
         return AG_ENOMEM;
     int rc = AG_ESTORE;
@@ -750,24 +819,32 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             continue;
         if (!r)
             break;
-        enum lost lost = lost_code(r);
+        enum lost lost = lost_code(r, fcall);
         if (lost != LOST_NOTHING && attempt == 0) {
-            /* A flushed or restarted Redis: load the code, try again. */
+            /* Code Redis lost is loaded again, and the check tried again:
+             * as a script if the library is refused. */
+            bool as_script = lost == LOST_FCALL;
+            if (as_script)
+                use_library(s, 0, r->str);
             ag_reply_free(r);
             const struct script *sc = plan_script(s, plan);
             const char *script[] = {"SCRIPT", "LOAD", sc->text};
             size_t script_lens[] = {6, 4, sc->len};
-            const char *library[] = {"FUNCTION", "LOAD", "REPLACE",
-                                     s->library.text};
-            size_t library_lens[] = {8, 4, 7, s->library.len};
+            const char *library[] = {"FUNCTION", "LOAD", s->library.text};
+            size_t library_lens[] = {8, 4, s->library.len};
             if (lost == LOST_SCRIPT) {
-                r = call_argv(s, 3, script, script_lens, &sent);
-            } else {
-                r = call_argv(s, 4, library, library_lens, &sent);
-                if (r)
-                    note_library(s, r);
+                ag_reply_free(call_argv(s, 3, script, script_lens, &sent));
+            } else if (lost == LOST_LIBRARY) {
+                r = call_argv(s, 3, library, library_lens, &sent);
+                as_script = !r || !note_library(s, r);
+                ag_reply_free(r);
             }
-            ag_reply_free(r);
+            if (as_script) {
+                free(cmd);
+                len = format_check(s, plan, false, &cmd, &fcall);
+                if (len < 0)
+                    return AG_ENOMEM;
+            }
             continue;
         }
         rc = parse_reply(r, plan, res);
@@ -805,7 +882,7 @@ static int redis_check_async(struct ag_store *base, const struct ag_plan *plan,
     struct async_check *a = calloc(1, sizeof *a);
     if (!a)
         return AG_ENOMEM;
-    long long len = format_check(s, plan, &a->job.cmd);
+    long long len = format_check(s, plan, true, &a->job.cmd, &a->fcall);
     if (len < 0) {
         free(a);
         return AG_ENOMEM;

@@ -187,6 +187,41 @@ class ResilienceTest(PolicyTest):
         self.assertNotIn("evalsha", added)
         self.assertIn("checks run the function library", svc.log_text())
 
+    def test_a_second_instance_calls_the_library_the_first_loaded(self):
+        # The library's name is a hash of its code: a second instance of
+        # the same version finds it there ("already exists") and uses it.
+        first, second = self.start([OPEN], count=2)
+        self.open_every_connection(first)
+        self.open_every_connection(second)
+        before = self.redis.command_stats()
+        r = self.login(second, "s@x.org")
+        self.assertNotIn("degraded", r.json)
+        after = self.redis.command_stats()
+        self.assertEqual(after["fcall"]["calls"] - before["fcall"]["calls"], 1)
+        self.assertNotIn("evalsha", after)
+        self.assertEqual(len(self.redis.cmd("FUNCTION", "LIST")), 1)
+        self.assertIn("checks run the function library", second.log_text())
+
+    def test_fcall_refused_at_run_time_falls_back_to_scripts(self):
+        # An ACL change takes FCALL away from a running service: the check
+        # that meets the refusal runs again as a script, and so do the
+        # checks after it.
+        (svc,) = self.start([OPEN])
+        self.open_every_connection(svc)
+        self.login(svc, "n@x.org")
+        self.redis.cmd("ACL", "SETUSER", "default", "-fcall")
+        for remaining in (1, 0):
+            r = self.login(svc, "n@x.org")
+            self.assertEqual(r.status, 200, r.json)
+            self.assertNotIn("degraded", r.json)
+            self.assertEqual(self.decision(r, "r.open")["remaining"],
+                             remaining)
+        stats = self.redis.command_stats()
+        self.assertEqual(stats["evalsha"]["calls"], 2)
+        self.assertIn("FCALL refused", svc.log_text())
+        self.assertEqual(
+            metric(svc, "abuseguard_circuit_breaker_opens_total"), 0)
+
     def test_scripts_serve_a_redis_without_functions(self):
         # As Redis 6 does (here: FUNCTION renamed away), Redis refuses the
         # library: checks run as scripts, and survive a SCRIPT FLUSH.
@@ -199,7 +234,7 @@ class ResilienceTest(PolicyTest):
         self.assertEqual(added["evalsha"], (2, 1))
         self.assertEqual(added["script|load"], (1, 0))
         self.assertNotIn("fcall", self.redis.command_stats())
-        self.assertIn("FUNCTION LOAD refused", svc.log_text())
+        self.assertIn("FUNCTION LOAD or FCALL refused", svc.log_text())
 
     def test_unreadable_database_keeps_the_last_policies(self):
         (svc,) = self.start([OPEN])
