@@ -147,12 +147,14 @@ static int append_file(char *s, size_t *n, const char *name)
     return AG_ENOTFOUND;
 }
 
-/* The script for the algorithms in mask (bit a for enum ag_algorithm a):
- * common.lua, <algorithm>.lua for each, then the driver check.lua, which
- * sees the others' locals. */
-static char *compose_script(unsigned mask, size_t *len)
+/* Lua code for the algorithms in mask (bit a for enum ag_algorithm a):
+ * common.lua, <algorithm>.lua for each, then driver_head and the driver
+ * check.lua, which sees the others' locals. NUL-terminated, length in
+ * *len; NULL if out of memory. */
+static char *compose_code(unsigned mask, const char *driver_head, size_t *len)
 {
-    size_t total = 1;
+    size_t head = strlen(driver_head);
+    size_t total = 1 + head;
     for (size_t i = 0; i < ag_embedded_lua_count; i++)
         total += ag_embedded_lua[i].len + 1;
     char *s = malloc(total);
@@ -167,6 +169,8 @@ static char *compose_script(unsigned mask, size_t *len)
         if (mask & (1u << a))
             rc = append_file(s, &n, name);
     }
+    memcpy(s + n, driver_head, head);
+    n += head;
     rc = rc ? rc : append_file(s, &n, MAIN_SCRIPT);
     if (rc) {
         free(s);
@@ -177,39 +181,22 @@ static char *compose_script(unsigned mask, size_t *len)
     return s;
 }
 
-/* The function library: common.lua, every algorithm, and the driver as the
- * body of the function it registers. Named by a hash of that code. */
+/* The function library: every algorithm, and the driver as the body of
+ * the function it registers. Named by a hash of that code. */
 static int compose_library(struct library *lib)
 {
-    size_t total = 1024;
-    for (size_t i = 0; i < ag_embedded_lua_count; i++)
-        total += ag_embedded_lua[i].len + 1;
-    char *code = malloc(total);
+    size_t n;
+    char *code = compose_code(SCRIPTS - 1,
+                              "local function check(KEYS, ARGV)\n", &n);
     if (!code)
         return AG_ENOMEM;
-    size_t n = 0;
-    int rc = append_file(code, &n, COMMON_SCRIPT);
-    for (int a = 0; !rc && a < AG_ALG_COUNT; a++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s.lua",
-                 ag_algorithm_name((enum ag_algorithm)a));
-        rc = append_file(code, &n, name);
-    }
-    static const char open[] = "local function check(KEYS, ARGV)\n";
-    memcpy(code + n, open, sizeof open - 1);
-    n += sizeof open - 1;
-    rc = rc ? rc : append_file(code, &n, MAIN_SCRIPT);
-    if (rc) {
-        free(code);
-        return rc;
-    }
     unsigned char hash[VERSION_HEX / 2];
     char version[VERSION_HEX + 1];
     crypto_generichash(hash, sizeof hash, (const unsigned char *)code, n,
                        NULL, 0);
     sodium_bin2hex(version, sizeof version, hash, sizeof hash);
     snprintf(lib->function, sizeof lib->function, "ag_check_%s", version);
-    lib->text = malloc(total + 256);
+    lib->text = malloc(n + 256);
     if (!lib->text) {
         free(code);
         return AG_ENOMEM;
@@ -1037,7 +1024,7 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
         return NULL;
     }
     for (unsigned m = 1; m < SCRIPTS; m++) {
-        s->scripts[m].text = compose_script(m, &s->scripts[m].len);
+        s->scripts[m].text = compose_code(m, "", &s->scripts[m].len);
         if (!s->scripts[m].text) {
             free_scripts(s);
             free(s);
