@@ -11,6 +11,7 @@ from models import MODELS
 
 EPS_US = 5000  # slack around each request's Redis-time bracket
 EDGE_US = 20000  # no request this close to a window edge
+SAMPLE_US = 250  # the model is asked this often across a bracket
 
 
 
@@ -45,10 +46,14 @@ class ModelTest(PolicyTest):
             self.assertIn(r.status, (200, 429), r.raw)
             allowed = r.status == 200
             got = (allowed, self.decision(r, "t.algo")["remaining"])
-            # What the model says at the edges of the bracket in which
-            # Redis evaluated the request, as the response would show it.
+            # What the model says anywhere in the bracket in which Redis
+            # evaluated the request, as the response would show it: at its
+            # edges and every SAMPLE_US between, since a state can hold
+            # only inside it (two log members expiring one after the
+            # other: 4, then 3, then 2 live).
             options = set()
-            for t in (before - slack, before, after, after + slack):
+            lo, hi = before - slack, after + slack
+            for t in [*range(lo, hi, SAMPLE_US), before, after, hi]:
                 ok, rem = model.decide(t)
                 options.add((ok, rem - 1 if ok else 0))
             self.assertIn(got, options,
