@@ -116,8 +116,8 @@ ceiling() {
         -P 16 -q FCALL ag_bench_check 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
         "ag:login.user_ip:__rand_int__" \
-        "bench-__rand_int__" 3 check \
-        0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "" \
+        "bench-__rand_int__" check \
+        "0 100 900000 0 1 0" "" "0 10 900000 0 1 0" "" "0 5 900000 0 1 0" "" \
         | tr '\r' '\n' \
         | awk '{for (i = 1; i <= NF; i++) if ($i == "requests") print $(i-1)}' \
         | tail -1

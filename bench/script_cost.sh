@@ -28,14 +28,14 @@ local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 local c1 = redis.call('ZCARD', KEYS[1])
 local c2 = redis.call('ZCARD', KEYS[2])
 local c3 = redis.call('ZCARD', KEYS[3])
-redis.call('ZADD', KEYS[1], now, ARGV[1]); redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('ZADD', KEYS[2], now, ARGV[1]); redis.call('PEXPIRE', KEYS[2], ARGV[6])
-redis.call('ZADD', KEYS[3], now, ARGV[1]); redis.call('PEXPIRE', KEYS[3], ARGV[6])
+redis.call('ZADD', KEYS[1], now, ARGV[1]); redis.call('PEXPIRE', KEYS[1], '900000')
+redis.call('ZADD', KEYS[2], now, ARGV[1]); redis.call('PEXPIRE', KEYS[2], '900000')
+redis.call('ZADD', KEYS[3], now, ARGV[1]); redis.call('PEXPIRE', KEYS[3], '900000')
 return {1, 99 - c1, 0, 900000, 1, 9 - c2, 0, 900000, 1, 4 - c3, 0, 900000}
 LUA
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-policies=(0 100 900000 0 1 0 "" 0 10 900000 0 1 0 "" 0 5 900000 0 1 0 "")
+policies=("0 100 900000 0 1 0" "" "0 10 900000 0 1 0" "" "0 5 900000 0 1 0" "")
 bench/library.sh > "$work/function.lua"
 for name in function script bare; do
     p=$(port)
@@ -52,12 +52,12 @@ for name in function script bare; do
         call=(EVALSHA "$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")")
     fi
     # Once outside the count, so compiling the script is not counted.
-    redis-cli -p "$p" "${call[@]}" 3 a b c warm 3 check "${policies[@]}" \
+    redis-cli -p "$p" "${call[@]}" 3 a b c warm check "${policies[@]}" \
         >/dev/null
     callgrind_control -i on "$rpid" >/dev/null 2>&1
     redis-benchmark -p "$p" -r 1000000 -n "$n" -c 8 -P 16 -q "${call[@]}" 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
-        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" 3 check \
+        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" check \
         "${policies[@]}" >/dev/null 2>&1
     callgrind_control -i off "$rpid" >/dev/null 2>&1
     redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -15,23 +15,23 @@
 --
 -- KEYS: per policy in order, its state key and then, only if its block_ms
 --   is above 0, its block key
--- ARGV[1] nonce, unique per request    ARGV[2] n policies    ARGV[3] mode
--- ARGV[4 + 7(i-1) ...]: algorithm, limit, window_ms, block_ms, charge,
---   shadow, member
+-- ARGV[1] nonce, unique per request    ARGV[2] mode
+-- ARGV[1 + 2i] policy i's spec: "algorithm limit window_ms block_ms charge
+--   shadow", numbers in decimal, the last two 0 or 1 (see spec_of)
 --   algorithm: 0 sliding_log, 1 fixed_window, 2 sliding_window,
 --              3 token_bucket, 4 distinct (the enum ag_algorithm order)
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
---   member:    distinct only: the keyed hash of the subject
+-- ARGV[2 + 2i] policy i's member: distinct only, the keyed hash of the
+--   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms.
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
 local log_member = ARGV[1]
-local number = library and remembered or tonumber
-local n = number(ARGV[2])
-local record = ARGV[3] == 'record'
+local n = (#ARGV - 2) / 2
+local record = ARGV[2] == 'record'
 local t = redis.call('TIME')
 -- TIME's microseconds, zero-padded to six digits, after its seconds.
 now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
@@ -40,75 +40,73 @@ local now = tonumber(now_text)
 -- Two flat arrays carry the policies from the first pass to the second:
 -- out is the reply (allowed, remaining, retry_ms, reset_ms per policy;
 -- allowed a boolean and reset_ms possibly false until the end), and kept
--- holds per policy its limit, window_us, the block key's remaining TTL,
--- then the four values its peek hands its charge (false for those it does
--- not use). Both are built at their full size by a constructor: a table
--- grown an element at a time is rehashed at every power of two, and a nil
--- stored into one still inserts a key; either costs Redis more than a
--- command does. The ARGV values copied in are all overwritten.
-local out = {unpack(ARGV, 1, 4 * n)}
-local kept = {unpack(ARGV, 1, 7 * n)}
+-- holds per policy its spec, the block key's remaining TTL, then the four
+-- values its peek hands its charge (false for those it does not use).
+-- Both are built at their full size by a constructor: a table grown an
+-- element at a time is rehashed at every power of two, and a nil stored
+-- into one still inserts a key; either costs Redis more than a command
+-- does. The values the constructors copy in are all overwritten.
+local out = {unpack(KEYS, 1, 4 * n)}
+local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
 local k = 1 -- the next policy's first key
 for i = 1, n do
-  local a = 4 + 7 * (i - 1)
+  local p = spec_of(ARGV[1 + 2 * i])
   local key = KEYS[k]
   local blocked_ms = 0
-  if ARGV[a + 3] == '0' then
+  if p[5] == '0' then
     k = k + 1
   else
     blocked_ms = redis.call('PTTL', KEYS[k + 1])
     k = k + 2
   end
-  local limit = number(ARGV[a + 1])
-  local window_us = number(ARGV[a + 2]) * 1000
-  local member = ARGV[a + 6]
+  local member = ARGV[2 + 2 * i]
   if member == '' then
     member = log_member
   end
   local allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4 =
-    algorithms[ARGV[a]].peek(key, limit, window_us, member, now)
+    p[1].peek(key, p[2], p[3], member, now)
   if blocked_ms > 0 then
     allowed = false
     remaining = 0
     retry_ms = math.max(retry_ms, blocked_ms)
   end
-  if not allowed and ARGV[a + 5] ~= '1' then
+  if not allowed and not p[7] then
     denied = true
   end
-  local o, s = 4 * i, 7 * i
+  local o, s = 4 * i, 6 * i
   out[o - 3], out[o - 2], out[o - 1], out[o] =
     allowed, remaining, retry_ms, reset_ms
-  kept[s - 6], kept[s - 5], kept[s - 4] = limit, window_us, blocked_ms
+  kept[s - 5], kept[s - 4] = p, blocked_ms
   kept[s - 3], kept[s - 2] = s1 or false, s2 or false
   kept[s - 1], kept[s] = s3 or false, s4 or false
 end
 
 k = 1
 for i = 1, n do
-  local a = 4 + 7 * (i - 1)
-  local o, s = 4 * i, 7 * i
-  local algorithm = algorithms[ARGV[a]]
+  local o, s = 4 * i, 6 * i
+  local p = kept[s - 5]
+  local algorithm = p[1]
   local key = KEYS[k]
-  local block = ARGV[a + 3]
+  local block = p[5]
   local block_key = block ~= '0' and KEYS[k + 1]
   k = k + (block_key and 2 or 1)
   local allowed = out[o - 3]
-  if (record or not denied) and allowed and ARGV[a + 4] == '1' then
-    local member = ARGV[a + 6]
+  if (record or not denied) and allowed and p[6] then
+    local member = ARGV[2 + 2 * i]
     if member == '' then
       member = log_member
     end
     out[o - 2], out[o] =
-      algorithm.charge(key, kept[s - 6], kept[s - 5], ARGV[a + 2], member,
-                       now, kept[s - 3], kept[s - 2], kept[s - 1], kept[s])
-  elseif not record and not allowed and ARGV[a + 5] ~= '1' and block_key
+      algorithm.charge(key, p[2], p[3], p[4], member, now, kept[s - 3],
+                       kept[s - 2], kept[s - 1], kept[s])
+  elseif not record and not allowed and not p[7] and block_key
       and kept[s - 4] <= 0 then
     redis.call('SET', block_key, '1', 'PX', block)
     out[o - 1] = math.max(out[o - 1], tonumber(block))
   end
   if not out[o] then
-    out[o] = algorithm.reset(key, kept[s - 5], now)
+    out[o] = algorithm.reset(key, p[3], now)
   end
   out[o - 3] = allowed and 1 or 0
 end

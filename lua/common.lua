@@ -47,25 +47,37 @@ end
 -- microseconds as integer text, set once by the driver.
 local now_text
 
--- A policy's number (a limit, a window) from its ARGV text, remembered:
--- tonumber is glibc's strtod, about a thousand instructions, and a check
--- has seven, while the texts come from the policies, a small set (should
--- it ever pass 4096 texts the memo starts again). Only the function
--- library, which Redis loads once, can remember anything: `library` says
--- whether this is it (redis.register_function exists only while a library
--- loads), and a script, which starts afresh on every run, uses tonumber.
+-- A policy's spec, its ARGV text "algorithm limit window_ms block_ms
+-- charge shadow" (the check.lua layout), as an array: the algorithm's
+-- table, limit, window in microseconds, window_ms and block_ms as text,
+-- charge and shadow as booleans. The function library, which Redis loads
+-- once, remembers specs: a check then reads its policies without a
+-- tonumber (glibc's strtod, about a thousand instructions) or a pattern
+-- match, and the texts come from the policies, a small set (should it
+-- ever pass 4096 texts the memo starts again). A script starts afresh on
+-- every run and parses. `library` says which this is:
+-- redis.register_function exists only while a library loads.
 local library = redis.register_function ~= nil
-local parsed, nparsed = {}, 0
-local function remembered(text)
-  local v = parsed[text]
-  if not v then
-    v = tonumber(text)
-    if nparsed >= 4096 then
-      parsed, nparsed = {}, 0
-    end
-    parsed[text], nparsed = v, nparsed + 1
+local specs, nspecs = {}, 0
+local function spec_of(text)
+  local p = specs[text]
+  if p then
+    return p
   end
-  return v
+  local a, limit, window_ms, block_ms, charge, shadow =
+    string.match(text, '^(%d) (%d+) (%d+) (%d+) ([01]) ([01])$')
+  if not a or not algorithms[a] then
+    error('bad policy spec: ' .. text)
+  end
+  p = {algorithms[a], tonumber(limit), tonumber(window_ms) * 1000, window_ms,
+       block_ms, charge == '1', shadow == '1'}
+  if library then
+    if nspecs >= 4096 then
+      specs, nspecs = {}, 0
+    end
+    specs[text], nspecs = p, nspecs + 1
+  end
+  return p
 end
 
 -- The reply r of redis.pcall on key, a reading command. A key of another

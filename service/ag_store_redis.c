@@ -702,6 +702,32 @@ static const struct script *plan_script(const struct redis_store *s,
     return &s->scripts[mask];
 }
 
+/* A policy's spec, one argument (lua/check.lua): "algorithm limit
+ * window_ms block_ms charge shadow". The library parses each distinct
+ * spec once and remembers it. */
+#define SPEC_MAX (6 * (AG_UINT_TEXT + 1))
+
+static size_t spec_uint(char *at, uint64_t v, char sep)
+{
+    char out[AG_UINT_TEXT];
+    size_t len;
+    const char *digits = ag_uint_text(out, v, &len);
+    memcpy(at, digits, len);
+    at[len] = sep;
+    return len + 1;
+}
+
+static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
+{
+    const struct ag_policy *p = op->policy;
+    size_t n = spec_uint(spec, (uint64_t)p->algorithm, ' ');
+    n += spec_uint(spec + n, p->limit, ' ');
+    n += spec_uint(spec + n, (uint64_t)p->window_s * 1000, ' ');
+    n += spec_uint(spec + n, (uint64_t)p->block_s * 1000, ' ');
+    n += spec_uint(spec + n, op->charge, ' ');
+    return n + spec_uint(spec + n, op->shadow, '\0') - 1;
+}
+
 /* Formats the check of plan as one RESP command (FCALL if library is set
  * and Redis has taken the library; else EVALSHA, or EVAL with the whole
  * script before any connection has loaded it) into *cmd, which the
@@ -737,10 +763,10 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     struct ag_buf b;
     ag_buf_init(&b, CHECK_CMD_MAX);
     /* Room for a typical command (the fixed words and, per policy, two
-     * keys and seven short values) in one allocation. */
+     * keys, a spec and a member) in one allocation. */
     int rc = ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) +
                                     512 * plan->n);
-    rc |= ag_resp_command(&b, 3 + nkeys + 3 + 7 * plan->n);
+    rc |= ag_resp_command(&b, 3 + nkeys + 2 + 2 * plan->n);
     /* One append per statement: the operands of | run in no set order. */
     if (fcall) {
         rc |= ag_resp_str(&b, "FCALL");
@@ -765,17 +791,11 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
         }
     }
     rc |= ag_resp_arg(&b, nonce, nlen);
-    rc |= ag_resp_uint(&b, plan->n);
     rc |= ag_resp_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
-        const struct ag_policy *p = op->policy;
-        rc |= ag_resp_uint(&b, (uint64_t)p->algorithm);
-        rc |= ag_resp_uint(&b, p->limit);
-        rc |= ag_resp_uint(&b, (uint64_t)p->window_s * 1000);
-        rc |= ag_resp_uint(&b, (uint64_t)p->block_s * 1000);
-        rc |= ag_resp_str(&b, op->charge ? "1" : "0");
-        rc |= ag_resp_str(&b, op->shadow ? "1" : "0");
+        char spec[SPEC_MAX];
+        rc |= ag_resp_arg(&b, spec, format_spec(spec, op));
         rc |= ag_resp_str(&b, op->member);
     }
     if (rc) {
