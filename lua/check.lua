@@ -29,10 +29,11 @@
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
+rcall, rpcall, type_of, ceil = redis.call, redis.pcall, type, math.ceil
 local log_member = ARGV[1]
 local n = (#ARGV - 2) / 2
 local record = ARGV[2] == 'record'
-local t = redis.call('TIME')
+local t = rcall('TIME')
 -- TIME's microseconds, zero-padded to six digits, after its seconds.
 now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 local now = tonumber(now_text)
@@ -51,13 +52,14 @@ local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
 local k = 1 -- the next policy's first key
 for i = 1, n do
-  local p = spec_of(ARGV[1 + 2 * i])
+  local spec = ARGV[1 + 2 * i]
+  local p = specs[spec] or spec_of(spec)
   local key = KEYS[k]
   local blocked_ms = 0
   if p[5] == '0' then
     k = k + 1
   else
-    blocked_ms = redis.call('PTTL', KEYS[k + 1])
+    blocked_ms = rcall('PTTL', KEYS[k + 1])
     k = k + 2
   end
   local member = ARGV[2 + 2 * i]
@@ -102,7 +104,7 @@ for i = 1, n do
                        kept[s - 2], kept[s - 1], kept[s])
   elseif not record and not allowed and not p[7] and block_key
       and kept[s - 4] <= 0 then
-    redis.call('SET', block_key, '1', 'PX', block)
+    rcall('SET', block_key, '1', 'PX', block)
     out[o - 1] = math.max(out[o - 1], tonumber(block))
   end
   if not out[o] then

@@ -29,10 +29,16 @@
 -- itself at its end.
 local algorithms = {}
 
+-- redis.call, redis.pcall, type and math.ceil, each used several times a
+-- check: a global is looked up in Redis's sandbox tables at every use, a
+-- local is not. The driver sets them at the start of each check (a
+-- library loads with none of them in reach).
+local rcall, rpcall, type_of, ceil
+
 -- Microseconds to whole milliseconds, rounded up: a wait is never reported
 -- shorter than it is.
 local function ms(us)
-  return math.ceil(us / 1000)
+  return ceil(us / 1000)
 end
 
 -- Integer text for a Redis argument: Lua's tostring would print large
@@ -85,9 +91,9 @@ end
 -- changed, is deleted and reads as absent (nil), so an edit never wedges a
 -- policy on WRONGTYPE. The caller makes the call: no varargs to pass on.
 local function read(key, r)
-  if type(r) == 'table' and r.err then
+  if type_of(r) == 'table' and r.err then
     if string.find(r.err, 'WRONGTYPE', 1, true) then
-      redis.call('DEL', key)
+      rcall('DEL', key)
       return nil
     end
     error(r.err)
@@ -102,13 +108,17 @@ end
 -- lowered the limit the oldest beyond it are trimmed, which keeps the same
 -- answers (only the newest `limit` can decide one).
 local function set_count(key, limit, window_us, now)
-  local count = read(key, redis.pcall('ZCARD', key)) or 0
+  local count = rpcall('ZCARD', key)
+  if count == 0 then -- the common case: a new key (an error is a table)
+    return 0
+  end
+  count = read(key, count) or 0
   if count > 0 then
-    count = count - redis.call('ZREMRANGEBYSCORE', key, '-inf',
+    count = count - rcall('ZREMRANGEBYSCORE', key, '-inf',
                                int(now - window_us))
   end
   if count > limit then
-    redis.call('ZREMRANGEBYRANK', key, 0, count - limit - 1)
+    rcall('ZREMRANGEBYRANK', key, 0, count - limit - 1)
     count = limit
   end
   return count
@@ -124,19 +134,19 @@ local function set_answer(key, limit, window_us, now, count, allowed)
   if allowed then
     return true, limit - count, 0, reset_ms
   end
-  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local oldest = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
   return false, 0, ms(tonumber(oldest[2]) + window_us - now), reset_ms
 end
 
 -- Milliseconds until the newest member of key leaves the window, when the
 -- whole set will have expired.
 local function set_reset(key, window_us, now)
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local newest = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
   return ms(tonumber(newest[2]) + window_us - now)
 end
 
 -- Adds (or refreshes) member at now; the set lives one window past it.
 local function set_add(key, window_ms, member)
-  redis.call('ZADD', key, now_text, member)
-  redis.call('PEXPIRE', key, window_ms)
+  rcall('ZADD', key, now_text, member)
+  rcall('PEXPIRE', key, window_ms)
 end

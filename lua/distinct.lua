@@ -11,7 +11,7 @@ local distinct = {}
 
 function distinct.peek(key, limit, window_us, member, now)
   local count = set_count(key, limit, window_us, now)
-  local known = redis.call('ZSCORE', key, member) ~= false
+  local known = rcall('ZSCORE', key, member) ~= false
   local allowed, remaining, retry_ms, reset_ms =
     set_answer(key, limit, window_us, now, count, known or count < limit)
   return allowed, remaining, retry_ms, reset_ms, count, known

@@ -10,7 +10,7 @@ local fixed_window = {}
 -- peek hands charge the window's end in microseconds.
 function fixed_window.peek(key, limit, window_us, member, now)
   local window_end = (math.floor(now / window_us) + 1) * window_us
-  local count = tonumber(read(key, redis.pcall('GET', key)) or '0') or 0
+  local count = tonumber(read(key, rpcall('GET', key)) or '0') or 0
   local left_ms = ms(window_end - now)
   local reset_ms = count > 0 and left_ms or 0
   if count < limit then
@@ -21,8 +21,8 @@ end
 
 function fixed_window.charge(key, limit, window_us, window_ms, member, now,
                              window_end)
-  local count = redis.call('INCR', key)
-  redis.call('PEXPIREAT', key, int(math.ceil(window_end / 1000)))
+  local count = rcall('INCR', key)
+  rcall('PEXPIREAT', key, int(math.ceil(window_end / 1000)))
   return math.max(limit - count, 0), ms(window_end - now)
 end
 

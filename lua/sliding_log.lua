@@ -9,8 +9,11 @@ local sliding_log = {}
 
 function sliding_log.peek(key, limit, window_us, member, now)
   local count = set_count(key, limit, window_us, now)
+  if count < limit then -- set_answer's allowed case, without the call
+    return true, limit - count, 0, count == 0 and 0, count
+  end
   local allowed, remaining, retry_ms, reset_ms =
-    set_answer(key, limit, window_us, now, count, count < limit)
+    set_answer(key, limit, window_us, now, count, false)
   return allowed, remaining, retry_ms, reset_ms, count
 end
 

@@ -12,7 +12,7 @@ local sliding_window = {}
 -- peek hands charge the window index, both counts and the estimate.
 function sliding_window.peek(key, limit, w, member, now)
   local idx = math.floor(now / w)
-  local h = read(key, redis.pcall('HMGET', key, 'w', 'c', 'p')) or {}
+  local h = read(key, rpcall('HMGET', key, 'w', 'c', 'p')) or {}
   local cw, cc, pc = tonumber(h[1]), tonumber(h[2]) or 0, tonumber(h[3]) or 0
   if cw == idx - 1 then
     pc, cc = cc, 0
@@ -48,8 +48,8 @@ end
 function sliding_window.charge(key, limit, w, window_ms, member, now,
                                idx, cc, pc, est)
   cc = cc + 1
-  redis.call('HSET', key, 'w', int(idx), 'c', int(cc), 'p', int(pc))
-  redis.call('PEXPIREAT', key, int(math.ceil((idx + 2) * w / 1000)))
+  rcall('HSET', key, 'w', int(idx), 'c', int(cc), 'p', int(pc))
+  rcall('PEXPIREAT', key, int(math.ceil((idx + 2) * w / 1000)))
   return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now)
 end
 

@@ -9,7 +9,7 @@ local token_bucket = {}
 -- peek hands charge the tokens now in the bucket.
 function token_bucket.peek(key, limit, window_us, member, now)
   local rate = limit / window_us -- tokens per microsecond
-  local h = read(key, redis.pcall('HMGET', key, 't', 'ts')) or {}
+  local h = read(key, rpcall('HMGET', key, 't', 'ts')) or {}
   local tokens, ts = tonumber(h[1]), tonumber(h[2])
   if tokens == nil or ts == nil then
     tokens = limit
@@ -28,8 +28,8 @@ function token_bucket.charge(key, limit, window_us, window_ms, member, now,
   local rate = limit / window_us
   tokens = tokens - 1
   local full_us = (limit - tokens) / rate
-  redis.call('HSET', key, 't', tostring(tokens), 'ts', now_text)
-  redis.call('PEXPIRE', key, math.max(ms(full_us), 1))
+  rcall('HSET', key, 't', tostring(tokens), 'ts', now_text)
+  rcall('PEXPIRE', key, math.max(ms(full_us), 1))
   return math.floor(tokens), ms(full_us)
 end
 
