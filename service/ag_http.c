@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -68,6 +69,60 @@ struct request {
     struct MHD_Connection *conn;
     int store_rc;
 };
+
+/* A check is large (its plan holds its keys: over 5 KiB), too large for
+ * malloc's per-thread cache, so each would take the lock of the one
+ * arena (main.c) twice. A worker keeps a few it finished for its next
+ * requests instead; they are freed when the worker's thread ends. */
+#define SPARE_CHECKS 4
+
+struct spares {
+    unsigned n;
+    struct ag_check *c[SPARE_CHECKS];
+};
+
+static pthread_key_t spares_key;
+static pthread_once_t spares_once = PTHREAD_ONCE_INIT;
+
+static void spares_free(void *p)
+{
+    struct spares *sp = p;
+    for (unsigned i = 0; i < sp->n; i++)
+        free(sp->c[i]);
+    free(sp);
+}
+
+static void spares_init(void)
+{
+    if (pthread_key_create(&spares_key, spares_free) != 0)
+        abort(); /* only at start, out of keys: nothing can work */
+}
+
+static struct ag_check *check_new(void)
+{
+    pthread_once(&spares_once, spares_init);
+    struct spares *sp = pthread_getspecific(spares_key);
+    if (sp && sp->n)
+        return sp->c[--sp->n];
+    return malloc(sizeof(struct ag_check));
+}
+
+/* Only on a worker: the main thread's keys are never cleaned up. */
+static void check_free(struct ag_check *c)
+{
+    if (!c)
+        return;
+    struct spares *sp = pthread_getspecific(spares_key);
+    if (!sp && (sp = calloc(1, sizeof *sp)) &&
+        pthread_setspecific(spares_key, sp) != 0) {
+        free(sp);
+        sp = NULL;
+    }
+    if (sp && sp->n < SPARE_CHECKS)
+        sp->c[sp->n++] = c;
+    else
+        free(c);
+}
 
 static void add_uint_header(struct MHD_Response *mr, const char *name,
                             uint32_t v)
@@ -199,7 +254,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
     if (req->check) {
         /* Resumed: the store has answered. */
         rc = ag_service_check_finish(h->svc, req->check, req->store_rc, &r);
-        free(req->check);
+        check_free(req->check);
         req->check = NULL;
     } else if (req->route == R_REPORT_LOGIN) {
         rc = ag_service_report_login(h->svc, body, req->body.len, &r);
@@ -208,7 +263,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
                               : req->route == R_CHECK_OTP_VERIFY
                                   ? AG_EP_OTP_VERIFY
                                   : AG_EP_LOGIN;
-        req->check = malloc(sizeof *req->check);
+        req->check = check_new();
         rc = req->check ? ag_service_check_begin(h->svc, ep, body,
                                                  req->body.len, req->check, &r)
                         : AG_ENOMEM;
@@ -216,7 +271,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
             ag_response_free(&r);
             return wait_for_store(h, conn, req);
         }
-        free(req->check);
+        check_free(req->check);
         req->check = NULL;
     }
 
