@@ -1,9 +1,9 @@
 -- check: the driver. Evaluates the policies of one request atomically.
 -- The service composes the function library (Redis 7 and later) from
 -- common.lua, every algorithm file (each registers in `algorithms`), then
--- this file as the body of `function check(KEYS, ARGV)`; and, where Redis
--- refuses functions, scripts of common.lua, the algorithm files a check's
--- policies use, then this file (service/ag_store_redis.c).
+-- this file as the body of `local function check(KEYS, ARGV)`; and, where
+-- Redis refuses functions, scripts of common.lua, the algorithm files a
+-- check's policies use, then this file (service/ag_store_redis.c).
 --
 -- Mode "check" (a check endpoint): every policy is evaluated, and the
 -- attempt is recorded only if no enforcing policy denies it ("all or
@@ -31,6 +31,9 @@
 -- the nonce (instance id, then a sequence number) is unique on its own.
 rcall, rpcall, type_of, ceil = redis.call, redis.pcall, type, math.ceil
 local log_member = ARGV[1]
+if #ARGV % 2 ~= 0 then
+  error('bad argument count: ' .. #ARGV)
+end
 local n = (#ARGV - 2) / 2
 local record = ARGV[2] == 'record'
 local t = rcall('TIME')

@@ -764,8 +764,8 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     ag_buf_init(&b, CHECK_CMD_MAX);
     /* Room for a typical command (the fixed words and, per policy, a key,
      * a spec and a member: a login check's is about 450 bytes) in one
-     * allocation, below 1 KiB so that malloc serves it from its per-thread
-     * cache rather than its shared arena. */
+     * allocation, below 1 KiB for up to four policies, so that malloc
+     * serves it from its per-thread cache rather than its shared arena. */
     int rc = ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) +
                                     192 * plan->n);
     rc |= ag_resp_command(&b, 3 + nkeys + 2 + 2 * plan->n);
