@@ -64,19 +64,16 @@ local now_text
 -- every run and parses. `library` says which this is:
 -- redis.register_function exists only while a library loads.
 local library = redis.register_function ~= nil
+-- The driver looks a spec up in specs and calls spec_of only on a miss.
 local specs, nspecs = {}, 0
 local function spec_of(text)
-  local p = specs[text]
-  if p then
-    return p
-  end
   local a, limit, window_ms, block_ms, charge, shadow =
     string.match(text, '^(%d) (%d+) (%d+) (%d+) ([01]) ([01])$')
   if not a or not algorithms[a] then
     error('bad policy spec: ' .. text)
   end
-  p = {algorithms[a], tonumber(limit), tonumber(window_ms) * 1000, window_ms,
-       block_ms, charge == '1', shadow == '1'}
+  local p = {algorithms[a], tonumber(limit), tonumber(window_ms) * 1000,
+             window_ms, block_ms, charge == '1', shadow == '1'}
   if library then
     if nspecs >= 4096 then
       specs, nspecs = {}, 0

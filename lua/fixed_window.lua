@@ -22,7 +22,7 @@ end
 function fixed_window.charge(key, limit, window_us, window_ms, member, now,
                              window_end)
   local count = rcall('INCR', key)
-  rcall('PEXPIREAT', key, int(math.ceil(window_end / 1000)))
+  rcall('PEXPIREAT', key, int(ceil(window_end / 1000)))
   return math.max(limit - count, 0), ms(window_end - now)
 end
 

@@ -49,7 +49,7 @@ function sliding_window.charge(key, limit, w, window_ms, member, now,
                                idx, cc, pc, est)
   cc = cc + 1
   rcall('HSET', key, 'w', int(idx), 'c', int(cc), 'p', int(pc))
-  rcall('PEXPIREAT', key, int(math.ceil((idx + 2) * w / 1000)))
+  rcall('PEXPIREAT', key, int(ceil((idx + 2) * w / 1000)))
   return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now)
 end
 
