@@ -73,21 +73,21 @@ static bool authorized(const struct ag_admin *a, const char *header)
     return sodium_memcmp(h, a->token_hash, sizeof h) == 0;
 }
 
-static int not_allowed(struct ag_response *r, const char *allow)
+static int not_allowed(struct ag_http_response *r, const char *allow)
 {
     r->allow = allow;
-    return ag_response_error(r, 405, "method not allowed");
+    return ag_http_response_error(r, 405, "method not allowed");
 }
 
-static int db_error(struct ag_response *r, const char *err)
+static int db_error(struct ag_http_response *r, const char *err)
 {
     ag_log(AG_LOG_ERROR, "admin_db", "%s", err);
-    return ag_response_error(r, 503, "the policy database is unavailable");
+    return ag_http_response_error(r, 503, "the policy database is unavailable");
 }
 
 /* Parses a JSON request body; on failure fills r with a 400. */
 static json_t *parse_body(const struct ag_admin_request *req,
-                          struct ag_response *r)
+                          struct ag_http_response *r)
 {
     json_error_t jerr;
     json_t *v = json_loadb(req->body ? req->body : "", req->len,
@@ -97,7 +97,7 @@ static json_t *parse_body(const struct ag_admin_request *req,
         snprintf(msg, sizeof msg,
                  "body is not valid JSON: %s at line %d column %d", jerr.text,
                  jerr.line, jerr.column);
-        ag_response_field_error(r, 400, msg, "body");
+        ag_http_response_field_error(r, 400, msg, "body");
     }
     return v;
 }
@@ -108,16 +108,16 @@ static int changed(struct ag_admin *a)
     return AG_OK;
 }
 
-static int wrap_policy(struct ag_response *r, int status,
+static int wrap_policy(struct ag_http_response *r, int status,
                        const struct ag_policy *p)
 {
     json_t *o = json_pack("{s:o}", "policy", ag_policy_to_json(p));
-    int rc = o ? ag_response_json(r, status, o) : AG_ENOMEM;
+    int rc = o ? ag_http_response_json(r, status, o) : AG_ENOMEM;
     json_decref(o);
     return rc;
 }
 
-static int list_policies(struct ag_admin *a, struct ag_response *r)
+static int list_policies(struct ag_admin *a, struct ag_http_response *r)
 {
     struct ag_policy *ps;
     size_t n;
@@ -132,16 +132,16 @@ static int list_policies(struct ag_admin *a, struct ag_response *r)
         json_array_append_new(list, ag_policy_to_json(&ps[i]));
     free(ps);
     json_t *o = json_pack("{s:o}", "policies", list);
-    rc = ag_response_json(r, 200, o);
+    rc = ag_http_response_json(r, 200, o);
     json_decref(o);
     return rc;
 }
 
 static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
-                      const char *name, struct ag_response *r)
+                      const char *name, struct ag_http_response *r)
 {
     if (!ag_policy_name_valid(name))
-        return ag_response_field_error(
+        return ag_http_response_field_error(
             r, 400, "name must be 1 to 64 of [a-z0-9._-]", "name");
     char err[512];
     struct ag_policy p;
@@ -151,7 +151,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         rc = ag_policy_db_get(a->db, name, &p, err, sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
-            return ag_response_error(r, 404, "no such policy");
+            return ag_http_response_error(r, 404, "no such policy");
         return rc ? db_error(r, err) : wrap_policy(r, 200, &p);
     }
     if (strcmp(req->method, "DELETE") == 0) {
@@ -159,7 +159,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         rc = ag_policy_db_delete(a->db, name, ACTOR, err, sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
-            return ag_response_error(r, 404, "no such policy");
+            return ag_http_response_error(r, 404, "no such policy");
         if (rc)
             return db_error(r, err);
         changed(a);
@@ -171,17 +171,17 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     json_t *body = parse_body(req, r);
     if (!body)
         return AG_OK;
-    struct ag_policy_error perr;
+    struct ag_error perr;
     rc = ag_policy_from_json(body, name, &p, &perr);
     json_decref(body);
     if (rc)
-        return ag_response_field_error(r, 400, perr.msg, perr.field);
+        return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
     rc = ag_policy_db_save(a->db, &p, ACTOR, &created, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_response_field_error(r, 400, err, "enabled");
+        return ag_http_response_field_error(r, 400, err, "enabled");
     if (rc)
         return db_error(r, err);
     changed(a);
@@ -190,7 +190,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
 
 /* POST /admin/reset: clears one policy's counters for one identity. */
 static int reset(struct ag_admin *a, const struct ag_admin_request *req,
-                 struct ag_response *r)
+                 struct ag_http_response *r)
 {
     if (strcmp(req->method, "POST") != 0)
         return not_allowed(r, "POST");
@@ -201,7 +201,7 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     if (!json_is_string(name) ||
         !ag_policy_name_valid(json_string_value(name))) {
         json_decref(body);
-        return ag_response_field_error(
+        return ag_http_response_field_error(
             r, 400, "policy must be the name of a policy", "policy");
     }
     char err[512];
@@ -212,8 +212,8 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     pthread_mutex_unlock(&a->lock);
     json_decref(body);
     if (rc == AG_ENOTFOUND)
-        return ag_response_field_error(r, 404, "policy does not exist",
-                                       "policy");
+        return ag_http_response_field_error(r, 404, "policy does not exist",
+                                            "policy");
     if (rc)
         return db_error(r, err);
     unsigned need = 0;
@@ -225,18 +225,19 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
                              &a->svc->opts, &ident, why, sizeof why)) {
         char field[32];
         snprintf(field, sizeof field, "%.*s", (int)strcspn(why, " "), why);
-        return ag_response_field_error(r, 400, why, field);
+        return ag_http_response_field_error(r, 400, why, field);
     }
     struct ag_plan plan;
     plan.kind = AG_PLAN_SUCCESS; /* a clear, like a successful login's */
     plan.n = 1;
     if (!ag_limiter_plan_policy(&p, AG_PLAN_SUCCESS, &ident, a->svc->hasher,
                                 &plan.ops[0]))
-        return ag_response_field_error(
+        return ag_http_response_field_error(
             r, 400, "policy's key needs identifiers the body lacks", "policy");
 
     if (ag_store_clear(a->svc->store, &plan))
-        return ag_response_error(r, 503, "the limiter store is unavailable");
+        return ag_http_response_error(r, 503,
+                                      "the limiter store is unavailable");
     json_t *after = json_pack("{s:s}", "key", plan.ops[0].key);
     pthread_mutex_lock(&a->lock);
     rc = ag_policy_db_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
@@ -262,17 +263,17 @@ static long long query_int(const char *s, long long def, long long max)
 }
 
 static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
-                      struct ag_response *r)
+                      struct ag_http_response *r)
 {
     if (strcmp(req->method, "GET") != 0)
         return not_allowed(r, "GET");
     long long limit = query_int(req->limit, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX);
     if (limit < 0)
-        return ag_response_field_error(
+        return ag_http_response_field_error(
             r, 400, "limit must be an integer from 1 to 500", "limit");
     long long before = query_int(req->before, 0, INT64_MAX);
     if (before < 0)
-        return ag_response_field_error(
+        return ag_http_response_field_error(
             r, 400, "before must be a positive integer", "before");
     json_t *entries;
     int64_t next;
@@ -285,13 +286,13 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
         return db_error(r, err);
     json_t *o = json_pack("{s:o, s:o}", "entries", entries, "next_before",
                           next ? json_integer(next) : json_null());
-    rc = ag_response_json(r, 200, o);
+    rc = ag_http_response_json(r, 200, o);
     json_decref(o);
     return rc;
 }
 
 static int lists(struct ag_admin *a, const struct ag_admin_request *req,
-                 const char *rest, struct ag_response *r)
+                 const char *rest, struct ag_http_response *r)
 {
     char which[8];
     size_t n = strcspn(rest, "/");
@@ -302,7 +303,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         list = ag_list_parse(which);
     }
     if (list < 0)
-        return ag_response_error(r, 404, "lists are /allow and /deny");
+        return ag_http_response_error(r, 404, "lists are /allow and /deny");
     char err[512];
     int rc;
     if (rest[n] == '/') {
@@ -310,14 +311,14 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return not_allowed(r, "DELETE");
         long long id = query_int(rest + n + 1, -1, INT64_MAX);
         if (id < 0)
-            return ag_response_field_error(r, 400, "id must be an entry id",
-                                           "id");
+            return ag_http_response_field_error(r, 400,
+                                                "id must be an entry id", "id");
         pthread_mutex_lock(&a->lock);
         rc = ag_policy_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, err,
                                       sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
-            return ag_response_error(r, 404, "no such entry");
+            return ag_http_response_error(r, 404, "no such entry");
         if (rc)
             return db_error(r, err);
         changed(a);
@@ -338,7 +339,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
                 json_array_append_new(arr, ag_list_entry_to_json(&es[i]));
         free(es);
         json_t *o = json_pack("{s:o}", "entries", arr);
-        rc = ag_response_json(r, 200, o);
+        rc = ag_http_response_json(r, 200, o);
         json_decref(o);
         return rc;
     }
@@ -348,41 +349,42 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
     if (!body)
         return AG_OK;
     struct ag_list_entry e;
-    struct ag_policy_error perr;
+    struct ag_error perr;
     rc = ag_list_entry_from_json(body, (enum ag_list)list, a->svc->hasher, &e,
                                  &perr);
     json_decref(body);
     if (rc)
-        return ag_response_field_error(r, 400, perr.msg, perr.field);
+        return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    struct ag_policy_set *set = ag_service_policies(a->svc);
+    struct ag_ruleset *set = ag_service_policies(a->svc);
     if (set && set->nlists >= AG_LISTS_MAX)
         rc = AG_ETOOBIG;
-    ag_policy_set_unref(set);
+    ag_ruleset_unref(set);
     if (!rc)
         rc = ag_policy_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_response_error(r, 400, "the lists hold 10000 entries");
+        return ag_http_response_error(r, 400, "the lists hold 10000 entries");
     if (rc == AG_ECONFLICT)
-        return ag_response_error(r, 409, err);
+        return ag_http_response_error(r, 409, err);
     if (rc)
         return db_error(r, err);
     changed(a);
     e.id = id;
     json_t *o = json_pack("{s:o}", "entry", ag_list_entry_to_json(&e));
-    rc = ag_response_json(r, 201, o);
+    rc = ag_http_response_json(r, 201, o);
     json_decref(o);
     return rc;
 }
 
 int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
-                    struct ag_response *r)
+                    struct ag_http_response *r)
 {
     if (!authorized(a, req->authorization)) {
         r->www_authenticate = true;
-        return ag_response_error(r, 401, "a valid bearer token is required");
+        return ag_http_response_error(r, 401,
+                                      "a valid bearer token is required");
     }
     const char *path = req->path + strlen("/admin");
     if (strcmp(path, "/policies") == 0) {
@@ -398,5 +400,5 @@ int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
         return audit_page(a, req, r);
     if (strncmp(path, "/lists/", 7) == 0)
         return lists(a, req, path + 7, r);
-    return ag_response_error(r, 404, "no such admin path");
+    return ag_http_response_error(r, 404, "no such admin path");
 }

@@ -27,8 +27,8 @@
 
 #include <stddef.h>
 
+#include "ag_http_response.h"
 #include "ag_reload.h"
-#include "ag_response.h"
 #include "ag_service.h"
 
 struct ag_admin;
@@ -57,6 +57,6 @@ void ag_admin_free(struct ag_admin *a);
 /* Serves one admin request into resp. Returns an error only if the
  * response could not be built. */
 int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
-                    struct ag_response *resp);
+                    struct ag_http_response *resp);
 
 #endif

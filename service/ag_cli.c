@@ -62,7 +62,7 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
                const char *arg2, char *err, size_t errsz)
 {
     struct ag_policy p;
-    struct ag_policy_error perr;
+    struct ag_error perr;
     json_t *o;
     int rc;
     if (strcmp(cmd, "list") == 0 || strcmp(cmd, "export") == 0) {

@@ -1,7 +1,14 @@
 /*
- * Error codes shared by every module. Functions return 0 on success or one
- * of these negative codes. A limiter decision (allowed or denied) is never an
- * error: it travels in an out-struct.
+ * Errors, one way for every module. Functions return 0 on success or one
+ * of the negative codes below; codes are never combined. A limiter
+ * decision (allowed or denied) is never an error: it travels in an
+ * out-struct.
+ *
+ * Whatever refuses input (a request body, a policy record, a list entry, a
+ * flag) also fills a struct ag_error: the code, the field at fault and a
+ * sentence that starts with the field's name, so that every layer above
+ * (HTTP, CLI, logs) can show the sentence and name the field without
+ * parsing one out of the other.
  */
 #ifndef AG_ERROR_H
 #define AG_ERROR_H
@@ -15,5 +22,20 @@
 #define AG_ENOTFOUND (-6) /* no such policy, entry or key */
 #define AG_ECONFLICT (-7) /* it exists already */
 #define AG_EPENDING (-8)  /* not done yet: the store must answer first */
+
+#define AG_ERROR_FIELD_MAX 32
+#define AG_ERROR_MSG_MAX 224
+
+struct ag_error {
+    int code;                       /* AG_E*, never AG_OK once set */
+    char field[AG_ERROR_FIELD_MAX]; /* "" when no one field is at fault */
+    char msg[AG_ERROR_MSG_MAX];     /* a sentence, starting with the field */
+};
+
+/* Fills err (which may be NULL) with code, field (NULL for none) and the
+ * formatted message, and returns code, so that a refusal is one statement:
+ * return ag_error_set(err, AG_EINVAL, "limit", "limit must be ..."). */
+int ag_error_set(struct ag_error *err, int code, const char *field,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

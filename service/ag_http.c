@@ -134,7 +134,7 @@ static void add_uint_header(struct MHD_Response *mr, const char *name,
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *conn,
-                                     struct ag_response *r)
+                                     struct ag_http_response *r)
 {
     struct MHD_Response *mr = MHD_create_response_from_buffer(
         r->body.len, r->body.p ? r->body.p : (char *)"", MHD_RESPMEM_MUST_COPY);
@@ -169,13 +169,13 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 static enum MHD_Result reply_error(struct MHD_Connection *conn, int status,
                                    const char *msg, const char *allow)
 {
-    struct ag_response r;
-    ag_response_init(&r);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     r.allow = allow;
-    enum MHD_Result ret = ag_response_error(&r, status, msg) == AG_OK
+    enum MHD_Result ret = ag_http_response_error(&r, status, msg) == AG_OK
                               ? send_response(conn, &r)
                               : MHD_NO;
-    ag_response_free(&r);
+    ag_http_response_free(&r);
     return ret;
 }
 
@@ -190,22 +190,22 @@ static const struct route_def *find_route(const char *url)
 static enum MHD_Result
 serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
 {
-    struct ag_response r;
-    ag_response_init(&r);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     int rc;
     if (route == R_HEALTHZ) {
-        rc = ag_response_status(&r, 200, "ok");
+        rc = ag_http_response_status(&r, 200, "ok");
     } else if (route == R_METRICS) {
         r.status = 200;
         r.content_type = "text/plain; version=0.0.4";
         ag_buf_init(&r.body, 1024 * 1024);
         rc = ag_metrics_render(h->svc->metrics, &r.body);
     } else if (ag_service_ready(h->svc))
-        rc = ag_response_status(&r, 200, "ready");
+        rc = ag_http_response_status(&r, 200, "ready");
     else
-        rc = ag_response_status(&r, 503, "not ready");
+        rc = ag_http_response_status(&r, 503, "not ready");
     enum MHD_Result ret = rc == AG_OK ? send_response(conn, &r) : MHD_NO;
-    ag_response_free(&r);
+    ag_http_response_free(&r);
     return ret;
 }
 
@@ -247,8 +247,8 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
     if (req->too_big)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
                            "body is larger than 64 KiB", NULL);
-    struct ag_response r;
-    ag_response_init(&r);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     const char *body = req->body.p ? req->body.p : "";
     int rc;
     if (req->check) {
@@ -268,7 +268,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
                                                  req->body.len, req->check, &r)
                         : AG_ENOMEM;
         if (rc == AG_EPENDING) {
-            ag_response_free(&r);
+            ag_http_response_free(&r);
             return wait_for_store(h, conn, req);
         }
         check_free(req->check);
@@ -282,7 +282,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
         ag_log(AG_LOG_ERROR, "response", "could not build a response (%d)", rc);
         ret = reply_error(conn, 500, "internal error", NULL);
     }
-    ag_response_free(&r);
+    ag_http_response_free(&r);
     return ret;
 }
 
@@ -305,14 +305,14 @@ static enum MHD_Result serve_admin(struct ag_http *h,
         .body = req->body.p,
         .len = req->body.len,
     };
-    struct ag_response r;
-    ag_response_init(&r);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     ag_buf_init(&r.body, AG_ADMIN_RESPONSE_MAX);
     enum MHD_Result ret = ag_admin_handle(h->admin, &ar, &r) == AG_OK
 
                               ? send_response(conn, &r)
                               : reply_error(conn, 500, "internal error", NULL);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
     return ret;
 }
 
@@ -337,15 +337,15 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
     if (atomic_load(&h->draining)) {
         /* Stopping: the client should go to another instance, on another
          * connection. */
-        struct ag_response r;
-        ag_response_init(&r);
+        struct ag_http_response r;
+        ag_http_response_init(&r);
         r.retry_after = 1;
         r.close = true;
         enum MHD_Result ret =
-            ag_response_error(&r, 503, "shutting down") == AG_OK
+            ag_http_response_error(&r, 503, "shutting down") == AG_OK
                 ? send_response(conn, &r)
                 : MHD_NO;
-        ag_response_free(&r);
+        ag_http_response_free(&r);
         return ret;
     }
     if (strncmp(url, "/admin/", 7) == 0) {

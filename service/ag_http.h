@@ -1,7 +1,7 @@
 /*
  * The HTTP layer: libmicrohttpd glue. Routes requests, enforces the body
  * cap (64 KiB, a 413 past it) and the connection limits from the config,
- * and turns ag_response values into wire responses. It holds no business
+ * and turns ag_http_response values into wire responses. It holds no business
  * logic: a check goes to ag_service_check_begin and _finish.
  *
  * Routes: POST /check-login, /check-otp, /check-otp-verify, /report-login;

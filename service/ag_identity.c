@@ -190,3 +190,21 @@ void ag_hasher_digest(const struct ag_hasher *h,
     crypto_generichash_final(&st, digest, sizeof digest);
     sodium_bin2hex(out, AG_DIGEST_HEX + 1, digest, sizeof digest);
 }
+
+const char *const ag_key_kind_names[AG_KEY_COUNT] = {
+    [AG_KEY_USER] = "user",           [AG_KEY_IP] = "ip",
+    [AG_KEY_PHONE] = "phone",         [AG_KEY_DEVICE] = "device",
+    [AG_KEY_IP_PREFIX] = "ip_prefix", [AG_KEY_PHONE_PREFIX] = "phone_prefix",
+};
+
+const char *ag_key_kind_name(enum ag_key_kind k)
+{
+    return ag_key_kind_names[k];
+}
+
+void ag_identity_digest(const struct ag_hasher *h, enum ag_key_kind kind,
+                        const char *value, char *out)
+{
+    struct ag_ident_part part = {ag_key_kind_name(kind), value};
+    ag_hasher_digest(h, &part, 1, out);
+}

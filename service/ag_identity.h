@@ -23,6 +23,21 @@
 #define AG_DIGEST_BYTES 16
 #define AG_DIGEST_HEX (2 * AG_DIGEST_BYTES)
 
+/* The kinds of identifier a key can be made of. */
+enum ag_key_kind {
+    AG_KEY_USER,
+    AG_KEY_IP,
+    AG_KEY_PHONE,
+    AG_KEY_DEVICE,
+    AG_KEY_IP_PREFIX,    /* the /24 of an IPv4 address, /64 of an IPv6 one */
+    AG_KEY_PHONE_PREFIX, /* '+' and the first --phone-prefix-digits */
+    AG_KEY_COUNT
+};
+
+/* The kind's name: its JSON field, and the tag its digest is keyed with. */
+const char *ag_key_kind_name(enum ag_key_kind k);
+extern const char *const ag_key_kind_names[AG_KEY_COUNT];
+
 struct ag_ip {
     int family;                /* AF_INET or AF_INET6 */
     unsigned char addr[16];    /* network order; 4 bytes used for AF_INET */
@@ -80,5 +95,11 @@ struct ag_ident_part {
  * different part lists hash the same input. */
 void ag_hasher_digest(const struct ag_hasher *h,
                       const struct ag_ident_part *parts, size_t n, char *out);
+
+/* The keyed digest of one identifier of kind (AG_DIGEST_HEX + 1 bytes into
+ * out): what a one-part key hashes to, and what distinct sets and lists
+ * hold. */
+void ag_identity_digest(const struct ag_hasher *h, enum ag_key_kind kind,
+                        const char *value, char *out);
 
 #endif

@@ -29,13 +29,6 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
 }
 
 /* The keyed digest of one identifier, as a key's hash or a member. */
-void ag_limiter_digest(const struct ag_hasher *h, enum ag_key_kind kind,
-                       const char *value, char *out)
-{
-    struct ag_ident_part part = {ag_key_kind_name(kind), value};
-    ag_hasher_digest(h, &part, 1, out);
-}
-
 bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
                             const struct ag_request *req,
                             const struct ag_hasher *h, struct ag_limit_op *op)
@@ -55,7 +48,7 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
         const char *value = ag_request_value(req, subject);
         if (!value)
             return false;
-        ag_limiter_digest(h, subject, value, op->member);
+        ag_identity_digest(h, subject, value, op->member);
     }
     char digest[AG_DIGEST_HEX + 1];
     ag_hasher_digest(h, parts, p->nkeys, digest);
@@ -72,7 +65,7 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
     return true;
 }
 
-int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
+int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
                     const struct ag_request *req, const struct ag_hasher *h,
                     struct ag_plan *plan)
 {

@@ -70,7 +70,7 @@ struct ag_decision {
 /* Builds the plan of kind for req from the set's enabled policies of req's
  * endpoint, in the set's order. The plan borrows policies from set, which
  * must outlive it. Returns AG_ETOOBIG if more than AG_PLAN_MAX apply. */
-int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
+int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
                     const struct ag_request *req, const struct ag_hasher *h,
                     struct ag_plan *plan);
 
@@ -79,11 +79,6 @@ int ag_limiter_plan(const struct ag_policy_set *set, enum ag_plan_kind kind,
 bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
                             const struct ag_request *req,
                             const struct ag_hasher *h, struct ag_limit_op *op);
-
-/* The keyed digest of one identifier (AG_DIGEST_HEX + 1 bytes into out):
- * what a one-part key hashes to, and what distinct sets and lists hold. */
-void ag_limiter_digest(const struct ag_hasher *h, enum ag_key_kind kind,
-                       const char *value, char *out);
 
 /* Combines per-policy results (plan->n of them) into the decision. When
 

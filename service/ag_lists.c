@@ -39,12 +39,9 @@ static int kind_parse(const char *s)
     return -1;
 }
 
-static int refuse(struct ag_policy_error *err, const char *field,
-                  const char *msg)
+static int refuse(struct ag_error *err, const char *field, const char *msg)
 {
-    snprintf(err->field, sizeof err->field, "%s", field);
-    snprintf(err->msg, sizeof err->msg, "%s %s", field, msg);
-    return AG_EINVAL;
+    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, msg);
 }
 
 /* Parses "addr" or "addr/bits" into e (family, addr, bits, value). */
@@ -90,8 +87,7 @@ static int parse_network(const char *s, struct ag_list_entry *e)
 
 int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                             const struct ag_hasher *h,
-                            struct ag_list_entry *out,
-                            struct ag_policy_error *err)
+                            struct ag_list_entry *out, struct ag_error *err)
 {
     static const char *const known[] = {"kind", "value", "endpoint", "note"};
     struct ag_list_entry e;
@@ -151,8 +147,8 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
         if (e.kind == AG_LK_USER ? ag_identity_user(s, len, norm, &why)
                                  : ag_identity_phone(s, len, norm, &why))
             return refuse(err, "value", why);
-        ag_limiter_digest(h, e.kind == AG_LK_USER ? AG_KEY_USER : AG_KEY_PHONE,
-                          norm, e.value);
+        ag_identity_digest(h, e.kind == AG_LK_USER ? AG_KEY_USER : AG_KEY_PHONE,
+                           norm, e.value);
         sodium_memzero(norm, sizeof norm);
         break;
     }

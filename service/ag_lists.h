@@ -56,8 +56,7 @@ const char *ag_list_kind_name(enum ag_list_kind k);
  * kept. On refusal returns AG_EINVAL with err naming the field. */
 int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                             const struct ag_hasher *h,
-                            struct ag_list_entry *out,
-                            struct ag_policy_error *err);
+                            struct ag_list_entry *out, struct ag_error *err);
 /* Rebuilds an entry from stored columns (the value already canonical or a
  * digest). */
 int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,

@@ -12,11 +12,6 @@ static const char *const endpoint_names[AG_EP_COUNT] = {
     [AG_EP_OTP] = "otp",
     [AG_EP_OTP_VERIFY] = "otp_verify",
 };
-static const char *const key_names[AG_KEY_COUNT] = {
-    [AG_KEY_USER] = "user",           [AG_KEY_IP] = "ip",
-    [AG_KEY_PHONE] = "phone",         [AG_KEY_DEVICE] = "device",
-    [AG_KEY_IP_PREFIX] = "ip_prefix", [AG_KEY_PHONE_PREFIX] = "phone_prefix",
-};
 static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_SLIDING_LOG] = "sliding_log",
     [AG_ALG_FIXED_WINDOW] = "fixed_window",
@@ -54,11 +49,6 @@ const char *ag_endpoint_name(enum ag_endpoint e)
     return endpoint_names[e];
 }
 
-const char *ag_key_kind_name(enum ag_key_kind k)
-{
-    return key_names[k];
-}
-
 const char *ag_algorithm_name(enum ag_algorithm a)
 {
     return algorithm_names[a];
@@ -88,18 +78,15 @@ bool ag_policy_name_valid(const char *s)
     return true;
 }
 
-static int refuse(struct ag_policy_error *err, const char *field,
-                  const char *msg)
+static int refuse(struct ag_error *err, const char *field, const char *msg)
 {
-    snprintf(err->field, sizeof err->field, "%s", field);
-    snprintf(err->msg, sizeof err->msg, "%s %s", field, msg);
-    return AG_EINVAL;
+    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, msg);
 }
 
 /* Reads an enum-valued string field; absent takes def when def >= 0. */
 static int get_enum(const json_t *obj, const char *field,
                     const char *const *names, size_t n, int def, int *out,
-                    struct ag_policy_error *err)
+                    struct ag_error *err)
 {
     const json_t *v = json_object_get(obj, field);
     if (!v) {
@@ -123,7 +110,7 @@ static int get_enum(const json_t *obj, const char *field,
 
 static int get_uint(const json_t *obj, const char *field, uint32_t min,
                     uint32_t max, long long def, uint32_t *out,
-                    struct ag_policy_error *err)
+                    struct ag_error *err)
 {
     const json_t *v = json_object_get(obj, field);
     if (!v) {
@@ -148,7 +135,7 @@ static int get_uint(const json_t *obj, const char *field, uint32_t min,
 }
 
 static int get_keys(const json_t *obj, struct ag_policy *p,
-                    struct ag_policy_error *err)
+                    struct ag_error *err)
 {
     const json_t *v = json_object_get(obj, "key");
     if (!v)
@@ -161,9 +148,10 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
     const json_t *k;
     json_array_foreach(v, i, k)
     {
-        int kind = json_is_string(k) ? lookup(key_names, COUNT(key_names),
-                                              json_string_value(k))
-                                     : -1;
+        int kind = json_is_string(k)
+                       ? lookup(ag_key_kind_names, COUNT(ag_key_kind_names),
+                                json_string_value(k))
+                       : -1;
         if (kind < 0)
             return refuse(err, "key",
                           "entries must be \"user\", \"ip\", \"phone\", "
@@ -173,7 +161,7 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
             snprintf(msg, sizeof msg,
                      "kind \"%s\" is not sent to the %s "
                      "endpoint",
-                     key_names[kind], endpoint_names[p->endpoint]);
+                     ag_key_kind_names[kind], endpoint_names[p->endpoint]);
             return refuse(err, "key", msg);
         }
         if (seen & 1u << kind)
@@ -186,7 +174,7 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
 }
 
 int ag_policy_from_json(const json_t *obj, const char *name,
-                        struct ag_policy *out, struct ag_policy_error *err)
+                        struct ag_policy *out, struct ag_error *err)
 {
     static const char *const known[] = {
         "name",    "endpoint", "key",  "algorithm", "limit",  "window_s",
@@ -291,7 +279,7 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
 {
     json_t *keys = json_array();
     for (size_t i = 0; keys && i < p->nkeys; i++)
-        json_array_append_new(keys, json_string(key_names[p->key[i]]));
+        json_array_append_new(keys, json_string(ag_key_kind_names[p->key[i]]));
     return json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:b}",
                      "name", p->name, "endpoint", endpoint_names[p->endpoint],
                      "key", keys, "algorithm", algorithm_names[p->algorithm],
@@ -308,10 +296,10 @@ static int by_name(const void *a, const void *b)
                   ((const struct ag_policy *)b)->name);
 }
 
-struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
-                                        uint64_t version)
+struct ag_ruleset *ag_ruleset_new(const struct ag_policy *p, size_t n,
+                                  uint64_t version)
 {
-    struct ag_policy_set *s = malloc(sizeof *s + n * sizeof(struct ag_policy));
+    struct ag_ruleset *s = malloc(sizeof *s + n * sizeof(struct ag_policy));
     if (!s)
         return NULL;
     atomic_init(&s->refs, 1);
@@ -325,22 +313,22 @@ struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
     return s;
 }
 
-void ag_policy_set_adopt_lists(struct ag_policy_set *s,
-                               struct ag_list_entry *lists, size_t n)
+void ag_ruleset_adopt_lists(struct ag_ruleset *s, struct ag_list_entry *lists,
+                            size_t n)
 {
     free(s->lists);
     s->lists = lists;
     s->nlists = n;
 }
 
-struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s)
+struct ag_ruleset *ag_ruleset_ref(struct ag_ruleset *s)
 
 {
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     return s;
 }
 
-void ag_policy_set_unref(struct ag_policy_set *s)
+void ag_ruleset_unref(struct ag_ruleset *s)
 {
     if (s &&
         atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
@@ -350,7 +338,7 @@ void ag_policy_set_unref(struct ag_policy_set *s)
 }
 
 int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
-                         size_t *n, struct ag_policy_error *err)
+                         size_t *n, struct ag_error *err)
 {
     json_error_t jerr;
     memset(err, 0, sizeof *err);

@@ -22,6 +22,9 @@
 
 #include <jansson.h>
 
+#include "ag_error.h"
+#include "ag_identity.h"
+
 #define AG_POLICY_NAME_MAX 64
 #define AG_POLICY_KEYS_MAX 4 /* key parts in one policy */
 #define AG_LIMIT_MAX 1000000000u
@@ -33,16 +36,6 @@
 /* The endpoints a policy can apply to: /check-login (and /report-login),
  * /check-otp, /check-otp-verify. */
 enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_OTP_VERIFY, AG_EP_COUNT };
-
-enum ag_key_kind {
-    AG_KEY_USER,
-    AG_KEY_IP,
-    AG_KEY_PHONE,
-    AG_KEY_DEVICE,
-    AG_KEY_IP_PREFIX,    /* the /24 of an IPv4 address, /64 of an IPv6 one */
-    AG_KEY_PHONE_PREFIX, /* '+' and the first --phone-prefix-digits */
-    AG_KEY_COUNT
-};
 
 /* The order is the Lua driver's algorithm numbering (lua/check.lua). */
 enum ag_algorithm {
@@ -73,19 +66,13 @@ struct ag_policy {
     bool enabled;
 };
 
-/* Why a policy was refused: the field at fault and a sentence. */
-struct ag_policy_error {
-    char field[32];
-    char msg[192];
-};
-
 /* Builds a policy from a JSON object and validates every field. Optional
  * fields take their defaults (block_s 0, counts "attempts", fail "open",
  * mode "enforce", enabled true); unknown fields are refused. If name is not
  * NULL it is the name from elsewhere (an admin URL): the body's "name" may
  * then be omitted but must equal it if present. */
 int ag_policy_from_json(const json_t *obj, const char *name,
-                        struct ag_policy *out, struct ag_policy_error *err);
+                        struct ag_policy *out, struct ag_error *err);
 /* Returns a new JSON object for p (every field); caller owns (json_decref).
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);
@@ -94,7 +81,6 @@ const char *ag_endpoint_name(enum ag_endpoint e);
 /* What a "distinct" policy counts on an endpoint: users for login, phones
  * for otp and otp_verify. */
 enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e);
-const char *ag_key_kind_name(enum ag_key_kind k);
 const char *ag_algorithm_name(enum ag_algorithm a);
 /* Returns the enum value named s, or -1. */
 int ag_endpoint_parse(const char *s);
@@ -104,7 +90,7 @@ struct ag_list_entry; /* ag_lists.h */
 
 /* An immutable set of policies and the allow and deny lists that go with
  * them, shared by reference: what one check sees, from one load. */
-struct ag_policy_set {
+struct ag_ruleset {
     atomic_uint refs;
     uint64_t version; /* increases with every load; for logs and metrics */
     struct ag_list_entry *lists; /* owned; NULL when there are none */
@@ -114,21 +100,21 @@ struct ag_policy_set {
 };
 
 /* Returns a set holding a copy of the n policies, sorted by name, with one
- * reference; NULL when out of memory. Release with ag_policy_set_unref. */
-struct ag_policy_set *ag_policy_set_new(const struct ag_policy *p, size_t n,
-                                        uint64_t version);
+ * reference; NULL when out of memory. Release with ag_ruleset_unref. */
+struct ag_ruleset *ag_ruleset_new(const struct ag_policy *p, size_t n,
+                                  uint64_t version);
 /* Gives the set its lists: takes ownership of the malloc'd array of n
  * entries. Only before the set is shared. */
-void ag_policy_set_adopt_lists(struct ag_policy_set *s,
-                               struct ag_list_entry *lists, size_t n);
-struct ag_policy_set *ag_policy_set_ref(struct ag_policy_set *s);
+void ag_ruleset_adopt_lists(struct ag_ruleset *s, struct ag_list_entry *lists,
+                            size_t n);
+struct ag_ruleset *ag_ruleset_ref(struct ag_ruleset *s);
 
-void ag_policy_set_unref(struct ag_policy_set *s);
+void ag_ruleset_unref(struct ag_ruleset *s);
 
 /* Parses a policy file: {"policies": [<policy>, ...]}. On success *out is a
  * malloc'd array of *n policies that the caller frees. Names must be
  * unique. On failure err says which policy and field. */
 int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
-                         size_t *n, struct ag_policy_error *err);
+                         size_t *n, struct ag_error *err);
 
 #endif

@@ -211,7 +211,7 @@ int ag_policy_db_load(struct ag_policy_db *db, struct ag_policy **out,
             cap *= 2;
         }
         json_t *o = row_to_json(st);
-        struct ag_policy_error perr;
+        struct ag_error perr;
         rc = o ? ag_policy_from_json(o, NULL, &ps[count], &perr) : AG_ENOMEM;
         if (rc == AG_EINVAL)
             snprintf(err, errsz, "policy database: row '%.64s': %s",
@@ -343,7 +343,7 @@ int ag_policy_db_get(struct ag_policy_db *db, const char *name,
     int rc;
     if (step == SQLITE_ROW) {
         json_t *o = row_to_json(st);
-        struct ag_policy_error perr;
+        struct ag_error perr;
         rc = o ? ag_policy_from_json(o, NULL, out, &perr) : AG_ENOMEM;
         if (rc == AG_EINVAL)
             snprintf(err, errsz, "policy database: row '%.64s': %s", name,
@@ -693,7 +693,7 @@ static int add_seed_file(const char *name, const char *text, size_t len,
 {
     struct ag_policy *ps;
     size_t count;
-    struct ag_policy_error perr;
+    struct ag_error perr;
     int rc = ag_policy_parse_file(text, len, &ps, &count, &perr);
     if (rc) {
         snprintf(err, errsz, "seed policies %s: %s", name, perr.msg);

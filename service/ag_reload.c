@@ -40,13 +40,13 @@ static int load(struct ag_reload *r, char *err, size_t errsz)
     int rc = ag_policy_db_load_all(r->db, &ps, &n, &lists, &nl, err, errsz);
     if (rc)
         return rc;
-    struct ag_policy_set *set = ag_policy_set_new(ps, n, ++r->loads);
+    struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
     free(ps);
     if (!set) {
         free(lists);
         return AG_ENOMEM;
     }
-    ag_policy_set_adopt_lists(set, lists, nl);
+    ag_ruleset_adopt_lists(set, lists, nl);
     ag_service_set_policies(r->svc, set);
     if (r->svc->metrics)
         atomic_fetch_add(&r->svc->metrics->reloads, 1);

@@ -27,26 +27,26 @@ void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
 
 void ag_service_fini(struct ag_service *s)
 {
-    ag_policy_set_unref(s->policies);
+    ag_ruleset_unref(s->policies);
     s->policies = NULL;
     pthread_mutex_destroy(&s->lock);
 }
 
-void ag_service_set_policies(struct ag_service *s, struct ag_policy_set *set)
+void ag_service_set_policies(struct ag_service *s, struct ag_ruleset *set)
 {
     pthread_mutex_lock(&s->lock);
-    struct ag_policy_set *old = s->policies;
+    struct ag_ruleset *old = s->policies;
     s->policies = set;
     pthread_mutex_unlock(&s->lock);
-    ag_policy_set_unref(old);
+    ag_ruleset_unref(old);
 }
 
-struct ag_policy_set *ag_service_policies(struct ag_service *s)
+struct ag_ruleset *ag_service_policies(struct ag_service *s)
 {
     pthread_mutex_lock(&s->lock);
-    struct ag_policy_set *set = s->policies;
+    struct ag_ruleset *set = s->policies;
     if (set)
-        ag_policy_set_ref(set);
+        ag_ruleset_ref(set);
     pthread_mutex_unlock(&s->lock);
     return set;
 }
@@ -54,20 +54,20 @@ struct ag_policy_set *ag_service_policies(struct ag_service *s)
 /* Plans req against the active set; on success *set holds the reference
  * the plan borrows from (unref it when done). On failure resp is filled. */
 static int plan(struct ag_service *s, enum ag_plan_kind kind,
-                const struct ag_request *req, struct ag_policy_set **set,
-                struct ag_plan *p, struct ag_response *resp)
+                const struct ag_request *req, struct ag_ruleset **set,
+                struct ag_plan *p, struct ag_http_response *resp)
 {
     *set = ag_service_policies(s);
     if (!*set) {
-        ag_response_error(resp, 503, "policies are not loaded yet");
+        ag_http_response_error(resp, 503, "policies are not loaded yet");
         return AG_ENOTFOUND;
     }
     int rc = ag_limiter_plan(*set, kind, req, s->hasher, p);
     if (rc) {
         ag_log(AG_LOG_ERROR, "plan",
                "more than %d policies apply to one request", AG_PLAN_MAX);
-        ag_response_error(resp, 503, "too many policies apply");
-        ag_policy_set_unref(*set);
+        ag_http_response_error(resp, 503, "too many policies apply");
+        ag_ruleset_unref(*set);
         *set = NULL;
     }
     return rc;
@@ -75,7 +75,7 @@ static int plan(struct ag_service *s, enum ag_plan_kind kind,
 
 /* The allow or deny entry that settles req, if any. */
 static const struct ag_list_entry *match_lists(struct ag_service *s,
-                                               const struct ag_policy_set *set,
+                                               const struct ag_ruleset *set,
                                                const struct ag_request *req)
 {
     if (!set->nlists)
@@ -84,9 +84,9 @@ static const struct ag_list_entry *match_lists(struct ag_service *s,
     const char *u = ag_request_value(req, AG_KEY_USER);
     const char *ph = ag_request_value(req, AG_KEY_PHONE);
     if (u)
-        ag_limiter_digest(s->hasher, AG_KEY_USER, u, user);
+        ag_identity_digest(s->hasher, AG_KEY_USER, u, user);
     if (ph)
-        ag_limiter_digest(s->hasher, AG_KEY_PHONE, ph, phone);
+        ag_identity_digest(s->hasher, AG_KEY_PHONE, ph, phone);
     return ag_lists_match(set->lists, set->nlists, req, u ? user : NULL,
                           ph ? phone : NULL);
 }
@@ -128,7 +128,7 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
 
 int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                            const char *body, size_t len, struct ag_check *c,
-                           struct ag_response *resp)
+                           struct ag_http_response *resp)
 {
     c->endpoint = endpoint;
     c->start = now_us();
@@ -139,7 +139,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     int rc;
     if (ag_request_parse(endpoint, body, len, &s->opts, &req, err,
                          sizeof err)) {
-        rc = ag_response_error(resp, 400, err);
+        rc = ag_http_response_error(resp, 400, err);
     } else if (plan(s, AG_PLAN_CHECK, &req, &c->set, &c->plan, resp)) {
         outcome = AG_OUT_UNAVAILABLE;
         rc = AG_OK;
@@ -150,15 +150,15 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
-            rc = ag_response_listed(resp, listed);
+            rc = ag_http_response_listed(resp, listed);
         } else {
             /* No policy applies: allowed, nothing to ask the store. */
             struct ag_decision d;
             ag_limiter_decide(&c->plan, c->res, &d);
             outcome = AG_OUT_ALLOWED;
-            rc = ag_response_check(resp, &c->plan, c->res, &d, false);
+            rc = ag_http_response_check(resp, &c->plan, c->res, &d, false);
         }
-        ag_policy_set_unref(c->set);
+        ag_ruleset_unref(c->set);
         c->set = NULL;
     }
     ag_metrics_check(s->metrics, endpoint, outcome, false, now_us() - c->start);
@@ -166,7 +166,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
 }
 
 int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
-                            int store_rc, struct ag_response *resp)
+                            int store_rc, struct ag_http_response *resp)
 {
     enum ag_outcome outcome;
     bool degraded = store_rc != AG_OK;
@@ -174,7 +174,7 @@ int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
     const struct ag_limit_op *closed = degraded ? fails_closed(&c->plan) : NULL;
     if (closed) {
         outcome = AG_OUT_UNAVAILABLE;
-        rc = ag_response_unavailable(resp, closed);
+        rc = ag_http_response_unavailable(resp, closed);
     } else {
         if (degraded)
             ag_store_check(s->fallback, &c->plan, c->res);
@@ -182,9 +182,9 @@ int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
         ag_limiter_decide(&c->plan, c->res, &d);
         note_denials(s, &c->plan, c->res);
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
-        rc = ag_response_check(resp, &c->plan, c->res, &d, degraded);
+        rc = ag_http_response_check(resp, &c->plan, c->res, &d, degraded);
     }
-    ag_policy_set_unref(c->set);
+    ag_ruleset_unref(c->set);
     c->set = NULL;
     ag_metrics_check(s->metrics, c->endpoint, outcome, degraded,
                      now_us() - c->start);
@@ -193,18 +193,18 @@ int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
 
 void ag_service_check_abandon(struct ag_check *c)
 {
-    ag_policy_set_unref(c->set);
+    ag_ruleset_unref(c->set);
     c->set = NULL;
 }
 
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
-                            struct ag_response *resp)
+                            struct ag_http_response *resp)
 {
     struct ag_request req;
     char err[256];
     if (ag_request_parse_report(body, len, &s->opts, &req, err, sizeof err))
-        return ag_response_error(resp, 400, err);
-    struct ag_policy_set *set;
+        return ag_http_response_error(resp, 400, err);
+    struct ag_ruleset *set;
     struct ag_plan p;
     if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &set, &p,
              resp))
@@ -222,7 +222,7 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
         else
             ag_store_check(s->fallback, &p, res);
     }
-    ag_policy_set_unref(set);
+    ag_ruleset_unref(set);
     resp->status = 204;
     ag_buf_reset(&resp->body);
     return AG_OK;
@@ -230,8 +230,8 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
 
 bool ag_service_ready(struct ag_service *s)
 {
-    struct ag_policy_set *set = ag_service_policies(s);
+    struct ag_ruleset *set = ag_service_policies(s);
     bool ready = set && ag_store_ping(s->store) == AG_OK;
-    ag_policy_set_unref(set);
+    ag_ruleset_unref(set);
     return ready;
 }

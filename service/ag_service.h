@@ -21,11 +21,11 @@
 
 #include <stdint.h>
 
+#include "ag_http_response.h"
 #include "ag_identity.h"
 #include "ag_limiter.h"
 #include "ag_policy.h"
 #include "ag_request.h"
-#include "ag_response.h"
 #include "ag_store.h"
 
 struct ag_metrics;
@@ -37,7 +37,7 @@ struct ag_service {
     struct ag_store *fallback;      /* borrowed: in-process */
     struct ag_metrics *metrics;     /* borrowed */
     pthread_mutex_t lock;           /* guards policies */
-    struct ag_policy_set *policies; /* NULL until the first load */
+    struct ag_ruleset *policies;    /* NULL until the first load */
 };
 
 void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
@@ -48,17 +48,17 @@ void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
 void ag_service_fini(struct ag_service *s);
 
 /* Publishes set as the active one; takes over the caller's reference. */
-void ag_service_set_policies(struct ag_service *s, struct ag_policy_set *set);
+void ag_service_set_policies(struct ag_service *s, struct ag_ruleset *set);
 /* A new reference to the active set (NULL if none); unref when done. */
-struct ag_policy_set *ag_service_policies(struct ag_service *s);
+struct ag_ruleset *ag_service_policies(struct ag_service *s);
 
 /* A check in progress, between its two halves: the plan for the store and
  * where the store's results go. Owned by the caller (it is large: keep it
  * off small stacks). */
 struct ag_check {
     enum ag_endpoint endpoint;
-    uint64_t start;            /* microseconds, for the latency histogram */
-    struct ag_policy_set *set; /* the plan borrows from it */
+    uint64_t start;         /* microseconds, for the latency histogram */
+    struct ag_ruleset *set; /* the plan borrows from it */
     struct ag_plan plan;
     struct ag_limit_result res[AG_PLAN_MAX];
 };
@@ -69,11 +69,11 @@ struct ag_check {
  * ag_service_check_finish gives the answer. */
 int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                            const char *body, size_t len, struct ag_check *c,
-                           struct ag_response *resp);
+                           struct ag_http_response *resp);
 /* The second half, with what the store returned (0, or an error: then each
  * policy does as its "fail" says). Releases what begin took. */
 int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
-                            int store_rc, struct ag_response *resp);
+                            int store_rc, struct ag_http_response *resp);
 
 /* For a begun check (AG_EPENDING) whose client went away before
  * ag_service_check_finish: releases what begin took. The store's answer,
@@ -84,7 +84,7 @@ void ag_service_check_abandon(struct ag_check *c);
  * failure-counting login policies; a success clears those keyed on both
  * user and ip. resp is a 204, a 400 or a 503. */
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
-                            struct ag_response *resp);
+                            struct ag_http_response *resp);
 
 /* Ready: policies loaded and the store answering. */
 bool ag_service_ready(struct ag_service *s);

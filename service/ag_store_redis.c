@@ -47,15 +47,15 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
-#include "ag_reply.h"
-#include "ag_resp.h"
+#include "ag_redis_cmd.h"
+#include "ag_redis_reply.h"
 
 #define COMMON_SCRIPT "common.lua"
 #define MAIN_SCRIPT "check.lua"
 #define DISPATCHERS 2 /* connections, each with its batching thread */
 #define BATCH_MAX 256 /* commands written in one go at most */
 #define SCRIPTS (1u << AG_ALG_COUNT) /* by algorithm bit mask; 0 unused */
-#define VERSION_HEX 16                 /* the library's version: hash hex */
+#define VERSION_HEX 16               /* the library's version: hash hex */
 
 /* The circuit breaker: after FAIL_THRESHOLD failed operations in a row it
  * opens, and every operation fails at once, without touching Redis, until
@@ -117,8 +117,8 @@ struct redis_store {
         size_t len;
         char function[sizeof "ag_check_" + VERSION_HEX];
     } library;
-    atomic_int functions; /* 1: Redis took the library, checks use FCALL;
-                             0: it refused it; -1: not known yet */
+    atomic_int functions;     /* 1: Redis took the library, checks use FCALL;
+                                 0: it refused it; -1: not known yet */
     char instance[17];        /* random hex, makes log members unique */
     atomic_uint_fast64_t seq; /* with instance, a per-check nonce */
     pthread_mutex_t lock;     /* guards the queue, sha, stopping */
@@ -186,14 +186,14 @@ static char *compose_code(unsigned mask, const char *driver_head, size_t *len)
 static int compose_library(struct library *lib)
 {
     size_t n;
-    char *code = compose_code(SCRIPTS - 1,
-                              "local function check(KEYS, ARGV)\n", &n);
+    char *code =
+        compose_code(SCRIPTS - 1, "local function check(KEYS, ARGV)\n", &n);
     if (!code)
         return AG_ENOMEM;
     unsigned char hash[VERSION_HEX / 2];
     char version[VERSION_HEX + 1];
-    crypto_generichash(hash, sizeof hash, (const unsigned char *)code, n,
-                       NULL, 0);
+    crypto_generichash(hash, sizeof hash, (const unsigned char *)code, n, NULL,
+                       0);
     sodium_bin2hex(version, sizeof version, hash, sizeof hash);
     snprintf(lib->function, sizeof lib->function, "ag_check_%s", version);
     lib->text = malloc(n + 256);
@@ -203,9 +203,9 @@ static int compose_library(struct library *lib)
     }
     int head = snprintf(lib->text, 64, "#!lua name=abuseguard_%s\n", version);
     memcpy(lib->text + head, code, n);
-    int tail = snprintf(lib->text + (size_t)head + n, 128,
-                        "end\nredis.register_function('%s', check)\n",
-                        lib->function);
+    int tail =
+        snprintf(lib->text + (size_t)head + n, 128,
+                 "end\nredis.register_function('%s', check)\n", lib->function);
     lib->len = (size_t)head + n + (size_t)tail;
     free(code);
     return AG_OK;
@@ -281,7 +281,7 @@ static int expect_type(struct redis_store *s, redisContext **ctx, int argc,
     if (!ok)
         ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", argv[0],
                r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    ag_reply_free(r);
+    ag_redis_reply_free(r);
     if (!ok)
         drop(ctx);
     return ok ? AG_OK : AG_ESTORE;
@@ -307,8 +307,8 @@ static void use_library(struct redis_store *s, int use, const char *why)
  * failing disk, a replica), not one that will stand? */
 static bool passing(const char *err)
 {
-    static const char *const codes[] = {"BUSY",     "LOADING",    "OOM",
-                                        "MISCONF",  "READONLY",   "TRYAGAIN",
+    static const char *const codes[] = {"BUSY",       "LOADING",   "OOM",
+                                        "MISCONF",    "READONLY",  "TRYAGAIN",
                                         "MASTERDOWN", "NOREPLICAS"};
     for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
         size_t n = strlen(codes[i]);
@@ -342,8 +342,8 @@ static bool note_library(struct redis_store *s, const redisReply *r)
  * library is set, then scripts[from..to), noting their SHA1s. A refused
  * library is noted (checks then use the scripts), not a failure; a script
  * that fails to load drops *ctx. */
-static int load_scripts(struct redis_store *s, redisContext **ctx,
-                        bool library, unsigned from, unsigned to)
+static int load_scripts(struct redis_store *s, redisContext **ctx, bool library,
+                        unsigned from, unsigned to)
 {
     if (!*ctx)
         return AG_ESTORE;
@@ -376,7 +376,7 @@ static int load_scripts(struct redis_store *s, redisContext **ctx,
             return AG_ESTORE;
         }
         note_library(s, r);
-        ag_reply_free(r);
+        ag_redis_reply_free(r);
     }
     bool ok = true;
     for (unsigned m = from; m < to; m++) {
@@ -395,7 +395,7 @@ static int load_scripts(struct redis_store *s, redisContext **ctx,
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
             ok = false;
         }
-        ag_reply_free(r);
+        ag_redis_reply_free(r);
     }
     if (!ok)
         drop(ctx);
@@ -422,8 +422,8 @@ static enum lost lost_code(const redisReply *r, bool fcall)
         return LOST_SCRIPT;
     if (fcall && strstr(r->str, "Function not found"))
         return LOST_LIBRARY;
-    if (fcall &&
-        (strstr(r->str, "unknown command") || strncmp(r->str, "NOPERM", 6) == 0))
+    if (fcall && (strstr(r->str, "unknown command") ||
+                  strncmp(r->str, "NOPERM", 6) == 0))
         return LOST_FCALL;
     return LOST_NOTHING;
 }
@@ -446,9 +446,9 @@ static redisContext *connect_redis(struct redis_store *s)
         drop(&ctx);
         return NULL;
     }
-    /* Its replies are built by ag_reply (fewer allocations) and freed
-     * with ag_reply_free. */
-    ctx->reader->fn = &ag_reply_functions;
+    /* Its replies are built by ag_redis_reply (fewer allocations) and freed
+     * with ag_redis_reply_free. */
+    ctx->reader->fn = &ag_redis_reply_functions;
     if (redisSetTimeout(ctx, s->timeout) != REDIS_OK) {
         drop(&ctx);
         return NULL;
@@ -495,8 +495,7 @@ static bool reload(struct redis_store *s, redisContext **ctx, enum lost lost,
     }
     if (lost == LOST_FCALL)
         use_library(s, 0, r->str);
-    else if (lost != LOST_LIBRARY ||
-             load_scripts(s, ctx, true, 1, 1) != AG_OK)
+    else if (lost != LOST_LIBRARY || load_scripts(s, ctx, true, 1, 1) != AG_OK)
         return false;
     *as_script = lost == LOST_FCALL || atomic_load(&s->functions) != 1;
     return true;
@@ -517,7 +516,7 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
     if (a->attempts++ == 0 &&
         ((!r && !a->job.sent) ||
          reload(s, &d->ctx, lost_code(r, a->fcall), a->plan, r, &as_script))) {
-        ag_reply_free(r);
+        ag_redis_reply_free(r);
         r = NULL;
         long long len = 0;
         if (as_script) {
@@ -536,7 +535,7 @@ static void finish_async(struct redis_store *s, struct dispatcher *d,
         ag_log(AG_LOG_ERROR, "redis_script", "%s",
                r->type == REDIS_REPLY_ERROR ? r->str
                                             : "unexpected reply shape");
-    ag_reply_free(r);
+    ag_redis_reply_free(r);
     if (!a->job.orphaned)
         rc = outcome(s, rc);
     ag_store_done_fn done = a->done;
@@ -733,7 +732,7 @@ static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
  * script before any connection has loaded it) into *cmd, which the
  * caller frees. Returns its length, or -1. The arguments are laid out as
  * lua/check.lua describes; a block key is passed only for a policy with
- * block_s. Built with ag_resp: no printf, one growing allocation. */
+ * block_s. Built with ag_redis_cmd: no printf, one growing allocation. */
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               bool library, char **cmd, bool *fcall_out)
 {
@@ -768,37 +767,38 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
      * serves it from its per-thread cache rather than its shared arena. */
     int rc = ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) +
                                     192 * plan->n);
-    rc |= ag_resp_command(&b, 3 + nkeys + 2 + 2 * plan->n);
+    rc |= ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * plan->n);
     /* One append per statement: the operands of | run in no set order. */
     if (fcall) {
-        rc |= ag_resp_str(&b, "FCALL");
-        rc |= ag_resp_str(&b, s->library.function);
+        rc |= ag_redis_cmd_str(&b, "FCALL");
+        rc |= ag_redis_cmd_str(&b, s->library.function);
     } else if (sha[0]) {
-        rc |= ag_resp_str(&b, "EVALSHA");
-        rc |= ag_resp_str(&b, sha);
+        rc |= ag_redis_cmd_str(&b, "EVALSHA");
+        rc |= ag_redis_cmd_str(&b, sha);
     } else {
-        rc |= ag_resp_str(&b, "EVAL");
-        rc |= ag_resp_arg(&b, sc->text, sc->len);
+        rc |= ag_redis_cmd_str(&b, "EVAL");
+        rc |= ag_redis_cmd_arg(&b, sc->text, sc->len);
     }
-    rc |= ag_resp_uint(&b, nkeys);
+    rc |= ag_redis_cmd_uint(&b, nkeys);
     for (size_t i = 0; i < plan->n; i++) {
         const char *key = plan->ops[i].key;
         size_t klen = strlen(key);
-        rc |= ag_resp_arg(&b, key, klen);
+        rc |= ag_redis_cmd_arg(&b, key, klen);
         if (plan->ops[i].policy->block_s > 0) {
             char block_key[AG_STORE_KEY_MAX + 2];
             memcpy(block_key, key, klen);
             memcpy(block_key + klen, ":b", 2);
-            rc |= ag_resp_arg(&b, block_key, klen + 2);
+            rc |= ag_redis_cmd_arg(&b, block_key, klen + 2);
         }
     }
-    rc |= ag_resp_arg(&b, nonce, nlen);
-    rc |= ag_resp_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
+    rc |= ag_redis_cmd_arg(&b, nonce, nlen);
+    rc |= ag_redis_cmd_str(&b,
+                           plan->kind == AG_PLAN_FAILURE ? "record" : "check");
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         char spec[SPEC_MAX];
-        rc |= ag_resp_arg(&b, spec, format_spec(spec, op));
-        rc |= ag_resp_str(&b, op->member);
+        rc |= ag_redis_cmd_arg(&b, spec, format_spec(spec, op));
+        rc |= ag_redis_cmd_str(&b, op->member);
     }
     if (rc) {
         ag_buf_free(&b);
@@ -835,18 +835,19 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             bool as_script = lost == LOST_FCALL;
             if (as_script)
                 use_library(s, 0, r->str);
-            ag_reply_free(r);
+            ag_redis_reply_free(r);
             const struct script *sc = plan_script(s, plan);
             const char *script[] = {"SCRIPT", "LOAD", sc->text};
             size_t script_lens[] = {6, 4, sc->len};
             const char *library[] = {"FUNCTION", "LOAD", s->library.text};
             size_t library_lens[] = {8, 4, s->library.len};
             if (lost == LOST_SCRIPT) {
-                ag_reply_free(call_argv(s, 3, script, script_lens, &sent));
+                ag_redis_reply_free(
+                    call_argv(s, 3, script, script_lens, &sent));
             } else if (lost == LOST_LIBRARY) {
                 r = call_argv(s, 3, library, library_lens, &sent);
                 as_script = !r || !note_library(s, r);
-                ag_reply_free(r);
+                ag_redis_reply_free(r);
             }
             if (as_script) {
                 free(cmd);
@@ -861,7 +862,7 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             ag_log(AG_LOG_ERROR, "redis_script", "%s",
                    r->type == REDIS_REPLY_ERROR ? r->str
                                                 : "unexpected reply shape");
-        ag_reply_free(r);
+        ag_redis_reply_free(r);
         break;
     }
     free(cmd);
@@ -920,7 +921,7 @@ static int simple(struct redis_store *s, int argc, const char **argv,
         if (!r)
             continue;
         int ok = r->type == type;
-        ag_reply_free(r);
+        ag_redis_reply_free(r);
         return outcome(s, ok ? AG_OK : AG_ESTORE);
     }
     return outcome(s, AG_ESTORE);

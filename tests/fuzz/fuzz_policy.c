@@ -14,15 +14,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     if (ag_policy_parse_file((const char *)data, size, &ps, &n, &err) != 0)
         return 0;
     for (size_t i = 0; i < n; i++) {
         json_t *o = ag_policy_to_json(&ps[i]);
         struct ag_policy back;
         if (!o || ag_policy_from_json(o, NULL, &back, &err) != 0 ||
-            strcmp(back.name, ps[i].name) != 0 ||
-            back.limit != ps[i].limit || back.window_s != ps[i].window_s ||
+            strcmp(back.name, ps[i].name) != 0 || back.limit != ps[i].limit ||
+            back.window_s != ps[i].window_s ||
             back.algorithm != ps[i].algorithm || back.nkeys != ps[i].nkeys)
             __builtin_trap();
         json_decref(o);

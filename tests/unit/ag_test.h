@@ -17,7 +17,7 @@ static inline struct ag_policy ag_test_policy(const char *text)
     if (!o)
         fail_msg("bad test JSON (%s): %s", jerr.text, text);
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     if (ag_policy_from_json(o, NULL, &p, &err))
         fail_msg("policy refused: %s: %s", text, err.msg);
     json_decref(o);

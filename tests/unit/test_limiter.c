@@ -47,7 +47,7 @@ static struct ag_policy policy(const char *name, const char *endpoint,
 }
 
 /* The set every plan test uses. */
-static struct ag_policy_set *standard_set(void)
+static struct ag_ruleset *standard_set(void)
 {
     struct ag_policy ps[] = {
         policy("otp.user", "otp", "[\"user\"]", 5, NULL),
@@ -63,8 +63,7 @@ static struct ag_policy_set *standard_set(void)
         policy("otp.phone", "otp", "[\"phone\"]", 3, NULL),
         policy("otp.ip", "otp", "[\"ip\"]", 20, NULL),
     };
-    struct ag_policy_set *s =
-        ag_policy_set_new(ps, sizeof ps / sizeof ps[0], 1);
+    struct ag_ruleset *s = ag_ruleset_new(ps, sizeof ps / sizeof ps[0], 1);
     assert_non_null(s);
     return s;
 }
@@ -76,7 +75,7 @@ static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
         fail_msg("test request refused: %s: %s", body, err);
 }
 
-static void plan_for(const struct ag_policy_set *s, enum ag_endpoint ep,
+static void plan_for(const struct ag_ruleset *s, enum ag_endpoint ep,
                      const char *body, const struct ag_hasher *h,
                      struct ag_plan *plan)
 {
@@ -87,9 +86,8 @@ static void plan_for(const struct ag_policy_set *s, enum ag_endpoint ep,
 
 /* Fails unless the plan holds exactly the named policies, in order, each
  * borrowed from s. */
-static void expect_plan(const struct ag_plan *plan,
-                        const struct ag_policy_set *s, const char *const *names,
-                        size_t n)
+static void expect_plan(const struct ag_plan *plan, const struct ag_ruleset *s,
+                        const char *const *names, size_t n)
 {
     if (plan->n != n) {
         for (size_t i = 0; i < plan->n; i++)
@@ -123,14 +121,14 @@ static void plan_holds_enabled_policies_of_the_login_endpoint(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan plan;
     plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
     static const char *const want[] = {"login.device", "login.failures",
                                        "login.ip",     "login.shadow",
                                        "login.user",   "login.user_ip"};
     expect_plan(&plan, s, want, sizeof want / sizeof want[0]);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void plan_holds_enabled_policies_of_the_otp_endpoint(void **state)
@@ -138,12 +136,12 @@ static void plan_holds_enabled_policies_of_the_otp_endpoint(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan plan;
     plan_for(s, AG_EP_OTP, full_otp, &h, &plan);
     static const char *const want[] = {"otp.ip", "otp.phone", "otp.user"};
     expect_plan(&plan, s, want, sizeof want / sizeof want[0]);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void plan_skips_policies_needing_an_absent_identifier(void **state)
@@ -151,7 +149,7 @@ static void plan_skips_policies_needing_an_absent_identifier(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan plan;
     plan_for(s, AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &h,
              &plan);
@@ -163,7 +161,7 @@ static void plan_skips_policies_needing_an_absent_identifier(void **state)
              &h, &plan);
     static const char *const otp[] = {"otp.ip", "otp.phone"};
     expect_plan(&plan, s, otp, sizeof otp / sizeof otp[0]);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void expect_key_shape(const struct ag_limit_op *op)
@@ -186,7 +184,7 @@ static void keys_are_policy_name_and_digest_without_plaintext(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     /* Identifiers spelt in hex digits, so that a key leaking them would
      * still look like a digest. */
     static const char *const bodies[] = {
@@ -206,7 +204,7 @@ static void keys_are_policy_name_and_digest_without_plaintext(void **state)
                     fail_msg("key %s holds '%s'", plan.ops[i].key, plain[k]);
         }
     }
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void key_digest_hashes_the_normalised_identifiers(void **state)
@@ -214,7 +212,7 @@ static void key_digest_hashes_the_normalised_identifiers(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan plan;
     plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
     const struct ag_ident_part parts[] = {{"user", "ana@example.com"},
@@ -224,7 +222,7 @@ static void key_digest_hashes_the_normalised_identifiers(void **state)
     char want[AG_STORE_KEY_MAX];
     snprintf(want, sizeof want, "ag:login.user_ip:%s", digest);
     assert_string_equal(op_named(&plan, "login.user_ip")->key, want);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void same_user_in_different_case_gets_the_same_key(void **state)
@@ -232,7 +230,7 @@ static void same_user_in_different_case_gets_the_same_key(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan a, b, c;
     plan_for(s, AG_EP_LOGIN,
              "{\"user\":\"ANA@Example.com\",\"ip\":\"1.2.3.4\"}", &h, &a);
@@ -254,7 +252,7 @@ static void same_user_in_different_case_gets_the_same_key(void **state)
                             op_named(&c, "login.user_ip")->key);
     assert_string_equal(op_named(&a, "login.ip")->key,
                         op_named(&c, "login.ip")->key);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void keys_depend_on_the_secret(void **state)
@@ -263,14 +261,14 @@ static void keys_depend_on_the_secret(void **state)
     struct ag_hasher h1, h2;
     make_hasher(&h1, 1);
     make_hasher(&h2, 2);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan a, b;
     plan_for(s, AG_EP_LOGIN, full_login, &h1, &a);
     plan_for(s, AG_EP_LOGIN, full_login, &h2, &b);
     assert_int_equal(a.n, b.n);
     for (size_t i = 0; i < a.n; i++)
         assert_string_not_equal(a.ops[i].key, b.ops[i].key);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void failures_policy_is_not_charged(void **state)
@@ -278,17 +276,17 @@ static void failures_policy_is_not_charged(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan plan;
     plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
     assert_false(op_named(&plan, "login.failures")->charge);
     assert_true(op_named(&plan, "login.user")->charge);
     assert_true(op_named(&plan, "login.ip")->charge);
     assert_true(op_named(&plan, "login.shadow")->charge);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
-static struct ag_policy_set *failure_set(void)
+static struct ag_ruleset *failure_set(void)
 {
     struct ag_policy ps[] = {
         policy("f.user_ip", "login", "[\"user\",\"ip\"]", 3,
@@ -298,8 +296,7 @@ static struct ag_policy_set *failure_set(void)
                ",\"counts\":\"failures\",\"enabled\":false"),
         policy("a.user_ip", "login", "[\"user\",\"ip\"]", 5, NULL),
     };
-    struct ag_policy_set *s =
-        ag_policy_set_new(ps, sizeof ps / sizeof ps[0], 1);
+    struct ag_ruleset *s = ag_ruleset_new(ps, sizeof ps / sizeof ps[0], 1);
     assert_non_null(s);
     return s;
 }
@@ -309,7 +306,7 @@ static void failure_plan_charges_only_failure_policies(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = failure_set();
+    struct ag_ruleset *s = failure_set();
     struct ag_request r;
     request(AG_EP_LOGIN, full_login, &r);
     struct ag_plan plan;
@@ -319,7 +316,7 @@ static void failure_plan_charges_only_failure_policies(void **state)
     assert_int_equal(plan.kind, AG_PLAN_FAILURE);
     assert_true(plan.ops[0].charge);
     assert_true(plan.ops[1].charge);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void success_plan_clears_only_user_and_ip_failure_policies(void **state)
@@ -327,14 +324,14 @@ static void success_plan_clears_only_user_and_ip_failure_policies(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = failure_set();
+    struct ag_ruleset *s = failure_set();
     struct ag_request r;
     request(AG_EP_LOGIN, full_login, &r);
     struct ag_plan plan;
     assert_int_equal(ag_limiter_plan(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
     static const char *const want[] = {"f.user_ip"};
     expect_plan(&plan, s, want, 1);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void distinct_op_carries_the_subjects_digest(void **state)
@@ -347,11 +344,11 @@ static void distinct_op_carries_the_subjects_digest(void **state)
         "\"algorithm\":\"distinct\",\"limit\":5,\"window_s\":60}",
         0, NULL);
     struct ag_policy ps[2];
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, NULL, &ps[0], &err), AG_OK);
     json_decref(o);
     ps[1] = policy("login.user", "login", "[\"user\"]", 10, NULL);
-    struct ag_policy_set *s = ag_policy_set_new(ps, 2, 1);
+    struct ag_ruleset *s = ag_ruleset_new(ps, 2, 1);
     struct ag_plan plan;
     plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
     const struct ag_limit_op *d = op_named(&plan, "d.users");
@@ -361,7 +358,7 @@ static void distinct_op_carries_the_subjects_digest(void **state)
     assert_int_equal(strlen(d->member), AG_DIGEST_HEX);
     assert_string_equal(d->member, strrchr(u->key, ':') + 1);
     assert_string_equal(u->member, "");
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void shadow_policy_is_flagged(void **state)
@@ -370,7 +367,7 @@ static void shadow_policy_is_flagged(void **state)
     (void)state;
     struct ag_hasher h;
     make_hasher(&h, 1);
-    struct ag_policy_set *s = standard_set();
+    struct ag_ruleset *s = standard_set();
     struct ag_plan plan;
     plan_for(s, AG_EP_LOGIN, full_login, &h, &plan);
     for (size_t i = 0; i < plan.n; i++) {
@@ -379,11 +376,11 @@ static void shadow_policy_is_flagged(void **state)
             fail_msg("%s: shadow %d", plan.ops[i].policy->name,
                      plan.ops[i].shadow);
     }
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 /* A set of n enabled login policies keyed on the user, plus extra ones. */
-static struct ag_policy_set *
+static struct ag_ruleset *
 many_user_policies(size_t n, const struct ag_policy *extra, size_t nextra)
 {
     struct ag_policy *ps = calloc(n + nextra, sizeof *ps);
@@ -395,7 +392,7 @@ many_user_policies(size_t n, const struct ag_policy *extra, size_t nextra)
     }
     if (nextra)
         memcpy(ps + n, extra, nextra * sizeof *extra);
-    struct ag_policy_set *s = ag_policy_set_new(ps, n + nextra, 1);
+    struct ag_ruleset *s = ag_ruleset_new(ps, n + nextra, 1);
     free(ps);
     assert_non_null(s);
     return s;
@@ -410,15 +407,15 @@ static void plan_of_more_than_32_policies_is_too_big(void **state)
     request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}", &r);
     struct ag_plan plan;
 
-    struct ag_policy_set *s = many_user_policies(AG_PLAN_MAX, NULL, 0);
+    struct ag_ruleset *s = many_user_policies(AG_PLAN_MAX, NULL, 0);
     assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.n, AG_PLAN_MAX);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 
     s = many_user_policies(AG_PLAN_MAX + 1, NULL, 0);
     assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan),
                      AG_ETOOBIG);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void policies_left_out_do_not_count_toward_the_plan_cap(void **state)
@@ -434,11 +431,11 @@ static void policies_left_out_do_not_count_toward_the_plan_cap(void **state)
         policy("login.zz-off2", "login", "[\"ip\"]", 1, ",\"enabled\":false"),
         policy("otp.zz-phone", "otp", "[\"phone\"]", 1, NULL),
     };
-    struct ag_policy_set *s = many_user_policies(AG_PLAN_MAX, extra, 3);
+    struct ag_ruleset *s = many_user_policies(AG_PLAN_MAX, extra, 3);
     struct ag_plan plan;
     assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.n, AG_PLAN_MAX);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 /* Decisions, over hand-built plans. */

@@ -31,7 +31,7 @@ static int setup(void **state)
 }
 
 static int entry(enum ag_list list, const char *json, struct ag_list_entry *e,
-                 struct ag_policy_error *err)
+                 struct ag_error *err)
 {
     json_t *o = json_loads(json, 0, NULL);
     assert_non_null(o);
@@ -44,7 +44,7 @@ static void networks_are_canonical_and_need_zero_host_bits(void **state)
 {
     (void)state;
     struct ag_list_entry e;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(entry(AG_LIST_DENY,
                            "{\"kind\":\"ip\",\"value\":\"2001:DB8::/32\"}", &e,
                            &err),
@@ -77,13 +77,13 @@ static void users_and_phones_keep_only_their_digest(void **state)
 {
     (void)state;
     struct ag_list_entry e;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(entry(AG_LIST_ALLOW,
                            "{\"kind\":\"user\",\"value\":\" Bob@X.org \"}", &e,
                            &err),
                      AG_OK);
     char want[AG_DIGEST_HEX + 1];
-    ag_limiter_digest(&hasher, AG_KEY_USER, "bob@x.org", want);
+    ag_identity_digest(&hasher, AG_KEY_USER, "bob@x.org", want);
     assert_string_equal(e.value, want);
     assert_null(strstr(e.value, "bob"));
     json_t *o = ag_list_entry_to_json(&e);
@@ -110,7 +110,7 @@ static void deny_beats_allow_and_endpoints_scope_entries(void **state)
 {
     (void)state;
     struct ag_list_entry es[3];
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(entry(AG_LIST_ALLOW,
                            "{\"kind\":\"ip\",\"value\":\"10.0.0.0/8\"}", &es[0],
                            &err),
@@ -126,8 +126,8 @@ static void deny_beats_allow_and_endpoints_scope_entries(void **state)
                      AG_OK);
     es[0].id = 1, es[1].id = 2, es[2].id = 3;
     char eve[AG_DIGEST_HEX + 1], ann[AG_DIGEST_HEX + 1];
-    ag_limiter_digest(&hasher, AG_KEY_USER, "eve", eve);
-    ag_limiter_digest(&hasher, AG_KEY_USER, "ann", ann);
+    ag_identity_digest(&hasher, AG_KEY_USER, "eve", eve);
+    ag_identity_digest(&hasher, AG_KEY_USER, "ann", ann);
     struct ag_request r;
     request(AG_EP_LOGIN, "{\"user\":\"ann\",\"ip\":\"10.1.2.3\"}", &r);
     assert_int_equal(ag_lists_match(es, 3, &r, ann, NULL)->id, 1);

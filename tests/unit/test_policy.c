@@ -55,7 +55,7 @@ static void expect_refused(const char *base, const char *field,
 {
     json_t *o = with_field(base, field, value);
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     int rc = ag_policy_from_json(o, NULL, &p, &err);
     json_decref(o);
     if (rc != AG_EINVAL)
@@ -79,7 +79,7 @@ static void expect_accepted(const char *base, const char *field,
                             const char *value, struct ag_policy *out)
 {
     json_t *o = with_field(base, field, value);
-    struct ag_policy_error err;
+    struct ag_error err;
     int rc = ag_policy_from_json(o, NULL, out, &err);
     json_decref(o);
     if (rc != AG_OK)
@@ -96,7 +96,7 @@ static void full_record_round_trips_through_json(void **state)
         "\"limit\":50,\"window_s\":600,\"block_s\":120,\"counts\":\"failures\","
         "\"fail\":\"closed\",\"mode\":\"shadow\",\"enabled\":false}");
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(in, NULL, &p, &err), AG_OK);
     assert_string_equal(p.name, "login.user_ip-2");
     assert_int_equal(p.endpoint, AG_EP_LOGIN);
@@ -160,7 +160,7 @@ static void omitted_optional_fields_take_defaults(void **state)
                       "\"limit\":20,\"window_s\":3600}");
     struct ag_policy p;
     memset(&p, 0xff, sizeof p);
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(in, NULL, &p, &err), AG_OK);
     assert_int_equal(p.block_s, 0);
     assert_int_equal(p.counts, AG_COUNTS_ATTEMPTS);
@@ -304,7 +304,7 @@ static void sliding_log_limit_over_10000_is_refused(void **state)
     /* The other algorithms do not store every request. */
     json_t *o = with_field(login_base, "algorithm", "\"sliding_window\"");
     assert_int_equal(json_object_set_new(o, "limit", json_integer(10001)), 0);
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_OK);
     assert_int_equal(p.limit, 10001);
     json_decref(o);
@@ -397,7 +397,7 @@ static void non_object_policy_is_refused(void **state)
     (void)state;
     json_t *a = load("[]");
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(a, NULL, &p, &err), AG_EINVAL);
     assert_string_equal(err.field, "policy");
     json_decref(a);
@@ -408,7 +408,7 @@ static void path_name_allows_body_name_to_be_omitted(void **state)
     (void)state;
     json_t *o = with_field(login_base, "name", NULL);
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, "login.from_path", &p, &err),
                      AG_OK);
     assert_string_equal(p.name, "login.from_path");
@@ -420,7 +420,7 @@ static void path_name_must_match_body_name(void **state)
     (void)state;
     json_t *o = load(login_base);
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, "login.other", &p, &err),
                      AG_EINVAL);
     assert_string_equal(err.field, "name");
@@ -434,7 +434,7 @@ static void invalid_path_name_is_refused(void **state)
     (void)state;
     json_t *o = with_field(login_base, "name", NULL);
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, "Bad Name", &p, &err), AG_EINVAL);
     assert_string_equal(err.field, "name");
     json_decref(o);
@@ -447,7 +447,7 @@ static void refused_policy_leaves_output_untouched(void **state)
     struct ag_policy p, before;
     memset(&p, 0xa5, sizeof p);
     memcpy(&before, &p, sizeof p);
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_EINVAL);
     assert_memory_equal(&p, &before, sizeof p);
     json_decref(o);
@@ -456,7 +456,7 @@ static void refused_policy_leaves_output_untouched(void **state)
 /* Policy files. */
 
 static int parse_text(const char *text, struct ag_policy **ps, size_t *n,
-                      struct ag_policy_error *err)
+                      struct ag_error *err)
 {
     return ag_policy_parse_file(text, strlen(text), ps, n, err);
 }
@@ -472,7 +472,7 @@ static void policy_file_is_read_in_order(void **state)
         "\"window_s\":60,\"mode\":\"shadow\"}]}";
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(parse_text(text, &ps, &n, &err), AG_OK);
     assert_int_equal(n, 2);
     assert_string_equal(ps[0].name, "otp.phone");
@@ -488,7 +488,7 @@ static void policy_file_with_no_policies_is_empty(void **state)
     (void)state;
     struct ag_policy *ps = NULL;
     size_t n = 99;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(parse_text("{\"policies\":[]}", &ps, &n, &err), AG_OK);
     assert_int_equal(n, 0);
     free(ps);
@@ -505,7 +505,7 @@ static void policy_file_with_duplicate_names_is_refused(void **state)
         "\"window_s\":60}]}";
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(parse_text(text, &ps, &n, &err), AG_EINVAL);
     assert_string_equal(err.field, "name");
     assert_non_null(strstr(err.msg, "policy 2"));
@@ -517,7 +517,7 @@ static void policy_file_that_is_not_json_is_refused(void **state)
     (void)state;
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(parse_text("policies: [login.user]", &ps, &n, &err),
                      AG_EINVAL);
     assert_string_equal(err.field, "policies");
@@ -532,7 +532,7 @@ static void policy_file_without_a_policy_list_is_refused(void **state)
     (void)state;
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(parse_text("{\"policies\":{}}", &ps, &n, &err), AG_EINVAL);
     assert_string_equal(err.field, "policies");
     assert_int_equal(parse_text("{\"policy\":[]}", &ps, &n, &err), AG_EINVAL);
@@ -553,7 +553,7 @@ static void policy_file_names_the_bad_policy_and_field(void **state)
         "\"window_s\":0}]}";
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(parse_text(text, &ps, &n, &err), AG_EINVAL);
     assert_string_equal(err.field, "window_s");
     assert_non_null(strstr(err.msg, "policy 2"));
@@ -580,7 +580,7 @@ static void every_embedded_policy_file_parses(void **state)
         const struct ag_embedded_file *f = &ag_embedded_policies[i];
         struct ag_policy *ps = NULL;
         size_t n = 0;
-        struct ag_policy_error err;
+        struct ag_error err;
         int rc = ag_policy_parse_file(f->data, f->len, &ps, &n, &err);
         if (rc != AG_OK)
             fail_msg("%s: %s", f->name, err.msg);
@@ -746,7 +746,7 @@ static void default_policies_match_the_documented_table(void **state)
     assert_non_null(f);
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_parse_file(f->data, f->len, &ps, &n, &err),
                      AG_OK);
     assert_int_equal(n, nwant);
@@ -781,7 +781,7 @@ static struct ag_policy named(const char *name, uint32_t limit)
     assert_int_equal(json_object_set_new(o, "name", json_string(name)), 0);
     assert_int_equal(json_object_set_new(o, "limit", json_integer(limit)), 0);
     struct ag_policy p;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_OK);
     json_decref(o);
     return p;
@@ -792,7 +792,7 @@ static void policy_set_is_sorted_by_name(void **state)
     (void)state;
     struct ag_policy in[] = {named("otp.ip", 1), named("login.user", 2),
                              named("login.ip", 3), named("otp.ip_daily", 4)};
-    struct ag_policy_set *s = ag_policy_set_new(in, 4, 7);
+    struct ag_ruleset *s = ag_ruleset_new(in, 4, 7);
     assert_non_null(s);
     assert_int_equal(s->count, 4);
     assert_int_equal(s->version, 7);
@@ -806,34 +806,34 @@ static void policy_set_is_sorted_by_name(void **state)
     assert_string_equal(in[0].name, "otp.ip");
     in[1].limit = 99;
     assert_int_equal(s->policies[1].limit, 2);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void policy_set_is_reference_counted(void **state)
 {
     (void)state;
     struct ag_policy in[] = {named("login.user", 2)};
-    struct ag_policy_set *s = ag_policy_set_new(in, 1, 1);
+    struct ag_ruleset *s = ag_ruleset_new(in, 1, 1);
     assert_non_null(s);
     assert_int_equal(atomic_load(&s->refs), 1);
-    assert_ptr_equal(ag_policy_set_ref(s), s);
+    assert_ptr_equal(ag_ruleset_ref(s), s);
     assert_int_equal(atomic_load(&s->refs), 2);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
     assert_int_equal(atomic_load(&s->refs), 1);
     /* Still readable with one reference left; the last unref frees it,
      * which the leak checker verifies. */
     assert_string_equal(s->policies[0].name, "login.user");
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void empty_policy_set_is_valid(void **state)
 {
     (void)state;
-    struct ag_policy_set *s = ag_policy_set_new(NULL, 0, 3);
+    struct ag_ruleset *s = ag_ruleset_new(NULL, 0, 3);
     assert_non_null(s);
     assert_int_equal(s->count, 0);
     assert_int_equal(s->version, 3);
-    ag_policy_set_unref(s);
+    ag_ruleset_unref(s);
 }
 
 static void enum_names_parse_back(void **state)
@@ -859,7 +859,7 @@ static void distinct_must_not_key_on_what_it_counts(void **state)
     expect_accepted(distinct_base, "key", "[\"ip_prefix\"]", &p);
     expect_field_refused(distinct_base, "key", "[\"ip\",\"user\"]");
     json_t *o = with_field(otp_base, "algorithm", "\"distinct\"");
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_EINVAL);
     assert_string_equal(err.field, "key");
     json_decref(o);
@@ -875,7 +875,7 @@ static void distinct_round_trips(void **state)
     assert_string_equal(json_string_value(json_object_get(out, "algorithm")),
                         "distinct");
     struct ag_policy back;
-    struct ag_policy_error err;
+    struct ag_error err;
     assert_int_equal(ag_policy_from_json(out, NULL, &back, &err), AG_OK);
     assert_memory_equal(&back, &p, sizeof p);
     json_decref(out);

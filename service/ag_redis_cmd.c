@@ -1,4 +1,4 @@
-#include "ag_resp.h"
+#include "ag_redis_cmd.h"
 
 #include <string.h>
 
@@ -14,12 +14,12 @@ static int header(struct ag_buf *b, char prefix, uint64_t n)
     return rc;
 }
 
-int ag_resp_command(struct ag_buf *b, size_t argc)
+int ag_redis_cmd_command(struct ag_buf *b, size_t argc)
 {
     return header(b, '*', argc);
 }
 
-int ag_resp_arg(struct ag_buf *b, const void *data, size_t len)
+int ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len)
 {
     /* Reserved once and written in place: a check has some thirty
      * arguments, and an append apiece for each of their five parts was 5%
@@ -46,15 +46,15 @@ int ag_resp_arg(struct ag_buf *b, const void *data, size_t len)
     return AG_OK;
 }
 
-int ag_resp_str(struct ag_buf *b, const char *s)
+int ag_redis_cmd_str(struct ag_buf *b, const char *s)
 {
-    return ag_resp_arg(b, s, strlen(s));
+    return ag_redis_cmd_arg(b, s, strlen(s));
 }
 
-int ag_resp_uint(struct ag_buf *b, uint64_t v)
+int ag_redis_cmd_uint(struct ag_buf *b, uint64_t v)
 {
     char out[AG_UINT_TEXT];
     size_t len;
     const char *digits = ag_uint_text(out, v, &len);
-    return ag_resp_arg(b, digits, len);
+    return ag_redis_cmd_arg(b, digits, len);
 }

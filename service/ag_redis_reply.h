@@ -7,18 +7,18 @@
  * every check passes through.
  *
  * The objects are ordinary redisReply trees and are read as such; only
- * their freeing differs, so a context given ag_reply_functions frees its
- * replies with ag_reply_free, never freeReplyObject.
+ * their freeing differs, so a context given ag_redis_reply_functions frees its
+ * replies with ag_redis_reply_free, never freeReplyObject.
  */
-#ifndef AG_REPLY_H
-#define AG_REPLY_H
+#ifndef AG_REDIS_REPLY_H
+#define AG_REDIS_REPLY_H
 
 #include <hiredis/hiredis.h>
 
-/* For a reader: ctx->reader->fn = &ag_reply_functions. */
-extern redisReplyObjectFunctions ag_reply_functions;
+/* For a reader: ctx->reader->fn = &ag_redis_reply_functions. */
+extern redisReplyObjectFunctions ag_redis_reply_functions;
 
 /* Frees a reply those functions built (NULL is fine). */
-void ag_reply_free(void *reply);
+void ag_redis_reply_free(void *reply);
 
 #endif

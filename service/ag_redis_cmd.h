@@ -8,8 +8,8 @@
  * the OR of those two is one of them), so a run of calls may be ORed
  * together and checked once; a command with any error must be dropped.
  */
-#ifndef AG_RESP_H
-#define AG_RESP_H
+#ifndef AG_REDIS_CMD_H
+#define AG_REDIS_CMD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,12 +17,12 @@
 #include "ag_buf.h"
 
 /* Starts a command of argc arguments. */
-int ag_resp_command(struct ag_buf *b, size_t argc);
+int ag_redis_cmd_command(struct ag_buf *b, size_t argc);
 /* One argument of len bytes (binary safe). */
-int ag_resp_arg(struct ag_buf *b, const void *data, size_t len);
+int ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len);
 /* One argument: the NUL-terminated s. */
-int ag_resp_str(struct ag_buf *b, const char *s);
+int ag_redis_cmd_str(struct ag_buf *b, const char *s);
 /* One argument: v in decimal. */
-int ag_resp_uint(struct ag_buf *b, uint64_t v);
+int ag_redis_cmd_uint(struct ag_buf *b, uint64_t v);
 
 #endif

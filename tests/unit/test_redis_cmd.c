@@ -1,5 +1,5 @@
 /*
- * ag_resp: every command it writes is byte for byte what hiredis's own
+ * ag_redis_cmd: every command it writes is byte for byte what hiredis's own
  * formatter (redisFormatCommandArgv) makes of the same arguments, including
  * empty, binary and large ones; a command past the buffer's cap is refused.
  */
@@ -18,17 +18,17 @@
 
 #include "ag_buf.h"
 #include "ag_error.h"
-#include "ag_resp.h"
+#include "ag_redis_cmd.h"
 
-/* Writes argv with ag_resp and compares with hiredis's formatting. */
+/* Writes argv with ag_redis_cmd and compares with hiredis's formatting. */
 static void assert_same_as_hiredis(int argc, const char **argv,
                                    const size_t *lens)
 {
     struct ag_buf b;
     ag_buf_init(&b, 1 << 20);
-    int rc = ag_resp_command(&b, (size_t)argc);
+    int rc = ag_redis_cmd_command(&b, (size_t)argc);
     for (int i = 0; i < argc; i++)
-        rc |= ag_resp_arg(&b, argv[i], lens[i]);
+        rc |= ag_redis_cmd_arg(&b, argv[i], lens[i]);
     assert_int_equal(rc, AG_OK);
     char *want;
     long long n = redisFormatCommandArgv(&want, argc, argv, lens);
@@ -72,8 +72,8 @@ static void numbers_match_their_decimal_text(void **state)
         struct ag_buf mine, theirs;
         ag_buf_init(&mine, 256);
         ag_buf_init(&theirs, 256);
-        assert_int_equal(ag_resp_uint(&mine, values[i]), AG_OK);
-        assert_int_equal(ag_resp_str(&theirs, text), AG_OK);
+        assert_int_equal(ag_redis_cmd_uint(&mine, values[i]), AG_OK);
+        assert_int_equal(ag_redis_cmd_str(&theirs, text), AG_OK);
         assert_string_equal(mine.p, theirs.p);
         ag_buf_reset(&mine);
         assert_int_equal(ag_buf_uint(&mine, values[i]), AG_OK);
@@ -88,12 +88,12 @@ static void a_command_past_the_cap_is_refused(void **state)
     (void)state;
     struct ag_buf b;
     ag_buf_init(&b, 32);
-    int rc = ag_resp_command(&b, 2);
-    rc |= ag_resp_str(&b, "GET");
+    int rc = ag_redis_cmd_command(&b, 2);
+    rc |= ag_redis_cmd_str(&b, "GET");
     assert_int_equal(rc, AG_OK);
     char key[40];
     memset(key, 'k', sizeof key);
-    assert_int_not_equal(ag_resp_arg(&b, key, sizeof key), AG_OK);
+    assert_int_not_equal(ag_redis_cmd_arg(&b, key, sizeof key), AG_OK);
     ag_buf_free(&b);
 }
 

@@ -1,6 +1,6 @@
 /*
- * ag_reply: whatever RESP the reader is fed, whole or a byte at a time, the
- * reply tree it builds is the one hiredis's own functions build from the
+ * ag_redis_reply: whatever RESP the reader is fed, whole or a byte at a time,
+ * the reply tree it builds is the one hiredis's own functions build from the
  * same bytes; and a reply broken off by a protocol error is freed whole
  * (the sanitizer build fails the test on a leak).
  */
@@ -15,7 +15,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "ag_reply.h"
+#include "ag_redis_reply.h"
 
 static void assert_same_reply(const redisReply *want, const redisReply *got)
 {
@@ -42,8 +42,7 @@ static void assert_same_reply(const redisReply *want, const redisReply *got)
 }
 
 /* Reads one reply from resp, fed in pieces of step bytes. */
-static void *read_one(redisReader *r, const char *resp, size_t len,
-                      size_t step)
+static void *read_one(redisReader *r, const char *resp, size_t len, size_t step)
 {
     void *reply = NULL;
     for (size_t at = 0; at < len && !reply; at += step) {
@@ -57,7 +56,7 @@ static void *read_one(redisReader *r, const char *resp, size_t len,
 static void assert_reads_like_hiredis(const char *resp, size_t len)
 {
     redisReader *ref = redisReaderCreate();
-    redisReplyObjectFunctions fn = ag_reply_functions;
+    redisReplyObjectFunctions fn = ag_redis_reply_functions;
     void *want = read_one(ref, resp, len, len);
     assert_non_null(want);
     const size_t steps[] = {1, len}; /* a byte at a time, and whole */
@@ -65,7 +64,7 @@ static void assert_reads_like_hiredis(const char *resp, size_t len)
         redisReader *ours = redisReaderCreateWithFunctions(&fn);
         void *got = read_one(ours, resp, len, steps[i]);
         assert_same_reply(want, got);
-        ag_reply_free(got);
+        ag_redis_reply_free(got);
         redisReaderFree(ours);
     }
     freeReplyObject(want);
@@ -106,7 +105,7 @@ static void nested_and_mixed_arrays(void **state)
 static void a_reply_broken_off_is_freed(void **state)
 {
     (void)state;
-    redisReplyObjectFunctions fn = ag_reply_functions;
+    redisReplyObjectFunctions fn = ag_redis_reply_functions;
     const char *bad[] = {"*3\r\n:1\r\n$2\r\nab\r\n@x\r\n",
                          "*2\r\n*2\r\n$1\r\nz\r\n!\r\n"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -1,5 +1,5 @@
 /*
- * ag_response: check, error and store-unavailable responses, with every
+ * ag_http_response: check, error and store-unavailable responses, with every
  * body parsed back with jansson.
  */
 #include <setjmp.h>
@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "ag_error.h"
-#include "ag_response.h"
+#include "ag_http_response.h"
 
 static struct ag_policy policy(const char *name, uint32_t limit,
                                const char *extra)
@@ -31,7 +31,7 @@ static struct ag_policy policy(const char *name, uint32_t limit,
 }
 
 /* Parses the body; the caller owns the result. */
-static json_t *body_json(const struct ag_response *r)
+static json_t *body_json(const struct ag_http_response *r)
 {
     assert_non_null(r->body.p);
     json_error_t jerr;
@@ -97,9 +97,10 @@ static void allowed_check_body_lists_every_decision(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.retry_after, 0);
     json_t *b = body_json(&r);
@@ -125,7 +126,7 @@ static void allowed_check_body_lists_every_decision(void **state)
     /* 899001 ms rounds up to whole seconds. */
     assert_int_equal(int_field(d1, "reset_after"), 900);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void allowed_check_rate_headers_follow_the_tightest(void **state)
@@ -135,14 +136,15 @@ static void allowed_check_rate_headers_follow_the_tightest(void **state)
     fixture_init(&f, 2);
     ag_limiter_decide(&f.plan, f.res, &f.d);
     assert_int_equal(f.d.tightest, 1);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
     assert_true(r.rate_headers);
     assert_int_equal(r.rl_limit, 5);
     assert_int_equal(r.rl_remaining, 2);
     assert_int_equal(r.rl_reset, 900);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void denied_check_names_policy_and_retry(void **state)
@@ -152,9 +154,10 @@ static void denied_check_names_policy_and_retry(void **state)
     fixture_init(&f, 2);
     f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000};
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
     assert_int_equal(r.status, 429);
     assert_int_equal(r.retry_after, 712);
     json_t *b = body_json(&r);
@@ -177,7 +180,7 @@ static void denied_check_names_policy_and_retry(void **state)
     assert_int_equal(r.rl_limit, 5);
     assert_int_equal(r.rl_remaining, 0);
     assert_int_equal(r.rl_reset, 712);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void degraded_check_says_so(void **state)
@@ -186,9 +189,10 @@ static void degraded_check_says_so(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, true), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, true),
+                     AG_OK);
     json_t *b = body_json(&r);
     assert_true(bool_field(b, "degraded"));
     assert_true(bool_field(b, "allowed"));
@@ -197,13 +201,14 @@ static void degraded_check_says_so(void **state)
     /* Denied and degraded. */
     f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000};
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, true), AG_OK);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, true),
+                     AG_OK);
     b = body_json(&r);
     assert_true(bool_field(b, "degraded"));
     assert_false(bool_field(b, "allowed"));
     assert_string_equal(str_field(b, "policy"), "login.user");
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void shadow_decision_is_marked_and_does_not_deny(void **state)
@@ -213,9 +218,10 @@ static void shadow_decision_is_marked_and_does_not_deny(void **state)
     fixture_init(&f, 3);
     f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000};
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.retry_after, 0);
     json_t *b = body_json(&r);
@@ -231,7 +237,7 @@ static void shadow_decision_is_marked_and_does_not_deny(void **state)
     json_decref(b);
     /* The headers do not describe the shadow policy. */
     assert_int_equal(r.rl_limit, 5);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void empty_window_resets_after_zero(void **state)
@@ -242,15 +248,16 @@ static void empty_window_resets_after_zero(void **state)
     f.res[0].reset_after_ms = 0;
     f.res[1] = (struct ag_limit_result){true, 4, 0, 1};
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
     json_t *b = body_json(&r);
     const json_t *ds = json_object_get(b, "decisions");
     assert_int_equal(int_field(json_array_get(ds, 0), "reset_after"), 0);
     assert_int_equal(int_field(json_array_get(ds, 1), "reset_after"), 1);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void check_without_policies_has_no_rate_headers(void **state)
@@ -259,75 +266,76 @@ static void check_without_policies_has_no_rate_headers(void **state)
     struct ag_plan plan = {.n = 0};
     struct ag_decision d;
     ag_limiter_decide(&plan, NULL, &d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &plan, NULL, &d, false), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &plan, NULL, &d, false), AG_OK);
     assert_int_equal(r.status, 200);
     assert_false(r.rate_headers);
     json_t *b = body_json(&r);
     assert_true(bool_field(b, "allowed"));
     assert_int_equal(json_array_size(json_object_get(b, "decisions")), 0);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void error_body_escapes_quotes_and_backslashes(void **state)
 {
     (void)state;
     const char *msg = "field \"user\" has a \\ in it";
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_error(&r, 400, msg), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_error(&r, 400, msg), AG_OK);
     assert_int_equal(r.status, 400);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "error"), msg);
     assert_int_equal(json_object_size(b), 1);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void error_body_replaces_non_ascii_with_question_marks(void **state)
 {
     (void)state;
-    struct ag_response r;
-    ag_response_init(&r);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     /* Valid UTF-8 and a stray invalid byte alike. */
     assert_int_equal(
-        ag_response_error(&r, 400, "na\xc3\xafve \xe2\x82\xac \xff!"), AG_OK);
+        ag_http_response_error(&r, 400, "na\xc3\xafve \xe2\x82\xac \xff!"),
+        AG_OK);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "error"), "na??ve ??? ?!");
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void error_body_with_control_characters_is_valid_json(void **state)
 {
     (void)state;
     const char *msg = "line one\nline two\ttab\x01";
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_error(&r, 413, msg), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_error(&r, 413, msg), AG_OK);
     assert_int_equal(r.status, 413);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "error"), msg);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void field_error_names_the_field(void **state)
 {
     (void)state;
-    struct ag_response r;
-    ag_response_init(&r);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     assert_int_equal(
-        ag_response_field_error(&r, 422, "limit must be \"> 0\"", "limit"),
+        ag_http_response_field_error(&r, 422, "limit must be \"> 0\"", "limit"),
         AG_OK);
     assert_int_equal(r.status, 422);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "error"), "limit must be \"> 0\"");
     assert_string_equal(str_field(b, "field"), "limit");
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void new_body_replaces_the_previous_one(void **state)
@@ -336,20 +344,21 @@ static void new_body_replaces_the_previous_one(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     ag_limiter_decide(&f.plan, f.res, &f.d);
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_check(&r, &f.plan, f.res, &f.d, false), AG_OK);
-    assert_int_equal(ag_response_error(&r, 500, "oops"), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
+    assert_int_equal(ag_http_response_error(&r, 500, "oops"), AG_OK);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "error"), "oops");
     assert_null(json_object_get(b, "decisions"));
     json_decref(b);
-    assert_int_equal(ag_response_status(&r, 200, "ok"), AG_OK);
+    assert_int_equal(ag_http_response_status(&r, 200, "ok"), AG_OK);
     b = body_json(&r);
     assert_string_equal(str_field(b, "status"), "ok");
     assert_int_equal(json_object_size(b), 1);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 static void unavailable_with_fail_closed_is_503_naming_it(void **state)
@@ -358,9 +367,9 @@ static void unavailable_with_fail_closed_is_503_naming_it(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.ps[1] = policy("login.user_ip", 5, ",\"fail\":\"closed\"");
-    struct ag_response r;
-    ag_response_init(&r);
-    assert_int_equal(ag_response_unavailable(&r, &f.plan.ops[1]), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_unavailable(&r, &f.plan.ops[1]), AG_OK);
     assert_int_equal(r.status, 503);
     assert_int_equal(r.retry_after, 1);
     json_t *b = body_json(&r);
@@ -370,7 +379,7 @@ static void unavailable_with_fail_closed_is_503_naming_it(void **state)
     assert_true(bool_field(b, "degraded"));
     assert_int_equal(int_field(b, "retry_after"), 1);
     json_decref(b);
-    ag_response_free(&r);
+    ag_http_response_free(&r);
 }
 
 int main(void)

@@ -11,8 +11,8 @@
  * Error bodies: {"error":"<sentence naming the field>"}.
  * Not thread-safe; one response per request.
  */
-#ifndef AG_RESPONSE_H
-#define AG_RESPONSE_H
+#ifndef AG_HTTP_RESPONSE_H
+#define AG_HTTP_RESPONSE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,9 +23,9 @@
 
 #include "ag_limiter.h"
 
-#define AG_RESPONSE_MAX (64 * 1024) /* body bytes at most */
+#define AG_HTTP_RESPONSE_MAX (64 * 1024) /* body bytes at most */
 
-struct ag_response {
+struct ag_http_response {
     int status;
     struct ag_buf body;
     bool rate_headers;        /* send X-RateLimit-Limit/Remaining/Reset */
@@ -39,40 +39,45 @@ struct ag_response {
     bool close;               /* Connection: close */
 };
 
-void ag_response_init(struct ag_response *r);
-/* Frees the body; the response may be reused after ag_response_init. */
-void ag_response_free(struct ag_response *r);
+void ag_http_response_init(struct ag_http_response *r);
+/* Frees the body; the response may be reused after ag_http_response_init. */
+void ag_http_response_free(struct ag_http_response *r);
 
 /* An error response with {"error": msg}; non-ASCII bytes of msg become '?'
  * so the body is always valid JSON. */
-int ag_response_error(struct ag_response *r, int status, const char *msg);
+int ag_http_response_error(struct ag_http_response *r, int status,
+                           const char *msg);
 /* An error response with {"error": msg, "field": field}. */
-int ag_response_field_error(struct ag_response *r, int status, const char *msg,
-                            const char *field);
+int ag_http_response_field_error(struct ag_http_response *r, int status,
+                                 const char *msg, const char *field);
 /* A response whose body is obj, serialised compactly; obj stays the
  * caller's. */
-int ag_response_json(struct ag_response *r, int status, const json_t *obj);
+int ag_http_response_json(struct ag_http_response *r, int status,
+                          const json_t *obj);
 /* {"status": "ok"} style bodies for probes. */
-int ag_response_status(struct ag_response *r, int status, const char *text);
+int ag_http_response_status(struct ag_http_response *r, int status,
+                            const char *text);
 
 /* The response to a check, from its plan, per-policy results and decision.
  * degraded adds "degraded": true (results came from a fallback). */
-int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
-                      const struct ag_limit_result *res,
-                      const struct ag_decision *d, bool degraded);
+int ag_http_response_check(struct ag_http_response *r,
+                           const struct ag_plan *plan,
+                           const struct ag_limit_result *res,
+                           const struct ag_decision *d, bool degraded);
 
 struct ag_list_entry;
 
 /* The response to a check settled by an allow or deny list entry: 200
  * allowed, or 403 denied, {"allowed": ..., "list": "deny", "decisions":
  * [{"list": "deny", "id": 7, "kind": "ip", "allowed": false}]}. */
-int ag_response_listed(struct ag_response *r, const struct ag_list_entry *e);
+int ag_http_response_listed(struct ag_http_response *r,
+                            const struct ag_list_entry *e);
 
 /* The response to a check the store could not answer while the enforcing
  * policy closed fails closed: 503 with Retry-After: 1 and
  * {"allowed": false, "reason": "store_unavailable", "policy": ...,
  *  "retry_after": 1, "degraded": true}. */
-int ag_response_unavailable(struct ag_response *r,
-                            const struct ag_limit_op *closed);
+int ag_http_response_unavailable(struct ag_http_response *r,
+                                 const struct ag_limit_op *closed);
 
 #endif

@@ -1,4 +1,4 @@
-#include "ag_response.h"
+#include "ag_http_response.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -7,13 +7,13 @@
 #include "ag_error.h"
 #include "ag_lists.h"
 
-void ag_response_init(struct ag_response *r)
+void ag_http_response_init(struct ag_http_response *r)
 {
     memset(r, 0, sizeof *r);
-    ag_buf_init(&r->body, AG_RESPONSE_MAX);
+    ag_buf_init(&r->body, AG_HTTP_RESPONSE_MAX);
 }
 
-void ag_response_free(struct ag_response *r)
+void ag_http_response_free(struct ag_http_response *r)
 {
     ag_buf_free(&r->body);
 }
@@ -28,8 +28,8 @@ static int ascii_string(struct ag_buf *b, const char *s)
     return ag_buf_json_string(b, clean);
 }
 
-int ag_response_field_error(struct ag_response *r, int status, const char *msg,
-                            const char *field)
+int ag_http_response_field_error(struct ag_http_response *r, int status,
+                                 const char *msg, const char *field)
 {
     r->status = status;
     ag_buf_reset(&r->body);
@@ -42,12 +42,14 @@ int ag_response_field_error(struct ag_response *r, int status, const char *msg,
     return rc ? rc : ag_buf_puts(&r->body, "}");
 }
 
-int ag_response_error(struct ag_response *r, int status, const char *msg)
+int ag_http_response_error(struct ag_http_response *r, int status,
+                           const char *msg)
 {
-    return ag_response_field_error(r, status, msg, NULL);
+    return ag_http_response_field_error(r, status, msg, NULL);
 }
 
-int ag_response_status(struct ag_response *r, int status, const char *text)
+int ag_http_response_status(struct ag_http_response *r, int status,
+                            const char *text)
 {
     r->status = status;
     ag_buf_reset(&r->body);
@@ -85,9 +87,10 @@ static int decision_json(struct ag_buf *b, const struct ag_limit_op *op,
     return rc;
 }
 
-int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
-                      const struct ag_limit_result *res,
-                      const struct ag_decision *d, bool degraded)
+int ag_http_response_check(struct ag_http_response *r,
+                           const struct ag_plan *plan,
+                           const struct ag_limit_result *res,
+                           const struct ag_decision *d, bool degraded)
 {
     struct ag_buf *b = &r->body;
     ag_buf_reset(b);
@@ -126,8 +129,8 @@ int ag_response_check(struct ag_response *r, const struct ag_plan *plan,
     return rc;
 }
 
-int ag_response_unavailable(struct ag_response *r,
-                            const struct ag_limit_op *closed)
+int ag_http_response_unavailable(struct ag_http_response *r,
+                                 const struct ag_limit_op *closed)
 {
     ag_buf_reset(&r->body);
     r->status = 503;
@@ -139,7 +142,8 @@ int ag_response_unavailable(struct ag_response *r,
                          closed->policy->name);
 }
 
-int ag_response_listed(struct ag_response *r, const struct ag_list_entry *e)
+int ag_http_response_listed(struct ag_http_response *r,
+                            const struct ag_list_entry *e)
 {
     bool allow = e->list == AG_LIST_ALLOW;
     r->status = allow ? 200 : 403;
@@ -152,7 +156,8 @@ int ag_response_listed(struct ag_response *r, const struct ag_list_entry *e)
         (long long)e->id, ag_list_kind_name(e->kind), allow ? "true" : "false");
 }
 
-int ag_response_json(struct ag_response *r, int status, const json_t *obj)
+int ag_http_response_json(struct ag_http_response *r, int status,
+                          const json_t *obj)
 {
     r->status = status;
     ag_buf_reset(&r->body);

@@ -5,10 +5,10 @@
  * own allocation; a nested array is a block of its own. So freeing walks
  * the elements, frees strings' bytes and nested blocks, then the block.
  * The reader calls these functions one value at a time, parents first,
- * and frees a half-built reply with ag_reply_free on a protocol error:
+ * and frees a half-built reply with ag_redis_reply_free on a protocol error:
  * unfilled elements are NULL.
  */
-#include "ag_reply.h"
+#include "ag_redis_reply.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -89,12 +89,12 @@ static void *create_nil(const redisReadTask *t)
     return r ? attach(t, r) : NULL;
 }
 
-redisReplyObjectFunctions ag_reply_functions = {
+redisReplyObjectFunctions ag_redis_reply_functions = {
     .createString = create_string,
     .createArray = create_array,
     .createInteger = create_integer,
     .createNil = create_nil,
-    .freeObject = ag_reply_free,
+    .freeObject = ag_redis_reply_free,
 };
 
 /* Frees what r owns, not r itself. */
@@ -114,7 +114,7 @@ static void free_contents(redisReply *r)
     }
 }
 
-void ag_reply_free(void *reply)
+void ag_redis_reply_free(void *reply)
 {
     if (!reply)
         return;
