@@ -21,6 +21,7 @@
 
 struct ag_admin {
     struct ag_service *svc;
+    const struct ag_hasher *hasher;
     struct ag_reload *reload;
     struct ag_policy_db *db;
     pthread_mutex_t lock; /* guards db */
@@ -28,8 +29,8 @@ struct ag_admin {
 };
 
 int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
-                 struct ag_reload *reload, struct ag_admin **out, char *err,
-                 size_t errsz)
+                 const struct ag_hasher *hasher, struct ag_reload *reload,
+                 struct ag_admin **out, char *err, size_t errsz)
 {
     struct ag_admin *a = calloc(1, sizeof *a);
     if (!a)
@@ -40,6 +41,7 @@ int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
         return rc;
     }
     a->svc = svc;
+    a->hasher = hasher;
     a->reload = reload;
     pthread_mutex_init(&a->lock, NULL);
     crypto_generichash(a->token_hash, sizeof a->token_hash,
@@ -216,29 +218,14 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
                                             "policy");
     if (rc)
         return db_error(r, err);
-    unsigned need = 0;
-    for (size_t k = 0; k < p.nkeys; k++)
-        need |= 1u << p.key[k];
-    struct ag_request ident;
-    char why[256];
-    if (ag_request_parse_for(p.endpoint, need, req->body, req->len,
-                             &a->svc->opts, &ident, why, sizeof why)) {
-        char field[32];
-        snprintf(field, sizeof field, "%.*s", (int)strcspn(why, " "), why);
-        return ag_http_response_field_error(r, 400, why, field);
-    }
-    struct ag_plan plan;
-    plan.kind = AG_PLAN_SUCCESS; /* a clear, like a successful login's */
-    plan.n = 1;
-    if (!ag_limiter_plan_policy(&p, AG_PLAN_SUCCESS, &ident, a->svc->hasher,
-                                &plan.ops[0]))
-        return ag_http_response_field_error(
-            r, 400, "policy's key needs identifiers the body lacks", "policy");
-
-    if (ag_store_clear(a->svc->store, &plan))
-        return ag_http_response_error(r, 503,
-                                      "the limiter store is unavailable");
-    json_t *after = json_pack("{s:s}", "key", plan.ops[0].key);
+    char key[AG_STORE_KEY_MAX];
+    struct ag_error rerr;
+    int cleared = ag_service_reset(a->svc, &p, req->body, req->len, key, &rerr);
+    if (cleared == AG_EINVAL)
+        return ag_http_response_refusal(r, 400, &rerr);
+    if (cleared == AG_ETOOBIG)
+        return ag_http_response_refusal(r, 503, &rerr);
+    json_t *after = json_pack("{s:s}", "key", key);
     pthread_mutex_lock(&a->lock);
     rc = ag_policy_db_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
                            sizeof err);
@@ -246,6 +233,16 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     json_decref(after);
     if (rc)
         ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err);
+    if (cleared == AG_EPENDING) {
+        /* Redis could not answer: this instance's fallback is cleared and
+         * Redis will be before this instance sends it another check. */
+        json_t *o = json_pack("{s:s,s:s}", "status", "pending", "message",
+                              "cleared in this instance's fallback; the "
+                              "limiter store is cleared when it answers");
+        int jrc = ag_http_response_json(r, 202, o);
+        json_decref(o);
+        return jrc;
+    }
     r->status = 204;
     return AG_OK;
 }
@@ -350,14 +347,14 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return AG_OK;
     struct ag_list_entry e;
     struct ag_error perr;
-    rc = ag_list_entry_from_json(body, (enum ag_list)list, a->svc->hasher, &e,
-                                 &perr);
+    rc =
+        ag_list_entry_from_json(body, (enum ag_list)list, a->hasher, &e, &perr);
     json_decref(body);
     if (rc)
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    struct ag_ruleset *set = ag_service_policies(a->svc);
+    struct ag_ruleset *set = ag_service_ruleset(a->svc);
     if (set && set->nlists >= AG_LISTS_MAX)
         rc = AG_ETOOBIG;
     ag_ruleset_unref(set);

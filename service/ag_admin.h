@@ -47,11 +47,12 @@ struct ag_admin_request {
     size_t len;
 };
 
-/* Opens its own connection to db_path. token is copied. svc and reload are
- * borrowed and must outlive the admin. */
+/* Opens its own connection to db_path. token is copied. svc, hasher (for
+ * list entries' digests) and reload are borrowed and must outlive the
+ * admin. */
 int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
-                 struct ag_reload *reload, struct ag_admin **out, char *err,
-                 size_t errsz);
+                 const struct ag_hasher *hasher, struct ag_reload *reload,
+                 struct ag_admin **out, char *err, size_t errsz);
 void ag_admin_free(struct ag_admin *a);
 
 /* Serves one admin request into resp. Returns an error only if the

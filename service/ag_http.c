@@ -21,9 +21,15 @@
 
 #include "ag_request.h"
 
+/* The 413's message, from the cap it enforces. */
+#define STR(n) #n
+#define TOO_LARGE_TEXT(n) "body is larger than " STR(n) " KiB"
+#define TOO_LARGE TOO_LARGE_TEXT(AG_BODY_MAX_KIB)
+
 struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
+    struct ag_metrics *metrics;
     struct ag_admin *admin; /* NULL: the admin API is off (404) */
     atomic_bool draining;   /* stopping: new requests get a 503 */
     atomic_int in_flight;   /* requests begun and not yet completed */
@@ -63,66 +69,12 @@ struct request {
     enum route route;
     int too_big; /* the body passed AG_BODY_MAX; it is being discarded */
     struct ag_buf body;
-    /* A check waiting for Redis: the connection is suspended until the
-     * store's callback resumes it with store_rc. */
+    /* A check waiting for the store: the service suspends the connection
+     * through waiter and resumes it when the answer is ready. */
     struct ag_check *check;
     struct MHD_Connection *conn;
-    int store_rc;
+    struct ag_check_waiter waiter;
 };
-
-/* A check is large (its plan holds its keys: over 5 KiB), too large for
- * malloc's per-thread cache, so each would take the lock of the one
- * arena (main.c) twice. A worker keeps a few it finished for its next
- * requests instead; they are freed when the worker's thread ends. */
-#define SPARE_CHECKS 4
-
-struct spares {
-    unsigned n;
-    struct ag_check *c[SPARE_CHECKS];
-};
-
-static pthread_key_t spares_key;
-static pthread_once_t spares_once = PTHREAD_ONCE_INIT;
-
-static void spares_free(void *p)
-{
-    struct spares *sp = p;
-    for (unsigned i = 0; i < sp->n; i++)
-        free(sp->c[i]);
-    free(sp);
-}
-
-static void spares_init(void)
-{
-    if (pthread_key_create(&spares_key, spares_free) != 0)
-        abort(); /* only at start, out of keys: nothing can work */
-}
-
-static struct ag_check *check_new(void)
-{
-    pthread_once(&spares_once, spares_init);
-    struct spares *sp = pthread_getspecific(spares_key);
-    if (sp && sp->n)
-        return sp->c[--sp->n];
-    return malloc(sizeof(struct ag_check));
-}
-
-/* Only on a worker: the main thread's keys are never cleaned up. */
-static void check_free(struct ag_check *c)
-{
-    if (!c)
-        return;
-    struct spares *sp = pthread_getspecific(spares_key);
-    if (!sp && (sp = calloc(1, sizeof *sp)) &&
-        pthread_setspecific(spares_key, sp) != 0) {
-        free(sp);
-        sp = NULL;
-    }
-    if (sp && sp->n < SPARE_CHECKS)
-        sp->c[sp->n++] = c;
-    else
-        free(c);
-}
 
 static void add_uint_header(struct MHD_Response *mr, const char *name,
                             uint32_t v)
@@ -199,7 +151,7 @@ serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
         r.status = 200;
         r.content_type = "text/plain; version=0.0.4";
         ag_buf_init(&r.body, 1024 * 1024);
-        rc = ag_metrics_render(h->svc->metrics, &r.body);
+        rc = ag_metrics_render(h->metrics, &r.body);
     } else if (ag_service_ready(h->svc))
         rc = ag_http_response_status(&r, 200, "ready");
     else
@@ -209,52 +161,32 @@ serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
     return ret;
 }
 
-/* The store's callback, on a store thread: note the outcome and hand the
- * connection back to its worker, which then calls the handler again. */
-static void store_answered(void *arg, int rc)
+static void suspend(void *arg)
 {
     struct request *req = arg;
-    req->store_rc = rc;
-    MHD_resume_connection(req->conn);
+    MHD_suspend_connection(req->conn);
 }
 
-/* Parks a check's connection while Redis answers, so the worker thread
- * serves other connections meanwhile instead of blocking. */
-static enum MHD_Result wait_for_store(struct ag_http *h,
-                                      struct MHD_Connection *conn,
-                                      struct request *req)
+/* From a store thread: hands the connection back to its worker, which then
+ * calls the handler again to finish the check. */
+static void resume(void *arg)
 {
-    struct ag_store *store = h->svc->store;
-    req->conn = conn;
-    MHD_suspend_connection(conn);
-    int rc = ag_store_check_async(store, &req->check->plan, req->check->res,
-                                  store_answered, req);
-    if (rc != AG_OK) {
-        /* Not started (no async support, or the breaker is open): the
-         * callback will not come, so answer now. */
-        req->store_rc =
-            rc == AG_EINVAL
-                ? ag_store_check(store, &req->check->plan, req->check->res)
-                : rc;
-        MHD_resume_connection(conn);
-    }
-    return MHD_YES;
+    struct request *req = arg;
+    MHD_resume_connection(req->conn);
 }
 
 static enum MHD_Result
 serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
 {
     if (req->too_big)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                           "body is larger than 64 KiB", NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
     struct ag_http_response r;
     ag_http_response_init(&r);
     const char *body = req->body.p ? req->body.p : "";
     int rc;
     if (req->check) {
         /* Resumed: the store has answered. */
-        rc = ag_service_check_finish(h->svc, req->check, req->store_rc, &r);
-        check_free(req->check);
+        rc = ag_service_check_finish(req->check, &r);
         req->check = NULL;
     } else if (req->route == R_REPORT_LOGIN) {
         rc = ag_service_report_login(h->svc, body, req->body.len, &r);
@@ -263,16 +195,16 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
                               : req->route == R_CHECK_OTP_VERIFY
                                   ? AG_EP_OTP_VERIFY
                                   : AG_EP_LOGIN;
-        req->check = check_new();
-        rc = req->check ? ag_service_check_begin(h->svc, ep, body,
-                                                 req->body.len, req->check, &r)
-                        : AG_ENOMEM;
+        req->conn = conn;
+        req->waiter = (struct ag_check_waiter){
+            .suspend = suspend, .resume = resume, .arg = req};
+        rc = ag_service_check_begin(h->svc, ep, body, req->body.len,
+                                    &req->waiter, &req->check, &r);
         if (rc == AG_EPENDING) {
+            /* Suspended; the handler runs again once it is resumed. */
             ag_http_response_free(&r);
-            return wait_for_store(h, conn, req);
+            return MHD_YES;
         }
-        check_free(req->check);
-        req->check = NULL;
     }
 
     enum MHD_Result ret;
@@ -291,8 +223,7 @@ static enum MHD_Result serve_admin(struct ag_http *h,
                                    const char *method, struct request *req)
 {
     if (req->too_big)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                           "body is larger than 64 KiB", NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
     struct ag_admin_request ar = {
         .method = method,
         .path = url,
@@ -371,8 +302,7 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
     const char *cl = MHD_lookup_connection_value(
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                           "body is larger than 64 KiB", NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
     return begin_body(h, rd->route, con_cls);
 }
 
@@ -412,9 +342,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         /* A check still held here was suspended for Redis when its client
          * went away: resumed, the connection closed without the handler
          * running again to finish it. */
-        if (req->check)
-            ag_service_check_abandon(req->check);
-        free(req->check);
+        ag_service_check_abandon(req->check);
         free(req);
         *con_cls = NULL;
         atomic_fetch_sub(&h->in_flight, 1);
@@ -428,13 +356,14 @@ static unsigned cores(void)
 }
 
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
-                  struct ag_admin *admin, struct ag_http **out, char *err,
-                  size_t errsz)
+                  struct ag_metrics *metrics, struct ag_admin *admin,
+                  struct ag_http **out, char *err, size_t errsz)
 {
     struct ag_http *h = calloc(1, sizeof *h);
     if (!h)
         return AG_ENOMEM;
     h->svc = svc;
+    h->metrics = metrics;
     h->admin = admin;
 
     atomic_init(&h->draining, false);

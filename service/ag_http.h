@@ -24,12 +24,15 @@ struct ag_http;
 
 struct ag_admin;
 
-/* Starts serving on the config's listen address; admin may be NULL (the
- * /admin/ routes then answer 404). Returns 0 and the server in *out, or a
- * negative code with a message in err. */
+struct ag_metrics;
+
+/* Starts serving on the config's listen address; svc and metrics (for
+ * /metrics) are borrowed; admin may be NULL (the /admin/ routes then
+ * answer 404). Returns 0 and the server in *out, or a negative code with
+ * a message in err. */
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
-                  struct ag_admin *admin, struct ag_http **out, char *err,
-                  size_t errsz);
+                  struct ag_metrics *metrics, struct ag_admin *admin,
+                  struct ag_http **out, char *err, size_t errsz);
 /* Stops taking new requests: each gets a 503 with Retry-After and
  * Connection: close. In-flight requests go on. */
 void ag_http_quiesce(struct ag_http *h);

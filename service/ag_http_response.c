@@ -48,6 +48,13 @@ int ag_http_response_error(struct ag_http_response *r, int status,
     return ag_http_response_field_error(r, status, msg, NULL);
 }
 
+int ag_http_response_refusal(struct ag_http_response *r, int status,
+                             const struct ag_error *err)
+{
+    return ag_http_response_field_error(r, status, err->msg,
+                                        err->field[0] ? err->field : NULL);
+}
+
 int ag_http_response_status(struct ag_http_response *r, int status,
                             const char *text)
 {

@@ -8,7 +8,7 @@
  *        "limit":10,"remaining":9,"reset_after":900}, ...]}
  *   429 {"allowed":false,"policy":"login.user_ip","retry_after":712,
  *        "decisions":[...]}
- * Error bodies: {"error":"<sentence naming the field>"}.
+ * Error bodies: {"error":"<sentence naming the field>","field":"<it>"}.
  * Not thread-safe; one response per request.
  */
 #ifndef AG_HTTP_RESPONSE_H
@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "ag_buf.h"
+#include "ag_error.h"
 
 #include "ag_limiter.h"
 
@@ -50,6 +51,10 @@ int ag_http_response_error(struct ag_http_response *r, int status,
 /* An error response with {"error": msg, "field": field}. */
 int ag_http_response_field_error(struct ag_http_response *r, int status,
                                  const char *msg, const char *field);
+/* A refusal of input: {"error": err->msg, "field": err->field}, the field
+ * left out when err names none. */
+int ag_http_response_refusal(struct ag_http_response *r, int status,
+                             const struct ag_error *err);
 /* A response whose body is obj, serialised compactly; obj stays the
  * caller's. */
 int ag_http_response_json(struct ag_http_response *r, int status,

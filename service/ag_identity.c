@@ -13,9 +13,14 @@ static int is_space(unsigned char c)
            c == '\v';
 }
 
+static int refuse(struct ag_error *err, const char *field, const char *why)
+{
+    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, why);
+}
+
 /* Trims, checks and copies a free-text identifier, folding case if asked. */
 static int text_ident(const char *in, size_t len, char *out, int fold,
-                      const char **why)
+                      const char *field, struct ag_error *err)
 {
     while (len > 0 && is_space((unsigned char)in[0])) {
         in++;
@@ -24,18 +29,16 @@ static int text_ident(const char *in, size_t len, char *out, int fold,
     while (len > 0 && is_space((unsigned char)in[len - 1]))
         len--;
     if (len == 0) {
-        *why = "is empty";
-        return AG_EINVAL;
+        return refuse(err, field, "is empty");
     }
     if (len > AG_USER_MAX) {
-        *why = "is longer than 256 bytes";
-        return AG_EINVAL;
+        return ag_error_set(err, AG_EINVAL, field, "%s is longer than %d bytes",
+                            field, AG_USER_MAX);
     }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
         if (c < 0x20 || c == 0x7f) {
-            *why = "contains a control character";
-            return AG_EINVAL;
+            return refuse(err, field, "contains a control character");
         }
         if (fold && c >= 'A' && c <= 'Z')
             c = (unsigned char)(c - 'A' + 'a');
@@ -45,17 +48,20 @@ static int text_ident(const char *in, size_t len, char *out, int fold,
     return AG_OK;
 }
 
-int ag_identity_user(const char *in, size_t len, char *out, const char **why)
+int ag_identity_user(const char *in, size_t len, char *out, const char *field,
+                     struct ag_error *err)
 {
-    return text_ident(in, len, out, 1, why);
+    return text_ident(in, len, out, 1, field, err);
 }
 
-int ag_identity_device(const char *in, size_t len, char *out, const char **why)
+int ag_identity_device(const char *in, size_t len, char *out, const char *field,
+                       struct ag_error *err)
 {
-    return text_ident(in, len, out, 0, why);
+    return text_ident(in, len, out, 0, field, err);
 }
 
-int ag_identity_phone(const char *in, size_t len, char *out, const char **why)
+int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
+                      struct ag_error *err)
 {
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
@@ -67,18 +73,22 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char **why)
             continue;
         }
         if (c < '0' || c > '9') {
-            *why = "must be an E.164 number such as +48600100200";
-            return AG_EINVAL;
+            return refuse(err, field,
+                          "must be an E.164 number such as +48600100200");
         }
         if (n >= AG_PHONE_MAX) {
-            *why = "has more than 15 digits";
-            return AG_EINVAL;
+            return ag_error_set(err, AG_EINVAL, field,
+                                "%s has more than %d digits", field,
+                                AG_PHONE_DIGITS_MAX);
         }
         out[n++] = c;
     }
-    if (n == 0 || out[0] != '+' || n < 9 || out[1] == '0') {
-        *why = "must be an E.164 number: '+' then 8 to 15 digits";
-        return AG_EINVAL;
+    if (n == 0 || out[0] != '+' || n < 1 + AG_PHONE_DIGITS_MIN ||
+        out[1] == '0') {
+        return ag_error_set(err, AG_EINVAL, field,
+                            "%s must be an E.164 number: '+' then %d to %d "
+                            "digits",
+                            field, AG_PHONE_DIGITS_MIN, AG_PHONE_DIGITS_MAX);
     }
     out[n] = '\0';
     return AG_OK;
@@ -107,7 +117,8 @@ static size_t ip_text(int family, const unsigned char *addr, char *out)
     return n;
 }
 
-int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
+int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,
+                   struct ag_error *err)
 {
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0,    0,
                                              0, 0, 0, 0, 0xff, 0xff};
@@ -122,12 +133,10 @@ int ag_identity_ip(const char *in, struct ag_ip *out, const char **why)
             out->family = AF_INET;
         }
     } else {
-        *why = "is not a valid IPv4 or IPv6 address";
-        return AG_EINVAL;
+        return refuse(err, field, "is not a valid IPv4 or IPv6 address");
     }
     if (!ip_text(out->family, out->addr, out->text)) {
-        *why = "is not a valid IPv4 or IPv6 address";
-        return AG_EINVAL;
+        return refuse(err, field, "is not a valid IPv4 or IPv6 address");
     }
     return AG_OK;
 }

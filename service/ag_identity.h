@@ -17,9 +17,13 @@
 
 #include <sodium.h>
 
-#define AG_USER_MAX 256   /* bytes of a user or device after trimming */
-#define AG_PHONE_MAX 16   /* '+' and at most 15 digits (E.164) */
-#define AG_IP_TEXT_MAX 46 /* INET6_ADDRSTRLEN */
+#include "ag_error.h"
+
+#define AG_USER_MAX 256 /* bytes of a user or device after trimming */
+#define AG_PHONE_DIGITS_MIN 8
+#define AG_PHONE_DIGITS_MAX 15                 /* E.164 */
+#define AG_PHONE_MAX (1 + AG_PHONE_DIGITS_MAX) /* '+' and the digits */
+#define AG_IP_TEXT_MAX 46                      /* INET6_ADDRSTRLEN */
 #define AG_DIGEST_BYTES 16
 #define AG_DIGEST_HEX (2 * AG_DIGEST_BYTES)
 
@@ -44,20 +48,27 @@ struct ag_ip {
     char text[AG_IP_TEXT_MAX]; /* canonical text form */
 };
 
-/* User: surrounding white space trimmed, ASCII letters folded to lower case.
+/* The normalisers refuse with AG_EINVAL and fill err (which may be NULL)
+ * naming field, the JSON field the text came from ("user", or "value" in a
+ * list entry): "user is empty".
+ *
+ * User: surrounding white space trimmed, ASCII letters folded to lower case.
  * Refuses empty, over AG_USER_MAX bytes, or holding control characters.
- * out holds AG_USER_MAX + 1 bytes. On refusal *why says what is wrong
- * (a static string that starts after the field name, e.g. "is empty"). */
-int ag_identity_user(const char *in, size_t len, char *out, const char **why);
+ * out holds AG_USER_MAX + 1 bytes. */
+int ag_identity_user(const char *in, size_t len, char *out, const char *field,
+                     struct ag_error *err);
 /* Device: like user but case is kept (device ids are opaque tokens). */
-int ag_identity_device(const char *in, size_t len, char *out, const char **why);
+int ag_identity_device(const char *in, size_t len, char *out, const char *field,
+                       struct ag_error *err);
 /* Phone: spaces, dashes, dots and parentheses removed; the rest must be
  * E.164: '+', a non-zero digit, then 7 to 14 more digits (8 to 15 in all).
  * out holds AG_PHONE_MAX + 1 bytes. */
-int ag_identity_phone(const char *in, size_t len, char *out, const char **why);
+int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
+                      struct ag_error *err);
 /* IP: what inet_pton accepts for IPv4 or IPv6, printed canonically; an
  * IPv4-mapped IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address. */
-int ag_identity_ip(const char *in, struct ag_ip *out, const char **why);
+int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,
+                   struct ag_error *err);
 
 #define AG_IP_PREFIX_MAX (AG_IP_TEXT_MAX + 4) /* text and "/NN" */
 /* The network an address belongs to for ip_prefix keys: its /24 for IPv4,

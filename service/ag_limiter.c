@@ -28,36 +28,59 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
     return false;
 }
 
-/* The keyed digest of one identifier, as a key's hash or a member. */
+void ag_digests_init(struct ag_digests *d, const struct ag_hasher *h,
+                     const struct ag_request *req)
+{
+    d->hasher = h;
+    d->req = req;
+    d->done = 0;
+}
+
+const char *ag_digests_get(struct ag_digests *d, enum ag_key_kind kind)
+{
+    if (d->done & 1u << kind)
+        return d->hex[kind];
+    const char *value = ag_request_value(d->req, kind);
+    if (!value)
+        return NULL;
+    ag_identity_digest(d->hasher, kind, value, d->hex[kind]);
+    d->done |= 1u << kind;
+    return d->hex[kind];
+}
+
 bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
-                            const struct ag_request *req,
-                            const struct ag_hasher *h, struct ag_limit_op *op)
+                            struct ag_digests *d, struct ag_limit_op *op)
 {
     struct ag_ident_part parts[AG_POLICY_KEYS_MAX];
     for (size_t k = 0; k < p->nkeys; k++) {
         parts[k].kind = ag_key_kind_name(p->key[k]);
-        parts[k].value = ag_request_value(req, p->key[k]);
+        parts[k].value = ag_request_value(d->req, p->key[k]);
         if (!parts[k].value)
             return false;
     }
     op->member[0] = '\0';
     /* Clearing a distinct set needs only its key, not a subject. */
     if (p->algorithm == AG_ALG_DISTINCT && kind != AG_PLAN_SUCCESS) {
-
-        enum ag_key_kind subject = ag_endpoint_subject(p->endpoint);
-        const char *value = ag_request_value(req, subject);
-        if (!value)
+        const char *member =
+            ag_digests_get(d, ag_endpoint_subject(p->endpoint));
+        if (!member)
             return false;
-        ag_identity_digest(h, subject, value, op->member);
+        memcpy(op->member, member, AG_DIGEST_HEX + 1);
     }
-    char digest[AG_DIGEST_HEX + 1];
-    ag_hasher_digest(h, parts, p->nkeys, digest);
+    /* A key of one part hashes to that identifier's digest, which the
+     * check may have needed already (lists, distinct members). */
+    char composite[AG_DIGEST_HEX + 1];
+    const char *digest = composite;
+    if (p->nkeys == 1)
+        digest = ag_digests_get(d, p->key[0]);
+    else
+        ag_hasher_digest(d->hasher, parts, p->nkeys, composite);
     /* "ag:<policy>:<digest>", which AG_STORE_KEY_MAX always holds. */
     size_t name_len = strlen(p->name);
     memcpy(op->key, "ag:", 3);
     memcpy(op->key + 3, p->name, name_len);
     op->key[3 + name_len] = ':';
-    memcpy(op->key + 4 + name_len, digest, sizeof digest);
+    memcpy(op->key + 4 + name_len, digest, AG_DIGEST_HEX + 1);
     op->policy = p;
     op->charge = kind == AG_PLAN_FAILURE ||
                  (kind == AG_PLAN_CHECK && p->counts == AG_COUNTS_ATTEMPTS);
@@ -66,17 +89,16 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
 }
 
 int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
-                    const struct ag_request *req, const struct ag_hasher *h,
-                    struct ag_plan *plan)
+                    struct ag_digests *d, struct ag_plan *plan)
 {
     plan->kind = kind;
     plan->n = 0;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
-        if (!p->enabled || p->endpoint != req->endpoint || !applies(p, kind))
+        if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))
             continue;
         struct ag_limit_op op;
-        if (!ag_limiter_plan_policy(p, kind, req, h, &op))
+        if (!ag_limiter_plan_policy(p, kind, d, &op))
             continue;
         if (plan->n == AG_PLAN_MAX)
             return AG_ETOOBIG;

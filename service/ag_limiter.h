@@ -67,18 +67,34 @@ struct ag_decision {
     int tightest;           /* plan index for X-RateLimit-*, or -1 */
 };
 
-/* Builds the plan of kind for req from the set's enabled policies of req's
- * endpoint, in the set's order. The plan borrows policies from set, which
- * must outlive it. Returns AG_ETOOBIG if more than AG_PLAN_MAX apply. */
-int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
-                    const struct ag_request *req, const struct ag_hasher *h,
-                    struct ag_plan *plan);
+/* The keyed digests of one request's identifiers, each computed the first
+ * time a check needs it (a list match, a one-part key, a distinct member)
+ * and then reused: a keyed BLAKE2b is one of the larger costs of a check.
+ * Borrows h and req, which must outlive it; one per check, one thread. */
+struct ag_digests {
+    const struct ag_hasher *hasher;
+    const struct ag_request *req;
+    unsigned done; /* bit (1u << kind) per digest computed */
+    char hex[AG_KEY_COUNT][AG_DIGEST_HEX + 1];
+};
 
-/* Fills op for one policy p and req as ag_limiter_plan would; false if req
- * lacks an identifier p's key needs. */
+void ag_digests_init(struct ag_digests *d, const struct ag_hasher *h,
+                     const struct ag_request *req);
+/* The digest of the request's identifier of kind (ag_identity_digest), or
+ * NULL if the request lacks it. Valid as long as d is. */
+const char *ag_digests_get(struct ag_digests *d, enum ag_key_kind kind);
+
+/* Builds the plan of kind for d's request from the set's enabled policies
+ * of its endpoint, in the set's order. The plan borrows policies from set,
+ * which must outlive it. Returns AG_ETOOBIG if more than AG_PLAN_MAX
+ * apply. */
+int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
+                    struct ag_digests *d, struct ag_plan *plan);
+
+/* Fills op for one policy p and d's request as ag_limiter_plan would;
+ * false if the request lacks an identifier p's key needs. */
 bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
-                            const struct ag_request *req,
-                            const struct ag_hasher *h, struct ag_limit_op *op);
+                            struct ag_digests *d, struct ag_limit_op *op);
 
 /* Combines per-policy results (plan->n of them) into the decision. When
 

@@ -55,8 +55,7 @@ static int parse_network(const char *s, struct ag_list_entry *e)
     if (slash)
         *slash = '\0';
     struct ag_ip ip;
-    const char *why;
-    if (ag_identity_ip(text, &ip, &why))
+    if (ag_identity_ip(text, &ip, "value", NULL))
         return AG_EINVAL;
     unsigned max = ip.family == AF_INET ? 32 : 128;
     /* A mapped address (::ffff:a.b.c.d) was written as IPv6: its prefix
@@ -125,7 +124,9 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
     v = json_object_get(obj, "note");
     if (v) {
         if (!json_is_string(v) || json_string_length(v) > AG_LIST_NOTE_MAX)
-            return refuse(err, "note", "must be a string of at most 200 bytes");
+            return ag_error_set(err, AG_EINVAL, "note",
+                                "note must be a string of at most %d bytes",
+                                AG_LIST_NOTE_MAX);
         snprintf(e.note, sizeof e.note, "%s", json_string_value(v));
     }
     v = json_object_get(obj, "value");
@@ -133,7 +134,6 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
         return refuse(err, "value", "must be a string");
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
-    const char *why = NULL;
     char norm[AG_USER_MAX + 1];
     switch (e.kind) {
     case AG_LK_IP:
@@ -144,9 +144,10 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
         break;
     case AG_LK_USER:
     case AG_LK_PHONE:
-        if (e.kind == AG_LK_USER ? ag_identity_user(s, len, norm, &why)
-                                 : ag_identity_phone(s, len, norm, &why))
-            return refuse(err, "value", why);
+        if (e.kind == AG_LK_USER
+                ? ag_identity_user(s, len, norm, "value", err)
+                : ag_identity_phone(s, len, norm, "value", err))
+            return AG_EINVAL;
         ag_identity_digest(h, e.kind == AG_LK_USER ? AG_KEY_USER : AG_KEY_PHONE,
                            norm, e.value);
         sodium_memzero(norm, sizeof norm);

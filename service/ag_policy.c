@@ -7,11 +7,6 @@
 #include "ag_error.h"
 
 /* Names indexed by the enums; each table must name every value. */
-static const char *const endpoint_names[AG_EP_COUNT] = {
-    [AG_EP_LOGIN] = "login",
-    [AG_EP_OTP] = "otp",
-    [AG_EP_OTP_VERIFY] = "otp_verify",
-};
 static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_SLIDING_LOG] = "sliding_log",
     [AG_ALG_FIXED_WINDOW] = "fixed_window",
@@ -23,17 +18,6 @@ static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
 static const char *const mode_names[] = {"enforce", "shadow"};
 
-/* Which key kinds a request to each endpoint can supply. */
-#define BIT(k) (1u << (k))
-static const unsigned endpoint_keys[AG_EP_COUNT] = {
-    [AG_EP_LOGIN] = BIT(AG_KEY_USER) | BIT(AG_KEY_IP) | BIT(AG_KEY_DEVICE) |
-                    BIT(AG_KEY_IP_PREFIX),
-    [AG_EP_OTP] = BIT(AG_KEY_PHONE) | BIT(AG_KEY_IP) | BIT(AG_KEY_USER) |
-                  BIT(AG_KEY_IP_PREFIX) | BIT(AG_KEY_PHONE_PREFIX),
-    [AG_EP_OTP_VERIFY] = BIT(AG_KEY_PHONE) | BIT(AG_KEY_IP) | BIT(AG_KEY_USER) |
-                         BIT(AG_KEY_IP_PREFIX) | BIT(AG_KEY_PHONE_PREFIX),
-};
-
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static int lookup(const char *const *names, size_t n, const char *s)
@@ -44,24 +28,9 @@ static int lookup(const char *const *names, size_t n, const char *s)
     return -1;
 }
 
-const char *ag_endpoint_name(enum ag_endpoint e)
-{
-    return endpoint_names[e];
-}
-
 const char *ag_algorithm_name(enum ag_algorithm a)
 {
     return algorithm_names[a];
-}
-
-enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e)
-{
-    return e == AG_EP_LOGIN ? AG_KEY_USER : AG_KEY_PHONE;
-}
-
-int ag_endpoint_parse(const char *s)
-{
-    return lookup(endpoint_names, COUNT(endpoint_names), s);
 }
 
 bool ag_policy_name_valid(const char *s)
@@ -142,7 +111,9 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
         return refuse(err, "key", "is required");
     if (!json_is_array(v) || json_array_size(v) == 0 ||
         json_array_size(v) > AG_POLICY_KEYS_MAX)
-        return refuse(err, "key", "must be a list of 1 to 4 key kinds");
+        return ag_error_set(err, AG_EINVAL, "key",
+                            "key must be a list of 1 to %d key kinds",
+                            AG_POLICY_KEYS_MAX);
     unsigned seen = 0;
     size_t i;
     const json_t *k;
@@ -152,16 +123,24 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
                        ? lookup(ag_key_kind_names, COUNT(ag_key_kind_names),
                                 json_string_value(k))
                        : -1;
-        if (kind < 0)
-            return refuse(err, "key",
-                          "entries must be \"user\", \"ip\", \"phone\", "
-                          "\"device\", \"ip_prefix\" or \"phone_prefix\"");
-        if (!(endpoint_keys[p->endpoint] & 1u << kind)) {
+        if (kind < 0) {
+            char msg[160];
+            size_t len = (size_t)snprintf(msg, sizeof msg, "entries must be");
+            for (int n = 0; n < AG_KEY_COUNT; n++)
+                len +=
+                    (size_t)snprintf(msg + len, sizeof msg - len, "%s \"%s\"",
+                                     n == 0                  ? ""
+                                     : n == AG_KEY_COUNT - 1 ? " or"
+                                                             : ",",
+                                     ag_key_kind_names[n]);
+            return refuse(err, "key", msg);
+        }
+        if (!(ag_endpoint_keys(p->endpoint) & 1u << kind)) {
             char msg[96];
             snprintf(msg, sizeof msg,
                      "kind \"%s\" is not sent to the %s "
                      "endpoint",
-                     ag_key_kind_names[kind], endpoint_names[p->endpoint]);
+                     ag_key_kind_names[kind], ag_endpoint_name(p->endpoint));
             return refuse(err, "key", msg);
         }
         if (seen & 1u << kind)
@@ -216,12 +195,17 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     if (!name)
         return refuse(err, "name", "is required");
     if (!ag_policy_name_valid(name))
-        return refuse(err, "name", "must be 1 to 64 of [a-z0-9._-]");
+        return ag_error_set(err, AG_EINVAL, "name",
+                            "name must be 1 to %d of [a-z0-9._-]",
+                            AG_POLICY_NAME_MAX);
     strcpy(p.name, name);
 
+    const char *endpoint_names[AG_EP_COUNT];
+    for (int i = 0; i < AG_EP_COUNT; i++)
+        endpoint_names[i] = ag_endpoint_name((enum ag_endpoint)i);
     int e;
-    int rc = get_enum(obj, "endpoint", endpoint_names, COUNT(endpoint_names),
-                      -1, &e, err);
+    int rc =
+        get_enum(obj, "endpoint", endpoint_names, AG_EP_COUNT, -1, &e, err);
     if (rc)
         return rc;
     p.endpoint = (enum ag_endpoint)e;
@@ -281,7 +265,7 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
     for (size_t i = 0; keys && i < p->nkeys; i++)
         json_array_append_new(keys, json_string(ag_key_kind_names[p->key[i]]));
     return json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:b}",
-                     "name", p->name, "endpoint", endpoint_names[p->endpoint],
+                     "name", p->name, "endpoint", ag_endpoint_name(p->endpoint),
                      "key", keys, "algorithm", algorithm_names[p->algorithm],
                      "limit", (json_int_t)p->limit, "window_s",
                      (json_int_t)p->window_s, "block_s", (json_int_t)p->block_s,

@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "ag_endpoint.h"
 #include "ag_error.h"
 #include "ag_identity.h"
 
@@ -32,10 +33,6 @@
 /* Members one sorted set may hold: the bound on limit for sliding_log and
  * distinct, which store one member per request or subject. */
 #define AG_SET_LIMIT_MAX 10000u
-
-/* The endpoints a policy can apply to: /check-login (and /report-login),
- * /check-otp, /check-otp-verify. */
-enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_OTP_VERIFY, AG_EP_COUNT };
 
 /* The order is the Lua driver's algorithm numbering (lua/check.lua). */
 enum ag_algorithm {
@@ -77,13 +74,7 @@ int ag_policy_from_json(const json_t *obj, const char *name,
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);
 
-const char *ag_endpoint_name(enum ag_endpoint e);
-/* What a "distinct" policy counts on an endpoint: users for login, phones
- * for otp and otp_verify. */
-enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e);
 const char *ag_algorithm_name(enum ag_algorithm a);
-/* Returns the enum value named s, or -1. */
-int ag_endpoint_parse(const char *s);
 bool ag_policy_name_valid(const char *s);
 
 struct ag_list_entry; /* ag_lists.h */

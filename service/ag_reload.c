@@ -17,6 +17,7 @@
 
 struct ag_reload {
     struct ag_service *svc;
+    struct ag_metrics *metrics;
     struct ag_policy_db *db;
     unsigned interval_ms;
     pthread_t thread;
@@ -47,9 +48,9 @@ static int load(struct ag_reload *r, char *err, size_t errsz)
         return AG_ENOMEM;
     }
     ag_ruleset_adopt_lists(set, lists, nl);
-    ag_service_set_policies(r->svc, set);
-    if (r->svc->metrics)
-        atomic_fetch_add(&r->svc->metrics->reloads, 1);
+    ag_service_set_ruleset(r->svc, set);
+    if (r->metrics)
+        atomic_fetch_add(&r->metrics->reloads, 1);
     return AG_OK;
 }
 
@@ -64,7 +65,7 @@ static void tick(struct ag_reload *r, bool poked)
         rc = load(r, err, sizeof err);
     else
         snprintf(err, sizeof err, "policy database: data_version failed");
-    struct ag_metrics *m = r->svc->metrics;
+    struct ag_metrics *m = r->metrics;
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",
@@ -115,13 +116,14 @@ static void *watch(void *arg)
 }
 
 int ag_reload_start(const char *db_path, struct ag_service *svc,
-                    unsigned interval_ms, struct ag_reload **out, char *err,
-                    size_t errsz)
+                    struct ag_metrics *metrics, unsigned interval_ms,
+                    struct ag_reload **out, char *err, size_t errsz)
 {
     struct ag_reload *r = calloc(1, sizeof *r);
     if (!r)
         return AG_ENOMEM;
     r->svc = svc;
+    r->metrics = metrics;
     r->interval_ms = interval_ms;
     int rc = ag_policy_db_open(db_path, NULL, 0, &r->db, err, errsz);
     if (!rc)

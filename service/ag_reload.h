@@ -18,11 +18,14 @@
 
 struct ag_reload;
 
+struct ag_metrics;
+
 /* Opens db_path, loads and publishes the first set before it returns, then
- * starts the watcher. Returns 0, or a negative code with err. */
+ * starts the watcher. svc and metrics (reloads, failures, staleness; may be
+ * NULL) are borrowed. Returns 0, or a negative code with err. */
 int ag_reload_start(const char *db_path, struct ag_service *svc,
-                    unsigned interval_ms, struct ag_reload **out, char *err,
-                    size_t errsz);
+                    struct ag_metrics *metrics, unsigned interval_ms,
+                    struct ag_reload **out, char *err, size_t errsz);
 /* Asks the watcher to load now rather than at its next tick, and waits (up
  * to 2 s) until it has: after an edit made through this process, so that
  * the edit's response is only sent once this instance applies it.

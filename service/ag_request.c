@@ -7,53 +7,39 @@
 
 #include "ag_error.h"
 
-enum need { OPTIONAL, REQUIRED };
-
 /* parse()'s third kind, beside enum ag_request_kind: every field optional. */
 #define PARSE_ANY 2
 
-struct field {
-    enum ag_key_kind kind;
-    enum need need;
-};
-
-/* The identifiers each endpoint reads, in the order errors are reported. */
-static const struct field login_fields[] = {
-    {AG_KEY_USER, REQUIRED}, {AG_KEY_IP, REQUIRED}, {AG_KEY_DEVICE, OPTIONAL}};
-static const struct field otp_fields[] = {
-    {AG_KEY_PHONE, REQUIRED}, {AG_KEY_IP, REQUIRED}, {AG_KEY_USER, OPTIONAL}};
-
-static int refuse(char *err, size_t errsz, const char *field, const char *why)
+static int refuse(struct ag_error *err, const char *field, const char *why)
 {
-    snprintf(err, errsz, "%s %s", field, why);
-    return AG_EINVAL;
+    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, why);
 }
 
-static int read_field(const json_t *root, const struct field *f, bool any,
-                      struct ag_request *out, char *err, size_t errsz)
+/* Reads one identifier the endpoint's table (ag_endpoint) names. */
+static int read_field(const json_t *root, const struct ag_endpoint_field *f,
+                      bool any, struct ag_request *out, struct ag_error *err)
 {
     const char *name = ag_key_kind_name(f->kind);
     const json_t *v = json_object_get(root, name);
     if (!v || json_is_null(v)) {
-        if (f->need == REQUIRED && !any)
-            return refuse(err, errsz, name, "is required");
+        if (f->required && !any)
+            return refuse(err, name, "is required");
         return AG_OK;
     }
     if (!json_is_string(v))
-        return refuse(err, errsz, name, "must be a string");
+        return refuse(err, name, "must be a string");
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
-    const char *why = NULL;
     int rc = AG_EINVAL;
     switch (f->kind) {
     case AG_KEY_USER:
-        rc = ag_identity_user(s, len, out->user, &why);
+        rc = ag_identity_user(s, len, out->user, name, err);
         break;
     case AG_KEY_DEVICE:
-        rc = ag_identity_device(s, len, out->device, &why);
+        rc = ag_identity_device(s, len, out->device, name, err);
         break;
     case AG_KEY_PHONE:
-        rc = ag_identity_phone(s, len, out->phone, &why);
+        rc = ag_identity_phone(s, len, out->phone, name, err);
         break;
     case AG_KEY_IP_PREFIX:
     case AG_KEY_PHONE_PREFIX:
@@ -61,13 +47,13 @@ static int read_field(const json_t *root, const struct field *f, bool any,
     case AG_KEY_IP:
         /* jansson refuses "\u0000" (no JSON_ALLOW_NUL), so s is all of
          * the string. */
-        rc = ag_identity_ip(s, &out->ip, &why);
+        rc = ag_identity_ip(s, &out->ip, name, err);
         break;
     case AG_KEY_COUNT:
         break;
     }
     if (rc)
-        return refuse(err, errsz, name, why ? why : "is not valid");
+        return rc;
     out->have |= 1u << f->kind;
     return AG_OK;
 }
@@ -90,38 +76,33 @@ static void derive(struct ag_request *r, const struct ag_request_opts *opts)
 
 static int parse(int kind, enum ag_endpoint endpoint, const char *body,
                  size_t len, const struct ag_request_opts *opts,
-                 struct ag_request *out, char *err, size_t errsz)
+                 struct ag_request *out, struct ag_error *err)
 {
     memset(out, 0, sizeof *out);
     out->endpoint = endpoint;
     if (len > AG_BODY_MAX)
-        return refuse(err, errsz, "body", "is larger than 64 KiB");
+        return ag_error_set(err, AG_EINVAL, "body",
+                            "body is larger than %d KiB", AG_BODY_MAX / 1024);
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        snprintf(err, errsz, "body is not valid JSON: %s at line %d column %d",
-                 jerr.text, jerr.line, jerr.column);
-        return AG_EINVAL;
-    }
+    if (!root)
+        return ag_error_set(err, AG_EINVAL, "body",
+                            "body is not valid JSON: %s at line %d column %d",
+                            jerr.text, jerr.line, jerr.column);
     int rc = AG_OK;
     if (!json_is_object(root)) {
-        rc = refuse(err, errsz, "body", "must be a JSON object");
+        rc = refuse(err, "body", "must be a JSON object");
     } else {
-        const struct field *fields =
-            endpoint == AG_EP_LOGIN ? login_fields : otp_fields;
-        size_t n = endpoint == AG_EP_LOGIN
-                       ? sizeof login_fields / sizeof login_fields[0]
-                       : sizeof otp_fields / sizeof otp_fields[0];
-        for (size_t i = 0; i < n && !rc; i++)
-            rc = read_field(root, &fields[i], kind == PARSE_ANY, out, err,
-                            errsz);
+        const struct ag_endpoint_def *def = ag_endpoint_def(endpoint);
+        for (size_t i = 0; i < def->nfields && !rc; i++)
+            rc = read_field(root, &def->fields[i], kind == PARSE_ANY, out, err);
     }
     if (!rc && kind == AG_REQ_REPORT) {
         const json_t *v = json_object_get(root, "success");
         if (!v)
-            rc = refuse(err, errsz, "success", "is required");
+            rc = refuse(err, "success", "is required");
         else if (!json_is_boolean(v))
-            rc = refuse(err, errsz, "success", "must be true or false");
+            rc = refuse(err, "success", "must be true or false");
         else
             out->success = json_is_true(v);
     }
@@ -131,43 +112,33 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
     return rc;
 }
 
-/* Which identifier a (possibly derived) key kind is read from. */
-static enum ag_key_kind source_of(enum ag_key_kind k)
-{
-    if (k == AG_KEY_IP_PREFIX)
-        return AG_KEY_IP;
-    if (k == AG_KEY_PHONE_PREFIX)
-        return AG_KEY_PHONE;
-    return k;
-}
-
 int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
                          const char *body, size_t len,
                          const struct ag_request_opts *opts,
-                         struct ag_request *out, char *err, size_t errsz)
+                         struct ag_request *out, struct ag_error *err)
 {
-    int rc = parse(PARSE_ANY, endpoint, body, len, opts, out, err, errsz);
+    int rc = parse(PARSE_ANY, endpoint, body, len, opts, out, err);
     for (int k = 0; !rc && k < AG_KEY_COUNT; k++)
         if ((need & 1u << k) && !(out->have & 1u << k))
-            rc = refuse(err, errsz,
-                        ag_key_kind_name(source_of((enum ag_key_kind)k)),
-                        "is required");
+            rc = refuse(
+                err, ag_key_kind_name(ag_key_kind_source((enum ag_key_kind)k)),
+                "is required");
     return rc;
 }
 
 int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
 
                      const struct ag_request_opts *opts, struct ag_request *out,
-                     char *err, size_t errsz)
+                     struct ag_error *err)
 {
-    return parse(AG_REQ_CHECK, endpoint, body, len, opts, out, err, errsz);
+    return parse(AG_REQ_CHECK, endpoint, body, len, opts, out, err);
 }
 
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
-                            struct ag_request *out, char *err, size_t errsz)
+                            struct ag_request *out, struct ag_error *err)
 {
-    return parse(AG_REQ_REPORT, AG_EP_LOGIN, body, len, opts, out, err, errsz);
+    return parse(AG_REQ_REPORT, AG_EP_LOGIN, body, len, opts, out, err);
 }
 
 const char *ag_request_value(const struct ag_request *req,

@@ -14,7 +14,8 @@
 #include "ag_identity.h"
 #include "ag_policy.h"
 
-#define AG_BODY_MAX (64 * 1024) /* larger bodies are a 413 */
+#define AG_BODY_MAX_KIB 64 /* larger bodies are a 413 */
+#define AG_BODY_MAX (AG_BODY_MAX_KIB * 1024)
 
 struct ag_request {
     enum ag_endpoint endpoint;
@@ -35,25 +36,25 @@ struct ag_request_opts {
     unsigned phone_prefix_digits; /* for phone_prefix; 0 = the default */
 };
 
-/* Parses body for endpoint. Login needs "user" and "ip" ("device"
- * optional); otp and otp_verify need "phone" and "ip" ("user" optional).
- * opts may be NULL for the defaults. On refusal returns AG_EINVAL with a
- * message in err naming the field. */
+/* Parses body for endpoint: the identifiers its table in ag_endpoint names
+ * (login needs "user" and "ip", "device" optional; otp and otp_verify need
+ * "phone" and "ip", "user" optional). opts may be NULL for the defaults.
+ * On refusal returns AG_EINVAL and fills err with the field at fault. */
 int ag_request_parse(enum ag_endpoint endpoint, const char *body, size_t len,
                      const struct ag_request_opts *opts, struct ag_request *out,
-                     char *err, size_t errsz);
+                     struct ag_error *err);
 /* Parses the identifiers of endpoint that body holds, all optional, then
  * requires those a key of the kinds in need (a mask of 1u << kind) is made
  * of: for the admin reset of one policy's key. */
 int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
                          const char *body, size_t len,
                          const struct ag_request_opts *opts,
-                         struct ag_request *out, char *err, size_t errsz);
+                         struct ag_request *out, struct ag_error *err);
 /* Parses a /report-login body: the login fields and a boolean "success". */
 
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
-                            struct ag_request *out, char *err, size_t errsz);
+                            struct ag_request *out, struct ag_error *err);
 
 /* The normalised text of one identifier, or NULL if the request lacks it.
  * Valid as long as req is. */

@@ -1,5 +1,7 @@
 #include "ag_service.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -7,62 +9,158 @@
 #include "ag_error.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
-#include "ag_metrics.h"
-
 #include "ag_log.h"
+#include "ag_metrics.h"
 #include "ag_request.h"
 
-void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
-                     struct ag_store *store, struct ag_store *fallback,
-                     struct ag_metrics *metrics)
+/* A reset the store could not take yet: its key and the policy it was
+ * planned from (a copy: the ruleset may change meanwhile). */
+struct pending_reset {
+    struct ag_policy policy;
+    char key[AG_STORE_KEY_MAX];
+};
+
+struct ag_service {
+    struct ag_service_opts o;
+    pthread_mutex_t lock;   /* guards set */
+    struct ag_ruleset *set; /* NULL until the first load */
+    pthread_mutex_t pending_lock;
+    atomic_size_t npending; /* read without the lock on every check */
+    struct pending_reset pending[AG_SERVICE_PENDING_RESETS];
+};
+
+/* A check between its two halves: the plan for the store, and where the
+ * store's results go. */
+struct ag_check {
+    struct ag_service *svc;
+    enum ag_endpoint endpoint;
+    uint64_t start;         /* microseconds, for the latency histogram */
+    struct ag_ruleset *set; /* the plan borrows from it */
+    const struct ag_check_waiter *waiter;
+    int store_rc;
+    struct ag_plan plan;
+    struct ag_limit_result res[AG_PLAN_MAX];
+};
+
+static void flush_pending(struct ag_service *s);
+
+int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
 {
-    s->hasher = h;
-    s->opts.phone_prefix_digits = 0;
-    s->store = store;
-    s->fallback = fallback;
-    s->metrics = metrics;
+    struct ag_service *s = calloc(1, sizeof *s);
+    if (!s)
+        return AG_ENOMEM;
+    s->o = *opts;
     pthread_mutex_init(&s->lock, NULL);
-    s->policies = NULL;
+    pthread_mutex_init(&s->pending_lock, NULL);
+    atomic_init(&s->npending, 0);
+    *out = s;
+    return AG_OK;
 }
 
-void ag_service_fini(struct ag_service *s)
+void ag_service_free(struct ag_service *s)
 {
-    ag_ruleset_unref(s->policies);
-    s->policies = NULL;
+    if (!s)
+        return;
+    ag_ruleset_unref(s->set);
+    pthread_mutex_destroy(&s->pending_lock);
     pthread_mutex_destroy(&s->lock);
+    free(s);
 }
 
-void ag_service_set_policies(struct ag_service *s, struct ag_ruleset *set)
+void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
 {
     pthread_mutex_lock(&s->lock);
-    struct ag_ruleset *old = s->policies;
-    s->policies = set;
+    struct ag_ruleset *old = s->set;
+    s->set = set;
     pthread_mutex_unlock(&s->lock);
     ag_ruleset_unref(old);
 }
 
-struct ag_ruleset *ag_service_policies(struct ag_service *s)
+struct ag_ruleset *ag_service_ruleset(struct ag_service *s)
 {
     pthread_mutex_lock(&s->lock);
-    struct ag_ruleset *set = s->policies;
+    struct ag_ruleset *set = s->set;
     if (set)
         ag_ruleset_ref(set);
     pthread_mutex_unlock(&s->lock);
     return set;
 }
 
-/* Plans req against the active set; on success *set holds the reference
- * the plan borrows from (unref it when done). On failure resp is filled. */
+/* A check is large (its plan holds its keys: over 5 KiB), too large for
+ * malloc's per-thread cache, so each would take the lock of the one arena
+ * (main.c) twice. A thread keeps a few it finished for its next checks
+ * instead; they are freed when the thread ends. */
+#define SPARE_CHECKS 4
+
+struct spares {
+    unsigned n;
+    struct ag_check *c[SPARE_CHECKS];
+};
+
+static pthread_key_t spares_key;
+static pthread_once_t spares_once = PTHREAD_ONCE_INIT;
+
+static void spares_free(void *p)
+{
+    struct spares *sp = p;
+    for (unsigned i = 0; i < sp->n; i++)
+        free(sp->c[i]);
+    free(sp);
+}
+
+static void spares_init(void)
+{
+    if (pthread_key_create(&spares_key, spares_free) != 0)
+        abort(); /* only at start, out of keys: nothing can work */
+}
+
+static struct ag_check *check_new(void)
+{
+    pthread_once(&spares_once, spares_init);
+    struct spares *sp = pthread_getspecific(spares_key);
+    if (sp && sp->n)
+        return sp->c[--sp->n];
+    return malloc(sizeof(struct ag_check));
+}
+
+/* The main thread's keys are never cleaned up, so only a thread that
+ * ends (an HTTP worker) keeps spares; on others they would leak at exit. */
+static void check_free(struct ag_check *c)
+{
+    if (!c)
+        return;
+    struct spares *sp = pthread_getspecific(spares_key);
+    if (!sp && (sp = calloc(1, sizeof *sp)) &&
+        pthread_setspecific(spares_key, sp) != 0) {
+        free(sp);
+        sp = NULL;
+    }
+    if (sp && sp->n < SPARE_CHECKS)
+        sp->c[sp->n++] = c;
+    else
+        free(c);
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Plans the request d holds against the active set; on success *set holds
+ * the reference the plan borrows from (unref it when done). On failure
+ * resp is filled. */
 static int plan(struct ag_service *s, enum ag_plan_kind kind,
-                const struct ag_request *req, struct ag_ruleset **set,
+                struct ag_digests *d, struct ag_ruleset **set,
                 struct ag_plan *p, struct ag_http_response *resp)
 {
-    *set = ag_service_policies(s);
+    *set = ag_service_ruleset(s);
     if (!*set) {
         ag_http_response_error(resp, 503, "policies are not loaded yet");
         return AG_ENOTFOUND;
     }
-    int rc = ag_limiter_plan(*set, kind, req, s->hasher, p);
+    int rc = ag_limiter_plan(*set, kind, d, p);
     if (rc) {
         ag_log(AG_LOG_ERROR, "plan",
                "more than %d policies apply to one request", AG_PLAN_MAX);
@@ -73,29 +171,15 @@ static int plan(struct ag_service *s, enum ag_plan_kind kind,
     return rc;
 }
 
-/* The allow or deny entry that settles req, if any. */
-static const struct ag_list_entry *match_lists(struct ag_service *s,
-                                               const struct ag_ruleset *set,
-                                               const struct ag_request *req)
+/* The allow or deny entry that settles the request, if any. */
+static const struct ag_list_entry *match_lists(const struct ag_ruleset *set,
+                                               struct ag_digests *d)
 {
     if (!set->nlists)
         return NULL;
-    char user[AG_DIGEST_HEX + 1], phone[AG_DIGEST_HEX + 1];
-    const char *u = ag_request_value(req, AG_KEY_USER);
-    const char *ph = ag_request_value(req, AG_KEY_PHONE);
-    if (u)
-        ag_identity_digest(s->hasher, AG_KEY_USER, u, user);
-    if (ph)
-        ag_identity_digest(s->hasher, AG_KEY_PHONE, ph, phone);
-    return ag_lists_match(set->lists, set->nlists, req, u ? user : NULL,
-                          ph ? phone : NULL);
-}
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    return ag_lists_match(set->lists, set->nlists, d->req,
+                          ag_digests_get(d, AG_KEY_USER),
+                          ag_digests_get(d, AG_KEY_PHONE));
 }
 
 /* Is any enforcing policy of the plan one that fails closed? */
@@ -116,7 +200,7 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
             continue;
         const struct ag_limit_op *op = &p->ops[i];
         struct ag_policy_counters *c =
-            ag_metrics_policy(s->metrics, op->policy->name);
+            ag_metrics_policy(s->o.metrics, op->policy->name);
         atomic_fetch_add_explicit(op->shadow ? &c->shadow_denials : &c->denials,
                                   1, memory_order_relaxed);
         ag_log(AG_LOG_INFO, op->shadow ? "shadow_denied" : "denied",
@@ -126,50 +210,88 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
     }
 }
 
-int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
-                           const char *body, size_t len, struct ag_check *c,
-                           struct ag_http_response *resp)
+/* The store's callback, on a store thread (or on the calling thread when
+ * the call could not start). */
+static void store_answered(void *arg, int rc)
 {
+    struct ag_check *c = arg;
+    c->store_rc = rc;
+    c->waiter->resume(c->waiter->arg);
+}
+
+/* Runs c's plan in the store: asynchronously where the store can, else
+ * at once; either way the waiter is suspended first and resumed once. */
+static void start_store(struct ag_service *s, struct ag_check *c)
+{
+    if (atomic_load_explicit(&s->npending, memory_order_relaxed))
+        flush_pending(s);
+    c->waiter->suspend(c->waiter->arg);
+    int rc =
+        ag_store_check_async(s->o.store, &c->plan, c->res, store_answered, c);
+    if (rc == AG_EINVAL)
+        rc = ag_store_check(s->o.store, &c->plan, c->res);
+    else if (rc == AG_OK)
+        return;
+    /* Not started, or answered at once: the callback will not come. */
+    store_answered(c, rc);
+}
+
+int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
+                           const char *body, size_t len,
+                           const struct ag_check_waiter *w,
+                           struct ag_check **out, struct ag_http_response *resp)
+{
+    *out = NULL;
+    struct ag_check *c = check_new();
+    if (!c)
+        return AG_ENOMEM;
+    c->svc = s;
     c->endpoint = endpoint;
     c->start = now_us();
     c->set = NULL;
+    c->waiter = w;
     struct ag_request req;
-    char err[256];
+    struct ag_error err;
     enum ag_outcome outcome = AG_OUT_INVALID;
     int rc;
-    if (ag_request_parse(endpoint, body, len, &s->opts, &req, err,
-                         sizeof err)) {
-        rc = ag_http_response_error(resp, 400, err);
-    } else if (plan(s, AG_PLAN_CHECK, &req, &c->set, &c->plan, resp)) {
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req);
+    if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err)) {
+        rc = ag_http_response_refusal(resp, 400, &err);
+    } else if (plan(s, AG_PLAN_CHECK, &d, &c->set, &c->plan, resp)) {
         outcome = AG_OUT_UNAVAILABLE;
         rc = AG_OK;
     } else {
-        const struct ag_list_entry *listed = match_lists(s, c->set, &req);
-        if (!listed && c->plan.n > 0)
-            return AG_EPENDING; /* the store decides */
+        const struct ag_list_entry *listed = match_lists(c->set, &d);
+        if (!listed && c->plan.n > 0) {
+            *out = c;
+            start_store(s, c); /* the store decides */
+            return AG_EPENDING;
+        }
         if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
             rc = ag_http_response_listed(resp, listed);
         } else {
             /* No policy applies: allowed, nothing to ask the store. */
-            struct ag_decision d;
-            ag_limiter_decide(&c->plan, c->res, &d);
+            struct ag_decision dec;
+            ag_limiter_decide(&c->plan, c->res, &dec);
             outcome = AG_OUT_ALLOWED;
-            rc = ag_http_response_check(resp, &c->plan, c->res, &d, false);
+            rc = ag_http_response_check(resp, &c->plan, c->res, &dec, false);
         }
-        ag_ruleset_unref(c->set);
-        c->set = NULL;
     }
-    ag_metrics_check(s->metrics, endpoint, outcome, false, now_us() - c->start);
+    ag_metrics_check(s->o.metrics, endpoint, outcome, false,
+                     now_us() - c->start);
+    ag_ruleset_unref(c->set);
+    check_free(c);
     return rc;
 }
 
-int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
-                            int store_rc, struct ag_http_response *resp)
+int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
 {
+    struct ag_service *s = c->svc;
     enum ag_outcome outcome;
-    bool degraded = store_rc != AG_OK;
+    bool degraded = c->store_rc != AG_OK;
     int rc;
     const struct ag_limit_op *closed = degraded ? fails_closed(&c->plan) : NULL;
     if (closed) {
@@ -177,50 +299,56 @@ int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
         rc = ag_http_response_unavailable(resp, closed);
     } else {
         if (degraded)
-            ag_store_check(s->fallback, &c->plan, c->res);
+            ag_store_check(s->o.fallback, &c->plan, c->res);
         struct ag_decision d;
         ag_limiter_decide(&c->plan, c->res, &d);
         note_denials(s, &c->plan, c->res);
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         rc = ag_http_response_check(resp, &c->plan, c->res, &d, degraded);
     }
-    ag_ruleset_unref(c->set);
-    c->set = NULL;
-    ag_metrics_check(s->metrics, c->endpoint, outcome, degraded,
+    ag_metrics_check(s->o.metrics, c->endpoint, outcome, degraded,
                      now_us() - c->start);
+    ag_ruleset_unref(c->set);
+    check_free(c);
     return rc;
 }
 
 void ag_service_check_abandon(struct ag_check *c)
 {
+    if (!c)
+        return;
     ag_ruleset_unref(c->set);
-    c->set = NULL;
+    check_free(c);
 }
 
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_http_response *resp)
 {
     struct ag_request req;
-    char err[256];
-    if (ag_request_parse_report(body, len, &s->opts, &req, err, sizeof err))
-        return ag_http_response_error(resp, 400, err);
+    struct ag_error err;
+    if (ag_request_parse_report(body, len, &s->o.request, &req, &err))
+        return ag_http_response_refusal(resp, 400, &err);
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req);
     struct ag_ruleset *set;
     struct ag_plan p;
-    if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &set, &p,
+    if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &d, &set, &p,
              resp))
         return AG_OK;
+    if (atomic_load_explicit(&s->npending, memory_order_relaxed))
+        flush_pending(s);
     struct ag_limit_result res[AG_PLAN_MAX];
-    int rc = req.success ? ag_store_clear(s->store, &p)
-                         : ag_store_check(s->store, &p, res);
+    int rc = req.success ? ag_store_clear(s->o.store, &p)
+                         : ag_store_check(s->o.store, &p, res);
     if (rc) {
         /* Record it where the checks are evaluated meanwhile; a fail-closed
          * policy denies every check anyway. */
         ag_log(AG_LOG_WARN, "report_degraded",
                "login report recorded in the fallback store only");
         if (req.success)
-            ag_store_clear(s->fallback, &p);
+            ag_store_clear(s->o.fallback, &p);
         else
-            ag_store_check(s->fallback, &p, res);
+            ag_store_check(s->o.fallback, &p, res);
     }
     ag_ruleset_unref(set);
     resp->status = 204;
@@ -228,10 +356,87 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     return AG_OK;
 }
 
+/* Queues the cleared op for the store; false if the queue is full. */
+static bool add_pending(struct ag_service *s, const struct ag_limit_op *op)
+{
+    pthread_mutex_lock(&s->pending_lock);
+    size_t n = atomic_load(&s->npending);
+    bool room = n < AG_SERVICE_PENDING_RESETS;
+    if (room) {
+        s->pending[n].policy = *op->policy;
+        memcpy(s->pending[n].key, op->key, sizeof op->key);
+        atomic_store(&s->npending, n + 1);
+    }
+    pthread_mutex_unlock(&s->pending_lock);
+    return room;
+}
+
+/* Sends the resets the store missed while it could not answer, in one
+ * clear, before this instance next asks it to judge a check; they stay
+ * queued if it still cannot answer. */
+static void flush_pending(struct ag_service *s)
+{
+    pthread_mutex_lock(&s->pending_lock);
+    size_t n = atomic_load(&s->npending);
+    while (n > 0) {
+        size_t batch = n < AG_PLAN_MAX ? n : AG_PLAN_MAX;
+        struct ag_plan p = {.kind = AG_PLAN_SUCCESS, .n = batch};
+        const struct pending_reset *first = &s->pending[n - batch];
+        for (size_t i = 0; i < batch; i++) {
+            memset(&p.ops[i], 0, sizeof p.ops[i]);
+            p.ops[i].policy = &first[i].policy;
+            memcpy(p.ops[i].key, first[i].key, sizeof p.ops[i].key);
+        }
+        if (ag_store_clear(s->o.store, &p) != AG_OK)
+            break;
+        n -= batch;
+        atomic_store(&s->npending, n);
+        ag_log(AG_LOG_INFO, "reset_applied",
+               "%zu reset(s) made during the outage cleared in the store",
+               batch);
+    }
+    pthread_mutex_unlock(&s->pending_lock);
+}
+
+int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
+                     const char *body, size_t len, char *key,
+                     struct ag_error *err)
+{
+    unsigned need = 0;
+    for (size_t k = 0; k < p->nkeys; k++)
+        need |= 1u << p->key[k];
+    struct ag_request req;
+    if (ag_request_parse_for(p->endpoint, need, body, len, &s->o.request, &req,
+                             err))
+        return AG_EINVAL;
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req);
+    struct ag_plan plan = {.kind = AG_PLAN_SUCCESS, .n = 1};
+    if (!ag_limiter_plan_policy(p, AG_PLAN_SUCCESS, &d, &plan.ops[0]))
+        return ag_error_set(err, AG_EINVAL, "policy",
+                            "policy's key needs identifiers the body lacks");
+    memcpy(key, plan.ops[0].key, AG_STORE_KEY_MAX);
+    if (atomic_load_explicit(&s->npending, memory_order_relaxed))
+        flush_pending(s);
+    if (ag_store_clear(s->o.store, &plan) == AG_OK) {
+        ag_store_clear(s->o.fallback, &plan);
+        return AG_OK;
+    }
+    if (!add_pending(s, &plan.ops[0]))
+        return ag_error_set(err, AG_ETOOBIG, NULL,
+                            "the limiter store is unavailable and %d resets "
+                            "already wait for it",
+                            AG_SERVICE_PENDING_RESETS);
+    ag_store_clear(s->o.fallback, &plan);
+    return AG_EPENDING;
+}
+
 bool ag_service_ready(struct ag_service *s)
 {
-    struct ag_ruleset *set = ag_service_policies(s);
-    bool ready = set && ag_store_ping(s->store) == AG_OK;
+    struct ag_ruleset *set = ag_service_ruleset(s);
+    bool ready = set && ag_store_ping(s->o.store) == AG_OK;
     ag_ruleset_unref(set);
+    if (ready && atomic_load_explicit(&s->npending, memory_order_relaxed))
+        flush_pending(s);
     return ready;
 }

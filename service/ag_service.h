@@ -1,8 +1,12 @@
 /*
  * The service core: what a check does, from request body to response,
- * independent of HTTP. It owns the active policy set (swapped atomically:
- * a check holds a reference to the set it started with, so it never sees
- * half an edit) and borrows the hasher, the stores and the metrics.
+ * independent of HTTP. It owns the active ruleset (swapped atomically: a
+ * check holds a reference to the set it started with, so it never sees
+ * half an edit) and the lifecycle of every check: it parses, plans, applies
+ * the lists, starts the store call itself and builds the answer. The HTTP
+ * layer only hands over the body and parks its connection while the store
+ * answers (struct ag_check_waiter). Opaque: other modules use the functions
+ * below, never its fields.
  *
  * When the store (Redis) cannot answer, each policy does as its "fail"
  * says: if any enforcing policy of the check fails closed, the check is
@@ -10,83 +14,99 @@
  * evaluated in the fallback store (in-process, per instance) and the
  * answer says "degraded": true.
  *
- * The check halves, reports and ag_service_ready are called from many HTTP
- * threads at once; ag_service_set_policies from any thread.
+ * Every function may be called from many threads at once.
  */
 #ifndef AG_SERVICE_H
 #define AG_SERVICE_H
 
-#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 
-#include <stdint.h>
-
+#include "ag_error.h"
 #include "ag_http_response.h"
 #include "ag_identity.h"
-#include "ag_limiter.h"
 #include "ag_policy.h"
 #include "ag_request.h"
 #include "ag_store.h"
 
 struct ag_metrics;
+struct ag_service;
 
-struct ag_service {
-    const struct ag_hasher *hasher; /* borrowed */
-    struct ag_request_opts opts;    /* how requests are normalised */
-    struct ag_store *store;         /* borrowed: Redis */
-    struct ag_store *fallback;      /* borrowed: in-process */
-    struct ag_metrics *metrics;     /* borrowed */
-    pthread_mutex_t lock;           /* guards policies */
-    struct ag_ruleset *policies;    /* NULL until the first load */
+/* What a service is made of. Everything is borrowed: it must outlive the
+ * service. */
+struct ag_service_opts {
+    const struct ag_hasher *hasher;
+    struct ag_store *store;         /* Redis */
+    struct ag_store *fallback;      /* in-process, for fail-open policies */
+    struct ag_metrics *metrics;     /* may be NULL */
+    struct ag_request_opts request; /* how requests are normalised */
 };
 
-void ag_service_init(struct ag_service *s, const struct ag_hasher *h,
-                     struct ag_store *store, struct ag_store *fallback,
-                     struct ag_metrics *metrics);
-/* Drops the policy set; the hasher, stores and metrics stay the caller's. */
-
-void ag_service_fini(struct ag_service *s);
+/* A new service with no ruleset (checks answer 503 until one is set).
+ * Returns AG_OK, or AG_ENOMEM. Free with ag_service_free once no thread
+ * uses it. */
+int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out);
+/* Drops the ruleset and every pending reset; the borrowed parts stay the
+ * caller's. NULL is allowed. */
+void ag_service_free(struct ag_service *s);
 
 /* Publishes set as the active one; takes over the caller's reference. */
-void ag_service_set_policies(struct ag_service *s, struct ag_ruleset *set);
+void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set);
 /* A new reference to the active set (NULL if none); unref when done. */
-struct ag_ruleset *ag_service_policies(struct ag_service *s);
+struct ag_ruleset *ag_service_ruleset(struct ag_service *s);
 
-/* A check in progress, between its two halves: the plan for the store and
- * where the store's results go. Owned by the caller (it is large: keep it
- * off small stacks). */
-struct ag_check {
-    enum ag_endpoint endpoint;
-    uint64_t start;         /* microseconds, for the latency histogram */
-    struct ag_ruleset *set; /* the plan borrows from it */
-    struct ag_plan plan;
-    struct ag_limit_result res[AG_PLAN_MAX];
+/* How a check that waits for the store parks its caller. suspend is
+ * called on the calling thread before the store call starts; resume
+ * exactly once afterwards, from any thread (a store thread, or the calling
+ * thread itself before ag_service_check_begin returns), when the answer is
+ * ready for ag_service_check_finish. */
+struct ag_check_waiter {
+    void (*suspend)(void *arg);
+    void (*resume)(void *arg);
+    void *arg;
 };
 
-/* The first half of a check: parses, plans, applies the lists. Returns 0
- * when resp already holds the answer, or AG_EPENDING when the store must
- * run c->plan into c->res (ag_store_check or ag_store_check_async) before
- * ag_service_check_finish gives the answer. */
-int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
-                           const char *body, size_t len, struct ag_check *c,
-                           struct ag_http_response *resp);
-/* The second half, with what the store returned (0, or an error: then each
- * policy does as its "fail" says). Releases what begin took. */
-int ag_service_check_finish(struct ag_service *s, struct ag_check *c,
-                            int store_rc, struct ag_http_response *resp);
+/* A check in progress (opaque). */
+struct ag_check;
 
-/* For a begun check (AG_EPENDING) whose client went away before
- * ag_service_check_finish: releases what begin took. The store's answer,
- * if it came, is dropped; what it recorded stays recorded. */
+/* Starts a check of endpoint with body. Returns AG_OK when resp already
+ * holds the answer (a refusal, a list match, no policy; the waiter is not
+ * used), or AG_EPENDING: *out is the check, the waiter was suspended and
+ * will be resumed once; then call ag_service_check_finish (or, if the
+ * client went away, ag_service_check_abandon). Another error (AG_ENOMEM)
+ * means no answer could be built. */
+int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
+                           const char *body, size_t len,
+                           const struct ag_check_waiter *w,
+                           struct ag_check **out,
+                           struct ag_http_response *resp);
+/* Builds the answer of a resumed check into resp and frees the check. */
+int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp);
+/* Frees a resumed check whose client went away without its answer; what
+ * the store recorded stays recorded. */
 void ag_service_check_abandon(struct ag_check *c);
 
 /* Records a login outcome (/report-login): a failure charges the
  * failure-counting login policies; a success clears those keyed on both
- * user and ip. resp is a 204, a 400 or a 503. */
+ * user and ip. resp is a 204, a 400 or a 503. Waits for the store. */
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_http_response *resp);
 
-/* Ready: policies loaded and the store answering. */
+/* Clears policy p's counters and block for the identifiers in body (the
+ * support desk's unlock), in the store and in the fallback, so that a
+ * reset during an outage also frees the user from the fallback's limits.
+ * key (AG_STORE_KEY_MAX bytes) receives the cleared key, hashed. Returns
+ * AG_OK when both are cleared; AG_EPENDING when the store could not
+ * answer: the fallback is cleared and the store will be, before the next
+ * check this instance sends it; AG_ETOOBIG when too many resets already
+ * wait for the store (nothing cleared); AG_EINVAL (err names the field)
+ * when body lacks what p's key needs. */
+#define AG_SERVICE_PENDING_RESETS 256
+int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
+                     const char *body, size_t len, char *key,
+                     struct ag_error *err);
+
+/* Ready: a ruleset loaded and the store answering. */
 bool ag_service_ready(struct ag_service *s);
 
 #endif

@@ -110,19 +110,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "abuseguard: out of memory\n");
         return 1;
     }
-    struct ag_service svc;
-    ag_service_init(&svc, &hasher, store, fallback, &metrics);
-    svc.opts.phone_prefix_digits = cfg.phone_prefix_digits;
+    struct ag_service_opts sopts = {
+        .hasher = &hasher,
+        .store = store,
+        .fallback = fallback,
+        .metrics = &metrics,
+        .request = {.phone_prefix_digits = cfg.phone_prefix_digits},
+    };
+    struct ag_service *svc = NULL;
+    if (ag_service_new(&sopts, &svc)) {
+        fprintf(stderr, "abuseguard: out of memory\n");
+        return 1;
+    }
 
     int status = 0;
     struct ag_reload *reload = NULL;
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
-    if (ag_reload_start(cfg.db_path, &svc, RELOAD_INTERVAL_MS, &reload, err,
-                        sizeof err) ||
-        (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, &svc, reload,
-                                        &admin, err, sizeof err)) ||
-        ag_http_start(&cfg, &svc, admin, &http, err, sizeof err)) {
+    if (ag_reload_start(cfg.db_path, svc, &metrics, RELOAD_INTERVAL_MS, &reload,
+                        err, sizeof err) ||
+        (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, svc, &hasher,
+                                        reload, &admin, err, sizeof err)) ||
+        ag_http_start(&cfg, svc, &metrics, admin, &http, err, sizeof err)) {
         fprintf(stderr, "abuseguard: %s\n", err);
         status = 1;
     } else {
@@ -136,7 +145,7 @@ int main(int argc, char **argv)
     }
     ag_admin_free(admin);
     ag_reload_stop(reload);
-    ag_service_fini(&svc);
+    ag_service_free(svc);
     ag_store_destroy(store);
     ag_store_destroy(fallback);
     ag_metrics_fini(&metrics);

@@ -12,18 +12,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *in = (const char *)data;
-    const char *why;
+    struct ag_error why;
     char out[AG_USER_MAX + 1], again[AG_USER_MAX + 1];
-    if (ag_identity_user(in, size, out, &why) == 0) {
-        if (ag_identity_user(out, strlen(out), again, &why) != 0 ||
+    if (ag_identity_user(in, size, out, "user", &why) == 0) {
+        if (ag_identity_user(out, strlen(out), again, "user", &why) != 0 ||
             strcmp(out, again) != 0)
             __builtin_trap();
     }
     char phone[AG_PHONE_MAX + 1], phone2[AG_PHONE_MAX + 1];
-    if (ag_identity_phone(in, size, phone, &why) == 0) {
+    if (ag_identity_phone(in, size, phone, "phone", &why) == 0) {
         size_t n = strlen(phone);
         if (n < 9 || n > 16 || phone[0] != '+' ||
-            ag_identity_phone(phone, n, phone2, &why) != 0 ||
+            ag_identity_phone(phone, n, phone2, "phone", &why) != 0 ||
             strcmp(phone, phone2) != 0)
             __builtin_trap();
     }
@@ -32,10 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(text, data, size);
         text[size] = '\0';
         struct ag_ip ip, ip2;
-        if (ag_identity_ip(text, &ip, &why) == 0) {
+        if (ag_identity_ip(text, &ip, "ip", &why) == 0) {
             char prefix[AG_IP_PREFIX_MAX];
             ag_identity_ip_prefix(&ip, prefix);
-            if (ag_identity_ip(ip.text, &ip2, &why) != 0 ||
+            if (ag_identity_ip(ip.text, &ip2, "ip", &why) != 0 ||
                 strcmp(ip.text, ip2.text) != 0)
                 __builtin_trap();
         }

@@ -2,12 +2,13 @@
 instances, shadow mode, audit, resets, and allow/deny lists."""
 import json
 import os
+import signal
 import sqlite3
 import time
 import unittest
 import urllib.parse
 
-from harness import ServiceTest, digest
+from harness import ServiceTest, digest, wait_until
 
 TOKEN = "tok-" + "7" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -268,6 +269,39 @@ class ResetTest(AdminTest):
         self.assertEqual(r.status, 204, r.raw)
         r = self.login(svc, "u99@example.com", "192.0.2.44")
         self.assertEqual(self.decision(r, "login.ip_users")["remaining"], 19)
+
+    def test_reset_during_an_outage_clears_the_fallback_then_redis(self):
+        svc = self.admin_service()
+        user, ip = "stuck@example.com", "192.0.2.77"
+        for _ in range(5):
+            self.login(svc, user, ip)
+        self.assertEqual(self.login(svc, user, ip).status, 429)  # in Redis
+        os.kill(self.redis.proc.pid, signal.SIGSTOP)
+        try:
+            # Redis holds the lock but cannot answer: the fallback limits
+            # the user on its own, up to the same five attempts.
+            for _ in range(8):
+                r = self.login(svc, user, ip)
+            self.assertIs(r.json["degraded"], True)
+            self.assertEqual(r.status, 429)
+            r = self.call(svc, "POST", "/admin/reset",
+                          {"policy": "login.user_ip", "user": user, "ip": ip})
+            self.assertEqual(r.status, 202, r.raw)
+            self.assertEqual(r.json["status"], "pending")
+            r = self.login(svc, user, ip)
+            self.assertIs(r.json["degraded"], True)
+            self.assertEqual(r.status, 200, r.raw)
+            self.assertEqual(self.decision(r, "login.user_ip")["remaining"],
+                             4)
+        finally:
+            os.kill(self.redis.proc.pid, signal.SIGCONT)
+        self.assertTrue(wait_until(
+            lambda: svc.request("GET", "/readyz").status == 200, 5.0))
+        # Back on Redis, whose lock the reset waited to clear.
+        r = self.login(svc, user, ip)
+        self.assertNotIn("degraded", r.json)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.decision(r, "login.user_ip")["remaining"], 4)
 
     def test_reset_needs_the_policys_identifiers(self):
 

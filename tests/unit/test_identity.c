@@ -21,57 +21,57 @@ static int init_sodium(void **state)
     return sodium_init() < 0 ? -1 : 0;
 }
 
-static int user(const char *in, char *out, const char **why)
+static int user(const char *in, char *out, struct ag_error *why)
 {
-    *why = NULL;
-    return ag_identity_user(in, strlen(in), out, why);
+    memset(why, 0, sizeof *why);
+    return ag_identity_user(in, strlen(in), out, "user", why);
 }
 
-static int phone(const char *in, char *out, const char **why)
+static int phone(const char *in, char *out, struct ag_error *why)
 {
-    *why = NULL;
-    return ag_identity_phone(in, strlen(in), out, why);
+    memset(why, 0, sizeof *why);
+    return ag_identity_phone(in, strlen(in), out, "phone", why);
 }
 
 static void expect_user_refused(const char *in, size_t len, const char *want)
 {
     char out[AG_USER_MAX + 1];
-    const char *why = NULL;
-    int rc = ag_identity_user(in, len, out, &why);
+    struct ag_error why = {0};
+    int rc = ag_identity_user(in, len, out, "user", &why);
     if (rc != AG_EINVAL)
         fail_msg("user of %zu bytes: rc %d, want AG_EINVAL", len, rc);
-    assert_non_null(why);
-    if (!strstr(why, want))
-        fail_msg("user of %zu bytes: why '%s' lacks '%s'", len, why, want);
+    assert_int_equal(why.code, AG_EINVAL);
+    if (!strstr(why.msg, want))
+        fail_msg("user of %zu bytes: why '%s' lacks '%s'", len, why.msg, want);
 }
 
 static void expect_phone(const char *in, const char *want)
 {
     char out[AG_PHONE_MAX + 1];
-    const char *why;
+    struct ag_error why = {0};
     int rc = phone(in, out, &why);
     if (rc != AG_OK)
-        fail_msg("phone '%s': rc %d (%s)", in, rc, why);
+        fail_msg("phone '%s': rc %d (%s)", in, rc, why.msg);
     assert_string_equal(out, want);
 }
 
 static void expect_phone_refused(const char *in)
 {
     char out[AG_PHONE_MAX + 1];
-    const char *why;
+    struct ag_error why = {0};
     int rc = phone(in, out, &why);
     if (rc != AG_EINVAL)
         fail_msg("phone '%s': rc %d, want AG_EINVAL", in, rc);
-    assert_non_null(why);
+    assert_int_equal(why.code, AG_EINVAL);
 }
 
 static void expect_ip(const char *in, int family, const char *text)
 {
     struct ag_ip ip;
-    const char *why = NULL;
-    int rc = ag_identity_ip(in, &ip, &why);
+    struct ag_error why = {0};
+    int rc = ag_identity_ip(in, &ip, "ip", &why);
     if (rc != AG_OK)
-        fail_msg("ip '%s': rc %d (%s)", in, rc, why);
+        fail_msg("ip '%s': rc %d (%s)", in, rc, why.msg);
     assert_int_equal(ip.family, family);
     assert_string_equal(ip.text, text);
 }
@@ -79,11 +79,11 @@ static void expect_ip(const char *in, int family, const char *text)
 static void expect_ip_refused(const char *in)
 {
     struct ag_ip ip;
-    const char *why = NULL;
-    int rc = ag_identity_ip(in, &ip, &why);
+    struct ag_error why = {0};
+    int rc = ag_identity_ip(in, &ip, "ip", &why);
     if (rc != AG_EINVAL)
         fail_msg("ip '%s': rc %d, want AG_EINVAL", in, rc);
-    assert_non_null(why);
+    assert_int_equal(why.code, AG_EINVAL);
 }
 
 /* Users and devices. */
@@ -92,7 +92,7 @@ static void user_is_trimmed_and_case_folded(void **state)
 {
     (void)state;
     char out[AG_USER_MAX + 1];
-    const char *why;
+    struct ag_error why = {0};
     assert_int_equal(user(" ANA@Example.COM ", out, &why), AG_OK);
     assert_string_equal(out, "ana@example.com");
     assert_int_equal(user("\t\r\n Bob Smith\v\f\n", out, &why), AG_OK);
@@ -103,7 +103,7 @@ static void user_case_folding_is_ascii_only(void **state)
 {
     (void)state;
     char out[AG_USER_MAX + 1];
-    const char *why;
+    struct ag_error why = {0};
     /* "ÀNA" and "ÉMILE": the non-ASCII letters keep their bytes. */
     assert_int_equal(user("\xc3\x80NA", out, &why), AG_OK);
     assert_string_equal(out, "\xc3\x80na");
@@ -120,7 +120,7 @@ static void user_of_256_bytes_is_accepted(void **state)
     in[AG_USER_MAX + 1] = ' ';
     in[AG_USER_MAX + 2] = '\0';
     char out[AG_USER_MAX + 1];
-    const char *why;
+    struct ag_error why = {0};
     /* The limit applies after trimming. */
     assert_int_equal(user(in, out, &why), AG_OK);
     assert_int_equal(strlen(out), AG_USER_MAX);
@@ -160,8 +160,8 @@ static void user_length_argument_bounds_the_input(void **state)
 {
     (void)state;
     char out[AG_USER_MAX + 1];
-    const char *why = NULL;
-    assert_int_equal(ag_identity_user("AnaXYZ", 3, out, &why), AG_OK);
+    struct ag_error why = {0};
+    assert_int_equal(ag_identity_user("AnaXYZ", 3, out, "user", &why), AG_OK);
     assert_string_equal(out, "ana");
 }
 
@@ -169,13 +169,16 @@ static void device_is_trimmed_and_keeps_case(void **state)
 {
     (void)state;
     char out[AG_USER_MAX + 1];
-    const char *why = NULL;
+    struct ag_error why = {0};
     const char *in = "  DevICE-42\n";
-    assert_int_equal(ag_identity_device(in, strlen(in), out, &why), AG_OK);
+    assert_int_equal(ag_identity_device(in, strlen(in), out, "device", &why),
+                     AG_OK);
     assert_string_equal(out, "DevICE-42");
-    assert_int_equal(ag_identity_device(" \t", 2, out, &why), AG_EINVAL);
-    assert_non_null(why);
-    assert_int_equal(ag_identity_device("a\x01", 2, out, &why), AG_EINVAL);
+    assert_int_equal(ag_identity_device(" \t", 2, out, "device", &why),
+                     AG_EINVAL);
+    assert_int_equal(why.code, AG_EINVAL);
+    assert_int_equal(ag_identity_device("a\x01", 2, out, "device", &why),
+                     AG_EINVAL);
 }
 
 /* Phones. */
@@ -246,8 +249,8 @@ static void ipv4_mapped_ipv6_becomes_ipv4(void **state)
     expect_ip("::FFFF:1.2.3.4", AF_INET, "1.2.3.4");
     expect_ip("::ffff:0a00:0001", AF_INET, "10.0.0.1");
     struct ag_ip ip;
-    const char *why;
-    assert_int_equal(ag_identity_ip("::ffff:1.2.3.4", &ip, &why), AG_OK);
+    struct ag_error why = {0};
+    assert_int_equal(ag_identity_ip("::ffff:1.2.3.4", &ip, "ip", &why), AG_OK);
     const unsigned char want[16] = {1, 2, 3, 4};
     assert_memory_equal(ip.addr, want, sizeof want);
 }
@@ -260,8 +263,8 @@ static void ipv6_is_printed_canonically(void **state)
               "2001:db8::1");
     expect_ip("::1", AF_INET6, "::1");
     struct ag_ip ip;
-    const char *why;
-    assert_int_equal(ag_identity_ip("2001:db8::1", &ip, &why), AG_OK);
+    struct ag_error why = {0};
+    assert_int_equal(ag_identity_ip("2001:db8::1", &ip, "ip", &why), AG_OK);
     const unsigned char want[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
                                     0,    0,    0,    0,    0, 0, 0, 1};
     assert_memory_equal(ip.addr, want, sizeof want);
@@ -290,8 +293,8 @@ static void ipv4_text_matches_inet_ntop(void **state)
             char want[INET_ADDRSTRLEN];
             assert_non_null(inet_ntop(AF_INET, a, want, sizeof want));
             struct ag_ip ip;
-            const char *why = NULL;
-            assert_int_equal(ag_identity_ip(want, &ip, &why), AG_OK);
+            struct ag_error why = {0};
+            assert_int_equal(ag_identity_ip(want, &ip, "ip", &why), AG_OK);
             assert_string_equal(ip.text, want);
             char prefix[AG_IP_PREFIX_MAX], want_prefix[INET_ADDRSTRLEN + 3];
             unsigned char net[4] = {a[0], a[1], a[2], 0};
@@ -473,15 +476,17 @@ static void ip_prefix_is_the_slash24_or_slash64(void **state)
 {
     (void)state;
     struct ag_ip ip;
-    const char *why = NULL;
+    struct ag_error why = {0};
     char out[AG_IP_PREFIX_MAX];
-    assert_int_equal(ag_identity_ip("203.0.113.77", &ip, &why), AG_OK);
+    assert_int_equal(ag_identity_ip("203.0.113.77", &ip, "ip", &why), AG_OK);
     ag_identity_ip_prefix(&ip, out);
     assert_string_equal(out, "203.0.113.0/24");
-    assert_int_equal(ag_identity_ip("2001:db8:1:2:ffff::9", &ip, &why), AG_OK);
+    assert_int_equal(ag_identity_ip("2001:db8:1:2:ffff::9", &ip, "ip", &why),
+                     AG_OK);
     ag_identity_ip_prefix(&ip, out);
     assert_string_equal(out, "2001:db8:1:2::/64");
-    assert_int_equal(ag_identity_ip("::ffff:198.51.100.200", &ip, &why), AG_OK);
+    assert_int_equal(ag_identity_ip("::ffff:198.51.100.200", &ip, "ip", &why),
+                     AG_OK);
     ag_identity_ip_prefix(&ip, out);
     assert_string_equal(out, "198.51.100.0/24");
 }

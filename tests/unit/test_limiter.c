@@ -70,9 +70,18 @@ static struct ag_ruleset *standard_set(void)
 
 static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
 {
-    char err[256];
-    if (ag_request_parse(ep, body, strlen(body), NULL, r, err, sizeof err))
-        fail_msg("test request refused: %s: %s", body, err);
+    struct ag_error err;
+    if (ag_request_parse(ep, body, strlen(body), NULL, r, &err))
+        fail_msg("test request refused: %s: %s", body, err.msg);
+}
+
+static int plan_of(const struct ag_ruleset *s, enum ag_plan_kind kind,
+                   const struct ag_request *r, const struct ag_hasher *h,
+                   struct ag_plan *plan)
+{
+    struct ag_digests d;
+    ag_digests_init(&d, h, r);
+    return ag_limiter_plan(s, kind, &d, plan);
 }
 
 static void plan_for(const struct ag_ruleset *s, enum ag_endpoint ep,
@@ -81,7 +90,7 @@ static void plan_for(const struct ag_ruleset *s, enum ag_endpoint ep,
 {
     struct ag_request r;
     request(ep, body, &r);
-    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, h, plan), AG_OK);
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, h, plan), AG_OK);
 }
 
 /* Fails unless the plan holds exactly the named policies, in order, each
@@ -310,7 +319,7 @@ static void failure_plan_charges_only_failure_policies(void **state)
     struct ag_request r;
     request(AG_EP_LOGIN, full_login, &r);
     struct ag_plan plan;
-    assert_int_equal(ag_limiter_plan(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
     static const char *const want[] = {"f.user", "f.user_ip"};
     expect_plan(&plan, s, want, 2);
     assert_int_equal(plan.kind, AG_PLAN_FAILURE);
@@ -328,7 +337,7 @@ static void success_plan_clears_only_user_and_ip_failure_policies(void **state)
     struct ag_request r;
     request(AG_EP_LOGIN, full_login, &r);
     struct ag_plan plan;
-    assert_int_equal(ag_limiter_plan(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan_of(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
     static const char *const want[] = {"f.user_ip"};
     expect_plan(&plan, s, want, 1);
     ag_ruleset_unref(s);
@@ -408,13 +417,12 @@ static void plan_of_more_than_32_policies_is_too_big(void **state)
     struct ag_plan plan;
 
     struct ag_ruleset *s = many_user_policies(AG_PLAN_MAX, NULL, 0);
-    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.n, AG_PLAN_MAX);
     ag_ruleset_unref(s);
 
     s = many_user_policies(AG_PLAN_MAX + 1, NULL, 0);
-    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan),
-                     AG_ETOOBIG);
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_ETOOBIG);
     ag_ruleset_unref(s);
 }
 
@@ -433,7 +441,7 @@ static void policies_left_out_do_not_count_toward_the_plan_cap(void **state)
     };
     struct ag_ruleset *s = many_user_policies(AG_PLAN_MAX, extra, 3);
     struct ag_plan plan;
-    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.n, AG_PLAN_MAX);
     ag_ruleset_unref(s);
 }

@@ -100,10 +100,9 @@ static void users_and_phones_keep_only_their_digest(void **state)
 
 static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
 {
-    char err[256];
-    assert_int_equal(
-        ag_request_parse(ep, body, strlen(body), NULL, r, err, sizeof err),
-        AG_OK);
+    struct ag_error err;
+    assert_int_equal(ag_request_parse(ep, body, strlen(body), NULL, r, &err),
+                     AG_OK);
 }
 
 static void deny_beats_allow_and_endpoints_scope_entries(void **state)

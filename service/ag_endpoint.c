@@ -1,0 +1,67 @@
+#include "ag_endpoint.h"
+
+#include <string.h>
+
+static const struct ag_endpoint_def defs[AG_EP_COUNT] = {
+    [AG_EP_LOGIN] = {"login",
+                     {{AG_KEY_USER, true},
+                      {AG_KEY_IP, true},
+                      {AG_KEY_DEVICE, false}},
+                     3,
+                     AG_KEY_USER},
+    [AG_EP_OTP] = {"otp",
+                   {{AG_KEY_PHONE, true},
+                    {AG_KEY_IP, true},
+                    {AG_KEY_USER, false}},
+                   3,
+                   AG_KEY_PHONE},
+    [AG_EP_OTP_VERIFY] = {"otp_verify",
+                          {{AG_KEY_PHONE, true},
+                           {AG_KEY_IP, true},
+                           {AG_KEY_USER, false}},
+                          3,
+                          AG_KEY_PHONE},
+};
+
+const struct ag_endpoint_def *ag_endpoint_def(enum ag_endpoint e)
+{
+    return &defs[e];
+}
+
+const char *ag_endpoint_name(enum ag_endpoint e)
+{
+    return defs[e].name;
+}
+
+enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e)
+{
+    return defs[e].subject;
+}
+
+enum ag_key_kind ag_key_kind_source(enum ag_key_kind k)
+{
+    if (k == AG_KEY_IP_PREFIX)
+        return AG_KEY_IP;
+    if (k == AG_KEY_PHONE_PREFIX)
+        return AG_KEY_PHONE;
+    return k;
+}
+
+unsigned ag_endpoint_keys(enum ag_endpoint e)
+{
+    unsigned sent = 0, keys = 0;
+    for (size_t i = 0; i < defs[e].nfields; i++)
+        sent |= 1u << defs[e].fields[i].kind;
+    for (int k = 0; k < AG_KEY_COUNT; k++)
+        if (sent & 1u << ag_key_kind_source((enum ag_key_kind)k))
+            keys |= 1u << k;
+    return keys;
+}
+
+int ag_endpoint_parse(const char *s)
+{
+    for (int e = 0; e < AG_EP_COUNT; e++)
+        if (strcmp(defs[e].name, s) == 0)
+            return e;
+    return -1;
+}

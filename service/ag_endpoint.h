@@ -1,0 +1,52 @@
+/*
+ * The endpoints and what their bodies carry: one table that the request
+ * parser reads to know which identifiers to read (and which are required),
+ * and that the policy validator reads to know which key kinds a policy of
+ * an endpoint may be made of. Nothing else restates it.
+ *
+ * Read-only data; thread-safe.
+ */
+#ifndef AG_ENDPOINT_H
+#define AG_ENDPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ag_identity.h"
+
+/* The endpoints a policy can apply to: /check-login (and /report-login),
+ * /check-otp, /check-otp-verify. */
+enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_OTP_VERIFY, AG_EP_COUNT };
+
+#define AG_ENDPOINT_FIELDS_MAX 4
+
+/* One identifier a body of the endpoint may carry. */
+struct ag_endpoint_field {
+    enum ag_key_kind kind; /* its JSON name is ag_key_kind_name(kind) */
+    bool required;
+};
+
+struct ag_endpoint_def {
+    const char *name; /* "login": the policy record's "endpoint" */
+    /* The identifiers a body carries, in the order refusals are reported. */
+    struct ag_endpoint_field fields[AG_ENDPOINT_FIELDS_MAX];
+    size_t nfields;
+    enum ag_key_kind subject; /* what a "distinct" policy counts */
+};
+
+const struct ag_endpoint_def *ag_endpoint_def(enum ag_endpoint e);
+const char *ag_endpoint_name(enum ag_endpoint e);
+/* What a "distinct" policy counts on an endpoint: users for login, phones
+ * for otp and otp_verify. */
+enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e);
+/* The key kinds a request to e can supply (bit 1u << kind each): its
+ * fields and what is derived from them (ip_prefix from ip, phone_prefix
+ * from phone). */
+unsigned ag_endpoint_keys(enum ag_endpoint e);
+/* The identifier a key kind is read from: ip for ip_prefix, phone for
+ * phone_prefix, the kind itself otherwise. */
+enum ag_key_kind ag_key_kind_source(enum ag_key_kind k);
+/* Returns the endpoint named s, or -1. */
+int ag_endpoint_parse(const char *s);
+
+#endif
