@@ -223,14 +223,17 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     if ((rc = get_uint(obj, "block_s", 0, AG_WINDOW_MAX, 0, &p.block_s, err)))
         return rc;
     if (p.algorithm == AG_ALG_SLIDING_LOG && p.limit > AG_SET_LIMIT_MAX)
-        return refuse(err, "limit",
-                      "must be at most 10000 for sliding_log, which stores "
-                      "every request; use sliding_window for higher limits");
+        return ag_error_set(err, AG_EINVAL, "limit",
+                            "limit must be at most %u for sliding_log, which "
+                            "stores every request; use sliding_window for "
+                            "higher limits",
+                            AG_SET_LIMIT_MAX);
     if (p.algorithm == AG_ALG_DISTINCT) {
         if (p.limit > AG_SET_LIMIT_MAX)
-            return refuse(err, "limit",
-                          "must be at most 10000 for distinct, which stores "
-                          "every subject");
+            return ag_error_set(err, AG_EINVAL, "limit",
+                                "limit must be at most %u for distinct, which "
+                                "stores every subject",
+                                AG_SET_LIMIT_MAX);
         enum ag_key_kind subject = ag_endpoint_subject(p.endpoint);
         for (size_t i = 0; i < p.nkeys; i++)
             if (p.key[i] == subject)
