@@ -140,20 +140,8 @@ static int parse_listen(const char *s, struct ag_config *c)
     return AG_OK;
 }
 
-static int fail(char *err, size_t errsz, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errsz, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsz, fmt, ap);
-    va_end(ap);
-    return AG_EINVAL;
-}
-
 int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
-                              char *err, size_t errsz)
+                              struct ag_error *err)
 {
     memset(out, 0, sizeof *out);
     const char *unix_prefix = "unix://";
@@ -161,25 +149,27 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
     if (strncmp(url, unix_prefix, strlen(unix_prefix)) == 0) {
         const char *path = url + strlen(unix_prefix);
         if (path[0] != '/' || strlen(path) >= sizeof out->path)
-            return fail(err, errsz,
-                        "--redis: unix socket path must be absolute and "
-                        "under %zu bytes",
-                        sizeof out->path);
+            return ag_error_set(
+                err, AG_EINVAL, "redis",
+                "--redis: unix socket path must be absolute and "
+                "under %zu bytes",
+                sizeof out->path);
         out->kind = AG_REDIS_UNIX;
         strcpy(out->path, path);
         return AG_OK;
     }
     if (strncmp(url, tcp_prefix, strlen(tcp_prefix)) != 0)
-        return fail(err, errsz,
-                    "--redis: expected redis://[:password@]host:port[/db] "
-                    "or unix:///path");
+        return ag_error_set(
+            err, AG_EINVAL, "redis",
+            "--redis: expected redis://[:password@]host:port[/db] "
+            "or unix:///path");
     out->kind = AG_REDIS_TCP;
     const char *s = url + strlen(tcp_prefix);
     const char *at = strrchr(s, '@');
     if (at) {
         if (*s != ':' || (size_t)(at - s - 1) >= sizeof out->password)
-            return fail(err, errsz,
-                        "--redis: credentials must be ':password@'");
+            return ag_error_set(err, AG_EINVAL, "redis",
+                                "--redis: credentials must be ':password@'");
         memcpy(out->password, s + 1, (size_t)(at - s - 1));
         s = at + 1;
     }
@@ -190,7 +180,8 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
         if (*p == ':')
             colon = p;
     if (!colon || colon == s || (size_t)(colon - s) >= sizeof out->host)
-        return fail(err, errsz, "--redis: expected host:port");
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: expected host:port");
     if (*s == '[' && colon[-1] == ']' && colon - s > 2)
         memcpy(out->host, s + 1, (size_t)(colon - s - 2));
     else
@@ -198,21 +189,24 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
     char port[8] = {0};
     size_t plen = (size_t)(hostport_end - colon - 1);
     if (plen == 0 || plen >= sizeof port)
-        return fail(err, errsz, "--redis: port must be 1 to 65535");
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: port must be 1 to 65535");
     memcpy(port, colon + 1, plen);
     if (parse_port(port, &out->port))
-        return fail(err, errsz, "--redis: port must be 1 to 65535");
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: port must be 1 to 65535");
     if (slash && slash[1]) {
         unsigned db;
         if (parse_uint(slash + 1, 0, 1000000, &db))
-            return fail(err, errsz, "--redis: database must be a number");
+            return ag_error_set(err, AG_EINVAL, "redis",
+                                "--redis: database must be a number");
         out->db = (int)db;
     }
     return AG_OK;
 }
 
 static int set_value(struct ag_config *c, const struct flag *f, const char *val,
-                     const char *origin, char *err, size_t errsz)
+                     const char *origin, struct ag_error *err)
 {
     char *base = (char *)c;
     unsigned u;
@@ -220,38 +214,38 @@ static int set_value(struct ag_config *c, const struct flag *f, const char *val,
     switch (f->kind) {
     case K_STR:
         if (strlen(val) >= f->size)
-            return fail(err, errsz, "%s: value too long for --%s", origin,
-                        f->name);
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: value too long for --%s", origin, f->name);
         strcpy(base + f->off, val);
         return AG_OK;
     case K_UINT:
         if (parse_uint(val, f->min, f->max, &u)) {
-            snprintf(err, errsz, "%s: --%s must be an integer from %u to %u",
-                     origin, f->name, f->min, f->max);
-            return AG_EINVAL;
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be an integer from %u to %u",
+                                origin, f->name, f->min, f->max);
         }
         memcpy(base + f->off, &u, sizeof u);
         return AG_OK;
     case K_LISTEN:
         if (parse_listen(val, c))
-            return fail(err, errsz,
-                        "%s: --%s must be a numeric HOST:PORT such as "
-                        "127.0.0.1:8080 or [::1]:8080",
-                        origin, f->name);
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be a numeric HOST:PORT such as "
+                                "127.0.0.1:8080 or [::1]:8080",
+                                origin, f->name);
         return AG_OK;
     case K_REDIS:
-        if (ag_config_parse_redis_url(val, &c->redis, err, errsz)) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", err);
-            return fail(err, errsz, "%s: %s", origin, why);
+        if (ag_config_parse_redis_url(val, &c->redis, err)) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return ag_error_set(err, AG_EINVAL, f->name, "%s: %s", origin, why);
         }
         return AG_OK;
     case K_LEVEL:
         level = ag_log_level_parse(val);
         if (level < 0)
-            return fail(err, errsz,
-                        "%s: --%s must be debug, info, warn or error", origin,
-                        f->name);
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be debug, info, warn or error",
+                                origin, f->name);
         c->log_level = level;
         return AG_OK;
     case K_FLAG:
@@ -270,8 +264,8 @@ static const struct flag *find_flag(const char *name, size_t len)
     return NULL;
 }
 
-int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
-                    size_t errsz)
+int ag_config_parse(struct ag_config *c, int argc, char **argv,
+                    struct ag_error *err)
 {
     memset(c, 0, sizeof *c);
     /* The command line first, so that a flag given there makes the
@@ -280,13 +274,15 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0)
-            return fail(err, errsz, "unexpected argument '%s'", arg);
+            return ag_error_set(err, AG_EINVAL, NULL,
+                                "unexpected argument '%s'", arg);
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         const struct flag *f = find_flag(name, nlen);
         if (!f)
-            return fail(err, errsz, "unknown flag '%s' (see --help)", arg);
+            return ag_error_set(err, AG_EINVAL, NULL,
+                                "unknown flag '%s' (see --help)", arg);
         const char *val = "";
         if (f->kind != K_FLAG) {
             if (eq)
@@ -294,7 +290,8 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
             else if (i + 1 < argc)
                 val = argv[++i];
             else
-                return fail(err, errsz, "--%s needs a value", f->name);
+                return ag_error_set(err, AG_EINVAL, f->name,
+                                    "--%s needs a value", f->name);
         }
         given[f - flags] = val;
     }
@@ -310,7 +307,7 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
             val = f->def;
             origin = "default";
         }
-        if (val && set_value(c, f, val, origin, err, errsz))
+        if (val && set_value(c, f, val, origin, err))
             return AG_EINVAL;
     }
     return AG_OK;
@@ -318,26 +315,25 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
 
 static int read_file(const char *path, unsigned char *buf, size_t cap,
                      size_t *len, bool need_private, const char *what,
-                     char *err, size_t errsz)
+                     struct ag_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errsz, "%s '%s': %s", what, path, strerror(errno));
-        return AG_EIO;
+        return ag_error_set(err, AG_EIO, what + 2, "%s '%s': %s", what, path,
+                            strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         close(fd);
-        snprintf(err, errsz, "%s '%s': not a regular file", what, path);
-        return AG_EIO;
+        return ag_error_set(err, AG_EIO, what + 2,
+                            "%s '%s': not a regular file", what, path);
     }
     if (need_private && (st.st_mode & 077)) {
         close(fd);
-        snprintf(err, errsz,
-                 "%s '%s' is accessible by group or others (mode %03o); "
-                 "run: chmod 600 %s",
-                 what, path, (unsigned)(st.st_mode & 0777), path);
-        return AG_EINVAL;
+        return ag_error_set(err, AG_EINVAL, what + 2,
+                            "%s '%s' is accessible by group or others (mode "
+                            "%03o); run: chmod 600 %s",
+                            what, path, (unsigned)(st.st_mode & 0777), path);
     }
     size_t n = 0;
     for (;;) {
@@ -346,8 +342,8 @@ static int read_file(const char *path, unsigned char *buf, size_t cap,
             continue;
         if (r < 0) {
             close(fd);
-            snprintf(err, errsz, "%s '%s': %s", what, path, strerror(errno));
-            return AG_EIO;
+            return ag_error_set(err, AG_EIO, what + 2, "%s '%s': %s", what,
+                                path, strerror(errno));
         }
         if (r == 0)
             break;
@@ -361,17 +357,16 @@ static int read_file(const char *path, unsigned char *buf, size_t cap,
 }
 
 int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
-                          char *err, size_t errsz)
+                          struct ag_error *err)
 {
     /* One byte past the cap tells a file that is too long from one that
      * fits exactly: a longer secret is refused, not cut short. */
     unsigned char buf[AG_SECRET_MAX + 1];
-    int rc = read_file(path, buf, sizeof buf, len, true, "--secret-file", err,
-                       errsz);
+    int rc = read_file(path, buf, sizeof buf, len, true, "--secret-file", err);
     if (rc == AG_OK && *len > AG_SECRET_MAX) {
-        snprintf(err, errsz, "--secret-file '%s' is longer than %d bytes", path,
-                 AG_SECRET_MAX);
-        rc = AG_EINVAL;
+        rc = ag_error_set(err, AG_EINVAL, "secret-file",
+                          "--secret-file '%s' is longer than %d bytes", path,
+                          AG_SECRET_MAX);
     }
     if (rc == AG_OK)
         memcpy(key, buf, *len);
@@ -380,33 +375,33 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
         return rc;
 
     if (*len < AG_SECRET_MIN) {
-        snprintf(err, errsz,
-                 "--secret-file '%s' holds %zu bytes; at least %d random "
-                 "bytes are needed (head -c 32 /dev/urandom > %s)",
-                 path, *len, AG_SECRET_MIN, path);
-        return AG_EINVAL;
+        return ag_error_set(err, AG_EINVAL, "secret-file",
+                            "--secret-file '%s' holds %zu bytes; at least %d "
+                            "random bytes are needed (head -c 32 /dev/urandom "
+                            "> %s)",
+                            path, *len, AG_SECRET_MIN, path);
     }
     return AG_OK;
 }
 
-int ag_config_read_token(const char *path, char *token, char *err, size_t errsz)
+int ag_config_read_token(const char *path, char *token, struct ag_error *err)
 {
     /* Read well past the cap, so that a long file is refused rather than
      * cut short, whatever white space trails the token. */
     char buf[AG_TOKEN_MAX + 1024];
     size_t len;
     int rc = read_file(path, (unsigned char *)buf, sizeof buf, &len, false,
-                       "--admin-token-file", err, errsz);
+                       "--admin-token-file", err);
     if (rc)
         return rc;
     while (len > 0 && isspace((unsigned char)buf[len - 1]))
         len--;
     if (len == 0 || len > AG_TOKEN_MAX || memchr(buf, '\0', len)) {
-        snprintf(err, errsz,
-                 "--admin-token-file '%s' must hold 1 to %d bytes of token "
-                 "text",
-                 path, AG_TOKEN_MAX);
-        return AG_EINVAL;
+        return ag_error_set(
+            err, AG_EINVAL, "admin-token-file",
+            "--admin-token-file '%s' must hold 1 to %d bytes of token "
+            "text",
+            path, AG_TOKEN_MAX);
     }
     memcpy(token, buf, len);
     token[len] = '\0';

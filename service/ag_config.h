@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "ag_error.h"
+
 #define AG_SECRET_MIN 32   /* bytes a secret file must hold at least */
 #define AG_SECRET_MAX 4096 /* bytes read from a secret file at most */
 #define AG_TOKEN_MAX 1024  /* bytes of admin token at most */
@@ -47,12 +49,13 @@ struct ag_config {
 };
 
 /* Fills c from defaults, the environment and argv (argv[0] is skipped).
- * Returns 0, or AG_EINVAL with a one-line message in err. */
-int ag_config_parse(struct ag_config *c, int argc, char **argv, char *err,
-                    size_t errsz);
+ * Returns 0, or AG_EINVAL with a one-line message in err, whose field is
+ * the flag at fault (without its dashes) where one is. */
+int ag_config_parse(struct ag_config *c, int argc, char **argv,
+                    struct ag_error *err);
 /* Parses redis://[:password@]host:port[/db] or unix:///path. */
 int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
-                              char *err, size_t errsz);
+                              struct ag_error *err);
 /* Writes the usage text, listing every flag, its variable and default. */
 void ag_config_usage(FILE *out);
 
@@ -61,11 +64,10 @@ void ag_config_usage(FILE *out);
  * hold AG_SECRET_MAX bytes; *len receives the length. The caller should
  * sodium_memzero the key when done. */
 int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
-                          char *err, size_t errsz);
+                          struct ag_error *err);
 /* Reads the admin token: the file's content with trailing whitespace
  * trimmed, non-empty, at most AG_TOKEN_MAX bytes. token must hold
  * AG_TOKEN_MAX + 1 bytes. */
-int ag_config_read_token(const char *path, char *token, char *err,
-                         size_t errsz);
+int ag_config_read_token(const char *path, char *token, struct ag_error *err);
 
 #endif

@@ -45,8 +45,9 @@ int main(int argc, char **argv)
         return ag_cli_main(argc - 1, argv + 1);
     struct ag_config cfg;
     char err[512];
-    if (ag_config_parse(&cfg, argc, argv, err, sizeof err)) {
-        fprintf(stderr, "abuseguard: %s\n", err);
+    struct ag_error cerr;
+    if (ag_config_parse(&cfg, argc, argv, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         return EXIT_CONFIG;
     }
     if (cfg.help) {
@@ -61,9 +62,8 @@ int main(int argc, char **argv)
 
     unsigned char secret[AG_SECRET_MAX];
     size_t secret_len;
-    if (ag_config_read_secret(cfg.secret_file, secret, &secret_len, err,
-                              sizeof err)) {
-        fprintf(stderr, "abuseguard: %s\n", err);
+    if (ag_config_read_secret(cfg.secret_file, secret, &secret_len, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         return EXIT_CONFIG;
     }
     struct ag_hasher hasher;
@@ -73,9 +73,8 @@ int main(int argc, char **argv)
     /* Kept for the admin API; read now so a bad file stops the start. */
     static char admin_token[AG_TOKEN_MAX + 1];
     if (cfg.admin_token_file[0] &&
-        ag_config_read_token(cfg.admin_token_file, admin_token, err,
-                             sizeof err)) {
-        fprintf(stderr, "abuseguard: %s\n", err);
+        ag_config_read_token(cfg.admin_token_file, admin_token, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         return EXIT_CONFIG;
     }
 
