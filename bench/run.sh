@@ -15,7 +15,10 @@
 # Environment: DURATION (s per run, default 15), RUNS (rounds, default 2),
 # CEILING_N (checks per ceiling measurement, default 100000),
 # CONNS (default 64), SHARED_BENCH (the folder holding peer-node/ and
-# wrk-login.lua; default ../shared/bench beside the repository).
+# wrk-login.lua; default ../shared/bench beside the repository),
+# BASELINE_BIN (another abuseguard binary, say a build of the previous
+# commit: measured in every round beside this one, with the same policies,
+# so that a change's effect is a within-round ratio too).
 # A benchmark, not a test: nothing here gates CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,10 +62,10 @@ until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
 work=$(mktemp -d)
 head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
 # One service: the given policy file, its own database.
-start_service() { # name policies.json -> sets port_<name>, pid_<name>
+start_service() { # name policies.json [binary] -> sets port_<name>, pid_<name>
     mkdir "$work/$1"; cp "bench/$2" "$work/$1/"
     local p; p=$(port)
-    "$bin" --listen "127.0.0.1:$p" --redis "redis://127.0.0.1:$rport" \
+    "${3:-$bin}" --listen "127.0.0.1:$p" --redis "redis://127.0.0.1:$rport" \
         --db "$work/$1/policies.db" --secret-file "$work/secret" \
         --seed-dir "$work/$1" --log-level error 2> "$out/$1.log" &
     pids+=($!)
@@ -71,11 +74,16 @@ start_service() { # name policies.json -> sets port_<name>, pid_<name>
 start_service sliding policies.json
 start_service fixed policies-fixed.json
 aport=$port_sliding; apid=$pid_sliding; fport=$port_fixed
+bport=
+if [ -n "${BASELINE_BIN:-}" ]; then
+    start_service base policies.json "$BASELINE_BIN"
+    bport=$port_base
+fi
 pport=$(port)
 (cd "$out/peer-node" && PORT=$pport REDIS_PORT=$rport WORKERS=2 \
     exec node server.js) > "$out/peer.log" 2>&1 &
 pids+=($!)
-for p in $aport $fport $pport; do
+for p in $aport $fport $pport $bport; do
     until curl -s -o /dev/null -X POST "127.0.0.1:$p/check-login" \
         -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.1; done
 done
@@ -128,13 +136,18 @@ echo "== $runs rounds of ${duration}s runs, wrk -t2 -c$conns" >&2
 # run abuseguard first, even rounds the peer first, so a machine that
 # speeds up or slows down during a round favours neither. Ratios are taken
 # within a round, then their median.
-declare -a ag_res fx_res peer_res rss_after cpu ceil_res
+declare -a ag_res fx_res peer_res rss_after cpu ceil_res base_res
 rss_before=$(rss $apid)
 run_ag() {
     a0=$(ticks $apid); r0=$(ticks $rpid)
     ag_res+=("$(measure "$aport" "abuseguard-$i")")
     cpu+=("$(($(ticks $apid) - a0)):$(($(ticks $rpid) - r0))")
     rss_after+=("$(rss $apid)")
+    if [ -n "$bport" ]; then
+        base_res+=("$(measure "$bport" "baseline-$i")")
+    else
+        base_res+=("0 0 0 0 ok")
+    fi
 }
 for i in $(seq "$runs"); do
     if [ $((i % 2)) = 1 ]; then
@@ -162,7 +175,7 @@ done
 python3 - "${ceil_res[*]}" "$rss_before" "$keys" "$used" "$usage" "$n" \
     "$(getconf CLK_TCK)" "$duration" \
     "${ag_res[@]}" --- "${fx_res[@]}" --- "${peer_res[@]}" --- \
-    "${rss_after[@]}" --- "${cpu[@]}" <<'PY'
+    "${rss_after[@]}" --- "${cpu[@]}" --- "${base_res[@]}" <<'PY'
 import statistics, sys
 args = sys.argv[1:]
 ceilings, rss0, keys, used, usage, n, tck, dur = args[:8]
@@ -171,13 +184,15 @@ rest = args[8:]
 i = rest.index("---"); ag = rest[:i]; rest = rest[i + 1:]
 i = rest.index("---"); fx = rest[:i]; rest = rest[i + 1:]
 i = rest.index("---"); peer = rest[:i]; rest = rest[i + 1:]
-i = rest.index("---"); rss = rest[:i]; cpu = rest[i + 1:]
+i = rest.index("---"); rss = rest[:i]; rest = rest[i + 1:]
+i = rest.index("---"); cpu = rest[:i]; base = rest[i + 1:]
 def parse(rows): return [list(map(float, r.split()[:3])) + r.split()[3:] for r in rows]
-ag, fx, peer = parse(ag), parse(fx), parse(peer)
+ag, fx, peer, base = parse(ag), parse(fx), parse(peer), parse(base)
+have_base = base and base[0][0] > 0
 def med(rows, k): return statistics.median(r[k] for r in rows)
 print("machine: %s, %s cores" % (open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(), __import__("os").cpu_count()))
 print("%-12s %5s %12s %9s %9s %8s" % ("", "round", "checks/s", "p50 ms", "p99 ms", "non-2xx"))
-for name, rows in (("abuseguard", ag), ("ag-fixed", fx), ("node peer", peer)):
+for name, rows in (("abuseguard", ag), ("ag-fixed", fx), ("node peer", peer)) + ((("baseline", base),) if have_base else ()):
     for j, r in enumerate(rows):
         print("%-12s %5d %12.0f %9.3f %9.3f %8s" % (name, j + 1, r[0], r[1], r[2], r[3]))
 # The ceiling: abuseguard's check code alone, pipelined (-P 16).
@@ -193,6 +208,11 @@ print("median of rounds: abuseguard %.2fx the peer, abuseguard-fixed %.2fx, "
       % (statistics.median(ag[j][0] / peer[j][0] for j in rounds),
          statistics.median(fx[j][0] / peer[j][0] for j in rounds),
          statistics.median(100 * ag[j][0] / ceilings[j] for j in rounds)))
+if have_base:
+    print("per round: abuseguard/baseline %s; median %.2fx; baseline/peer median %.2fx"
+          % (" ".join("%.2fx" % (ag[j][0] / base[j][0]) for j in rounds),
+             statistics.median(ag[j][0] / base[j][0] for j in rounds),
+             statistics.median(base[j][0] / peer[j][0] for j in rounds)))
 print("median checks/s: abuseguard %.0f, abuseguard-fixed %.0f, peer %.0f, "
       "ceiling %.0f" % (med(ag, 0), med(fx, 0), med(peer, 0),
                         statistics.median(ceilings)))

@@ -389,7 +389,7 @@ int ag_config_read_token(const char *path, char *token, struct ag_error *err)
     /* Read well past the cap, so that a long file is refused rather than
      * cut short, whatever white space trails the token. */
     char buf[AG_TOKEN_MAX + 1024];
-    size_t len;
+    size_t len = 0;
     int rc = read_file(path, (unsigned char *)buf, sizeof buf, &len, false,
                        "--admin-token-file", err);
     if (rc)

@@ -3,16 +3,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int ag_error_set(struct ag_error *err, int code, const char *field,
-                 const char *fmt, ...)
+void ag_error_fill(struct ag_error *err, int code, const char *field,
+                   const char *fmt, ...)
 {
     if (!err)
-        return code;
+        return;
     err->code = code;
     snprintf(err->field, sizeof err->field, "%s", field ? field : "");
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    return code;
 }

@@ -33,9 +33,13 @@ struct ag_error {
 };
 
 /* Fills err (which may be NULL) with code, field (NULL for none) and the
- * formatted message, and returns code, so that a refusal is one statement:
- * return ag_error_set(err, AG_EINVAL, "limit", "limit must be ..."). */
-int ag_error_set(struct ag_error *err, int code, const char *field,
-                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+ * formatted message. */
+void ag_error_fill(struct ag_error *err, int code, const char *field,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* ag_error_fill, then code, so that a refusal is one statement:
+ * return ag_error_set(err, AG_EINVAL, "limit", "limit must be ...");
+ * a macro so that the compiler sees which code comes back. */
+#define ag_error_set(err, code, ...)                                           \
+    (ag_error_fill((err), (code), __VA_ARGS__), (code))
 
 #endif
