@@ -1073,23 +1073,25 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
     pthread_condattr_destroy(&attr);
-    /* Threads that fail to start are not waited for at destroy. */
-    int started = 0;
+    /* Which threads started is kept by index: any of them may fail, and
+     * only those that started may be joined. */
+    bool started[DISPATCHERS];
+    bool all = true;
     for (int i = 0; i < DISPATCHERS; i++) {
         s->dispatchers[i].store = s;
-        if (pthread_create(&s->dispatchers[i].thread, NULL, dispatch,
-                           &s->dispatchers[i]) == 0)
-            started++;
+        started[i] = pthread_create(&s->dispatchers[i].thread, NULL, dispatch,
+                                    &s->dispatchers[i]) == 0;
+        all = all && started[i];
     }
-    if (started < DISPATCHERS ||
-        pthread_create(&s->probe, NULL, probe, s) != 0) {
+    if (!all || pthread_create(&s->probe, NULL, probe, s) != 0) {
         /* Out of threads at start: give up cleanly. */
         pthread_mutex_lock(&s->lock);
         s->stopping = true;
         pthread_cond_broadcast(&s->queued);
         pthread_mutex_unlock(&s->lock);
-        for (int i = 0; i < started; i++)
-            pthread_join(s->dispatchers[i].thread, NULL);
+        for (int i = 0; i < DISPATCHERS; i++)
+            if (started[i])
+                pthread_join(s->dispatchers[i].thread, NULL);
         free_scripts(s);
         free(s);
         return NULL;
