@@ -765,42 +765,40 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
      * a spec and a member: a login check's is about 450 bytes) in one
      * allocation, below 1 KiB for up to four policies, so that malloc
      * serves it from its per-thread cache rather than its shared arena. */
-    int rc = ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) +
-                                    192 * plan->n);
-    rc |= ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * plan->n);
-    /* One append per statement: the operands of | run in no set order. */
+    ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) + 192 * plan->n);
+    ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * plan->n);
     if (fcall) {
-        rc |= ag_redis_cmd_str(&b, "FCALL");
-        rc |= ag_redis_cmd_str(&b, s->library.function);
+        ag_redis_cmd_str(&b, "FCALL");
+        ag_redis_cmd_str(&b, s->library.function);
     } else if (sha[0]) {
-        rc |= ag_redis_cmd_str(&b, "EVALSHA");
-        rc |= ag_redis_cmd_str(&b, sha);
+        ag_redis_cmd_str(&b, "EVALSHA");
+        ag_redis_cmd_str(&b, sha);
     } else {
-        rc |= ag_redis_cmd_str(&b, "EVAL");
-        rc |= ag_redis_cmd_arg(&b, sc->text, sc->len);
+        ag_redis_cmd_str(&b, "EVAL");
+        ag_redis_cmd_arg(&b, sc->text, sc->len);
     }
-    rc |= ag_redis_cmd_uint(&b, nkeys);
+    ag_redis_cmd_uint(&b, nkeys);
     for (size_t i = 0; i < plan->n; i++) {
         const char *key = plan->ops[i].key;
         size_t klen = strlen(key);
-        rc |= ag_redis_cmd_arg(&b, key, klen);
+        ag_redis_cmd_arg(&b, key, klen);
         if (plan->ops[i].policy->block_s > 0) {
             char block_key[AG_STORE_KEY_MAX + 2];
             memcpy(block_key, key, klen);
             memcpy(block_key + klen, ":b", 2);
-            rc |= ag_redis_cmd_arg(&b, block_key, klen + 2);
+            ag_redis_cmd_arg(&b, block_key, klen + 2);
         }
     }
-    rc |= ag_redis_cmd_arg(&b, nonce, nlen);
-    rc |= ag_redis_cmd_str(&b,
-                           plan->kind == AG_PLAN_FAILURE ? "record" : "check");
+    ag_redis_cmd_arg(&b, nonce, nlen);
+    ag_redis_cmd_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         char spec[SPEC_MAX];
-        rc |= ag_redis_cmd_arg(&b, spec, format_spec(spec, op));
-        rc |= ag_redis_cmd_str(&b, op->member);
+        ag_redis_cmd_arg(&b, spec, format_spec(spec, op));
+        ag_redis_cmd_str(&b, op->member);
     }
-    if (rc) {
+    /* The buffer kept the first error of the appends above, if any. */
+    if (ag_buf_error(&b) != AG_OK) {
         ag_buf_free(&b);
         return -1;
     }
