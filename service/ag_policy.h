@@ -37,7 +37,8 @@
  * /check-otp, /check-otp-verify. */
 enum ag_endpoint { AG_EP_LOGIN, AG_EP_OTP, AG_EP_OTP_VERIFY, AG_EP_COUNT };
 
-/* The order is the Lua driver's algorithm numbering (lua/check.lua). */
+/* Each value is also the algorithm's code in the Lua driver's specs:
+ * service/ag_redis_code.c registers lua/<name>.lua's table under it. */
 enum ag_algorithm {
     AG_ALG_SLIDING_LOG,
     AG_ALG_FIXED_WINDOW,

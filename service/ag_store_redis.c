@@ -48,14 +48,12 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_redis_cmd.h"
+#include "ag_redis_code.h"
 #include "ag_redis_reply.h"
 
-#define COMMON_SCRIPT "common.lua"
-#define MAIN_SCRIPT "check.lua"
 #define DISPATCHERS 2 /* connections, each with its batching thread */
 #define BATCH_MAX 256 /* commands written in one go at most */
-#define SCRIPTS (1u << AG_ALG_COUNT) /* by algorithm bit mask; 0 unused */
-#define VERSION_HEX 16               /* the library's version: hash hex */
+#define SCRIPTS AG_REDIS_SCRIPTS
 
 /* The circuit breaker: after FAIL_THRESHOLD failed operations in a row it
  * opens, and every operation fails at once, without touching Redis, until
@@ -107,16 +105,8 @@ struct redis_store {
     struct ag_redis_addr addr;
     struct timeval timeout;
     struct ag_metrics *metrics; /* borrowed; may be NULL */
-    struct script {
-        char *text; /* composed, NUL-terminated */
-        size_t len;
-        char sha[41]; /* its SHA1 once Redis told us; under lock */
-    } scripts[SCRIPTS];
-    struct library {
-        char *text; /* "#!lua name=abuseguard_<version>" ... */
-        size_t len;
-        char function[sizeof "ag_check_" + VERSION_HEX];
-    } library;
+    struct ag_redis_code code;
+    char sha[SCRIPTS][41];    /* each script's SHA1 once Redis told us; lock */
     atomic_int functions;     /* 1: Redis took the library, checks use FCALL;
                                  0: it refused it; -1: not known yet */
     char instance[17];        /* random hex, makes log members unique */
@@ -131,85 +121,6 @@ struct redis_store {
     pthread_t probe;
     pthread_cond_t wake; /* the probe waits on it */
 };
-
-/* Appends one embedded lua/ file, by name, to s at *n. */
-static int append_file(char *s, size_t *n, const char *name)
-{
-    for (size_t i = 0; i < ag_embedded_lua_count; i++) {
-        const struct ag_embedded_file *f = &ag_embedded_lua[i];
-        if (strcmp(f->name, name) == 0) {
-            memcpy(s + *n, f->data, f->len);
-            *n += f->len;
-            s[(*n)++] = '\n';
-            return AG_OK;
-        }
-    }
-    return AG_ENOTFOUND;
-}
-
-/* Lua code for the algorithms in mask (bit a for enum ag_algorithm a):
- * common.lua, <algorithm>.lua for each, then driver_head and the driver
- * check.lua, which sees the others' locals. NUL-terminated, length in
- * *len; NULL if out of memory. */
-static char *compose_code(unsigned mask, const char *driver_head, size_t *len)
-{
-    size_t head = strlen(driver_head);
-    size_t total = 1 + head;
-    for (size_t i = 0; i < ag_embedded_lua_count; i++)
-        total += ag_embedded_lua[i].len + 1;
-    char *s = malloc(total);
-    if (!s)
-        return NULL;
-    size_t n = 0;
-    int rc = append_file(s, &n, COMMON_SCRIPT);
-    for (int a = 0; !rc && a < AG_ALG_COUNT; a++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s.lua",
-                 ag_algorithm_name((enum ag_algorithm)a));
-        if (mask & (1u << a))
-            rc = append_file(s, &n, name);
-    }
-    memcpy(s + n, driver_head, head);
-    n += head;
-    rc = rc ? rc : append_file(s, &n, MAIN_SCRIPT);
-    if (rc) {
-        free(s);
-        return NULL;
-    }
-    s[n] = '\0';
-    *len = n;
-    return s;
-}
-
-/* The function library: every algorithm, and the driver as the body of
- * the function it registers. Named by a hash of that code. */
-static int compose_library(struct library *lib)
-{
-    size_t n;
-    char *code =
-        compose_code(SCRIPTS - 1, "local function check(KEYS, ARGV)\n", &n);
-    if (!code)
-        return AG_ENOMEM;
-    unsigned char hash[VERSION_HEX / 2];
-    char version[VERSION_HEX + 1];
-    crypto_generichash(hash, sizeof hash, (const unsigned char *)code, n, NULL,
-                       0);
-    sodium_bin2hex(version, sizeof version, hash, sizeof hash);
-    snprintf(lib->function, sizeof lib->function, "ag_check_%s", version);
-    lib->text = malloc(n + 256);
-    if (!lib->text) {
-        free(code);
-        return AG_ENOMEM;
-    }
-    int head = snprintf(lib->text, 64, "#!lua name=abuseguard_%s\n", version);
-    memcpy(lib->text + head, code, n);
-    int tail =
-        snprintf(lib->text + (size_t)head + n, 128,
-                 "end\nredis.register_function('%s', check)\n", lib->function);
-    lib->len = (size_t)head + n + (size_t)tail;
-    free(code);
-    return AG_OK;
-}
 
 static void count(struct redis_store *s, atomic_uint_fast64_t *counter)
 {
@@ -351,8 +262,8 @@ static int load_scripts(struct redis_store *s, redisContext **ctx, bool library,
         /* Not REPLACE: "already exists" is this code, and answering it
          * costs Redis nothing, where a replacement compiles the library
          * again and goes to the AOF and the replicas. */
-        const char *argv[] = {"FUNCTION", "LOAD", s->library.text};
-        size_t lens[] = {8, 4, s->library.len};
+        const char *argv[] = {"FUNCTION", "LOAD", s->code.library.text};
+        size_t lens[] = {8, 4, s->code.library.len};
         if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
             failed(s, *ctx);
             drop(ctx);
@@ -360,8 +271,8 @@ static int load_scripts(struct redis_store *s, redisContext **ctx, bool library,
         }
     }
     for (unsigned m = from; m < to; m++) {
-        const char *argv[] = {"SCRIPT", "LOAD", s->scripts[m].text};
-        size_t lens[] = {6, 4, s->scripts[m].len};
+        const char *argv[] = {"SCRIPT", "LOAD", s->code.scripts[m].text};
+        size_t lens[] = {6, 4, s->code.scripts[m].len};
         if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
             failed(s, *ctx);
             drop(ctx);
@@ -388,7 +299,7 @@ static int load_scripts(struct redis_store *s, redisContext **ctx, bool library,
         }
         if (r->type == REDIS_REPLY_STRING && r->len == 40) {
             pthread_mutex_lock(&s->lock);
-            memcpy(s->scripts[m].sha, r->str, 41);
+            memcpy(s->sha[m], r->str, 41);
             pthread_mutex_unlock(&s->lock);
         } else if (ok) {
             ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
@@ -476,8 +387,7 @@ static void enqueue(struct redis_store *s, struct job *j);
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        struct ag_limit_result *res);
 static int outcome(struct redis_store *s, int rc);
-static const struct script *plan_script(const struct redis_store *s,
-                                        const struct ag_plan *plan);
+static unsigned plan_mask(const struct ag_plan *plan);
 
 /* Whether a check that found its code missing (lost) may go again after
  * reloading it on *ctx, where Redis answered: NOSCRIPT reloads only the
@@ -490,7 +400,7 @@ static bool reload(struct redis_store *s, redisContext **ctx, enum lost lost,
 {
     *as_script = false;
     if (lost == LOST_SCRIPT) {
-        unsigned m = (unsigned)(plan_script(s, plan) - s->scripts);
+        unsigned m = plan_mask(plan);
         return load_scripts(s, ctx, false, m, m + 1) == AG_OK;
     }
     if (lost == LOST_FCALL)
@@ -691,14 +601,13 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
     return AG_OK;
 }
 
-/* The script for plan's algorithms. */
-static const struct script *plan_script(const struct redis_store *s,
-                                        const struct ag_plan *plan)
+/* The script for plan's algorithms: their bit mask. */
+static unsigned plan_mask(const struct ag_plan *plan)
 {
     unsigned mask = 0;
     for (size_t i = 0; i < plan->n; i++)
         mask |= 1u << plan->ops[i].policy->algorithm;
-    return &s->scripts[mask];
+    return mask;
 }
 
 /* A policy's spec, one argument (lua/check.lua): "algorithm limit
@@ -736,13 +645,14 @@ static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               bool library, char **cmd, bool *fcall_out)
 {
-    const struct script *sc = plan_script(s, plan);
+    unsigned mask = plan_mask(plan);
+    const struct ag_redis_text *sc = &s->code.scripts[mask];
     bool fcall = library &&
                  atomic_load_explicit(&s->functions, memory_order_relaxed) == 1;
     *fcall_out = fcall;
     char sha[41];
     pthread_mutex_lock(&s->lock);
-    memcpy(sha, sc->sha, sizeof sha);
+    memcpy(sha, s->sha[mask], sizeof sha);
     pthread_mutex_unlock(&s->lock);
     size_t nkeys = plan->n;
     for (size_t i = 0; i < plan->n; i++)
@@ -769,7 +679,7 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * plan->n);
     if (fcall) {
         ag_redis_cmd_str(&b, "FCALL");
-        ag_redis_cmd_str(&b, s->library.function);
+        ag_redis_cmd_str(&b, s->code.function);
     } else if (sha[0]) {
         ag_redis_cmd_str(&b, "EVALSHA");
         ag_redis_cmd_str(&b, sha);
@@ -834,11 +744,11 @@ static int check_once(struct redis_store *s, const struct ag_plan *plan,
             if (as_script)
                 use_library(s, 0, r->str);
             ag_redis_reply_free(r);
-            const struct script *sc = plan_script(s, plan);
+            const struct ag_redis_text *sc = &s->code.scripts[plan_mask(plan)];
             const char *script[] = {"SCRIPT", "LOAD", sc->text};
             size_t script_lens[] = {6, 4, sc->len};
-            const char *library[] = {"FUNCTION", "LOAD", s->library.text};
-            size_t library_lens[] = {8, 4, s->library.len};
+            const char *library[] = {"FUNCTION", "LOAD", s->code.library.text};
+            size_t library_lens[] = {8, 4, s->code.library.len};
             if (lost == LOST_SCRIPT) {
                 ag_redis_reply_free(
                     call_argv(s, 3, script, script_lens, &sent));
@@ -998,13 +908,6 @@ static void *probe(void *arg)
     return NULL;
 }
 
-static void free_scripts(struct redis_store *s)
-{
-    for (unsigned m = 0; m < SCRIPTS; m++)
-        free(s->scripts[m].text);
-    free(s->library.text);
-}
-
 static void redis_destroy(struct ag_store *base)
 {
     struct redis_store *s = (struct redis_store *)base;
@@ -1020,7 +923,7 @@ static void redis_destroy(struct ag_store *base)
     pthread_cond_destroy(&s->queued);
     pthread_mutex_destroy(&s->lock);
     sodium_memzero(s->addr.password, sizeof s->addr.password);
-    free_scripts(s);
+    ag_redis_code_free(&s->code);
     free(s);
 }
 
@@ -1040,17 +943,9 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     struct redis_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (compose_library(&s->library)) {
+    if (ag_redis_code_init(&s->code, ag_embedded_lua, ag_embedded_lua_count)) {
         free(s);
         return NULL;
-    }
-    for (unsigned m = 1; m < SCRIPTS; m++) {
-        s->scripts[m].text = compose_code(m, "", &s->scripts[m].len);
-        if (!s->scripts[m].text) {
-            free_scripts(s);
-            free(s);
-            return NULL;
-        }
     }
     s->base.ops = &redis_ops;
     s->addr = *addr;
@@ -1090,7 +985,7 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
         for (int i = 0; i < DISPATCHERS; i++)
             if (started[i])
                 pthread_join(s->dispatchers[i].thread, NULL);
-        free_scripts(s);
+        ag_redis_code_free(&s->code);
         free(s);
         return NULL;
     }
