@@ -31,7 +31,7 @@ void ag_buf_reset(struct ag_buf *b)
 }
 
 /* Records rc as the buffer's error if it is the first; returns rc. */
-static int fail(struct ag_buf *b, int rc)
+static int keep_error(struct ag_buf *b, int rc)
 {
     if (!b->err)
         b->err = rc;
@@ -43,7 +43,7 @@ int ag_buf_reserve(struct ag_buf *b, size_t extra)
     if (b->err)
         return b->err;
     if (extra > b->max - b->len)
-        return fail(b, AG_ETOOBIG);
+        return keep_error(b, AG_ETOOBIG);
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return AG_OK;
@@ -54,7 +54,7 @@ int ag_buf_reserve(struct ag_buf *b, size_t extra)
         cap = b->max + 1;
     char *p = realloc(b->p, cap);
     if (!p)
-        return fail(b, AG_ENOMEM);
+        return keep_error(b, AG_ENOMEM);
     b->p = p;
     b->cap = cap;
     return AG_OK;
@@ -105,7 +105,7 @@ int ag_buf_printf(struct ag_buf *b, const char *fmt, ...)
     if (b->err)
         return b->err;
     if (n < 0)
-        return fail(b, AG_EINVAL);
+        return keep_error(b, AG_EINVAL);
     int rc = ag_buf_reserve(b, (size_t)n);
     if (rc)
         return rc;

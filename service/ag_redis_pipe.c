@@ -58,8 +58,8 @@ static int expect_type(struct ag_redis_pipe *p, redisContext **ctx, int argc,
 static void use_library(struct ag_redis_pipe *p, int use, const char *why);
 static bool passing(const char *err);
 static bool note_library(struct ag_redis_pipe *p, const redisReply *r);
-static int load(struct ag_redis_pipe *p, redisContext **ctx, bool library,
-                unsigned from, unsigned to);
+static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
+                     unsigned from, unsigned to);
 static redisContext *connect_redis(struct ag_redis_pipe *p);
 static bool stale(const redisContext *ctx);
 static struct ag_redis_job *take_batch(struct ag_redis_pipe *p, size_t *n);
@@ -168,8 +168,8 @@ static bool note_library(struct ag_redis_pipe *p, const redisReply *r)
  * library is set, then scripts[from..to), noting their SHA1s. A refused
  * library is noted (checks then use the scripts), not a failure; a script
  * that fails to load drops *ctx. */
-static int load(struct ag_redis_pipe *p, redisContext **ctx, bool library,
-                unsigned from, unsigned to)
+static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
+                     unsigned from, unsigned to)
 {
     if (!*ctx)
         return AG_ESTORE;
@@ -267,7 +267,7 @@ static redisContext *connect_redis(struct ag_redis_pipe *p)
         if (expect_type(p, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
             return NULL;
     }
-    if (load(p, &ctx, true, 1, SCRIPTS))
+    if (load_code(p, &ctx, true, 1, SCRIPTS))
         return NULL;
     return ctx;
 }
@@ -409,8 +409,8 @@ void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41])
 
 int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
 {
-    return load(c->pipe, &c->ctx, library, mask ? mask : 1,
-                mask ? mask + 1 : 1);
+    return load_code(c->pipe, &c->ctx, library, mask ? mask : 1,
+                     mask ? mask + 1 : 1);
 }
 
 bool ag_redis_pipe_probe(struct ag_redis_pipe *p)

@@ -104,9 +104,9 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        struct ag_limit_result *res);
 static enum lost lost_code(const redisReply *r, bool fcall);
-static bool reload(struct redis_store *s, struct ag_redis_conn *c,
-                   enum lost lost, const struct ag_plan *plan,
-                   const redisReply *r, bool *as_script);
+static bool reload_lost(struct redis_store *s, struct ag_redis_conn *c,
+                        enum lost lost, const struct ag_plan *plan,
+                        const redisReply *r, bool *as_script);
 static int outcome(struct redis_store *s, int rc, bool orphaned);
 static void settle(struct ag_redis_job *j, struct ag_redis_conn *c);
 static int start_check(struct redis_store *s, struct check *k,
@@ -276,9 +276,9 @@ static enum lost lost_code(const redisReply *r, bool fcall)
  * check's script (each of a batch's checks may ask); "Function not
  * found" the library. *as_script: it must go again as a script instead,
  * the library being refused (for now, or for good). */
-static bool reload(struct redis_store *s, struct ag_redis_conn *c,
-                   enum lost lost, const struct ag_plan *plan,
-                   const redisReply *r, bool *as_script)
+static bool reload_lost(struct redis_store *s, struct ag_redis_conn *c,
+                        enum lost lost, const struct ag_plan *plan,
+                        const redisReply *r, bool *as_script)
 {
     *as_script = false;
     if (lost == LOST_SCRIPT)
@@ -322,7 +322,7 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
     bool as_script = false;
     if (k->attempts++ == 0 &&
         ((!r && !j->sent) ||
-         reload(s, c, lost_code(r, k->fcall), k->plan, r, &as_script))) {
+         reload_lost(s, c, lost_code(r, k->fcall), k->plan, r, &as_script))) {
         ag_redis_reply_free(r);
         r = NULL;
         long long len = 0;
