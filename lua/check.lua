@@ -1,9 +1,10 @@
 -- check: the driver. Evaluates the policies of one request atomically.
 -- The service composes the function library (Redis 7 and later) from
--- common.lua, every algorithm file (each registers in `algorithms`), then
--- this file as the body of `local function check(KEYS, ARGV)`; and, where
--- Redis refuses functions, scripts of common.lua, the algorithm files a
--- check's policies use, then this file (service/ag_store_redis.c).
+-- common.lua, every algorithm file (each registered in `algorithms` by
+-- the service), then this file as the body of `local function check(KEYS,
+-- ARGV)`; and, where Redis refuses functions, scripts of common.lua, the
+-- algorithm files a check's policies use, then this file
+-- (service/ag_redis_code.c).
 --
 -- Mode "check" (a check endpoint): every policy is evaluated, and the
 -- attempt is recorded only if no enforcing policy denies it ("all or
@@ -18,8 +19,8 @@
 -- ARGV[1] nonce, unique per request    ARGV[2] mode
 -- ARGV[1 + 2i] policy i's spec: "algorithm limit window_ms block_ms charge
 --   shadow", numbers in decimal, the last two 0 or 1 (see spec_of)
---   algorithm: 0 sliding_log, 1 fixed_window, 2 sliding_window,
---              3 token_bucket, 4 distinct (the enum ag_algorithm order)
+--   algorithm: its enum ag_algorithm value (service/ag_policy.h), the
+--              code the service registers its table under
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
 -- ARGV[2 + 2i] policy i's member: distinct only, the keyed hash of the

@@ -24,9 +24,9 @@
 -- what set-based algorithms record (the request's nonce, or for distinct
 -- the subject's keyed hash); now is microseconds from Redis TIME.
 
--- The algorithms in this script, by their ARGV code (the enum ag_algorithm
--- order, as text: no tonumber per policy). Each algorithm file registers
--- itself at its end.
+-- The algorithms in this script, by their spec code as text (no tonumber
+-- per policy). The service registers each algorithm file's table after it,
+-- under its enum ag_algorithm value (service/ag_redis_code.c).
 local algorithms = {}
 
 -- redis.call, redis.pcall, type and math.ceil, each used several times a

@@ -27,5 +27,3 @@ function distinct.charge(key, limit, window_us, window_ms, member, now,
 end
 
 distinct.reset = set_reset
-
-algorithms['4'] = distinct

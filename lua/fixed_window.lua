@@ -25,5 +25,3 @@ function fixed_window.charge(key, limit, window_us, window_ms, member, now,
   rcall('PEXPIREAT', key, int(ceil(window_end / 1000)))
   return math.max(limit - count, 0), ms(window_end - now)
 end
-
-algorithms['1'] = fixed_window

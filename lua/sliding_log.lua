@@ -24,5 +24,3 @@ function sliding_log.charge(key, limit, window_us, window_ms, member, now,
 end
 
 sliding_log.reset = set_reset
-
-algorithms['0'] = sliding_log

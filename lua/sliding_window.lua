@@ -52,5 +52,3 @@ function sliding_window.charge(key, limit, w, window_ms, member, now,
   rcall('PEXPIREAT', key, int(ceil((idx + 2) * w / 1000)))
   return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now)
 end
-
-algorithms['2'] = sliding_window

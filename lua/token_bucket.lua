@@ -32,5 +32,3 @@ function token_bucket.charge(key, limit, window_us, window_ms, member, now,
   rcall('PEXPIRE', key, math.max(ms(full_us), 1))
   return math.floor(tokens), ms(full_us)
 end
-
-algorithms['3'] = token_bucket

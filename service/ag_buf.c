@@ -13,6 +13,7 @@ void ag_buf_init(struct ag_buf *b, size_t max)
     b->len = 0;
     b->cap = 0;
     b->max = max;
+    b->err = 0;
 }
 
 void ag_buf_free(struct ag_buf *b)
@@ -24,14 +25,25 @@ void ag_buf_free(struct ag_buf *b)
 void ag_buf_reset(struct ag_buf *b)
 {
     b->len = 0;
+    b->err = 0;
     if (b->p)
         b->p[0] = '\0';
 }
 
+/* Records rc as the buffer's error if it is the first; returns rc. */
+static int keep_error(struct ag_buf *b, int rc)
+{
+    if (!b->err)
+        b->err = rc;
+    return rc;
+}
+
 int ag_buf_reserve(struct ag_buf *b, size_t extra)
 {
+    if (b->err)
+        return b->err;
     if (extra > b->max - b->len)
-        return AG_ETOOBIG;
+        return keep_error(b, AG_ETOOBIG);
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return AG_OK;
@@ -42,7 +54,7 @@ int ag_buf_reserve(struct ag_buf *b, size_t extra)
         cap = b->max + 1;
     char *p = realloc(b->p, cap);
     if (!p)
-        return AG_ENOMEM;
+        return keep_error(b, AG_ENOMEM);
     b->p = p;
     b->cap = cap;
     return AG_OK;
@@ -90,8 +102,10 @@ int ag_buf_printf(struct ag_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    if (b->err)
+        return b->err;
     if (n < 0)
-        return AG_EINVAL;
+        return keep_error(b, AG_EINVAL);
     int rc = ag_buf_reserve(b, (size_t)n);
     if (rc)
         return rc;

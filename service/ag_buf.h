@@ -3,6 +3,12 @@
  * the cap fails with AG_ETOOBIG and leaves the buffer as it was, so a hostile
  * input can never make it grow without bound. The contents are always
  * NUL-terminated. Not thread-safe; one owner at a time.
+ *
+ * The error is sticky: the first append that fails (AG_ETOOBIG or
+ * AG_ENOMEM) records its code, and every later append returns that code
+ * and does nothing, until ag_buf_init or ag_buf_reset. A message built by a
+ * run of appends is then checked once, with ag_buf_error, at its end: no
+ * error codes ORed together, and no half-message that skipped a part.
  */
 #ifndef AG_BUF_H
 #define AG_BUF_H
@@ -15,13 +21,20 @@ struct ag_buf {
     size_t len; /* bytes used, without the NUL */
     size_t cap; /* bytes allocated */
     size_t max; /* most bytes len may reach */
+    int err;    /* the first failed append's code; 0 while none failed */
 };
 
 void ag_buf_init(struct ag_buf *b, size_t max);
 /* Frees the contents; the buffer may be reused after ag_buf_init. */
 void ag_buf_free(struct ag_buf *b);
-/* Empties the buffer and keeps its allocation. */
+/* Empties the buffer, clears its error and keeps its allocation. */
 void ag_buf_reset(struct ag_buf *b);
+/* AG_OK, or the code of the first append that failed since the last
+ * ag_buf_init or ag_buf_reset. */
+static inline int ag_buf_error(const struct ag_buf *b)
+{
+    return b->err;
+}
 /* Makes room for extra more bytes at once (AG_ETOOBIG past the cap), so
  * the appends of a known-size message do not reallocate one by one. */
 int ag_buf_reserve(struct ag_buf *b, size_t extra);

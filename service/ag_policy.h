@@ -34,7 +34,8 @@
  * distinct, which store one member per request or subject. */
 #define AG_SET_LIMIT_MAX 10000u
 
-/* The order is the Lua driver's algorithm numbering (lua/check.lua). */
+/* Each value is also the algorithm's code in the Lua driver's specs:
+ * service/ag_redis_code.c registers lua/<name>.lua's table under it. */
 enum ag_algorithm {
     AG_ALG_SLIDING_LOG,
     AG_ALG_FIXED_WINDOW,

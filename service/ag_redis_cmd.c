@@ -5,21 +5,20 @@
 #include "ag_error.h"
 
 /* "<prefix><n>\r\n": a multibulk count or a bulk length. */
-static int header(struct ag_buf *b, char prefix, uint64_t n)
+static void header(struct ag_buf *b, char prefix, uint64_t n)
 {
-    /* One append per statement: the operands of | run in no set order. */
-    int rc = ag_buf_append(b, &prefix, 1);
-    rc |= ag_buf_uint(b, n);
-    rc |= ag_buf_append(b, "\r\n", 2);
-    return rc;
+    /* The buffer keeps the first error: the results need no checking. */
+    ag_buf_append(b, &prefix, 1);
+    ag_buf_uint(b, n);
+    ag_buf_append(b, "\r\n", 2);
 }
 
-int ag_redis_cmd_command(struct ag_buf *b, size_t argc)
+void ag_redis_cmd_command(struct ag_buf *b, size_t argc)
 {
-    return header(b, '*', argc);
+    header(b, '*', argc);
 }
 
-int ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len)
+void ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len)
 {
     /* Reserved once and written in place: a check has some thirty
      * arguments, and an append apiece for each of their five parts was 5%
@@ -27,9 +26,8 @@ int ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len)
     char out[AG_UINT_TEXT];
     size_t dlen;
     const char *digits = ag_uint_text(out, len, &dlen);
-    int rc = ag_buf_reserve(b, 1 + dlen + 2 + len + 2);
-    if (rc)
-        return rc;
+    if (ag_buf_reserve(b, 1 + dlen + 2 + len + 2) != AG_OK)
+        return;
     char *p = b->p + b->len;
     *p++ = '$';
     memcpy(p, digits, dlen);
@@ -43,18 +41,17 @@ int ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len)
     *p++ = '\n';
     *p = '\0';
     b->len = (size_t)(p - b->p);
-    return AG_OK;
 }
 
-int ag_redis_cmd_str(struct ag_buf *b, const char *s)
+void ag_redis_cmd_str(struct ag_buf *b, const char *s)
 {
-    return ag_redis_cmd_arg(b, s, strlen(s));
+    ag_redis_cmd_arg(b, s, strlen(s));
 }
 
-int ag_redis_cmd_uint(struct ag_buf *b, uint64_t v)
+void ag_redis_cmd_uint(struct ag_buf *b, uint64_t v)
 {
     char out[AG_UINT_TEXT];
     size_t len;
     const char *digits = ag_uint_text(out, v, &len);
-    return ag_redis_cmd_arg(b, digits, len);
+    ag_redis_cmd_arg(b, digits, len);
 }

@@ -3,10 +3,11 @@
  * is "*<argc>\r\n" and then each argument as "$<len>\r\n<bytes>\r\n". The
  * check path formats one EVALSHA per request; building it here, without an
  * argv array or printf, is the cheaper form of hiredis's
- * redisFormatCommandArgv, byte for byte the same (tests/unit/test_resp.c).
- * Each call returns AG_OK or ag_buf's error (AG_ETOOBIG or AG_ENOMEM, and
- * the OR of those two is one of them), so a run of calls may be ORed
- * together and checked once; a command with any error must be dropped.
+ * redisFormatCommandArgv, byte for byte the same
+ * (tests/unit/test_redis_cmd.c). The calls return nothing: a failure
+ * (AG_ETOOBIG past the buffer's cap, or AG_ENOMEM) sticks to the ag_buf,
+ * later calls then do nothing, and the caller checks ag_buf_error once the
+ * command is written; a command with an error must be dropped.
  */
 #ifndef AG_REDIS_CMD_H
 #define AG_REDIS_CMD_H
@@ -17,12 +18,12 @@
 #include "ag_buf.h"
 
 /* Starts a command of argc arguments. */
-int ag_redis_cmd_command(struct ag_buf *b, size_t argc);
+void ag_redis_cmd_command(struct ag_buf *b, size_t argc);
 /* One argument of len bytes (binary safe). */
-int ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len);
+void ag_redis_cmd_arg(struct ag_buf *b, const void *data, size_t len);
 /* One argument: the NUL-terminated s. */
-int ag_redis_cmd_str(struct ag_buf *b, const char *s);
+void ag_redis_cmd_str(struct ag_buf *b, const char *s);
 /* One argument: v in decimal. */
-int ag_redis_cmd_uint(struct ag_buf *b, uint64_t v);
+void ag_redis_cmd_uint(struct ag_buf *b, uint64_t v);
 
 #endif

@@ -49,16 +49,17 @@ struct ag_store {
     const struct ag_store_ops *ops;
 };
 
-/* A Redis store. Connects lazily, one hiredis context per calling thread,
- * each with timeout_ms on connect and on every command; a failed context is
- * dropped and the next call reconnects. Scripts are loaded on connect and
- * again on NOSCRIPT. Returns NULL when out of memory. Free with
- * ag_store_destroy after every thread that used it has stopped using it.
- * After three failed operations in a row a circuit breaker opens: calls
- * then fail at once (AG_ESTORE) while a background thread probes Redis,
- * 100 ms after opening and then backing off to once a second, and closes
- * the breaker when Redis answers. metrics (may be NULL) counts errors,
- * timeouts and the breaker's state. */
+/* A Redis store. Commands are pipelined over two connections, each its
+ * own thread's (ag_redis_pipe.h), made lazily with timeout_ms on connect
+ * and on every command; a failed connection is dropped and the next batch
+ * reconnects. The Lua code is loaded on connect and again on NOSCRIPT or
+ * "Function not found". Returns NULL when out of memory or threads. Free
+ * with ag_store_destroy after every thread that used it has stopped using
+ * it. After three failed operations in a row a circuit breaker opens:
+ * calls then fail at once (AG_ESTORE) while a background thread probes
+ * Redis, 100 ms after opening and then backing off to once a second, and
+ * closes the breaker when Redis answers (ag_redis_breaker.h). metrics
+ * (may be NULL) counts errors, timeouts and the breaker's state. */
 struct ag_metrics;
 struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
                                     unsigned timeout_ms,

@@ -1,6 +1,7 @@
 /*
  * ag_buf: the hard cap is enforced and a refused append leaves the buffer
- * exactly as it was; JSON strings come out escaped and parse back to the
+ * exactly as it was; the first failure sticks, so later appends do nothing
+ * until a reset; JSON strings come out escaped and parse back to the
  * original text.
  */
 #include <setjmp.h>
@@ -89,11 +90,53 @@ static void append_past_cap_fails_and_leaves_buffer_unchanged(void **state)
     assert_int_equal(b.len, 6);
     assert_string_equal(b.p, "abcdef");
     assert_ptr_equal(b.p, before);
-    /* The cap still leaves room for what fits. */
-    assert_int_equal(ag_buf_append(&b, "xy", 2), AG_OK);
-    assert_string_equal(b.p, "abcdefxy");
-    assert_int_equal(ag_buf_append(&b, "z", 1), AG_ETOOBIG);
-    assert_string_equal(b.p, "abcdefxy");
+    assert_int_equal(ag_buf_error(&b), AG_ETOOBIG);
+    ag_buf_free(&b);
+}
+
+static void appends_after_a_failure_do_nothing_and_keep_its_code(void **state)
+{
+    (void)state;
+    struct ag_buf b;
+    ag_buf_init(&b, 8);
+    assert_int_equal(ag_buf_puts(&b, "abcdef"), AG_OK);
+    assert_int_equal(ag_buf_error(&b), AG_OK);
+    assert_int_equal(ag_buf_puts(&b, "xyz"), AG_ETOOBIG);
+    /* Each of these would fit, but the message already lost a part. */
+    assert_int_equal(ag_buf_puts(&b, "x"), AG_ETOOBIG);
+    assert_int_equal(ag_buf_uint(&b, 7), AG_ETOOBIG);
+    assert_int_equal(ag_buf_printf(&b, "%d", 1), AG_ETOOBIG);
+    assert_int_equal(ag_buf_json_string(&b, ""), AG_ETOOBIG);
+    assert_int_equal(ag_buf_reserve(&b, 1), AG_ETOOBIG);
+    assert_int_equal(b.len, 6);
+    assert_string_equal(b.p, "abcdef");
+    assert_int_equal(ag_buf_error(&b), AG_ETOOBIG);
+    ag_buf_free(&b);
+}
+
+static void reset_clears_the_error(void **state)
+{
+    (void)state;
+    struct ag_buf b;
+    ag_buf_init(&b, 4);
+    assert_int_equal(ag_buf_puts(&b, "hello"), AG_ETOOBIG);
+    ag_buf_reset(&b);
+    assert_int_equal(ag_buf_error(&b), AG_OK);
+    assert_int_equal(ag_buf_puts(&b, "hell"), AG_OK);
+    assert_string_equal(b.p, "hell");
+    ag_buf_free(&b);
+}
+
+static void init_after_free_clears_the_error(void **state)
+{
+    (void)state;
+    struct ag_buf b;
+    ag_buf_init(&b, 4);
+    assert_int_equal(ag_buf_puts(&b, "hello"), AG_ETOOBIG);
+    ag_buf_free(&b);
+    assert_int_equal(ag_buf_error(&b), AG_OK);
+    ag_buf_init(&b, 8);
+    assert_int_equal(ag_buf_puts(&b, "hello"), AG_OK);
     ag_buf_free(&b);
 }
 
@@ -117,7 +160,8 @@ static void printf_past_cap_fails_and_leaves_buffer_unchanged(void **state)
     assert_int_equal(ag_buf_printf(&b, "%d", 12345678), AG_ETOOBIG);
     assert_int_equal(b.len, 3);
     assert_string_equal(b.p, "abc");
-    assert_int_equal(ag_buf_printf(&b, "%d", 1234567), AG_OK);
+    ag_buf_reset(&b);
+    assert_int_equal(ag_buf_printf(&b, "abc%d", 1234567), AG_OK);
     assert_string_equal(b.p, "abc1234567");
     ag_buf_free(&b);
 }
@@ -253,25 +297,33 @@ static void json_string_appends_after_existing_content(void **state)
     ag_buf_free(&b);
 }
 
-static void json_string_past_cap_leaves_buffer_unchanged(void **state)
+/* A buffer of cap 10 holding "ab", and json_string(text) refused on it:
+ * the buffer is left as it was. */
+static void assert_json_string_refused(const char *text)
 {
-    (void)state;
     struct ag_buf b;
     ag_buf_init(&b, 10);
     assert_int_equal(ag_buf_puts(&b, "ab"), AG_OK);
+    assert_int_equal(ag_buf_json_string(&b, text), AG_ETOOBIG);
+    assert_int_equal(b.len, 2);
+    assert_string_equal(b.p, "ab");
+    assert_int_equal(ag_buf_error(&b), AG_ETOOBIG);
+    ag_buf_free(&b);
+}
+
+static void json_string_past_cap_leaves_buffer_unchanged(void **state)
+{
+    (void)state;
     /* Fails part-way through the characters. */
-    assert_int_equal(ag_buf_json_string(&b, "abcdefghij"), AG_ETOOBIG);
-    assert_int_equal(b.len, 2);
-    assert_string_equal(b.p, "ab");
+    assert_json_string_refused("abcdefghij");
     /* Fails on the second escape sequence. */
-    assert_int_equal(ag_buf_json_string(&b, "\x01\x01"), AG_ETOOBIG);
-    assert_int_equal(b.len, 2);
-    assert_string_equal(b.p, "ab");
+    assert_json_string_refused("\x01\x01");
     /* Fails only on the closing quote. */
-    assert_int_equal(ag_buf_json_string(&b, "abcdefg"), AG_ETOOBIG);
-    assert_int_equal(b.len, 2);
-    assert_string_equal(b.p, "ab");
+    assert_json_string_refused("abcdefg");
     /* What fits exactly is written whole. */
+    struct ag_buf b;
+    ag_buf_init(&b, 10);
+    assert_int_equal(ag_buf_puts(&b, "ab"), AG_OK);
     assert_int_equal(ag_buf_json_string(&b, "abcdef"), AG_OK);
     assert_int_equal(b.len, 10);
     assert_string_equal(b.p, "ab\"abcdef\"");
@@ -285,6 +337,9 @@ int main(void)
         cmocka_unit_test(append_exactly_to_cap_succeeds),
         cmocka_unit_test(reserve_makes_room_without_changing_contents),
         cmocka_unit_test(append_past_cap_fails_and_leaves_buffer_unchanged),
+        cmocka_unit_test(appends_after_a_failure_do_nothing_and_keep_its_code),
+        cmocka_unit_test(reset_clears_the_error),
+        cmocka_unit_test(init_after_free_clears_the_error),
         cmocka_unit_test(first_append_past_cap_allocates_nothing),
         cmocka_unit_test(printf_past_cap_fails_and_leaves_buffer_unchanged),
         cmocka_unit_test(buffer_grows_past_first_allocation_keeping_contents),

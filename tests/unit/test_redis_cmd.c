@@ -1,7 +1,9 @@
 /*
  * ag_redis_cmd: every command it writes is byte for byte what hiredis's own
  * formatter (redisFormatCommandArgv) makes of the same arguments, including
- * empty, binary and large ones; a command past the buffer's cap is refused.
+ * empty, binary and large ones; a command past the buffer's cap is refused,
+ * and an argument past it fails the whole command: nothing after it is
+ * written.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,10 +28,10 @@ static void assert_same_as_hiredis(int argc, const char **argv,
 {
     struct ag_buf b;
     ag_buf_init(&b, 1 << 20);
-    int rc = ag_redis_cmd_command(&b, (size_t)argc);
+    ag_redis_cmd_command(&b, (size_t)argc);
     for (int i = 0; i < argc; i++)
-        rc |= ag_redis_cmd_arg(&b, argv[i], lens[i]);
-    assert_int_equal(rc, AG_OK);
+        ag_redis_cmd_arg(&b, argv[i], lens[i]);
+    assert_int_equal(ag_buf_error(&b), AG_OK);
     char *want;
     long long n = redisFormatCommandArgv(&want, argc, argv, lens);
     assert_true(n > 0);
@@ -72,8 +74,10 @@ static void numbers_match_their_decimal_text(void **state)
         struct ag_buf mine, theirs;
         ag_buf_init(&mine, 256);
         ag_buf_init(&theirs, 256);
-        assert_int_equal(ag_redis_cmd_uint(&mine, values[i]), AG_OK);
-        assert_int_equal(ag_redis_cmd_str(&theirs, text), AG_OK);
+        ag_redis_cmd_uint(&mine, values[i]);
+        ag_redis_cmd_str(&theirs, text);
+        assert_int_equal(ag_buf_error(&mine), AG_OK);
+        assert_int_equal(ag_buf_error(&theirs), AG_OK);
         assert_string_equal(mine.p, theirs.p);
         ag_buf_reset(&mine);
         assert_int_equal(ag_buf_uint(&mine, values[i]), AG_OK);
@@ -88,12 +92,33 @@ static void a_command_past_the_cap_is_refused(void **state)
     (void)state;
     struct ag_buf b;
     ag_buf_init(&b, 32);
-    int rc = ag_redis_cmd_command(&b, 2);
-    rc |= ag_redis_cmd_str(&b, "GET");
-    assert_int_equal(rc, AG_OK);
+    ag_redis_cmd_command(&b, 2);
+    ag_redis_cmd_str(&b, "GET");
+    assert_int_equal(ag_buf_error(&b), AG_OK);
     char key[40];
     memset(key, 'k', sizeof key);
-    assert_int_not_equal(ag_redis_cmd_arg(&b, key, sizeof key), AG_OK);
+    ag_redis_cmd_arg(&b, key, sizeof key);
+    assert_int_equal(ag_buf_error(&b), AG_ETOOBIG);
+    ag_buf_free(&b);
+}
+
+static void arguments_after_a_refused_one_are_not_written(void **state)
+{
+    (void)state;
+    struct ag_buf b;
+    ag_buf_init(&b, 32);
+    ag_redis_cmd_command(&b, 3);
+    ag_redis_cmd_str(&b, "GET");
+    size_t len = b.len;
+    char key[40];
+    memset(key, 'k', sizeof key);
+    ag_redis_cmd_arg(&b, key, sizeof key);
+    /* Each of these fits the room left, but the command lost an argument:
+     * writing them would make a shorter command that Redis would run. */
+    ag_redis_cmd_str(&b, "k");
+    ag_redis_cmd_uint(&b, 1);
+    assert_int_equal(b.len, len);
+    assert_int_equal(ag_buf_error(&b), AG_ETOOBIG);
     ag_buf_free(&b);
 }
 
@@ -104,6 +129,7 @@ int main(void)
         cmocka_unit_test(matches_hiredis_on_empty_binary_and_large),
         cmocka_unit_test(numbers_match_their_decimal_text),
         cmocka_unit_test(a_command_past_the_cap_is_refused),
+        cmocka_unit_test(arguments_after_a_refused_one_are_not_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,58 @@
+/*
+ * The Lua code the Redis store runs, composed from the lua/ files: a
+ * function library holding every algorithm (Redis 7 and later, FUNCTION
+ * LOAD then FCALL), and one script per set of algorithms (EVALSHA, where
+ * FUNCTION is refused), so a check of three sliding logs does not pay for
+ * the algorithms it does not use.
+ *
+ * Each text is common.lua, then for each algorithm it holds
+ * <ag_algorithm_name>.lua followed by that table's registration in
+ * `algorithms` under its enum ag_algorithm value (the code a policy's spec
+ * carries), then check.lua, the driver. The registrations are written here
+ * from the C enum, so the Lua numbering cannot drift from it. The library
+ * wraps the driver as the body of `local function check(KEYS, ARGV)` and
+ * registers it; its name and its function's carry a hash of its code, so
+ * instances of two versions share a Redis without replacing each other's
+ * code.
+ *
+ * Pure: no I/O, no Redis. A composed ag_redis_code is read-only and may
+ * be read from any thread.
+ */
+#ifndef AG_REDIS_CODE_H
+#define AG_REDIS_CODE_H
+
+#include <stddef.h>
+
+#include "ag_embedded.h"
+#include "ag_policy.h"
+
+/* Scripts by algorithm bit mask (bit a for enum ag_algorithm a); mask 0 is
+ * unused. */
+#define AG_REDIS_SCRIPTS (1u << AG_ALG_COUNT)
+#define AG_REDIS_VERSION_HEX 16 /* the library's version: hash hex digits */
+
+struct ag_redis_text {
+    char *text; /* NUL-terminated; owned by the ag_redis_code */
+    size_t len; /* bytes, without the NUL */
+};
+
+struct ag_redis_code {
+    struct ag_redis_text scripts[AG_REDIS_SCRIPTS];
+    /* "#!lua name=abuseguard_<version>\n" ... register_function */
+    struct ag_redis_text library;
+    /* The library's check function, for FCALL: "ag_check_<version>". */
+    char function[sizeof "ag_check_" + AG_REDIS_VERSION_HEX];
+};
+
+/* Composes c from files (n of them, e.g. ag_embedded_lua): the pieces
+ * named common.lua, <algorithm>.lua for every algorithm and check.lua;
+ * others are ignored. This is the one place the texts are put together:
+ * a variant (a test's) passes other pieces. Returns AG_OK, AG_ENOTFOUND
+ * if a piece is missing or AG_ENOMEM; c is zeroed on failure. Free with
+ * ag_redis_code_free. */
+int ag_redis_code_init(struct ag_redis_code *c,
+                       const struct ag_embedded_file *files, size_t n);
+/* Frees c's texts; c may be zeroed or composed. */
+void ag_redis_code_free(struct ag_redis_code *c);
+
+#endif

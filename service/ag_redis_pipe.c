@@ -1,0 +1,479 @@
+#include "ag_redis_pipe.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <sodium.h>
+
+#include "ag_error.h"
+#include "ag_log.h"
+#include "ag_metrics.h"
+#include "ag_redis_reply.h"
+
+#define DISPATCHERS AG_REDIS_PIPE_DISPATCHERS
+#define SCRIPTS AG_REDIS_SCRIPTS
+
+struct ag_redis_conn {
+    struct ag_redis_pipe *pipe;
+    pthread_t thread;
+    bool started;      /* the thread runs: it is joined at the end */
+    redisContext *ctx; /* this thread's only; NULL while disconnected */
+};
+
+struct ag_redis_pipe {
+    struct ag_redis_addr addr;
+    struct timeval timeout;
+    const struct ag_redis_code *code; /* borrowed */
+    struct ag_redis_breaker *breaker; /* borrowed */
+    struct ag_metrics *metrics;       /* borrowed; may be NULL */
+    atomic_int functions;             /* 1: Redis took the library, checks
+                                         use FCALL; 0: it refused it; -1:
+                                         not known yet */
+    pthread_mutex_t lock;             /* guards the queue, sha, stopping */
+    pthread_cond_t queued;            /* dispatchers wait on it */
+    struct ag_redis_job *head, *tail;
+    bool stopping;
+    char sha[SCRIPTS][41]; /* each script's SHA1 once Redis told us */
+    struct ag_redis_conn conns[DISPATCHERS];
+};
+
+/* A job whose sender waits for it (ag_redis_pipe_call). */
+struct waiter {
+    struct ag_redis_job job; /* first: done's job is the waiter */
+    sem_t woken;
+};
+
+static void count(struct ag_redis_pipe *p, atomic_uint_fast64_t *counter);
+static void drop(redisContext **ctx);
+static void failed(struct ag_redis_pipe *p, const redisContext *ctx);
+static int expect_type(struct ag_redis_pipe *p, redisContext **ctx, int argc,
+                       const char **argv, const size_t *lens, int type);
+static void use_library(struct ag_redis_pipe *p, int use, const char *why);
+static bool passing(const char *err);
+static bool note_library(struct ag_redis_pipe *p, const redisReply *r);
+static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
+                     unsigned from, unsigned to);
+static redisContext *connect_redis(struct ag_redis_pipe *p);
+static bool stale(const redisContext *ctx);
+static struct ag_redis_job *take_batch(struct ag_redis_pipe *p, size_t *n);
+static void *dispatch(void *arg);
+static void wake(struct ag_redis_job *j, struct ag_redis_conn *c);
+static void stop(struct ag_redis_pipe *p);
+
+static void count(struct ag_redis_pipe *p, atomic_uint_fast64_t *counter)
+{
+    if (p->metrics)
+        atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
+static void drop(redisContext **ctx)
+{
+    if (*ctx)
+        redisFree(*ctx);
+    *ctx = NULL;
+}
+
+/* Counts and logs a failed call on ctx. */
+static void failed(struct ag_redis_pipe *p, const redisContext *ctx)
+{
+    const char *why = ctx ? ctx->errstr : "out of memory";
+    bool timeout =
+        strstr(why, "temporarily unavailable") || strstr(why, "timed out");
+    if (p->metrics)
+        count(p, timeout ? &p->metrics->redis_timeouts
+                         : &p->metrics->redis_errors);
+    ag_log(AG_LOG_WARN, timeout ? "redis_timeout" : "redis_error", "%s", why);
+}
+
+/* Runs argv on *ctx (connection set-up only) and expects a reply of type;
+ * drops *ctx otherwise. */
+static int expect_type(struct ag_redis_pipe *p, redisContext **ctx, int argc,
+                       const char **argv, const size_t *lens, int type)
+{
+    redisReply *r = redisCommandArgv(*ctx, argc, argv, lens);
+    if (!r) {
+        failed(p, *ctx);
+        drop(ctx);
+        return AG_ESTORE;
+    }
+    int ok = r->type == type;
+    if (!ok)
+        ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", argv[0],
+               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    ag_redis_reply_free(r);
+    if (!ok)
+        drop(ctx);
+    return ok ? AG_OK : AG_ESTORE;
+}
+
+/* Sets whether checks use FCALL (1) or scripts (0), logging a change;
+ * why: Redis's words when it refused the library. */
+static void use_library(struct ag_redis_pipe *p, int use, const char *why)
+{
+    if (atomic_exchange(&p->functions, use) == use)
+        return;
+    if (use)
+        ag_log(AG_LOG_INFO, "redis_functions",
+               "checks run the function library with FCALL");
+    else
+        ag_log(AG_LOG_WARN, "redis_functions",
+               "FUNCTION LOAD or FCALL refused (%s): checks run scripts with "
+               "EVALSHA",
+               why);
+}
+
+/* Is err a refusal that may pass (Redis busy, loading, out of memory, a
+ * failing disk, a replica), not one that will stand? */
+static bool passing(const char *err)
+{
+    static const char *const codes[] = {"BUSY",       "LOADING",   "OOM",
+                                        "MISCONF",    "READONLY",  "TRYAGAIN",
+                                        "MASTERDOWN", "NOREPLICAS"};
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        size_t n = strlen(codes[i]);
+        if (strncmp(err, codes[i], n) == 0 && (err[n] == ' ' || !err[n]))
+            return true;
+    }
+    return false;
+}
+
+/* Notes what Redis said to FUNCTION LOAD (r): the library is there (loaded
+ * now, or "already exists": the name is a hash of the code, so it is this
+ * code), refused for good (no FUNCTION: Redis 6, an ACL, rename-command),
+ * or refused for now, which changes nothing. True if Redis has it. */
+static bool note_library(struct ag_redis_pipe *p, const redisReply *r)
+{
+    bool err = r->type == REDIS_REPLY_ERROR;
+    if (r->type == REDIS_REPLY_STRING ||
+        (err && strstr(r->str, "already exists"))) {
+        use_library(p, 1, NULL);
+        return true;
+    }
+    if (err && passing(r->str))
+        ag_log(AG_LOG_WARN, "redis_functions", "FUNCTION LOAD failed: %s",
+               r->str);
+    else
+        use_library(p, 0, err ? r->str : "unexpected reply");
+    return false;
+}
+
+/* Loads on *ctx in one round trip (pipelined): the function library if
+ * library is set, then scripts[from..to), noting their SHA1s. A refused
+ * library is noted (checks then use the scripts), not a failure; a script
+ * that fails to load drops *ctx. */
+static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
+                     unsigned from, unsigned to)
+{
+    if (!*ctx)
+        return AG_ESTORE;
+    if (library) {
+        /* Not REPLACE: "already exists" is this code, and answering it
+         * costs Redis nothing, where a replacement compiles the library
+         * again and goes to the AOF and the replicas. */
+        const char *argv[] = {"FUNCTION", "LOAD", p->code->library.text};
+        size_t lens[] = {8, 4, p->code->library.len};
+        if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
+            failed(p, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+    }
+    for (unsigned m = from; m < to; m++) {
+        const char *argv[] = {"SCRIPT", "LOAD", p->code->scripts[m].text};
+        size_t lens[] = {6, 4, p->code->scripts[m].len};
+        if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
+            failed(p, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+    }
+    if (library) {
+        redisReply *r = NULL;
+        if (redisGetReply(*ctx, (void **)&r) != REDIS_OK) {
+            failed(p, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+        note_library(p, r);
+        ag_redis_reply_free(r);
+    }
+    bool ok = true;
+    for (unsigned m = from; m < to; m++) {
+        redisReply *r = NULL;
+        if (redisGetReply(*ctx, (void **)&r) != REDIS_OK) {
+            failed(p, *ctx);
+            drop(ctx);
+            return AG_ESTORE;
+        }
+        if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+            pthread_mutex_lock(&p->lock);
+            memcpy(p->sha[m], r->str, 41);
+            pthread_mutex_unlock(&p->lock);
+        } else if (ok) {
+            ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+            ok = false;
+        }
+        ag_redis_reply_free(r);
+    }
+    if (!ok)
+        drop(ctx);
+    return ok ? AG_OK : AG_ESTORE;
+}
+
+/* A new connection with the timeouts set, authenticated, on the right
+ * database, with the library and every script loaded (one round trip);
+ * NULL if any step fails. */
+static redisContext *connect_redis(struct ag_redis_pipe *p)
+{
+    const struct ag_redis_addr *a = &p->addr;
+    redisContext *ctx =
+        a->kind == AG_REDIS_UNIX
+            ? redisConnectUnixWithTimeout(a->path, p->timeout)
+            : redisConnectWithTimeout(a->host, a->port, p->timeout);
+    if (!ctx || ctx->err) {
+        ag_log(AG_LOG_WARN, "redis_connect", "%s",
+               ctx ? ctx->errstr : "out of memory");
+        if (p->metrics)
+            count(p, &p->metrics->redis_errors);
+        drop(&ctx);
+        return NULL;
+    }
+    /* Its replies are built by ag_redis_reply (fewer allocations) and freed
+     * with ag_redis_reply_free. */
+    ctx->reader->fn = &ag_redis_reply_functions;
+    if (redisSetTimeout(ctx, p->timeout) != REDIS_OK) {
+        drop(&ctx);
+        return NULL;
+    }
+    if (a->password[0]) {
+        const char *argv[] = {"AUTH", a->password};
+        size_t lens[] = {4, strlen(a->password)};
+        if (expect_type(p, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
+            return NULL;
+    }
+    if (a->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", a->db);
+        const char *argv[] = {"SELECT", db};
+        size_t lens[] = {6, strlen(db)};
+        if (expect_type(p, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
+            return NULL;
+    }
+    if (load_code(p, &ctx, true, 1, SCRIPTS))
+        return NULL;
+    return ctx;
+}
+
+/* Has Redis closed ctx (a restart, a failover, its idle timeout, CLIENT
+ * KILL) while it sat idle? A batch written on it would be lost, its
+ * commands maybe run and never answered; better to reconnect first. An
+ * idle RESP2 connection has nothing to read unless it was closed. */
+static bool stale(const redisContext *ctx)
+{
+    struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) != 0;
+}
+
+/* Takes up to AG_REDIS_PIPE_BATCH queued jobs; NULL once stopping and
+ * drained. */
+static struct ag_redis_job *take_batch(struct ag_redis_pipe *p, size_t *n)
+{
+    pthread_mutex_lock(&p->lock);
+    while (!p->head && !p->stopping)
+        pthread_cond_wait(&p->queued, &p->lock);
+    struct ag_redis_job *first = p->head, *last = NULL;
+    *n = 0;
+    for (struct ag_redis_job *j = p->head; j && *n < AG_REDIS_PIPE_BATCH;
+         j = j->next) {
+        last = j;
+        (*n)++;
+    }
+    if (last) {
+        p->head = last->next;
+        if (!p->head)
+            p->tail = NULL;
+        last->next = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return first;
+}
+
+static void *dispatch(void *arg)
+{
+    struct ag_redis_conn *c = arg;
+    struct ag_redis_pipe *p = c->pipe;
+    size_t n;
+    struct ag_redis_job *batch;
+    while ((batch = take_batch(p, &n))) {
+        if (c->ctx && stale(c->ctx))
+            drop(&c->ctx);
+        if (!c->ctx && !ag_redis_breaker_is_open(p->breaker))
+            c->ctx = connect_redis(p);
+        bool ok = c->ctx != NULL;
+        for (struct ag_redis_job *j = batch; ok && j; j = j->next)
+            ok =
+                redisAppendFormattedCommand(c->ctx, j->cmd, j->len) == REDIS_OK;
+        if (!ok)
+            drop(&c->ctx); /* nothing of a half-built batch may be sent */
+        /* Once the batch is being written, any command of it may have run
+         * in Redis even if its reply never comes (a read timeout), and the
+         * first read writes the whole batch: so a failed read leaves every
+         * job of the batch sent, not only those before it. */
+        bool written = ok;
+        for (struct ag_redis_job *j = batch; j; j = j->next) {
+            void *reply = NULL;
+            j->sent = written;
+            j->orphaned = written && !ok;
+            if (ok && redisGetReply(c->ctx, &reply) != REDIS_OK) {
+                failed(p, c->ctx);
+                drop(&c->ctx);
+                ok = false;
+            }
+            j->reply = reply;
+        }
+        /* Done last, once every reply is read: a done may free its job or
+         * queue it again, and a waiter's lives on its sender's stack. */
+        for (struct ag_redis_job *j = batch, *next; j; j = next) {
+            next = j->next;
+            j->next = NULL;
+            j->done(j, c);
+        }
+    }
+    drop(&c->ctx);
+    return NULL;
+}
+
+void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->tail)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    pthread_cond_signal(&p->queued);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void wake(struct ag_redis_job *j, struct ag_redis_conn *c)
+{
+    (void)c;
+    sem_post(&((struct waiter *)j)->woken);
+}
+
+redisReply *ag_redis_pipe_call(struct ag_redis_pipe *p, int argc,
+                               const char **argv, const size_t *lens,
+                               bool *sent)
+{
+    char *cmd;
+    *sent = false;
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0)
+        return NULL;
+    struct waiter w = {.job = {.cmd = cmd, .len = (size_t)len, .done = wake}};
+    sem_init(&w.woken, 0, 0);
+    ag_redis_pipe_send(p, &w.job);
+    while (sem_wait(&w.woken) != 0 && errno == EINTR)
+        ;
+    sem_destroy(&w.woken);
+    redisFreeCommand(cmd);
+    *sent = w.job.sent;
+    return w.job.reply;
+}
+
+bool ag_redis_pipe_fcall(struct ag_redis_pipe *p)
+{
+    return atomic_load_explicit(&p->functions, memory_order_relaxed) == 1;
+}
+
+void ag_redis_pipe_refuse_library(struct ag_redis_pipe *p, const char *why)
+{
+    use_library(p, 0, why);
+}
+
+void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41])
+{
+    pthread_mutex_lock(&p->lock);
+    memcpy(sha, p->sha[mask], 41);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
+{
+    return load_code(c->pipe, &c->ctx, library, mask ? mask : 1,
+                     mask ? mask + 1 : 1);
+}
+
+bool ag_redis_pipe_probe(struct ag_redis_pipe *p)
+{
+    redisContext *ctx = connect_redis(p);
+    bool up = ctx != NULL;
+    drop(&ctx);
+    return up;
+}
+
+/* Stops the dispatchers that started, after the queued jobs. */
+static void stop(struct ag_redis_pipe *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->queued);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < DISPATCHERS; i++)
+        if (p->conns[i].started)
+            pthread_join(p->conns[i].thread, NULL);
+}
+
+struct ag_redis_pipe *ag_redis_pipe_new(const struct ag_redis_addr *addr,
+                                        unsigned timeout_ms,
+                                        const struct ag_redis_code *code,
+                                        struct ag_redis_breaker *breaker,
+                                        struct ag_metrics *metrics)
+{
+    struct ag_redis_pipe *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->addr = *addr;
+    p->timeout.tv_sec = timeout_ms / 1000;
+    p->timeout.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+    p->code = code;
+    p->breaker = breaker;
+    p->metrics = metrics;
+    atomic_init(&p->functions, -1);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->queued, NULL);
+    /* Which threads started is kept by index: any of them may fail, and
+     * only those that started may be joined. */
+    bool all = true;
+    for (int i = 0; i < DISPATCHERS; i++) {
+        struct ag_redis_conn *c = &p->conns[i];
+        c->pipe = p;
+        c->started = pthread_create(&c->thread, NULL, dispatch, c) == 0;
+        all = all && c->started;
+    }
+    if (!all) {
+        ag_redis_pipe_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void ag_redis_pipe_free(struct ag_redis_pipe *p)
+{
+    if (!p)
+        return;
+    stop(p);
+    pthread_cond_destroy(&p->queued);
+    pthread_mutex_destroy(&p->lock);
+    sodium_memzero(p->addr.password, sizeof p->addr.password);
+    free(p);
+}

@@ -1,0 +1,98 @@
+/*
+ * The Redis store's pipeline ("auto-pipelining"): a caller formats its
+ * command as RESP, queues it as a job and is called back. AG_REDIS_PIPE_
+ * DISPATCHERS threads, each with its own hiredis connection (a context is
+ * not thread-safe), take everything queued (AG_REDIS_PIPE_BATCH at most),
+ * write it in one go and read the replies in order. While one batch is on
+ * the wire the next one gathers, so under load many commands share each
+ * write and read system call on both sides, and Redis serves them nearly
+ * at its pipelined rate; with one command in flight it is still one round
+ * trip.
+ *
+ * A connection is made when a batch needs one and the breaker is closed:
+ * connect, AUTH, SELECT, then the store's code loaded in one round trip
+ * (the function library and every script, so a check formatted either way
+ * finds its code). One that Redis closed while it sat idle is noticed
+ * before a batch is written on it (a restart, a failover, CLIENT KILL) and
+ * replaced. The pipe notes what Redis did with the code: the scripts'
+ * SHA1s, and whether it took the library (checks then use FCALL) or
+ * refuses FUNCTION (Redis 6, an ACL, rename-command: checks use EVALSHA).
+ *
+ * Each job's done is called once, on a dispatcher thread, after every
+ * reply of its batch is read, with the reply (or NULL: the command failed,
+ * and sent says whether it may have reached Redis) and the connection, on
+ * which done may reload code before it queues the job again. done owns
+ * the reply. The pipe borrows the code, the breaker and the metrics; it
+ * does not retry, count failures toward the breaker or parse replies: the
+ * store does (ag_store_redis.c). Thread-safe: any thread may send.
+ */
+#ifndef AG_REDIS_PIPE_H
+#define AG_REDIS_PIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+#include "ag_config.h"
+#include "ag_redis_breaker.h"
+#include "ag_redis_code.h"
+
+#define AG_REDIS_PIPE_DISPATCHERS 2 /* connections, each with its thread */
+#define AG_REDIS_PIPE_BATCH 256     /* commands written in one go at most */
+
+struct ag_metrics;
+struct ag_redis_pipe;
+/* A dispatcher's connection, lent to a job's done for the call. */
+struct ag_redis_conn;
+
+struct ag_redis_job {
+    char *cmd; /* formatted RESP; the sender's, untouched by the pipe */
+    size_t len;
+    redisReply *reply; /* done's to free; NULL if the command failed */
+    bool sent;         /* it may have reached Redis */
+    bool orphaned;     /* it failed only because an earlier reply of its
+                          batch did, on the same broken connection */
+    void (*done)(struct ag_redis_job *j, struct ag_redis_conn *c);
+    struct ag_redis_job *next; /* the pipe's while queued */
+};
+
+/* Starts the dispatchers (no connection yet). NULL if out of memory or
+ * threads; every thread that started is then stopped again. Free with
+ * ag_redis_pipe_free. */
+struct ag_redis_pipe *ag_redis_pipe_new(const struct ag_redis_addr *addr,
+                                        unsigned timeout_ms,
+                                        const struct ag_redis_code *code,
+                                        struct ag_redis_breaker *breaker,
+                                        struct ag_metrics *metrics);
+/* Stops after the queued jobs are done, and frees the pipe. */
+void ag_redis_pipe_free(struct ag_redis_pipe *p);
+
+/* Queues j; j->done is called once, later, on a dispatcher thread. j must
+ * stay valid until then. */
+void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j);
+/* Runs argv through the pipe and waits: the reply (free it with
+ * ag_redis_reply_free), or NULL with *sent saying whether it may have
+ * reached Redis. */
+redisReply *ag_redis_pipe_call(struct ag_redis_pipe *p, int argc,
+                               const char **argv, const size_t *lens,
+                               bool *sent);
+
+/* Whether Redis took the function library: checks then use FCALL. */
+bool ag_redis_pipe_fcall(struct ag_redis_pipe *p);
+/* Notes that Redis refused FCALL (why: its words): checks use scripts. */
+void ag_redis_pipe_refuse_library(struct ag_redis_pipe *p, const char *why);
+/* Copies the SHA1 of the script for mask into sha, or "" if not loaded. */
+void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41]);
+
+/* Loads on c, in one round trip, the function library if library is set
+ * and the script for mask unless mask is 0. A refused library is noted
+ * (checks then use the scripts), not a failure. AG_OK, or AG_ESTORE with
+ * the connection dropped. Only from a job's done. */
+int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask);
+
+/* Whether a fresh connection (AUTH, SELECT and the code load) succeeds
+ * now; it is closed again. For the breaker's probe. */
+bool ag_redis_pipe_probe(struct ag_redis_pipe *p);
+
+#endif

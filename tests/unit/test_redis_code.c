@@ -1,0 +1,179 @@
+/*
+ * ag_redis_code: the library holds every algorithm, each registered under
+ * its enum ag_algorithm value by the composer (the lua/ files register
+ * none themselves), each script exactly its set's algorithms, and the
+ * library's version follows its code: the same pieces give the same
+ * name, a changed piece another. A missing piece is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_embedded.h"
+#include "ag_error.h"
+#include "ag_policy.h"
+#include "ag_redis_code.h"
+
+/* "algorithms['<a>'] = <name>" for algorithm a, in line. */
+static void registration(enum ag_algorithm a, char *line, size_t size)
+{
+    snprintf(line, size, "algorithms['%d'] = %s\n", (int)a,
+             ag_algorithm_name(a));
+}
+
+static const struct ag_embedded_file *lua_file(const char *name)
+{
+    for (size_t i = 0; i < ag_embedded_lua_count; i++)
+        if (strcmp(ag_embedded_lua[i].name, name) == 0)
+            return &ag_embedded_lua[i];
+    fail_msg("no embedded %s", name);
+    return NULL;
+}
+
+static void every_algorithm_is_in_the_library_under_its_enum(void **state)
+{
+    (void)state;
+    struct ag_redis_code c;
+    assert_int_equal(
+        ag_redis_code_init(&c, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    for (int a = 0; a < AG_ALG_COUNT; a++) {
+        char line[128], file[64];
+        registration((enum ag_algorithm)a, line, sizeof line);
+        snprintf(file, sizeof file, "%s.lua",
+                 ag_algorithm_name((enum ag_algorithm)a));
+        const char *at = strstr(c.library.text, lua_file(file)->data);
+        assert_non_null(at);
+        /* The registration follows the algorithm's own code. */
+        assert_ptr_equal(strstr(at, line), at + lua_file(file)->len + 1);
+    }
+    assert_int_equal(strlen(c.library.text), c.library.len);
+    ag_redis_code_free(&c);
+}
+
+static void lua_files_register_no_algorithm_themselves(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < ag_embedded_lua_count; i++)
+        assert_null(strstr(ag_embedded_lua[i].data, "algorithms['"));
+}
+
+static void each_script_holds_exactly_its_algorithms(void **state)
+{
+    (void)state;
+    struct ag_redis_code c;
+    assert_int_equal(
+        ag_redis_code_init(&c, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    assert_null(c.scripts[0].text);
+    for (unsigned m = 1; m < AG_REDIS_SCRIPTS; m++) {
+        const char *text = c.scripts[m].text;
+        assert_non_null(text);
+        assert_int_equal(strlen(text), c.scripts[m].len);
+        /* A script is run, not loaded as a library: no function. */
+        assert_null(strstr(text, "register_function('"));
+        assert_non_null(strstr(text, lua_file("common.lua")->data));
+        assert_non_null(strstr(text, lua_file("check.lua")->data));
+        for (int a = 0; a < AG_ALG_COUNT; a++) {
+            char line[128];
+            registration((enum ag_algorithm)a, line, sizeof line);
+            assert_int_equal(strstr(text, line) != NULL, (m >> a) & 1);
+        }
+    }
+    ag_redis_code_free(&c);
+}
+
+static void library_is_named_after_its_version(void **state)
+{
+    (void)state;
+    struct ag_redis_code c;
+    assert_int_equal(
+        ag_redis_code_init(&c, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    const char *version = c.function + strlen("ag_check_");
+    assert_int_equal(strlen(version), AG_REDIS_VERSION_HEX);
+    char head[64], tail[128];
+    snprintf(head, sizeof head, "#!lua name=abuseguard_%s\n", version);
+    snprintf(tail, sizeof tail, "end\nredis.register_function('%s', check)\n",
+             c.function);
+    assert_memory_equal(c.library.text, head, strlen(head));
+    assert_string_equal(c.library.text + c.library.len - strlen(tail), tail);
+    ag_redis_code_free(&c);
+}
+
+static void same_pieces_give_the_same_version(void **state)
+{
+    (void)state;
+    struct ag_redis_code a, b;
+    assert_int_equal(
+        ag_redis_code_init(&a, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    assert_int_equal(
+        ag_redis_code_init(&b, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    assert_string_equal(a.function, b.function);
+    assert_string_equal(a.library.text, b.library.text);
+    ag_redis_code_free(&a);
+    ag_redis_code_free(&b);
+}
+
+static void version_differs_when_any_piece_differs(void **state)
+{
+    (void)state;
+    struct ag_redis_code base;
+    assert_int_equal(
+        ag_redis_code_init(&base, ag_embedded_lua, ag_embedded_lua_count),
+        AG_OK);
+    /* Change each piece in turn by one trailing comment. */
+    for (size_t i = 0; i < ag_embedded_lua_count; i++) {
+        struct ag_embedded_file files[32];
+        assert_true(ag_embedded_lua_count <= 32);
+        memcpy(files, ag_embedded_lua, ag_embedded_lua_count * sizeof *files);
+        size_t len = files[i].len + sizeof "-- changed\n" - 1;
+        char *text = malloc(len + 1);
+        assert_non_null(text);
+        memcpy(text, files[i].data, files[i].len);
+        memcpy(text + files[i].len, "-- changed\n", sizeof "-- changed\n");
+        files[i].data = text;
+        files[i].len = len;
+        struct ag_redis_code changed;
+        assert_int_equal(
+            ag_redis_code_init(&changed, files, ag_embedded_lua_count), AG_OK);
+        assert_string_not_equal(changed.function, base.function);
+        ag_redis_code_free(&changed);
+        free(text);
+    }
+    ag_redis_code_free(&base);
+}
+
+static void a_missing_piece_is_refused(void **state)
+{
+    (void)state;
+    for (size_t skip = 0; skip < ag_embedded_lua_count; skip++) {
+        struct ag_embedded_file files[32];
+        size_t n = 0;
+        for (size_t i = 0; i < ag_embedded_lua_count; i++)
+            if (i != skip)
+                files[n++] = ag_embedded_lua[i];
+        struct ag_redis_code c;
+        assert_int_equal(ag_redis_code_init(&c, files, n), AG_ENOTFOUND);
+        assert_null(c.library.text);
+        ag_redis_code_free(&c);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_algorithm_is_in_the_library_under_its_enum),
+        cmocka_unit_test(lua_files_register_no_algorithm_themselves),
+        cmocka_unit_test(each_script_holds_exactly_its_algorithms),
+        cmocka_unit_test(library_is_named_after_its_version),
+        cmocka_unit_test(same_pieces_give_the_same_version),
+        cmocka_unit_test(version_differs_when_any_piece_differs),
+        cmocka_unit_test(a_missing_piece_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
