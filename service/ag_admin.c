@@ -357,15 +357,10 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    struct ag_ruleset *set = ag_service_policies(a->svc);
-    if (set && set->nlists >= AG_LISTS_MAX)
-        rc = AG_ETOOBIG;
-    ag_ruleset_unref(set);
-    if (!rc)
-        rc = ag_policy_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
+    rc = ag_policy_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_error(r, 400, "the lists hold 10000 entries");
+        return ag_http_response_error(r, 400, err);
     if (rc == AG_ECONFLICT)
         return ag_http_response_error(r, 409, err);
     if (rc)

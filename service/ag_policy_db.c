@@ -515,6 +515,29 @@ int ag_policy_db_audit_page(struct ag_policy_db *db, int64_t before_id,
     return AG_OK;
 }
 
+/* The lists hold at most AG_LISTS_MAX entries. The count is read inside
+ * the caller's IMMEDIATE transaction, which holds the write lock from
+ * BEGIN, so that two instances adding at once cannot both see room for one
+ * more and pass the cap together. */
+static int check_lists_room(struct ag_policy_db *db, char *err, size_t errsz)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM lists", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_fail(db->db, "counting list entries", err, errsz);
+    int rc = sqlite3_step(st) == SQLITE_ROW
+                 ? AG_OK
+                 : db_fail(db->db, "counting list entries", err, errsz);
+    if (!rc && sqlite3_column_int64(st, 0) >= AG_LISTS_MAX) {
+        snprintf(err, errsz,
+                 "the allow and deny lists hold at most %d entries together",
+                 AG_LISTS_MAX);
+        rc = AG_ETOOBIG;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int ag_policy_db_list_add(struct ag_policy_db *db,
                           const struct ag_list_entry *e, const char *actor,
                           int64_t *id, char *err, size_t errsz)
@@ -522,6 +545,9 @@ int ag_policy_db_list_add(struct ag_policy_db *db,
     int rc = begin(db, err, errsz);
     if (rc)
         return rc;
+    rc = check_lists_room(db, err, errsz);
+    if (rc)
+        return finish(db, rc, err, errsz);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
                            "INSERT INTO lists (list, kind, value, endpoint, "

@@ -81,7 +81,9 @@ int ag_policy_db_audit_page(struct ag_policy_db *db, int64_t before_id,
                             size_t errsz);
 
 /* Adds a list entry (the digest, never a plaintext, for users and phones);
- * *id receives its id. AG_ECONFLICT if the same entry exists. */
+ * *id receives its id. AG_ECONFLICT if the same entry exists, AG_ETOOBIG
+ * if the lists already hold AG_LISTS_MAX entries (checked in the
+ * transaction, so it holds across instances). */
 int ag_policy_db_list_add(struct ag_policy_db *db,
                           const struct ag_list_entry *e, const char *actor,
                           int64_t *id, char *err, size_t errsz);

@@ -3,6 +3,7 @@ instances, shadow mode, audit, resets, and allow/deny lists."""
 import json
 import os
 import sqlite3
+import threading
 import time
 import unittest
 import urllib.parse
@@ -11,6 +12,7 @@ from harness import ServiceTest, digest
 
 TOKEN = "tok-" + "7" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
+LISTS_MAX = 10000  # AG_LISTS_MAX: allow and deny entries together
 NEW_POLICY = {"endpoint": "login", "key": ["user"],
               "algorithm": "fixed_window", "limit": 2, "window_s": 60}
 
@@ -354,6 +356,33 @@ class ListsTest(AdminTest):
         self.assertEqual(self.add(svc, "deny", {"kind": "ip",
                                                 "value": "10.0.0.0/8"})
                          .status, 409)
+
+    def test_two_instances_adding_at_the_cap_add_one_entry(self):
+        db = os.path.join(self.workdir, "cap.db")
+        a = self.admin_service(db=db, name="a")
+        b = self.admin_service(db=db, name="b")
+        con = sqlite3.connect(db)
+        con.executemany("INSERT INTO lists (list, kind, value) "
+                        "VALUES ('deny', 'ip', ?)",
+                        [("10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255),)
+                         for i in range(1, LISTS_MAX)])
+        con.commit()
+        time.sleep(1.0)  # both watchers have loaded LISTS_MAX - 1 entries
+        statuses = {}
+
+        def add(svc, ip):
+            statuses[ip] = self.add(svc, "deny", {"kind": "ip",
+                                                  "value": ip}).status
+        threads = [threading.Thread(target=add, args=(a, "192.0.2.1")),
+                   threading.Thread(target=add, args=(b, "192.0.2.2"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(sorted(statuses.values()), [201, 400], statuses)
+        count = con.execute("SELECT count(*) FROM lists").fetchone()[0]
+        con.close()
+        self.assertEqual(count, LISTS_MAX)
 
 
 if __name__ == "__main__":
