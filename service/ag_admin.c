@@ -8,11 +8,11 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
-#include "ag_policy_db.h"
 #include "ag_request.h"
 
 #define ACTOR "admin-api"
@@ -22,7 +22,7 @@
 struct ag_admin {
     struct ag_service *svc;
     struct ag_reload *reload;
-    struct ag_policy_db *db;
+    struct ag_db *db;
     pthread_mutex_t lock; /* guards db */
     unsigned char token_hash[crypto_generichash_BYTES];
 };
@@ -34,7 +34,7 @@ int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
     struct ag_admin *a = calloc(1, sizeof *a);
     if (!a)
         return AG_ENOMEM;
-    int rc = ag_policy_db_open(db_path, NULL, 0, &a->db, err, errsz);
+    int rc = ag_db_open(db_path, NULL, 0, &a->db, err, errsz);
     if (rc) {
         free(a);
         return rc;
@@ -52,7 +52,7 @@ void ag_admin_free(struct ag_admin *a)
 {
     if (!a)
         return;
-    ag_policy_db_close(a->db);
+    ag_db_close(a->db);
     pthread_mutex_destroy(&a->lock);
     sodium_memzero(a->token_hash, sizeof a->token_hash);
     free(a);
@@ -123,7 +123,7 @@ static int list_policies(struct ag_admin *a, struct ag_http_response *r)
     size_t n;
     char err[512];
     pthread_mutex_lock(&a->lock);
-    int rc = ag_policy_db_load(a->db, &ps, &n, err, sizeof err);
+    int rc = ag_db_policies_load(a->db, &ps, &n, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
         return db_error(r, err);
@@ -148,7 +148,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     int rc;
     if (strcmp(req->method, "GET") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_get(a->db, name, &p, err, sizeof err);
+        rc = ag_db_policy_get(a->db, name, &p, err, sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
@@ -156,7 +156,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     }
     if (strcmp(req->method, "DELETE") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_delete(a->db, name, ACTOR, err, sizeof err);
+        rc = ag_db_policy_delete(a->db, name, ACTOR, err, sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
@@ -178,7 +178,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
-    rc = ag_policy_db_save(a->db, &p, ACTOR, &created, err, sizeof err);
+    rc = ag_db_policy_save(a->db, &p, ACTOR, &created, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
         return ag_http_response_field_error(r, 400, err, "enabled");
@@ -208,7 +208,7 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     struct ag_policy p;
     pthread_mutex_lock(&a->lock);
     int rc =
-        ag_policy_db_get(a->db, json_string_value(name), &p, err, sizeof err);
+        ag_db_policy_get(a->db, json_string_value(name), &p, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     json_decref(body);
     if (rc == AG_ENOTFOUND)
@@ -240,8 +240,8 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
                                       "the limiter store is unavailable");
     json_t *after = json_pack("{s:s}", "key", plan.ops[0].key);
     pthread_mutex_lock(&a->lock);
-    rc = ag_policy_db_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
-                           sizeof err);
+    rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
+                          sizeof err);
     pthread_mutex_unlock(&a->lock);
     json_decref(after);
     if (rc)
@@ -279,8 +279,8 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
     int64_t next;
     char err[512];
     pthread_mutex_lock(&a->lock);
-    int rc = ag_policy_db_audit_page(a->db, before, (int)limit, &entries, &next,
-                                     err, sizeof err);
+    int rc = ag_db_audit_page(a->db, before, (int)limit, &entries, &next, err,
+                              sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
         return db_error(r, err);
@@ -314,8 +314,8 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_field_error(r, 400,
                                                 "id must be an entry id", "id");
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, err,
-                                      sizeof err);
+        rc = ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, err,
+                               sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such entry");
@@ -329,7 +329,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         struct ag_list_entry *es;
         size_t count;
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_lists_load(a->db, &es, &count, err, sizeof err);
+        rc = ag_db_lists_load(a->db, &es, &count, err, sizeof err);
         pthread_mutex_unlock(&a->lock);
         if (rc)
             return db_error(r, err);
@@ -357,7 +357,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    rc = ag_policy_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
+    rc = ag_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
         return ag_http_response_error(r, 400, err);

@@ -6,9 +6,9 @@
 
 #include <jansson.h>
 
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_policy.h"
-#include "ag_policy_db.h"
 
 #define ACTOR "cli"
 #define EXIT_FAIL 1
@@ -42,12 +42,11 @@ static json_t *read_json(const char *path, char *err, size_t errsz)
     return v;
 }
 
-static int all_policies(struct ag_policy_db *db, json_t **out, char *err,
-                        size_t errsz)
+static int all_policies(struct ag_db *db, json_t **out, char *err, size_t errsz)
 {
     struct ag_policy *ps;
     size_t n;
-    int rc = ag_policy_db_load(db, &ps, &n, err, errsz);
+    int rc = ag_db_policies_load(db, &ps, &n, err, errsz);
     if (rc)
         return rc;
     json_t *list = json_array();
@@ -58,7 +57,7 @@ static int all_policies(struct ag_policy_db *db, json_t **out, char *err,
     return AG_OK;
 }
 
-static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
+static int run(struct ag_db *db, const char *cmd, const char *arg1,
                const char *arg2, char *err, size_t errsz)
 {
     struct ag_policy p;
@@ -82,7 +81,7 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
         return 0;
     }
     if (strcmp(cmd, "get") == 0 && arg1) {
-        rc = ag_policy_db_get(db, arg1, &p, err, errsz);
+        rc = ag_db_policy_get(db, arg1, &p, err, errsz);
         if (rc == AG_ENOTFOUND)
             snprintf(err, errsz, "no policy named '%.64s'", arg1);
         return rc ? EXIT_FAIL
@@ -90,7 +89,7 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
                         json_pack("{s:o}", "policy", ag_policy_to_json(&p)));
     }
     if (strcmp(cmd, "delete") == 0 && arg1) {
-        rc = ag_policy_db_delete(db, arg1, ACTOR, err, errsz);
+        rc = ag_db_policy_delete(db, arg1, ACTOR, err, errsz);
         if (rc == AG_ENOTFOUND)
             snprintf(err, errsz, "no policy named '%.64s'", arg1);
         return rc ? EXIT_FAIL : 0;
@@ -105,7 +104,7 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
             return EXIT_USAGE;
         }
         bool created;
-        rc = ag_policy_db_save(db, &p, ACTOR, &created, err, errsz);
+        rc = ag_db_policy_save(db, &p, ACTOR, &created, err, errsz);
         if (rc)
             return rc == AG_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
         fprintf(stderr, "%s %s\n", created ? "created" : "replaced", p.name);
@@ -125,7 +124,7 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
             snprintf(err, errsz, "%s", perr.msg);
             return EXIT_USAGE;
         }
-        rc = ag_policy_db_import(db, ps, n, ACTOR, err, errsz);
+        rc = ag_db_policies_import(db, ps, n, ACTOR, err, errsz);
         free(ps);
         if (!rc)
             fprintf(stderr, "imported %zu policies\n", n);
@@ -153,14 +152,14 @@ int ag_cli_main(int argc, char **argv)
     if (!pos[0])
         return usage();
     char err[512] = "";
-    struct ag_policy_db *db;
-    if (ag_policy_db_open_seeded(db_path ? db_path : "var/policies.db",
-                                 seed_dir, &db, err, sizeof err)) {
+    struct ag_db *db;
+    if (ag_db_open_seeded(db_path ? db_path : "var/policies.db", seed_dir, &db,
+                          err, sizeof err)) {
         fprintf(stderr, "abuseguard policy: %s\n", err);
         return EXIT_FAIL;
     }
     int rc = run(db, pos[0], pos[1], pos[2], err, sizeof err);
-    ag_policy_db_close(db);
+    ag_db_close(db);
     if (rc && err[0])
         fprintf(stderr, "abuseguard policy: %s\n", err);
     return rc;

@@ -13,11 +13,11 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 
-#include "ag_policy_db.h"
+#include "ag_db.h"
 
 struct ag_reload {
     struct ag_service *svc;
-    struct ag_policy_db *db;
+    struct ag_db *db;
     unsigned interval_ms;
     pthread_t thread;
     pthread_mutex_t lock; /* guards the fields up to stopping */
@@ -37,7 +37,7 @@ static int load(struct ag_reload *r, char *err, size_t errsz)
     struct ag_policy *ps = NULL;
     struct ag_list_entry *lists = NULL;
     size_t n = 0, nl = 0;
-    int rc = ag_policy_db_load_all(r->db, &ps, &n, &lists, &nl, err, errsz);
+    int rc = ag_db_load_all(r->db, &ps, &n, &lists, &nl, err, errsz);
     if (rc)
         return rc;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
@@ -57,7 +57,7 @@ static void tick(struct ag_reload *r, bool poked)
 {
     int64_t v;
     char err[512];
-    int rc = ag_policy_db_data_version(r->db, &v);
+    int rc = ag_db_data_version(r->db, &v);
     if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
         return;
     if (rc == AG_OK)
@@ -123,13 +123,13 @@ int ag_reload_start(const char *db_path, struct ag_service *svc,
         return AG_ENOMEM;
     r->svc = svc;
     r->interval_ms = interval_ms;
-    int rc = ag_policy_db_open(db_path, NULL, 0, &r->db, err, errsz);
+    int rc = ag_db_open(db_path, NULL, 0, &r->db, err, errsz);
     if (!rc)
-        rc = ag_policy_db_data_version(r->db, &r->data_version);
+        rc = ag_db_data_version(r->db, &r->data_version);
     if (!rc)
         rc = load(r, err, errsz);
     if (rc) {
-        ag_policy_db_close(r->db);
+        ag_db_close(r->db);
         free(r);
         return rc;
     }
@@ -145,7 +145,7 @@ int ag_reload_start(const char *db_path, struct ag_service *svc,
         pthread_cond_destroy(&r->wake);
         pthread_cond_destroy(&r->done);
         pthread_mutex_destroy(&r->lock);
-        ag_policy_db_close(r->db);
+        ag_db_close(r->db);
         free(r);
         return AG_ENOMEM;
     }
@@ -181,6 +181,6 @@ void ag_reload_stop(struct ag_reload *r)
     pthread_cond_destroy(&r->done);
 
     pthread_mutex_destroy(&r->lock);
-    ag_policy_db_close(r->db);
+    ag_db_close(r->db);
     free(r);
 }

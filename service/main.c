@@ -16,12 +16,12 @@
 #include "ag_admin.h"
 #include "ag_cli.h"
 #include "ag_config.h"
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_policy.h"
-#include "ag_policy_db.h"
 #include "ag_reload.h"
 #include "ag_service.h"
 #include "ag_store.h"
@@ -90,15 +90,14 @@ int main(int argc, char **argv)
 
     /* Create, migrate and seed the database, then let the watcher load
      * the first policy set and follow later edits. */
-    struct ag_policy_db *db = NULL;
-    if (ag_policy_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, err,
-                                 sizeof err)) {
+    struct ag_db *db = NULL;
+    if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, err, sizeof err)) {
         fprintf(stderr, "abuseguard: %s\n", err);
         return 1;
     }
     ag_log(AG_LOG_INFO, "database_ready", "schema version %d",
-           ag_policy_db_schema_version(db));
-    ag_policy_db_close(db);
+           ag_db_schema_version(db));
+    ag_db_close(db);
 
     static struct ag_metrics metrics;
     ag_metrics_init(&metrics);

@@ -1,0 +1,116 @@
+/*
+ * Seeding a new database: the policies of every *.json of a directory, or
+ * the compiled-in policies/.
+ */
+#include "ag_db.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_embedded.h"
+#include "ag_error.h"
+
+/* Appends the policies of one file to *all. */
+static int add_seed_file(const char *name, const char *text, size_t len,
+                         struct ag_policy **all, size_t *n, char *err,
+                         size_t errsz)
+{
+    struct ag_policy *ps;
+    size_t count;
+    struct ag_error perr;
+    int rc = ag_policy_parse_file(text, len, &ps, &count, &perr);
+    if (rc) {
+        snprintf(err, errsz, "seed policies %s: %s", name, perr.msg);
+        return rc;
+    }
+    struct ag_policy *grown = realloc(*all, (*n + count + 1) * sizeof *ps);
+    if (!grown) {
+        free(ps);
+        return AG_ENOMEM;
+    }
+    memcpy(grown + *n, ps, count * sizeof *ps);
+    *all = grown;
+    *n += count;
+    free(ps);
+    return AG_OK;
+}
+
+static int read_whole(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return AG_EIO;
+    char *buf = malloc(1024 * 1024 + 1);
+    size_t n = buf ? fread(buf, 1, 1024 * 1024 + 1, f) : 0;
+    int bad = !buf || ferror(f) || n > 1024 * 1024;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return AG_EIO;
+    }
+    *text = buf;
+    *len = n;
+    return AG_OK;
+}
+
+static int json_name(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
+}
+
+/* The policies seeded into a new database: every *.json of seed_dir in name
+ * order, or the compiled-in policies/ when seed_dir is empty. */
+static int load_seed(const char *seed_dir, struct ag_policy **all, size_t *n,
+                     char *err, size_t errsz)
+{
+    *all = NULL;
+    *n = 0;
+    if (!seed_dir[0]) {
+        for (size_t i = 0; i < ag_embedded_policies_count; i++) {
+            const struct ag_embedded_file *f = &ag_embedded_policies[i];
+            int rc =
+                add_seed_file(f->name, f->data, f->len, all, n, err, errsz);
+            if (rc)
+                return rc;
+        }
+        return AG_OK;
+    }
+    struct dirent **names;
+    int count = scandir(seed_dir, &names, json_name, alphasort);
+    if (count < 0) {
+        snprintf(err, errsz, "--seed-dir '%s' cannot be read", seed_dir);
+        return AG_EIO;
+    }
+    int rc = AG_OK;
+    for (int i = 0; i < count; i++) {
+        char path[2048];
+        char *text = NULL;
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/%s", seed_dir, names[i]->d_name);
+        if (!rc && read_whole(path, &text, &len)) {
+            snprintf(err, errsz, "cannot read %s", path);
+            rc = AG_EIO;
+        }
+        if (!rc)
+            rc = add_seed_file(path, text, len, all, n, err, errsz);
+        free(text);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+int ag_db_open_seeded(const char *path, const char *seed_dir,
+                      struct ag_db **out, char *err, size_t errsz)
+{
+    struct ag_policy *seed = NULL;
+    size_t n = 0;
+    int rc = load_seed(seed_dir ? seed_dir : "", &seed, &n, err, errsz);
+    if (!rc)
+        rc = ag_db_open(path, seed, n, out, err, errsz);
+    free(seed);
+    return rc;
+}
