@@ -34,8 +34,10 @@ int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
     struct ag_admin *a = calloc(1, sizeof *a);
     if (!a)
         return AG_ENOMEM;
-    int rc = ag_db_open(db_path, NULL, 0, &a->db, err, errsz);
+    struct ag_error dberr;
+    int rc = ag_db_open(db_path, NULL, 0, &a->db, &dberr);
     if (rc) {
+        snprintf(err, errsz, "%s", dberr.msg);
         free(a);
         return rc;
     }
@@ -79,9 +81,9 @@ static int not_allowed(struct ag_http_response *r, const char *allow)
     return ag_http_response_error(r, 405, "method not allowed");
 }
 
-static int db_error(struct ag_http_response *r, const char *err)
+static int db_error(struct ag_http_response *r, const struct ag_error *err)
 {
-    ag_log(AG_LOG_ERROR, "admin_db", "%s", err);
+    ag_log(AG_LOG_ERROR, "admin_db", "%s", err->msg);
     return ag_http_response_error(r, 503, "the policy database is unavailable");
 }
 
@@ -121,12 +123,12 @@ static int list_policies(struct ag_admin *a, struct ag_http_response *r)
 {
     struct ag_policy *ps;
     size_t n;
-    char err[512];
+    struct ag_error err;
     pthread_mutex_lock(&a->lock);
-    int rc = ag_db_policies_load(a->db, &ps, &n, err, sizeof err);
+    int rc = ag_db_policies_load(a->db, &ps, &n, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     json_t *list = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(list, ag_policy_to_json(&ps[i]));
@@ -143,25 +145,25 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     if (!ag_policy_name_valid(name))
         return ag_http_response_field_error(
             r, 400, "name must be 1 to 64 of [a-z0-9._-]", "name");
-    char err[512];
+    struct ag_error err;
     struct ag_policy p;
     int rc;
     if (strcmp(req->method, "GET") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_policy_get(a->db, name, &p, err, sizeof err);
+        rc = ag_db_policy_get(a->db, name, &p, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
-        return rc ? db_error(r, err) : wrap_policy(r, 200, &p);
+        return rc ? db_error(r, &err) : wrap_policy(r, 200, &p);
     }
     if (strcmp(req->method, "DELETE") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_policy_delete(a->db, name, ACTOR, err, sizeof err);
+        rc = ag_db_policy_delete(a->db, name, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
         if (rc)
-            return db_error(r, err);
+            return db_error(r, &err);
         changed(a);
         r->status = 204;
         return AG_OK;
@@ -178,12 +180,12 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_policy_save(a->db, &p, ACTOR, &created, err, sizeof err);
+    rc = ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_field_error(r, 400, err, "enabled");
+        return ag_http_response_field_error(r, 400, err.msg, err.field);
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     changed(a);
     return wrap_policy(r, created ? 201 : 200, &p);
 }
@@ -204,18 +206,17 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(
             r, 400, "policy must be the name of a policy", "policy");
     }
-    char err[512];
+    struct ag_error err;
     struct ag_policy p;
     pthread_mutex_lock(&a->lock);
-    int rc =
-        ag_db_policy_get(a->db, json_string_value(name), &p, err, sizeof err);
+    int rc = ag_db_policy_get(a->db, json_string_value(name), &p, &err);
     pthread_mutex_unlock(&a->lock);
     json_decref(body);
     if (rc == AG_ENOTFOUND)
         return ag_http_response_field_error(r, 404, "policy does not exist",
                                             "policy");
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     unsigned need = 0;
     for (size_t k = 0; k < p.nkeys; k++)
         need |= 1u << p.key[k];
@@ -240,12 +241,11 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
                                       "the limiter store is unavailable");
     json_t *after = json_pack("{s:s}", "key", plan.ops[0].key);
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
-                          sizeof err);
+    rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, &err);
     pthread_mutex_unlock(&a->lock);
     json_decref(after);
     if (rc)
-        ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err);
+        ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err.msg);
     r->status = 204;
     return AG_OK;
 }
@@ -277,13 +277,12 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
             r, 400, "before must be a positive integer", "before");
     json_t *entries;
     int64_t next;
-    char err[512];
+    struct ag_error err;
     pthread_mutex_lock(&a->lock);
-    int rc = ag_db_audit_page(a->db, before, (int)limit, &entries, &next, err,
-                              sizeof err);
+    int rc = ag_db_audit_page(a->db, before, (int)limit, &entries, &next, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     json_t *o = json_pack("{s:o, s:o}", "entries", entries, "next_before",
                           next ? json_integer(next) : json_null());
     rc = ag_http_response_json(r, 200, o);
@@ -304,7 +303,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
     }
     if (list < 0)
         return ag_http_response_error(r, 404, "lists are /allow and /deny");
-    char err[512];
+    struct ag_error err;
     int rc;
     if (rest[n] == '/') {
         if (strcmp(req->method, "DELETE") != 0)
@@ -314,13 +313,12 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_field_error(r, 400,
                                                 "id must be an entry id", "id");
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, err,
-                               sizeof err);
+        rc = ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such entry");
         if (rc)
-            return db_error(r, err);
+            return db_error(r, &err);
         changed(a);
         r->status = 204;
         return AG_OK;
@@ -329,10 +327,10 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         struct ag_list_entry *es;
         size_t count;
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_lists_load(a->db, &es, &count, err, sizeof err);
+        rc = ag_db_lists_load(a->db, &es, &count, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc)
-            return db_error(r, err);
+            return db_error(r, &err);
         json_t *arr = json_array();
         for (size_t i = 0; i < count; i++)
             if ((int)es[i].list == list)
@@ -357,14 +355,14 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
+    rc = ag_db_list_add(a->db, &e, ACTOR, &id, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_error(r, 400, err);
+        return ag_http_response_error(r, 400, err.msg);
     if (rc == AG_ECONFLICT)
-        return ag_http_response_error(r, 409, err);
+        return ag_http_response_error(r, 409, err.msg);
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     changed(a);
     e.id = id;
     json_t *o = json_pack("{s:o}", "entry", ag_list_entry_to_json(&e));

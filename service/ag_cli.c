@@ -30,23 +30,23 @@ static int print_json(json_t *o)
     return 0;
 }
 
-static json_t *read_json(const char *path, char *err, size_t errsz)
+static json_t *read_json(const char *path, struct ag_error *err)
 {
     json_error_t jerr;
     json_t *v = strcmp(path, "-") == 0
                     ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
                     : json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!v)
-        snprintf(err, errsz, "%s: %s at line %d column %d", path, jerr.text,
-                 jerr.line, jerr.column);
+        ag_error_set(err, AG_EINVAL, NULL, "%s: %s at line %d column %d", path,
+                     jerr.text, jerr.line, jerr.column);
     return v;
 }
 
-static int all_policies(struct ag_db *db, json_t **out, char *err, size_t errsz)
+static int all_policies(struct ag_db *db, json_t **out, struct ag_error *err)
 {
     struct ag_policy *ps;
     size_t n;
-    int rc = ag_db_policies_load(db, &ps, &n, err, errsz);
+    int rc = ag_db_policies_load(db, &ps, &n, err);
     if (rc)
         return rc;
     json_t *list = json_array();
@@ -58,14 +58,14 @@ static int all_policies(struct ag_db *db, json_t **out, char *err, size_t errsz)
 }
 
 static int run(struct ag_db *db, const char *cmd, const char *arg1,
-               const char *arg2, char *err, size_t errsz)
+               const char *arg2, struct ag_error *err)
 {
     struct ag_policy p;
     struct ag_error perr;
     json_t *o;
     int rc;
     if (strcmp(cmd, "list") == 0 || strcmp(cmd, "export") == 0) {
-        if ((rc = all_policies(db, &o, err, errsz)))
+        if ((rc = all_policies(db, &o, err)))
             return EXIT_FAIL;
         if (strcmp(cmd, "export") == 0)
             return print_json(o);
@@ -81,37 +81,37 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
         return 0;
     }
     if (strcmp(cmd, "get") == 0 && arg1) {
-        rc = ag_db_policy_get(db, arg1, &p, err, errsz);
+        rc = ag_db_policy_get(db, arg1, &p, err);
         if (rc == AG_ENOTFOUND)
-            snprintf(err, errsz, "no policy named '%.64s'", arg1);
+            ag_error_set(err, rc, "name", "no policy named '%.64s'", arg1);
         return rc ? EXIT_FAIL
                   : print_json(
                         json_pack("{s:o}", "policy", ag_policy_to_json(&p)));
     }
     if (strcmp(cmd, "delete") == 0 && arg1) {
-        rc = ag_db_policy_delete(db, arg1, ACTOR, err, errsz);
+        rc = ag_db_policy_delete(db, arg1, ACTOR, err);
         if (rc == AG_ENOTFOUND)
-            snprintf(err, errsz, "no policy named '%.64s'", arg1);
+            ag_error_set(err, rc, "name", "no policy named '%.64s'", arg1);
         return rc ? EXIT_FAIL : 0;
     }
     if (strcmp(cmd, "put") == 0 && arg1 && arg2) {
-        if (!(o = read_json(arg2, err, errsz)))
+        if (!(o = read_json(arg2, err)))
             return EXIT_USAGE;
         rc = ag_policy_from_json(o, arg1, &p, &perr);
         json_decref(o);
         if (rc) {
-            snprintf(err, errsz, "%s", perr.msg);
+            *err = perr;
             return EXIT_USAGE;
         }
         bool created;
-        rc = ag_db_policy_save(db, &p, ACTOR, &created, err, errsz);
+        rc = ag_db_policy_save(db, &p, ACTOR, &created, err);
         if (rc)
             return rc == AG_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
         fprintf(stderr, "%s %s\n", created ? "created" : "replaced", p.name);
         return 0;
     }
     if (strcmp(cmd, "import") == 0 && arg1) {
-        if (!(o = read_json(arg1, err, errsz)))
+        if (!(o = read_json(arg1, err)))
             return EXIT_USAGE;
         char *text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
@@ -121,10 +121,10 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
                   : AG_ENOMEM;
         free(text);
         if (rc) {
-            snprintf(err, errsz, "%s", perr.msg);
+            *err = perr;
             return EXIT_USAGE;
         }
-        rc = ag_db_policies_import(db, ps, n, ACTOR, err, errsz);
+        rc = ag_db_policies_import(db, ps, n, ACTOR, err);
         free(ps);
         if (!rc)
             fprintf(stderr, "imported %zu policies\n", n);
@@ -151,16 +151,16 @@ int ag_cli_main(int argc, char **argv)
     }
     if (!pos[0])
         return usage();
-    char err[512] = "";
+    struct ag_error err = {0};
     struct ag_db *db;
-    if (ag_db_open_seeded(db_path ? db_path : "var/policies.db", seed_dir, &db,
-                          err, sizeof err)) {
-        fprintf(stderr, "abuseguard policy: %s\n", err);
+    if (ag_db_open_seeded(db_path ? db_path : AG_DB_DEFAULT_PATH, seed_dir, &db,
+                          &err)) {
+        fprintf(stderr, "abuseguard policy: %s\n", err.msg);
         return EXIT_FAIL;
     }
-    int rc = run(db, pos[0], pos[1], pos[2], err, sizeof err);
+    int rc = run(db, pos[0], pos[1], pos[2], &err);
     ag_db_close(db);
-    if (rc && err[0])
-        fprintf(stderr, "abuseguard policy: %s\n", err);
+    if (rc && err.msg[0])
+        fprintf(stderr, "abuseguard policy: %s\n", err.msg);
     return rc;
 }

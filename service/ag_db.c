@@ -16,17 +16,21 @@
 #include "ag_embedded.h"
 #include "ag_error.h"
 
-int ag_db__fail(sqlite3 *db, const char *what, char *err, size_t errsz)
+int ag_db__fail(sqlite3 *db, const char *what, struct ag_error *err)
 {
-    snprintf(err, errsz, "policy database: %s: %s", what,
-             db ? sqlite3_errmsg(db) : "out of memory");
-    return AG_EIO;
+    return ag_error_set(err, AG_EIO, NULL, "policy database: %s: %s", what,
+                        db ? sqlite3_errmsg(db) : "out of memory");
 }
 
-int ag_db__exec(sqlite3 *db, const char *sql, char *err, size_t errsz)
+int ag_db__nomem(struct ag_error *err)
+{
+    return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+}
+
+int ag_db__exec(sqlite3 *db, const char *sql, struct ag_error *err)
 {
     if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        return ag_db__fail(db, sql, err, errsz);
+        return ag_db__fail(db, sql, err);
     return AG_OK;
 }
 
@@ -69,7 +73,7 @@ static int record_version(sqlite3 *db, int version, const char *name)
 /* Applies every embedded migration newer than the recorded version; seeds a
  * database that had none. Runs inside the caller's transaction. */
 static int migrate(struct ag_db *pdb, const struct ag_policy *seed, size_t n,
-                   char *err, size_t errsz)
+                   struct ag_error *err)
 {
     sqlite3 *db = pdb->db;
     int rc = ag_db__exec(db,
@@ -77,26 +81,26 @@ static int migrate(struct ag_db *pdb, const struct ag_policy *seed, size_t n,
                          " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
                          " applied_at TEXT NOT NULL DEFAULT"
                          " (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))",
-                         err, errsz);
+                         err);
     int current = 0;
     if (!rc && read_version(db, &current))
-        rc = ag_db__fail(db, "reading schema_version", err, errsz);
+        rc = ag_db__fail(db, "reading schema_version", err);
     int start = current;
     for (size_t i = 0; !rc && i < ag_embedded_migrations_count; i++) {
         const struct ag_embedded_file *m = &ag_embedded_migrations[i];
         int version = atoi(m->name);
         if (version <= 0) {
-            snprintf(err, errsz, "migration %s: name must start NNN_", m->name);
-            rc = AG_EINVAL;
+            rc = ag_error_set(err, AG_EINVAL, NULL,
+                              "migration %s: name must start NNN_", m->name);
         } else if (version > current) {
-            rc = ag_db__exec(db, m->data, err, errsz);
+            rc = ag_db__exec(db, m->data, err);
             if (!rc && record_version(db, version, m->name))
-                rc = ag_db__fail(db, m->name, err, errsz);
+                rc = ag_db__fail(db, m->name, err);
             current = version;
         }
     }
     for (size_t i = 0; !rc && start == 0 && i < n; i++)
-        rc = ag_db__policy_save_in_tx(pdb, &seed[i], "seed", NULL, err, errsz);
+        rc = ag_db__policy_save_in_tx(pdb, &seed[i], "seed", NULL, err);
     return rc;
 }
 
@@ -114,26 +118,26 @@ static void make_parent_dir(const char *path)
 }
 
 int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
-               struct ag_db **out, char *err, size_t errsz)
+               struct ag_db **out, struct ag_error *err)
 {
     struct ag_db *pdb = calloc(1, sizeof *pdb);
     if (!pdb)
-        return AG_ENOMEM;
+        return ag_db__nomem(err);
     make_parent_dir(path);
     int flags =
         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = AG_OK;
     if (sqlite3_open_v2(path, &pdb->db, flags, NULL) != SQLITE_OK)
-        rc = ag_db__fail(pdb->db, path, err, errsz);
+        rc = ag_db__fail(pdb->db, path, err);
     if (!rc) {
         sqlite3_busy_timeout(pdb->db, 5000);
-        rc = ag_db__exec(pdb->db, "PRAGMA journal_mode=WAL", err, errsz);
+        rc = ag_db__exec(pdb->db, "PRAGMA journal_mode=WAL", err);
     }
     if (!rc)
-        rc = ag_db__exec(pdb->db, "BEGIN IMMEDIATE", err, errsz);
+        rc = ag_db__exec(pdb->db, "BEGIN IMMEDIATE", err);
     if (!rc) {
-        rc = migrate(pdb, seed, n, err, errsz);
-        rc = rc ? rc : ag_db__exec(pdb->db, "COMMIT", err, errsz);
+        rc = migrate(pdb, seed, n, err);
+        rc = rc ? rc : ag_db__exec(pdb->db, "COMMIT", err);
         if (rc)
             sqlite3_exec(pdb->db, "ROLLBACK", NULL, NULL, NULL);
     }
@@ -153,16 +157,16 @@ void ag_db_close(struct ag_db *db)
     free(db);
 }
 
-int ag_db__begin(struct ag_db *db, char *err, size_t errsz)
+int ag_db__begin(struct ag_db *db, struct ag_error *err)
 {
-    return ag_db__exec(db->db, "BEGIN IMMEDIATE", err, errsz);
+    return ag_db__exec(db->db, "BEGIN IMMEDIATE", err);
 }
 
 /* Commits if rc is 0, else rolls back; returns rc, or the commit's error. */
-int ag_db__finish(struct ag_db *db, int rc, char *err, size_t errsz)
+int ag_db__finish(struct ag_db *db, int rc, struct ag_error *err)
 {
     if (!rc)
-        rc = ag_db__exec(db->db, "COMMIT", err, errsz);
+        rc = ag_db__exec(db->db, "COMMIT", err);
     if (rc)
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
@@ -191,15 +195,15 @@ int ag_db_data_version(struct ag_db *db, int64_t *version)
 }
 
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
-                   struct ag_list_entry **lists, size_t *nlists, char *err,
-                   size_t errsz)
+                   struct ag_list_entry **lists, size_t *nlists,
+                   struct ag_error *err)
 {
-    int rc = ag_db__exec(db->db, "BEGIN", err, errsz);
+    int rc = ag_db__exec(db->db, "BEGIN", err);
     if (rc)
         return rc;
-    rc = ag_db_policies_load(db, ps, n, err, errsz);
+    rc = ag_db_policies_load(db, ps, n, err);
     if (!rc) {
-        rc = ag_db_lists_load(db, lists, nlists, err, errsz);
+        rc = ag_db_lists_load(db, lists, nlists, err);
         if (rc)
             free(*ps);
     }

@@ -28,18 +28,21 @@
 #include "ag_lists.h"
 #include "ag_policy.h"
 
+/* Where the service and the CLI keep the database unless told. */
+#define AG_DB_DEFAULT_PATH "var/policies.db"
+
 struct ag_db;
 
 /* Opens (creating if absent) and migrates the database at path, seeding a
  * new one with the n policies in seed. On failure returns a negative code
  * and a message in err; *out is untouched. Close with ag_db_close. */
 int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
-               struct ag_db **out, char *err, size_t errsz);
+               struct ag_db **out, struct ag_error *err);
 /* ag_db_open, seeding a new database with every *.json of seed_dir
  * in name order, or with the compiled-in policies/ when seed_dir is NULL or
  * empty. */
 int ag_db_open_seeded(const char *path, const char *seed_dir,
-                      struct ag_db **out, char *err, size_t errsz);
+                      struct ag_db **out, struct ag_error *err);
 void ag_db_close(struct ag_db *db);
 
 /* The schema version now recorded (the newest migration applied). */
@@ -49,12 +52,12 @@ int ag_db_schema_version(struct ag_db *db);
  * array of *n policies the caller frees. A row that fails validation is an
  * error naming the policy. */
 int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
-                        char *err, size_t errsz);
+                        struct ag_error *err);
 
 /* Inserts or replaces one policy (already validated), without an audit row:
  * for callers inside their own transaction. Prefer ag_db_policy_save. */
-int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p, char *err,
-                     size_t errsz);
+int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p,
+                     struct ag_error *err);
 
 /*
  * Changes. Each runs in one IMMEDIATE transaction that also writes its
@@ -65,46 +68,45 @@ int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p, char *err,
 
 /* Inserts or replaces p; *created says which. */
 int ag_db_policy_save(struct ag_db *db, const struct ag_policy *p,
-                      const char *actor, bool *created, char *err,
-                      size_t errsz);
+                      const char *actor, bool *created, struct ag_error *err);
 /* Deletes the named policy; AG_ENOTFOUND if there is none. */
 int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
-                        char *err, size_t errsz);
+                        struct ag_error *err);
 /* Saves every policy of an import in one transaction. */
 int ag_db_policies_import(struct ag_db *db, const struct ag_policy *ps,
-                          size_t n, const char *actor, char *err, size_t errsz);
+                          size_t n, const char *actor, struct ag_error *err);
 /* Reads one policy; AG_ENOTFOUND if there is none. */
 int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
-                     char *err, size_t errsz);
+                     struct ag_error *err);
 /* An audit row for an action that changes no table here (a counter reset);
  * before and after may be NULL and stay the caller's. */
 int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
                      const char *actor, const json_t *before,
-                     const json_t *after, char *err, size_t errsz);
+                     const json_t *after, struct ag_error *err);
 /* Audit rows newest first: at most limit rows with id < before_id (0 for
  * the newest). *out is a new JSON array the caller owns; *next is the id to
  * pass as before_id for the next page, or 0 when there is none. */
 int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
-                     json_t **out, int64_t *next, char *err, size_t errsz);
+                     json_t **out, int64_t *next, struct ag_error *err);
 
 /* Adds a list entry (the digest, never a plaintext, for users and phones);
  * *id receives its id. AG_ECONFLICT if the same entry exists, AG_ETOOBIG
  * if the lists already hold AG_LISTS_MAX entries (checked in the
  * transaction, so it holds across instances). */
 int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
-                   const char *actor, int64_t *id, char *err, size_t errsz);
+                   const char *actor, int64_t *id, struct ag_error *err);
 /* Deletes entry id of list; AG_ENOTFOUND if there is none. */
 int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
-                      const char *actor, char *err, size_t errsz);
+                      const char *actor, struct ag_error *err);
 /* Loads every list entry; *out is a malloc'd array the caller frees. */
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
-                     char *err, size_t errsz);
+                     struct ag_error *err);
 
 /* Loads the policies and the lists from one read transaction, so that they
  * belong together. Arrays as for ag_db_policies_load and _lists_load. */
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
-                   struct ag_list_entry **lists, size_t *nlists, char *err,
-                   size_t errsz);
+                   struct ag_list_entry **lists, size_t *nlists,
+                   struct ag_error *err);
 
 /* SQLite's PRAGMA data_version:
  changes whenever another connection (this

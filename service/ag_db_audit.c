@@ -14,14 +14,14 @@
 
 int ag_db__audit(struct ag_db *db, const char *action, const char *name,
                  const char *actor, const json_t *before, const json_t *after,
-                 char *err, size_t errsz)
+                 struct ag_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
                            "INSERT INTO audit (action, name, actor, before, "
                            "after) VALUES (?1, ?2, ?3, ?4, ?5)",
                            -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "writing the audit row", err, errsz);
+        return ag_db__fail(db->db, "writing the audit row", err);
     char *b = before ? json_dumps(before, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char *a = after ? json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     ag_db__bind_text(st, 1, action);
@@ -31,7 +31,7 @@ int ag_db__audit(struct ag_db *db, const char *action, const char *name,
     ag_db__bind_text(st, 5, a);
     int rc = sqlite3_step(st) == SQLITE_DONE
                  ? AG_OK
-                 : ag_db__fail(db->db, "writing the audit row", err, errsz);
+                 : ag_db__fail(db->db, "writing the audit row", err);
     sqlite3_finalize(st);
     free(b);
     free(a);
@@ -40,9 +40,9 @@ int ag_db__audit(struct ag_db *db, const char *action, const char *name,
 
 int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
                      const char *actor, const json_t *before,
-                     const json_t *after, char *err, size_t errsz)
+                     const json_t *after, struct ag_error *err)
 {
-    return ag_db__audit(db, action, name, actor, before, after, err, errsz);
+    return ag_db__audit(db, action, name, actor, before, after, err);
 }
 
 static json_t *parsed_or_null(const char *text)
@@ -52,7 +52,7 @@ static json_t *parsed_or_null(const char *text)
 }
 
 int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
-                     json_t **out, int64_t *next, char *err, size_t errsz)
+                     json_t **out, int64_t *next, struct ag_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
@@ -60,7 +60,7 @@ int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
                            "FROM audit WHERE ?1 = 0 OR id < ?1 "
                            "ORDER BY id DESC LIMIT ?2",
                            -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "reading the audit log", err, errsz);
+        return ag_db__fail(db->db, "reading the audit log", err);
     sqlite3_bind_int64(st, 1, before_id);
     sqlite3_bind_int(st, 2, limit + 1);
     json_t *entries = json_array();
@@ -85,7 +85,7 @@ int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
     }
     int rc = step == SQLITE_ROW || step == SQLITE_DONE
                  ? AG_OK
-                 : ag_db__fail(db->db, "reading the audit log", err, errsz);
+                 : ag_db__fail(db->db, "reading the audit log", err);
     sqlite3_finalize(st);
     if (rc) {
         json_decref(entries);

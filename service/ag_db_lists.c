@@ -15,42 +15,41 @@
  * the caller's IMMEDIATE transaction, which holds the write lock from
  * BEGIN, so that two instances adding at once cannot both see room for one
  * more and pass the cap together. */
-static int check_lists_room(struct ag_db *db, char *err, size_t errsz)
+static int check_lists_room(struct ag_db *db, struct ag_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM lists", -1, &st,
                            NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "counting list entries", err, errsz);
+        return ag_db__fail(db->db, "counting list entries", err);
     int rc = sqlite3_step(st) == SQLITE_ROW
                  ? AG_OK
-                 : ag_db__fail(db->db, "counting list entries", err, errsz);
+                 : ag_db__fail(db->db, "counting list entries", err);
     if (!rc && sqlite3_column_int64(st, 0) >= AG_LISTS_MAX) {
-        snprintf(err, errsz,
-                 "the allow and deny lists hold at most %d entries together",
-                 AG_LISTS_MAX);
-        rc = AG_ETOOBIG;
+        rc = ag_error_set(
+            err, AG_ETOOBIG, NULL,
+            "the allow and deny lists hold at most %d entries together",
+            AG_LISTS_MAX);
     }
     sqlite3_finalize(st);
     return rc;
 }
 
 int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
-                   const char *actor, int64_t *id, char *err, size_t errsz)
+                   const char *actor, int64_t *id, struct ag_error *err)
 {
-    int rc = ag_db__begin(db, err, errsz);
+    int rc = ag_db__begin(db, err);
     if (rc)
         return rc;
-    rc = check_lists_room(db, err, errsz);
+    rc = check_lists_room(db, err);
     if (rc)
-        return ag_db__finish(db, rc, err, errsz);
+        return ag_db__finish(db, rc, err);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
                            "INSERT INTO lists (list, kind, value, endpoint, "
                            "note) VALUES (?1, ?2, ?3, ?4, ?5)",
                            -1, &st, NULL) != SQLITE_OK)
         return ag_db__finish(
-            db, ag_db__fail(db->db, "adding a list entry", err, errsz), err,
-            errsz);
+            db, ag_db__fail(db->db, "adding a list entry", err), err);
     const char *ep =
         e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint);
     ag_db__bind_text(st, 1, ag_list_name(e->list));
@@ -61,11 +60,11 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
     int step = sqlite3_step(st);
     sqlite3_finalize(st);
     if (step == SQLITE_CONSTRAINT) {
-        snprintf(err, errsz, "entry is already on the %s list",
-                 ag_list_name(e->list));
-        rc = AG_ECONFLICT;
+        rc = ag_error_set(err, AG_ECONFLICT, "value",
+                          "value is already on the %s list",
+                          ag_list_name(e->list));
     } else if (step != SQLITE_DONE) {
-        rc = ag_db__fail(db->db, "adding a list entry", err, errsz);
+        rc = ag_db__fail(db->db, "adding a list entry", err);
     }
     if (!rc) {
         struct ag_list_entry saved = *e;
@@ -73,25 +72,25 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
         *id = saved.id;
         json_t *after = ag_list_entry_to_json(&saved);
         rc = ag_db__audit(db, "list_add", ag_list_name(e->list), actor, NULL,
-                          after, err, errsz);
+                          after, err);
         json_decref(after);
     }
-    return ag_db__finish(db, rc, err, errsz);
+    return ag_db__finish(db, rc, err);
 }
 
 static int lists_query(struct ag_db *db, sqlite3_stmt *st,
-                       struct ag_list_entry **out, size_t *n, char *err,
-                       size_t errsz)
+                       struct ag_list_entry **out, size_t *n,
+                       struct ag_error *err)
 {
     size_t cap = 16, count = 0;
     struct ag_list_entry *es = malloc(cap * sizeof *es);
-    int rc = es ? AG_OK : AG_ENOMEM;
+    int rc = es ? AG_OK : ag_db__nomem(err);
     int step = SQLITE_DONE;
     while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (count == cap) {
             struct ag_list_entry *bigger = realloc(es, 2 * cap * sizeof *es);
             if (!bigger) {
-                rc = AG_ENOMEM;
+                rc = ag_db__nomem(err);
                 break;
             }
             es = bigger;
@@ -104,14 +103,14 @@ static int lists_query(struct ag_db *db, sqlite3_stmt *st,
                                    (const char *)sqlite3_column_text(st, 4),
                                    (const char *)sqlite3_column_text(st, 5),
                                    &es[count])) {
-            snprintf(err, errsz, "policy database: list entry %lld is invalid",
-                     (long long)sqlite3_column_int64(st, 0));
-            rc = AG_EINVAL;
+            rc = ag_error_set(err, AG_EINVAL, NULL,
+                              "policy database: list entry %lld is invalid",
+                              (long long)sqlite3_column_int64(st, 0));
         }
         count++;
     }
     if (!rc && step != SQLITE_DONE)
-        rc = ag_db__fail(db->db, "loading lists", err, errsz);
+        rc = ag_db__fail(db->db, "loading lists", err);
     if (rc) {
         free(es);
         return rc;
@@ -122,23 +121,23 @@ static int lists_query(struct ag_db *db, sqlite3_stmt *st,
 }
 
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
-                     char *err, size_t errsz)
+                     struct ag_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
                            "SELECT id, list, kind, value, endpoint, note "
                            "FROM lists ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "loading lists", err, errsz);
-    int rc = lists_query(db, st, out, n, err, errsz);
+        return ag_db__fail(db->db, "loading lists", err);
+    int rc = lists_query(db, st, out, n, err);
     sqlite3_finalize(st);
     return rc;
 }
 
 int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
-                      const char *actor, char *err, size_t errsz)
+                      const char *actor, struct ag_error *err)
 {
-    int rc = ag_db__begin(db, err, errsz);
+    int rc = ag_db__begin(db, err);
     if (rc)
         return rc;
     sqlite3_stmt *st;
@@ -147,33 +146,32 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
                            "FROM lists WHERE id = ?1 AND list = ?2",
                            -1, &st, NULL) != SQLITE_OK)
         return ag_db__finish(
-            db, ag_db__fail(db->db, "deleting a list entry", err, errsz), err,
-            errsz);
+            db, ag_db__fail(db->db, "deleting a list entry", err), err);
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, ag_list_name(list), -1, SQLITE_STATIC);
     struct ag_list_entry *found = NULL;
     size_t n = 0;
-    rc = lists_query(db, st, &found, &n, err, errsz);
+    rc = lists_query(db, st, &found, &n, err);
     sqlite3_finalize(st);
     if (!rc && n == 0)
         rc = AG_ENOTFOUND;
     if (!rc) {
         char sql[] = "DELETE FROM lists WHERE id = ?1";
         if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK)
-            rc = ag_db__fail(db->db, "deleting a list entry", err, errsz);
+            rc = ag_db__fail(db->db, "deleting a list entry", err);
         else {
             sqlite3_bind_int64(st, 1, id);
             if (sqlite3_step(st) != SQLITE_DONE)
-                rc = ag_db__fail(db->db, "deleting a list entry", err, errsz);
+                rc = ag_db__fail(db->db, "deleting a list entry", err);
             sqlite3_finalize(st);
         }
     }
     if (!rc) {
         json_t *before = ag_list_entry_to_json(&found[0]);
         rc = ag_db__audit(db, "list_delete", ag_list_name(list), actor, before,
-                          NULL, err, errsz);
+                          NULL, err);
         json_decref(before);
     }
     free(found);
-    return ag_db__finish(db, rc, err, errsz);
+    return ag_db__finish(db, rc, err);
 }

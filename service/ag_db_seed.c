@@ -14,21 +14,21 @@
 
 /* Appends the policies of one file to *all. */
 static int add_seed_file(const char *name, const char *text, size_t len,
-                         struct ag_policy **all, size_t *n, char *err,
-                         size_t errsz)
+                         struct ag_policy **all, size_t *n,
+                         struct ag_error *err)
 {
     struct ag_policy *ps;
     size_t count;
     struct ag_error perr;
     int rc = ag_policy_parse_file(text, len, &ps, &count, &perr);
     if (rc) {
-        snprintf(err, errsz, "seed policies %s: %s", name, perr.msg);
-        return rc;
+        return ag_error_set(err, rc, NULL, "seed policies %s: %s", name,
+                            perr.msg);
     }
     struct ag_policy *grown = realloc(*all, (*n + count + 1) * sizeof *ps);
     if (!grown) {
         free(ps);
-        return AG_ENOMEM;
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     }
     memcpy(grown + *n, ps, count * sizeof *ps);
     *all = grown;
@@ -64,15 +64,14 @@ static int json_name(const struct dirent *d)
 /* The policies seeded into a new database: every *.json of seed_dir in name
  * order, or the compiled-in policies/ when seed_dir is empty. */
 static int load_seed(const char *seed_dir, struct ag_policy **all, size_t *n,
-                     char *err, size_t errsz)
+                     struct ag_error *err)
 {
     *all = NULL;
     *n = 0;
     if (!seed_dir[0]) {
         for (size_t i = 0; i < ag_embedded_policies_count; i++) {
             const struct ag_embedded_file *f = &ag_embedded_policies[i];
-            int rc =
-                add_seed_file(f->name, f->data, f->len, all, n, err, errsz);
+            int rc = add_seed_file(f->name, f->data, f->len, all, n, err);
             if (rc)
                 return rc;
         }
@@ -81,8 +80,8 @@ static int load_seed(const char *seed_dir, struct ag_policy **all, size_t *n,
     struct dirent **names;
     int count = scandir(seed_dir, &names, json_name, alphasort);
     if (count < 0) {
-        snprintf(err, errsz, "--seed-dir '%s' cannot be read", seed_dir);
-        return AG_EIO;
+        return ag_error_set(err, AG_EIO, "seed-dir",
+                            "seed-dir '%s' cannot be read", seed_dir);
     }
     int rc = AG_OK;
     for (int i = 0; i < count; i++) {
@@ -91,11 +90,11 @@ static int load_seed(const char *seed_dir, struct ag_policy **all, size_t *n,
         size_t len = 0;
         snprintf(path, sizeof path, "%s/%s", seed_dir, names[i]->d_name);
         if (!rc && read_whole(path, &text, &len)) {
-            snprintf(err, errsz, "cannot read %s", path);
-            rc = AG_EIO;
+            rc = ag_error_set(err, AG_EIO, "seed-dir",
+                              "seed-dir: cannot read %s", path);
         }
         if (!rc)
-            rc = add_seed_file(path, text, len, all, n, err, errsz);
+            rc = add_seed_file(path, text, len, all, n, err);
         free(text);
         free(names[i]);
     }
@@ -104,13 +103,13 @@ static int load_seed(const char *seed_dir, struct ag_policy **all, size_t *n,
 }
 
 int ag_db_open_seeded(const char *path, const char *seed_dir,
-                      struct ag_db **out, char *err, size_t errsz)
+                      struct ag_db **out, struct ag_error *err)
 {
     struct ag_policy *seed = NULL;
     size_t n = 0;
-    int rc = load_seed(seed_dir ? seed_dir : "", &seed, &n, err, errsz);
+    int rc = load_seed(seed_dir ? seed_dir : "", &seed, &n, err);
     if (!rc)
-        rc = ag_db_open(path, seed, n, out, err, errsz);
+        rc = ag_db_open(path, seed, n, out, err);
     free(seed);
     return rc;
 }

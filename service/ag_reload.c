@@ -32,19 +32,19 @@ struct ag_reload {
 };
 
 /* Loads policies and lists and publishes them. */
-static int load(struct ag_reload *r, char *err, size_t errsz)
+static int load(struct ag_reload *r, struct ag_error *err)
 {
     struct ag_policy *ps = NULL;
     struct ag_list_entry *lists = NULL;
     size_t n = 0, nl = 0;
-    int rc = ag_db_load_all(r->db, &ps, &n, &lists, &nl, err, errsz);
+    int rc = ag_db_load_all(r->db, &ps, &n, &lists, &nl, err);
     if (rc)
         return rc;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
     free(ps);
     if (!set) {
         free(lists);
-        return AG_ENOMEM;
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     }
     ag_ruleset_adopt_lists(set, lists, nl);
     ag_service_set_policies(r->svc, set);
@@ -56,19 +56,19 @@ static int load(struct ag_reload *r, char *err, size_t errsz)
 static void tick(struct ag_reload *r, bool poked)
 {
     int64_t v;
-    char err[512];
+    struct ag_error err;
     int rc = ag_db_data_version(r->db, &v);
     if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
         return;
     if (rc == AG_OK)
-        rc = load(r, err, sizeof err);
+        rc = load(r, &err);
     else
-        snprintf(err, sizeof err, "policy database: data_version failed");
+        ag_error_set(&err, rc, NULL, "policy database: data_version failed");
     struct ag_metrics *m = r->svc->metrics;
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",
-                   "%s; keeping the last loaded policies", err);
+                   "%s; keeping the last loaded policies", err.msg);
         r->failing = true;
         if (m) {
             atomic_fetch_add(&m->reload_failures, 1);
@@ -115,19 +115,20 @@ static void *watch(void *arg)
 }
 
 int ag_reload_start(const char *db_path, struct ag_service *svc,
-                    unsigned interval_ms, struct ag_reload **out, char *err,
-                    size_t errsz)
+                    unsigned interval_ms, struct ag_reload **out,
+                    struct ag_error *err)
 {
     struct ag_reload *r = calloc(1, sizeof *r);
     if (!r)
-        return AG_ENOMEM;
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     r->svc = svc;
     r->interval_ms = interval_ms;
-    int rc = ag_db_open(db_path, NULL, 0, &r->db, err, errsz);
+    int rc = ag_db_open(db_path, NULL, 0, &r->db, err);
+    if (!rc && ag_db_data_version(r->db, &r->data_version))
+        rc = ag_error_set(err, AG_EIO, NULL,
+                          "policy database: data_version failed");
     if (!rc)
-        rc = ag_db_data_version(r->db, &r->data_version);
-    if (!rc)
-        rc = load(r, err, errsz);
+        rc = load(r, err);
     if (rc) {
         ag_db_close(r->db);
         free(r);
@@ -141,13 +142,14 @@ int ag_reload_start(const char *db_path, struct ag_service *svc,
     pthread_cond_init(&r->done, &attr);
     pthread_condattr_destroy(&attr);
     if (pthread_create(&r->thread, NULL, watch, r)) {
-        snprintf(err, errsz, "cannot start the policy watcher thread");
+
         pthread_cond_destroy(&r->wake);
         pthread_cond_destroy(&r->done);
         pthread_mutex_destroy(&r->lock);
         ag_db_close(r->db);
         free(r);
-        return AG_ENOMEM;
+        return ag_error_set(err, AG_ENOMEM, NULL,
+                            "cannot start the policy watcher thread");
     }
     *out = r;
     return AG_OK;

@@ -14,15 +14,16 @@
 
 #include <stddef.h>
 
+#include "ag_error.h"
 #include "ag_service.h"
 
 struct ag_reload;
 
 /* Opens db_path, loads and publishes the first set before it returns, then
- * starts the watcher. Returns 0, or a negative code with err. */
+ * starts the watcher. Returns 0, or a negative code with err filled. */
 int ag_reload_start(const char *db_path, struct ag_service *svc,
-                    unsigned interval_ms, struct ag_reload **out, char *err,
-                    size_t errsz);
+                    unsigned interval_ms, struct ag_reload **out,
+                    struct ag_error *err);
 /* Asks the watcher to load now rather than at its next tick, and waits (up
  * to 2 s) until it has: after an edit made through this process, so that
  * the edit's response is only sent once this instance applies it.

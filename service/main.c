@@ -91,8 +91,9 @@ int main(int argc, char **argv)
     /* Create, migrate and seed the database, then let the watcher load
      * the first policy set and follow later edits. */
     struct ag_db *db = NULL;
-    if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, err, sizeof err)) {
-        fprintf(stderr, "abuseguard: %s\n", err);
+    struct ag_error dberr;
+    if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, &dberr)) {
+        fprintf(stderr, "abuseguard: %s\n", dberr.msg);
         return 1;
     }
     ag_log(AG_LOG_INFO, "database_ready", "schema version %d",
@@ -117,11 +118,14 @@ int main(int argc, char **argv)
     struct ag_reload *reload = NULL;
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
-    if (ag_reload_start(cfg.db_path, &svc, RELOAD_INTERVAL_MS, &reload, err,
-                        sizeof err) ||
-        (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, &svc, reload,
-                                        &admin, err, sizeof err)) ||
-        ag_http_start(&cfg, &svc, admin, &http, err, sizeof err)) {
+    if (ag_reload_start(cfg.db_path, &svc, RELOAD_INTERVAL_MS, &reload,
+                        &dberr)) {
+        fprintf(stderr, "abuseguard: %s\n", dberr.msg);
+        status = 1;
+    } else if ((admin_token[0] &&
+                ag_admin_new(cfg.db_path, admin_token, &svc, reload, &admin,
+                             err, sizeof err)) ||
+               ag_http_start(&cfg, &svc, admin, &http, err, sizeof err)) {
         fprintf(stderr, "abuseguard: %s\n", err);
         status = 1;
     } else {

@@ -21,8 +21,6 @@
 #include "ag_error.h"
 #include "ag_test.h"
 
-#define ERRSZ 512
-
 struct tmpdb {
     char dir[64];
     char path[128];
@@ -71,10 +69,10 @@ static inline struct ag_db *open_db(const char *path,
                                     const struct ag_policy *seed, size_t n)
 {
     struct ag_db *db = NULL;
-    char err[ERRSZ] = "";
-    int rc = ag_db_open(path, seed, n, &db, err, ERRSZ);
+    struct ag_error err = {0};
+    int rc = ag_db_open(path, seed, n, &db, &err);
     if (rc != AG_OK)
-        fail_msg("open %s: rc %d: %s", path, rc, err);
+        fail_msg("open %s: rc %d: %s", path, rc, err.msg);
     assert_non_null(db);
     return db;
 }
@@ -82,10 +80,10 @@ static inline struct ag_db *open_db(const char *path,
 static inline struct ag_policy *load_all(struct ag_db *db, size_t *n)
 {
     struct ag_policy *ps = NULL;
-    char err[ERRSZ] = "";
-    int rc = ag_db_policies_load(db, &ps, n, err, ERRSZ);
+    struct ag_error err = {0};
+    int rc = ag_db_policies_load(db, &ps, n, &err);
     if (rc != AG_OK)
-        fail_msg("load: rc %d: %s", rc, err);
+        fail_msg("load: rc %d: %s", rc, err.msg);
     return ps;
 }
 

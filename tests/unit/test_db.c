@@ -93,11 +93,11 @@ static void failed_open_leaves_out_untouched(void **state)
     /* The directory itself is no database file. */
     struct ag_db *sentinel = (struct ag_db *)&sentinel;
     struct ag_db *db = sentinel;
-    char err[ERRSZ] = "";
-    int rc = ag_db_open(t->dir, NULL, 0, &db, err, ERRSZ);
+    struct ag_error err = {0};
+    int rc = ag_db_open(t->dir, NULL, 0, &db, &err);
     assert_true(rc < 0);
     assert_ptr_equal(db, sentinel);
-    assert_true(err[0] != '\0');
+    assert_true(err.msg[0] != '\0');
 }
 
 int main(void)

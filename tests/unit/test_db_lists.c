@@ -43,13 +43,12 @@ static void list_cap_holds_across_two_connections(void **state)
     struct ag_db *a = open_db(t->path, NULL, 0);
     struct ag_db *b = open_db(t->path, NULL, 0);
     fill_lists(t->path, AG_LISTS_MAX - 1);
-    char err[ERRSZ] = "";
+    struct ag_error err = {0};
     int64_t id = 0;
     struct ag_list_entry e = deny_ip("192.0.2.1");
-    assert_int_equal(ag_db_list_add(a, &e, "test", &id, err, ERRSZ), AG_OK);
+    assert_int_equal(ag_db_list_add(a, &e, "test", &id, &err), AG_OK);
     e = deny_ip("192.0.2.2");
-    assert_int_equal(ag_db_list_add(b, &e, "test", &id, err, ERRSZ),
-                     AG_ETOOBIG);
+    assert_int_equal(ag_db_list_add(b, &e, "test", &id, &err), AG_ETOOBIG);
     assert_int_equal(query_int(t->path, "SELECT count(*) FROM lists"),
                      AG_LISTS_MAX);
     ag_db_close(a);

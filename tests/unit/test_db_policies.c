@@ -21,10 +21,10 @@ static void put_replaces_a_policy_of_the_same_name(void **state)
         "{\"name\":\"login.user\",\"endpoint\":\"login\",\"key\":[\"user\","
         "\"device\"],\"algorithm\":\"token_bucket\",\"limit\":42,"
         "\"window_s\":60,\"enabled\":false}");
-    char err[ERRSZ] = "";
-    assert_int_equal(ag_db_policy_put(db, &changed, err, ERRSZ), AG_OK);
+    struct ag_error err = {0};
+    assert_int_equal(ag_db_policy_put(db, &changed, &err), AG_OK);
     struct ag_policy added = simple("login.new", 3);
-    assert_int_equal(ag_db_policy_put(db, &added, err, ERRSZ), AG_OK);
+    assert_int_equal(ag_db_policy_put(db, &added, &err), AG_OK);
 
     size_t n = 0;
     struct ag_policy *ps = load_all(db, &n);
@@ -71,9 +71,9 @@ static void load_round_trips_every_field(void **state)
     };
     const size_t nall = sizeof all / sizeof all[0];
     struct ag_db *db = open_db(t->path, NULL, 0);
-    char err[ERRSZ] = "";
+    struct ag_error err = {0};
     for (size_t i = 0; i < nall; i++)
-        assert_int_equal(ag_db_policy_put(db, &all[i], err, ERRSZ), AG_OK);
+        assert_int_equal(ag_db_policy_put(db, &all[i], &err), AG_OK);
     size_t n = 0;
     struct ag_policy *ps = load_all(db, &n);
     assert_int_equal(n, nall);
@@ -99,10 +99,10 @@ static void invalid_row_fails_load_naming_the_policy(void **state)
     struct ag_db *db = open_db(t->path, NULL, 0);
     struct ag_policy *ps = NULL;
     size_t n = 0;
-    char err[ERRSZ] = "";
-    assert_int_equal(ag_db_policies_load(db, &ps, &n, err, ERRSZ), AG_EINVAL);
-    assert_non_null(strstr(err, "login.hand_edit"));
-    assert_non_null(strstr(err, "algorithm"));
+    struct ag_error err = {0};
+    assert_int_equal(ag_db_policies_load(db, &ps, &n, &err), AG_EINVAL);
+    assert_non_null(strstr(err.msg, "login.hand_edit"));
+    assert_non_null(strstr(err.msg, "algorithm"));
     assert_null(ps);
     ag_db_close(db);
 }
