@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include "ag_buf.h"
 #include "ag_db_impl.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
@@ -25,6 +26,182 @@ int ag_db__fail(sqlite3 *db, const char *what, struct ag_error *err)
 int ag_db__nomem(struct ag_error *err)
 {
     return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+}
+
+/* Appends the columns of t, quoted (some, like "limit", are keywords),
+ * and separated by commas; only those SQLite does not generate if
+ * written_only. */
+static int put_columns(struct ag_buf *b, const struct ag_db_table *t,
+                       bool written_only)
+{
+    int rc = AG_OK;
+    const char *sep = "";
+    for (size_t i = 0; !rc && i < t->n; i++) {
+        if (written_only && t->columns[i].generated)
+            continue;
+        rc = ag_buf_printf(b, "%s\"%s\"", sep, t->columns[i].name);
+        sep = ", ";
+    }
+    return rc;
+}
+
+static int prepare_built(struct ag_db *db, struct ag_buf *b, int rc,
+                         sqlite3_stmt **st, struct ag_error *err)
+{
+    if (rc == AG_ETOOBIG)
+        rc = ag_error_set(err, rc, NULL,
+                          "policy database: a statement would pass %d bytes",
+                          AG_DB_SQL_MAX);
+    else if (rc)
+        rc = ag_db__nomem(err);
+    else if (sqlite3_prepare_v2(db->db, b->p, -1, st, NULL) != SQLITE_OK)
+        rc = ag_db__fail(db->db, b->p, err);
+    ag_buf_free(b);
+    return rc;
+}
+
+int ag_db__prepare_select(struct ag_db *db, const struct ag_db_table *t,
+                          const char *tail, sqlite3_stmt **st,
+                          struct ag_error *err)
+{
+    struct ag_buf b;
+    ag_buf_init(&b, AG_DB_SQL_MAX);
+    int rc = ag_buf_puts(&b, "SELECT ");
+    rc = rc ? rc : put_columns(&b, t, false);
+    rc = rc ? rc : ag_buf_printf(&b, " FROM %s", t->name);
+    if (!rc && tail)
+        rc = ag_buf_printf(&b, " %s", tail);
+    return prepare_built(db, &b, rc, st, err);
+}
+
+int ag_db__prepare_insert(struct ag_db *db, const struct ag_db_table *t,
+                          const char *upsert_key, const char *set_tail,
+                          sqlite3_stmt **st, struct ag_error *err)
+{
+    struct ag_buf b;
+    ag_buf_init(&b, AG_DB_SQL_MAX);
+    int rc = ag_buf_printf(&b, "INSERT INTO %s (", t->name);
+    rc = rc ? rc : put_columns(&b, t, true);
+    rc = rc ? rc : ag_buf_puts(&b, ") VALUES (");
+    int param = 0;
+    for (size_t i = 0; !rc && i < t->n; i++) {
+        if (t->columns[i].generated)
+            continue;
+        param++;
+        rc = ag_buf_printf(&b, "%s?%d", param > 1 ? ", " : "", param);
+    }
+    rc = rc ? rc : ag_buf_puts(&b, ")");
+    if (!rc && upsert_key) {
+        rc = ag_buf_printf(&b, " ON CONFLICT (\"%s\") DO UPDATE SET ",
+                           upsert_key);
+        const char *sep = "";
+        for (size_t i = 0; !rc && i < t->n; i++) {
+            const char *name = t->columns[i].name;
+            if (t->columns[i].generated || strcmp(name, upsert_key) == 0)
+                continue;
+            rc = ag_buf_printf(&b, "%s\"%s\" = excluded.\"%s\"", sep, name,
+                               name);
+            sep = ", ";
+        }
+        if (!rc && set_tail)
+            rc = ag_buf_puts(&b, set_tail);
+    }
+    return prepare_built(db, &b, rc, st, err);
+}
+
+/* The value of column i, by its declared type; NULL with rc set when it
+ * cannot be one. A column that holds the wrong SQL type (a hand edit) comes
+ * back as its text, for the record's validator to refuse by name. */
+static json_t *column_value(sqlite3_stmt *st, int i,
+                            const struct ag_db_column *c, int *rc)
+{
+    int type = sqlite3_column_type(st, i);
+    const char *text = (const char *)sqlite3_column_text(st, i);
+    json_t *v;
+    *rc = AG_OK;
+    if (type == SQLITE_NULL)
+        v = json_null();
+    else if (c->type == AG_DB_BOOL && type == SQLITE_INTEGER)
+        v = json_boolean(sqlite3_column_int(st, i));
+    else if (c->type != AG_DB_TEXT && type == SQLITE_INTEGER)
+        v = json_integer(sqlite3_column_int64(st, i));
+    else if (c->type == AG_DB_JSON) {
+        v = json_loads(text ? text : "",
+                       JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        *rc = v ? AG_OK : AG_EINVAL;
+        return v;
+    } else {
+        v = text ? json_string(text) : NULL;
+    }
+    if (!v && text) {
+        /* jansson refuses a string for bad UTF-8 or for want of memory;
+         * the unchecked twin tells which. */
+        json_t *unchecked = json_string_nocheck(text);
+        *rc = unchecked ? AG_EINVAL : AG_ENOMEM;
+        json_decref(unchecked);
+    } else if (!v) {
+        *rc = AG_ENOMEM;
+    }
+    return v;
+}
+
+int ag_db__row_to_json(sqlite3_stmt *st, const struct ag_db_table *t,
+                       json_t **out, struct ag_error *err)
+{
+    json_t *o = json_object();
+    if (!o)
+        return ag_db__nomem(err);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ag_db_column *c = &t->columns[i];
+        int rc;
+        json_t *v = column_value(st, (int)i, c, &rc);
+        if (!rc && json_object_set_new(o, c->name, v))
+            rc = AG_ENOMEM;
+        if (rc) {
+            json_decref(o);
+            if (rc == AG_ENOMEM)
+                return ag_db__nomem(err);
+            return ag_error_set(err, rc, c->name, "%s is not valid %s", c->name,
+                                c->type == AG_DB_JSON ? "JSON" : "UTF-8");
+        }
+    }
+    *out = o;
+    return AG_OK;
+}
+
+int ag_db__bind_record(struct ag_db *db, sqlite3_stmt *st,
+                       const struct ag_db_table *t, const json_t *record,
+                       struct ag_error *err)
+{
+    int param = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ag_db_column *c = &t->columns[i];
+        if (c->generated)
+            continue;
+        param++;
+        const json_t *v = json_object_get(record, c->name);
+        int rc;
+        if (!v || json_is_null(v)) {
+            rc = sqlite3_bind_null(st, param);
+        } else if (c->type == AG_DB_JSON) {
+            char *text =
+                json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+            if (!text)
+                return ag_db__nomem(err);
+            rc = sqlite3_bind_text(st, param, text, -1, SQLITE_TRANSIENT);
+            free(text);
+        } else if (c->type == AG_DB_BOOL) {
+            rc = sqlite3_bind_int(st, param, json_is_true(v));
+        } else if (json_is_integer(v)) {
+            rc = sqlite3_bind_int64(st, param, json_integer_value(v));
+        } else {
+            rc = sqlite3_bind_text(st, param, json_string_value(v), -1,
+                                   SQLITE_TRANSIENT);
+        }
+        if (rc != SQLITE_OK)
+            return ag_db__fail(db->db, c->name, err);
+    }
+    return AG_OK;
 }
 
 int ag_db__exec(sqlite3 *db, const char *sql, struct ag_error *err)

@@ -23,6 +23,58 @@ struct ag_db {
 
 /* Fills err with what failed and SQLite's own message; returns AG_EIO. */
 int ag_db__fail(sqlite3 *db, const char *what, struct ag_error *err);
+/*
+ * Tables as data. Each table's columns are written down once, in a
+ * struct ag_db_table, and every SELECT and INSERT of it is built from that
+ * list, so that the column list of a read and of a write cannot drift
+ * apart. Result columns come back in table order (0, 1, ...); parameters
+ * are bound in table order of the columns written (?1, ?2, ...).
+ */
+enum ag_db_type {
+    AG_DB_TEXT, /* TEXT, a JSON string in the record */
+    AG_DB_INT,  /* INTEGER, a JSON integer */
+    AG_DB_BOOL, /* INTEGER 0 or 1, a JSON boolean */
+    AG_DB_JSON  /* TEXT holding compact JSON, any JSON value */
+};
+
+struct ag_db_column {
+    const char *name; /* the column, and its field in the JSON record */
+    enum ag_db_type type;
+    bool generated; /* assigned by SQLite (ids, times): never written */
+};
+
+struct ag_db_table {
+    const char *name;
+    const struct ag_db_column *columns;
+    size_t n;
+};
+
+#define AG_DB_SQL_MAX 1024 /* bytes of one built statement */
+
+/* Prepares "SELECT <every column> FROM <table> <tail>"; tail may be NULL. */
+int ag_db__prepare_select(struct ag_db *db, const struct ag_db_table *t,
+                          const char *tail, sqlite3_stmt **st,
+                          struct ag_error *err);
+/* Prepares "INSERT INTO <table> (<written columns>) VALUES (?1, ...)",
+ * and, when upsert_key names a column, "ON CONFLICT (<key>) DO UPDATE SET"
+ * every other written column from excluded, followed by set_tail (e.g.
+ * ", updated_at = ..."; may be NULL). */
+int ag_db__prepare_insert(struct ag_db *db, const struct ag_db_table *t,
+                          const char *upsert_key, const char *set_tail,
+                          sqlite3_stmt **st, struct ag_error *err);
+
+/* The JSON record of the current row of a statement prepared by
+ * ag_db__prepare_select on t: one field per column, SQL NULL as null.
+ * *out is new and the caller's. AG_EINVAL if a JSON column does not parse
+ * or a text is not UTF-8 (a hand edit), AG_ENOMEM. */
+int ag_db__row_to_json(sqlite3_stmt *st, const struct ag_db_table *t,
+                       json_t **out, struct ag_error *err);
+/* Binds the written columns of t, in table order from ?1, to the fields of
+ * record (an absent field binds NULL). */
+int ag_db__bind_record(struct ag_db *db, sqlite3_stmt *st,
+                       const struct ag_db_table *t, const json_t *record,
+                       struct ag_error *err);
+
 /* Fills err with "out of memory"; returns AG_ENOMEM. */
 int ag_db__nomem(struct ag_error *err);
 /* Runs sql (no parameters); AG_EIO with err on failure. */

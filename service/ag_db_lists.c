@@ -11,6 +11,16 @@
 #include "ag_db_impl.h"
 #include "ag_error.h"
 
+/* The lists table. Rows are read and written in this column order:
+ * ag_list_entry_from_row takes them so. */
+static const struct ag_db_column list_columns[] = {
+    {"id", AG_DB_INT, true},         {"list", AG_DB_TEXT, false},
+    {"kind", AG_DB_TEXT, false},     {"value", AG_DB_TEXT, false},
+    {"endpoint", AG_DB_TEXT, false}, {"note", AG_DB_TEXT, false},
+};
+static const struct ag_db_table lists = {
+    "lists", list_columns, sizeof list_columns / sizeof list_columns[0]};
+
 /* The lists hold at most AG_LISTS_MAX entries. The count is read inside
  * the caller's IMMEDIATE transaction, which holds the write lock from
  * BEGIN, so that two instances adding at once cannot both see room for one
@@ -44,12 +54,9 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
     if (rc)
         return ag_db__finish(db, rc, err);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->db,
-                           "INSERT INTO lists (list, kind, value, endpoint, "
-                           "note) VALUES (?1, ?2, ?3, ?4, ?5)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return ag_db__finish(
-            db, ag_db__fail(db->db, "adding a list entry", err), err);
+    rc = ag_db__prepare_insert(db, &lists, NULL, NULL, &st, err);
+    if (rc)
+        return ag_db__finish(db, rc, err);
     const char *ep =
         e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint);
     ag_db__bind_text(st, 1, ag_list_name(e->list));
@@ -124,12 +131,10 @@ int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
                      struct ag_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->db,
-                           "SELECT id, list, kind, value, endpoint, note "
-                           "FROM lists ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "loading lists", err);
-    int rc = lists_query(db, st, out, n, err);
+    int rc = ag_db__prepare_select(db, &lists, "ORDER BY id", &st, err);
+    if (rc)
+        return rc;
+    rc = lists_query(db, st, out, n, err);
     sqlite3_finalize(st);
     return rc;
 }
@@ -141,12 +146,10 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
     if (rc)
         return rc;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->db,
-                           "SELECT id, list, kind, value, endpoint, note "
-                           "FROM lists WHERE id = ?1 AND list = ?2",
-                           -1, &st, NULL) != SQLITE_OK)
-        return ag_db__finish(
-            db, ag_db__fail(db->db, "deleting a list entry", err), err);
+    rc = ag_db__prepare_select(db, &lists, "WHERE id = ?1 AND list = ?2", &st,
+                               err);
+    if (rc)
+        return ag_db__finish(db, rc, err);
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, ag_list_name(list), -1, SQLITE_STATIC);
     struct ag_list_entry *found = NULL;

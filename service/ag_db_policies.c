@@ -13,47 +13,51 @@
 #include "ag_error.h"
 #include "ag_limiter.h"
 
-static const char *const columns[] = {
-    "name",    "endpoint", "key",  "algorithm", "limit",  "window_s",
-    "block_s", "counts",   "fail", "mode",      "enabled"};
+/* The policies table, column by column; the JSON record
+ * (ag_policy_to_json, ag_policy_from_json) has a field of each name. */
+static const struct ag_db_column policy_columns[] = {
+    {"name", AG_DB_TEXT, false},    {"endpoint", AG_DB_TEXT, false},
+    {"key", AG_DB_JSON, false},     {"algorithm", AG_DB_TEXT, false},
+    {"limit", AG_DB_INT, false},    {"window_s", AG_DB_INT, false},
+    {"block_s", AG_DB_INT, false},  {"counts", AG_DB_TEXT, false},
+    {"fail", AG_DB_TEXT, false},    {"mode", AG_DB_TEXT, false},
+    {"enabled", AG_DB_BOOL, false},
+};
+static const struct ag_db_table policies = {"policies", policy_columns,
+                                            sizeof policy_columns /
+                                                sizeof policy_columns[0]};
 
-/* Builds the JSON record of the current row, for ag_policy_from_json. */
-static json_t *row_to_json(sqlite3_stmt *st)
+/* The validated policy of the current row; a row that fails validation is
+ * AG_EINVAL naming the policy. */
+static int row_to_policy(sqlite3_stmt *st, struct ag_policy *out,
+                         struct ag_error *err)
 {
-    json_t *o = json_object();
-    for (int i = 0; o && i < (int)(sizeof columns / sizeof columns[0]); i++) {
-        const char *name = columns[i];
-        json_t *v;
-        if (strcmp(name, "key") == 0) {
-            const char *text = (const char *)sqlite3_column_text(st, i);
-            v = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
-        } else if (strcmp(name, "enabled") == 0) {
-            v = json_boolean(sqlite3_column_int(st, i));
-        } else if (sqlite3_column_type(st, i) == SQLITE_INTEGER) {
-            v = json_integer(sqlite3_column_int64(st, i));
-        } else {
-            const char *text = (const char *)sqlite3_column_text(st, i);
-            v = text ? json_string(text) : NULL;
-        }
-        if (v)
-            json_object_set_new(o, name, v);
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    json_t *o;
+    struct ag_error perr;
+    int rc = ag_db__row_to_json(st, &policies, &o, &perr);
+    if (!rc) {
+        rc = ag_policy_from_json(o, NULL, out, &perr);
+        json_decref(o);
     }
-    return o;
+    if (rc == AG_ENOMEM)
+        return ag_db__nomem(err);
+    if (rc)
+        return ag_error_set(err, rc, NULL, "policy database: row '%.64s': %s",
+                            name ? name : "", perr.msg);
+    return AG_OK;
 }
 
 int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
                         struct ag_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->db,
-                           "SELECT name, endpoint, key, algorithm, \"limit\", "
-                           "window_s, block_s, counts, fail, mode, enabled "
-                           "FROM policies ORDER BY name",
-                           -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "loading policies", err);
+    int rc = ag_db__prepare_select(db, &policies, "ORDER BY name", &st, err);
+    if (rc)
+        return rc;
     size_t cap = 16, count = 0;
     struct ag_policy *ps = malloc(cap * sizeof *ps);
-    int rc = ps ? AG_OK : ag_db__nomem(err);
+    rc = ps ? AG_OK : ag_db__nomem(err);
     int step = SQLITE_DONE;
     while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (count == cap) {
@@ -65,14 +69,7 @@ int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
             ps = bigger;
             cap *= 2;
         }
-        json_t *o = row_to_json(st);
-        struct ag_error perr;
-        rc = o ? ag_policy_from_json(o, NULL, &ps[count], &perr)
-               : ag_db__nomem(err);
-        if (rc == AG_EINVAL)
-            ag_error_set(err, rc, NULL, "policy database: row '%.64s': %s",
-                         (const char *)sqlite3_column_text(st, 0), perr.msg);
-        json_decref(o);
+        rc = row_to_policy(st, &ps[count], err);
         count++;
     }
     if (!rc && step != SQLITE_DONE)
@@ -91,75 +88,35 @@ int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p,
                      struct ag_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            db->db,
-            "INSERT INTO policies (name, endpoint, key, algorithm, \"limit\", "
-            "window_s, block_s, counts, fail, mode, enabled) VALUES "
-            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
-            "ON CONFLICT (name) DO UPDATE SET endpoint = excluded.endpoint, "
-            "key = excluded.key, algorithm = excluded.algorithm, "
-            "\"limit\" = excluded.\"limit\", window_s = excluded.window_s, "
-            "block_s = excluded.block_s, counts = excluded.counts, "
-            "fail = excluded.fail, mode = excluded.mode, "
-            "enabled = excluded.enabled, updated_at = "
-            "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
-            -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "saving a policy", err);
+    int rc = ag_db__prepare_insert(
+        db, &policies, "name",
+        ", updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')", &st, err);
+    if (rc)
+        return rc;
     json_t *o = ag_policy_to_json(p);
-    char *key = o ? json_dumps(json_object_get(o, "key"), JSON_COMPACT) : NULL;
-    int rc = ag_db__nomem(err);
-    if (key) {
-        sqlite3_bind_text(st, 1, p->name, -1, SQLITE_STATIC);
-        for (int i = 1; i < 11; i++) {
-            json_t *v = json_object_get(o, columns[i]);
-            if (i == 2)
-                sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
-            else if (json_is_string(v))
-                sqlite3_bind_text(st, i + 1, json_string_value(v), -1,
-                                  SQLITE_STATIC);
-            else if (json_is_integer(v))
-                sqlite3_bind_int64(st, i + 1, json_integer_value(v));
-            else
-                sqlite3_bind_int(st, i + 1, json_is_true(v));
-        }
-        rc = sqlite3_step(st) == SQLITE_DONE
-                 ? AG_OK
-                 : ag_db__fail(db->db, "saving a policy", err);
-    }
+    rc = o ? ag_db__bind_record(db, st, &policies, o, err) : ag_db__nomem(err);
+    if (!rc && sqlite3_step(st) != SQLITE_DONE)
+        rc = ag_db__fail(db->db, "saving a policy", err);
     sqlite3_finalize(st);
-    free(key);
     json_decref(o);
     return rc;
 }
 
-static const char select_policy[] =
-    "SELECT name, endpoint, key, algorithm, \"limit\", window_s, block_s, "
-    "counts, fail, mode, enabled FROM policies";
-
 int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
                      struct ag_error *err)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql, "%s WHERE name = ?1", select_policy);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "reading a policy", err);
+    int rc = ag_db__prepare_select(db, &policies, "WHERE name = ?1", &st, err);
+    if (rc)
+        return rc;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     int step = sqlite3_step(st);
-    int rc;
-    if (step == SQLITE_ROW) {
-        json_t *o = row_to_json(st);
-        struct ag_error perr;
-        rc = o ? ag_policy_from_json(o, NULL, out, &perr) : ag_db__nomem(err);
-        if (rc == AG_EINVAL)
-            ag_error_set(err, rc, NULL, "policy database: row '%.64s': %s",
-                         name, perr.msg);
-        json_decref(o);
-    } else if (step == SQLITE_DONE) {
+    if (step == SQLITE_ROW)
+        rc = row_to_policy(st, out, err);
+    else if (step == SQLITE_DONE)
         rc = AG_ENOTFOUND;
-    } else {
+    else
         rc = ag_db__fail(db->db, "reading a policy", err);
-    }
     sqlite3_finalize(st);
     return rc;
 }
