@@ -81,10 +81,38 @@ static int not_allowed(struct ag_http_response *r, const char *allow)
     return ag_http_response_error(r, 405, "method not allowed");
 }
 
+/* A row the database holds but cannot give back (a hand edit) is the
+ * service's fault, 500, and the message names it; anything else is the
+ * database being unavailable. */
 static int db_error(struct ag_http_response *r, const struct ag_error *err)
 {
     ag_log(AG_LOG_ERROR, "admin_db", "%s", err->msg);
+    if (err->code == AG_EINVAL)
+        return ag_http_response_error(r, 500, err->msg);
     return ag_http_response_error(r, 503, "the policy database is unavailable");
+}
+
+/* Sends o, which it takes over; a NULL o (json_pack or a constructor
+ * failed) is a clean 500 rather than a body with a part missing. */
+static int send_json(struct ag_http_response *r, int status, json_t *o)
+{
+    if (!o)
+        return ag_http_response_error(r, 500,
+                                      "out of memory building the response");
+    int rc = ag_http_response_json(r, status, o);
+    json_decref(o);
+    return rc;
+}
+
+/* Appends v (taken over) to arr; on failure drops arr and returns NULL, so
+ * that an array is whole or absent. */
+static json_t *append_or_drop(json_t *arr, json_t *v)
+{
+    if (!arr || !v || json_array_append_new(arr, v)) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
 }
 
 /* Parses a JSON request body; on failure fills r with a 400. */
@@ -113,10 +141,8 @@ static int changed(struct ag_admin *a)
 static int wrap_policy(struct ag_http_response *r, int status,
                        const struct ag_policy *p)
 {
-    json_t *o = json_pack("{s:o}", "policy", ag_policy_to_json(p));
-    int rc = o ? ag_http_response_json(r, status, o) : AG_ENOMEM;
-    json_decref(o);
-    return rc;
+    return send_json(r, status,
+                     json_pack("{s:o}", "policy", ag_policy_to_json(p)));
 }
 
 static int list_policies(struct ag_admin *a, struct ag_http_response *r)
@@ -130,13 +156,10 @@ static int list_policies(struct ag_admin *a, struct ag_http_response *r)
     if (rc)
         return db_error(r, &err);
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, ag_policy_to_json(&ps[i]));
+    for (size_t i = 0; list && i < n; i++)
+        list = append_or_drop(list, ag_policy_to_json(&ps[i]));
     free(ps);
-    json_t *o = json_pack("{s:o}", "policies", list);
-    rc = ag_http_response_json(r, 200, o);
-    json_decref(o);
-    return rc;
+    return send_json(r, 200, json_pack("{s:o}", "policies", list));
 }
 
 static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
@@ -283,11 +306,9 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
     pthread_mutex_unlock(&a->lock);
     if (rc)
         return db_error(r, &err);
-    json_t *o = json_pack("{s:o, s:o}", "entries", entries, "next_before",
-                          next ? json_integer(next) : json_null());
-    rc = ag_http_response_json(r, 200, o);
-    json_decref(o);
-    return rc;
+    return send_json(r, 200,
+                     json_pack("{s:o, s:o}", "entries", entries, "next_before",
+                               next ? json_integer(next) : json_null()));
 }
 
 static int lists(struct ag_admin *a, const struct ag_admin_request *req,
@@ -332,14 +353,11 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         if (rc)
             return db_error(r, &err);
         json_t *arr = json_array();
-        for (size_t i = 0; i < count; i++)
+        for (size_t i = 0; arr && i < count; i++)
             if ((int)es[i].list == list)
-                json_array_append_new(arr, ag_list_entry_to_json(&es[i]));
+                arr = append_or_drop(arr, ag_list_entry_to_json(&es[i]));
         free(es);
-        json_t *o = json_pack("{s:o}", "entries", arr);
-        rc = ag_http_response_json(r, 200, o);
-        json_decref(o);
-        return rc;
+        return send_json(r, 200, json_pack("{s:o}", "entries", arr));
     }
     if (strcmp(req->method, "POST") != 0)
         return not_allowed(r, "GET, POST");
@@ -365,10 +383,8 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return db_error(r, &err);
     changed(a);
     e.id = id;
-    json_t *o = json_pack("{s:o}", "entry", ag_list_entry_to_json(&e));
-    rc = ag_http_response_json(r, 201, o);
-    json_decref(o);
-    return rc;
+    return send_json(r, 201,
+                     json_pack("{s:o}", "entry", ag_list_entry_to_json(&e)));
 }
 
 int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,

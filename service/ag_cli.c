@@ -21,12 +21,16 @@ static int usage(void)
     return EXIT_USAGE;
 }
 
-static int print_json(json_t *o)
+/* Prints o, which it takes over; a NULL o is out of memory. */
+static int print_json(json_t *o, struct ag_error *err)
 {
-    if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
-        return EXIT_FAIL;
-    fputc('\n', stdout);
+    int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
     json_decref(o);
+    if (rc) {
+        ag_error_set(err, AG_EIO, NULL, "cannot write the JSON out");
+        return EXIT_FAIL;
+    }
+    fputc('\n', stdout);
     return 0;
 }
 
@@ -50,10 +54,19 @@ static int all_policies(struct ag_db *db, json_t **out, struct ag_error *err)
     if (rc)
         return rc;
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, ag_policy_to_json(&ps[i]));
+    for (size_t i = 0; list && i < n; i++) {
+        json_t *v = ag_policy_to_json(&ps[i]);
+        if (!v || json_array_append_new(list, v)) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
     free(ps);
-    *out = json_pack("{s:o}", "policies", list);
+    /* A list with a policy missing would export a smaller set than the
+     * database holds: none at all, and an error, instead. */
+    *out = list ? json_pack("{s:o}", "policies", list) : NULL;
+    if (!*out)
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     return AG_OK;
 }
 
@@ -68,7 +81,7 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
         if ((rc = all_policies(db, &o, err)))
             return EXIT_FAIL;
         if (strcmp(cmd, "export") == 0)
-            return print_json(o);
+            return print_json(o, err);
         const json_t *v;
         size_t i;
         json_array_foreach(json_object_get(o, "policies"), i, v)
@@ -86,7 +99,8 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
             ag_error_set(err, rc, "name", "no policy named '%.64s'", arg1);
         return rc ? EXIT_FAIL
                   : print_json(
-                        json_pack("{s:o}", "policy", ag_policy_to_json(&p)));
+                        json_pack("{s:o}", "policy", ag_policy_to_json(&p)),
+                        err);
     }
     if (strcmp(cmd, "delete") == 0 && arg1) {
         rc = ag_db_policy_delete(db, arg1, ACTOR, err);

@@ -384,6 +384,17 @@ int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
         if (rc)
             free(*ps);
     }
-    sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL);
+    /* A read transaction left open would hold this connection's snapshot
+     * and make every later BEGIN fail: the watcher would never load again.
+     * So the end is checked, and a failed COMMIT rolls back. */
+    int end = ag_db__exec(db->db, "COMMIT", rc ? NULL : err);
+    if (end) {
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        if (!rc) {
+            free(*ps);
+            free(*lists);
+            rc = end;
+        }
+    }
     return rc;
 }

@@ -78,8 +78,9 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
         saved.id = sqlite3_last_insert_rowid(db->db);
         *id = saved.id;
         json_t *after = ag_list_entry_to_json(&saved);
-        rc = ag_db__audit(db, "list_add", ag_list_name(e->list), actor, NULL,
-                          after, err);
+        rc = after ? ag_db__audit(db, "list_add", ag_list_name(e->list), actor,
+                                  NULL, after, err)
+                   : ag_db__nomem(err);
         json_decref(after);
     }
     return ag_db__finish(db, rc, err);
@@ -171,8 +172,9 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
     }
     if (!rc) {
         json_t *before = ag_list_entry_to_json(&found[0]);
-        rc = ag_db__audit(db, "list_delete", ag_list_name(list), actor, before,
-                          NULL, err);
+        rc = before ? ag_db__audit(db, "list_delete", ag_list_name(list), actor,
+                                   before, NULL, err)
+                    : ag_db__nomem(err);
         json_decref(before);
     }
     free(found);

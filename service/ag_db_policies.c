@@ -161,6 +161,9 @@ int ag_db__policy_save_in_tx(struct ag_db *db, const struct ag_policy *p,
         rc = check_capacity(db, p->endpoint, err);
     json_t *before = found == AG_OK ? ag_policy_to_json(&old) : NULL;
     json_t *after = ag_policy_to_json(p);
+    /* An audit row without its record would tell less than happened. */
+    if (!rc && (!after || (found == AG_OK && !before)))
+        rc = ag_db__nomem(err);
     if (!rc)
         rc = ag_db__audit(db, found == AG_ENOTFOUND ? "create" : "update",
                           p->name, actor, before, after, err);
@@ -201,6 +204,8 @@ int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
     struct ag_policy old;
     rc = ag_db_policy_get(db, name, &old, err);
     json_t *before = rc == AG_OK ? ag_policy_to_json(&old) : NULL;
+    if (rc == AG_OK && !before)
+        rc = ag_db__nomem(err);
     if (rc == AG_EINVAL)
         rc = AG_OK; /* an invalid row can still be deleted */
     sqlite3_stmt *st = NULL;

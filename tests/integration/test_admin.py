@@ -238,6 +238,22 @@ class LifecycleTest(AdminTest):
         self.assertEqual(self.call(svc, "GET", "/admin/audit?limit=0")
                          .json["field"], "limit")
 
+    def test_an_audit_row_that_cannot_be_shown_fails_the_page(self):
+        svc = self.admin_service()
+        self.put(svc, "login.aud", NEW_POLICY)
+        con = sqlite3.connect(svc.db)
+        # A hand edit: a name that is not UTF-8, which JSON cannot carry.
+        con.execute("INSERT INTO audit (action, name, actor) "
+                    "VALUES ('update', CAST(X'C328' AS TEXT), 'sqlite3')")
+        con.commit()
+        con.close()
+        r = self.call(svc, "GET", "/admin/audit?limit=500")
+        # Never a page without the row, which would read as a history
+        # without that change.
+        self.assertEqual(r.status, 500, r.raw)
+        self.assertIn("audit row", r.json["error"])
+        self.assertIn("name", r.json["error"])
+
 
 class ResetTest(AdminTest):
     def test_reset_unlocks_one_user_ip(self):
