@@ -132,9 +132,51 @@ static json_t *parse_body(const struct ag_admin_request *req,
     return v;
 }
 
-static int changed(struct ag_admin *a)
+/* After a committed change: waits for this instance's watcher to apply
+ * it. NULL once it has; else the sentence a 202 carries. The change is
+ * committed either way and the other instances follow it on their own, so
+ * an error status would be untrue and invite a retry that finds the change
+ * already made; a 2xx other than 202 would claim it is in force here. */
+static const char *changed(struct ag_admin *a, char *msg, size_t size)
 {
-    ag_reload_sync(a->reload);
+    int rc = ag_reload_sync(a->reload);
+    if (rc == AG_OK)
+        return NULL;
+    if (rc == AG_EPENDING)
+        snprintf(msg, size,
+                 "the change is committed but not yet applied on this "
+                 "instance: its policy watcher did not load it within %d ms",
+                 AG_RELOAD_SYNC_TIMEOUT_MS);
+    else
+        snprintf(msg, size,
+                 "the change is committed but not applied on this instance: "
+                 "its policy watcher failed to load the database and keeps "
+                 "the policies it had");
+    ag_log(AG_LOG_WARN, "admin_change_not_applied", "%s", msg);
+    return msg;
+}
+
+/* Answers a committed change with body (taken over) and status, or, when
+ * why says it is not applied here, with 202 and body plus
+ * "applied": false and "message": why. */
+static int answer_change(struct ag_http_response *r, int status, json_t *body,
+                         const char *why)
+{
+    if (why && body &&
+        (json_object_set_new(body, "applied", json_false()) ||
+         json_object_set_new(body, "message", json_string(why)))) {
+        json_decref(body);
+        body = NULL;
+    }
+    return send_json(r, why ? 202 : status, body);
+}
+
+/* A delete: 204 once applied here, else a 202 saying why not. */
+static int answer_delete(struct ag_http_response *r, const char *why)
+{
+    if (why)
+        return answer_change(r, 204, json_object(), why);
+    r->status = 204;
     return AG_OK;
 }
 
@@ -187,9 +229,8 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_error(r, 404, "no such policy");
         if (rc)
             return db_error(r, &err);
-        changed(a);
-        r->status = 204;
-        return AG_OK;
+        char msg[256];
+        return answer_delete(r, changed(a, msg, sizeof msg));
     }
     if (strcmp(req->method, "PUT") != 0)
         return not_allowed(r, "GET, PUT, DELETE");
@@ -209,8 +250,11 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, err.msg, err.field);
     if (rc)
         return db_error(r, &err);
-    changed(a);
-    return wrap_policy(r, created ? 201 : 200, &p);
+    char msg[256];
+    const char *why = changed(a, msg, sizeof msg);
+    return answer_change(r, created ? 201 : 200,
+                         json_pack("{s:o}", "policy", ag_policy_to_json(&p)),
+                         why);
 }
 
 /* POST /admin/reset: clears one policy's counters for one identity. */
@@ -340,9 +384,8 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_error(r, 404, "no such entry");
         if (rc)
             return db_error(r, &err);
-        changed(a);
-        r->status = 204;
-        return AG_OK;
+        char msg[256];
+        return answer_delete(r, changed(a, msg, sizeof msg));
     }
     if (strcmp(req->method, "GET") == 0) {
         struct ag_list_entry *es;
@@ -381,10 +424,11 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_error(r, 409, err.msg);
     if (rc)
         return db_error(r, &err);
-    changed(a);
+    char msg[256];
+    const char *why = changed(a, msg, sizeof msg);
     e.id = id;
-    return send_json(r, 201,
-                     json_pack("{s:o}", "entry", ag_list_entry_to_json(&e)));
+    return answer_change(
+        r, 201, json_pack("{s:o}", "entry", ag_list_entry_to_json(&e)), why);
 }
 
 int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,

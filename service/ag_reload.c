@@ -19,12 +19,14 @@ struct ag_reload {
     struct ag_service *svc;
     struct ag_db *db;
     unsigned interval_ms;
+    unsigned sync_timeout_ms;
     pthread_t thread;
     pthread_mutex_t lock; /* guards the fields up to stopping */
     pthread_cond_t wake;  /* the watcher waits on it */
     pthread_cond_t done;  /* ag_reload_sync waits on it */
     uint64_t asked;       /* syncs asked for */
     uint64_t served;      /* syncs the watcher has loaded for */
+    bool served_ok;       /* whether the load that served them succeeded */
     bool stopping;
     int64_t data_version; /* watcher thread only */
     uint64_t loads;       /* watcher thread only (and start) */
@@ -53,13 +55,15 @@ static int load(struct ag_reload *r, struct ag_error *err)
     return AG_OK;
 }
 
-static void tick(struct ag_reload *r, bool poked)
+/* Loads if the database changed (or a sync asked); false if a load was
+ * needed and failed. */
+static bool tick(struct ag_reload *r, bool poked)
 {
     int64_t v;
     struct ag_error err;
     int rc = ag_db_data_version(r->db, &v);
     if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
-        return;
+        return true;
     if (rc == AG_OK)
         rc = load(r, &err);
     else
@@ -74,7 +78,7 @@ static void tick(struct ag_reload *r, bool poked)
             atomic_fetch_add(&m->reload_failures, 1);
             atomic_store(&m->policies_stale, 1);
         }
-        return;
+        return false;
     }
     if (r->failing)
         ag_log(AG_LOG_INFO, "policy_reload_recovered", "database readable");
@@ -85,6 +89,7 @@ static void tick(struct ag_reload *r, bool poked)
     r->data_version = v;
     ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",
            (unsigned long long)r->loads);
+    return true;
 }
 
 static void *watch(void *arg)
@@ -105,9 +110,10 @@ static void *watch(void *arg)
         uint64_t asked = r->asked;
         bool poked = asked != r->served;
         pthread_mutex_unlock(&r->lock);
-        tick(r, poked);
+        bool ok = tick(r, poked);
         pthread_mutex_lock(&r->lock);
         r->served = asked;
+        r->served_ok = ok;
         pthread_cond_broadcast(&r->done);
     }
     pthread_mutex_unlock(&r->lock);
@@ -115,14 +121,15 @@ static void *watch(void *arg)
 }
 
 int ag_reload_start(const char *db_path, struct ag_service *svc,
-                    unsigned interval_ms, struct ag_reload **out,
-                    struct ag_error *err)
+                    unsigned interval_ms, unsigned sync_timeout_ms,
+                    struct ag_reload **out, struct ag_error *err)
 {
     struct ag_reload *r = calloc(1, sizeof *r);
     if (!r)
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     r->svc = svc;
     r->interval_ms = interval_ms;
+    r->sync_timeout_ms = sync_timeout_ms;
     int rc = ag_db_open(db_path, NULL, 0, &r->db, err);
     if (!rc && ag_db_data_version(r->db, &r->data_version))
         rc = ag_error_set(err, AG_EIO, NULL,
@@ -155,18 +162,24 @@ int ag_reload_start(const char *db_path, struct ag_service *svc,
     return AG_OK;
 }
 
-void ag_reload_sync(struct ag_reload *r)
+int ag_reload_sync(struct ag_reload *r)
 {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += 2;
+    until.tv_nsec += (long)(r->sync_timeout_ms % 1000) * 1000000L;
+    until.tv_sec += r->sync_timeout_ms / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&r->lock);
     uint64_t ticket = ++r->asked;
     pthread_cond_signal(&r->wake);
     while (r->served < ticket && !r->stopping &&
            pthread_cond_timedwait(&r->done, &r->lock, &until) != ETIMEDOUT)
         ;
+    /* Judged by what was served, not by how the wait ended: a load that
+     * finished just as the time ran out still counts. */
+    int rc = r->served < ticket ? AG_EPENDING : r->served_ok ? AG_OK : AG_EIO;
     pthread_mutex_unlock(&r->lock);
+    return rc;
 }
 
 void ag_reload_stop(struct ag_reload *r)

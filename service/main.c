@@ -118,8 +118,8 @@ int main(int argc, char **argv)
     struct ag_reload *reload = NULL;
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
-    if (ag_reload_start(cfg.db_path, &svc, RELOAD_INTERVAL_MS, &reload,
-                        &dberr)) {
+    if (ag_reload_start(cfg.db_path, &svc, RELOAD_INTERVAL_MS,
+                        AG_RELOAD_SYNC_TIMEOUT_MS, &reload, &dberr)) {
         fprintf(stderr, "abuseguard: %s\n", dberr.msg);
         status = 1;
     } else if ((admin_token[0] &&

@@ -203,6 +203,34 @@ class LifecycleTest(AdminTest):
         self.assertEqual(self.call(svc, "GET", "/admin/policies/otp.ip")
                          .json["policy"]["algorithm"], "sliding_log")
 
+    def test_an_edit_this_instance_cannot_apply_is_202_not_201(self):
+        svc = self.admin_service()
+        con = sqlite3.connect(svc.db)
+        # A hand edit that no longer validates: every load fails from now
+        # on, and this instance keeps the policies it had.
+        con.execute("UPDATE policies SET algorithm = 'bogus' "
+                    "WHERE name = 'otp.ip'")
+        con.commit()
+        con.close()
+        r = self.put(svc, "login.new", NEW_POLICY)
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertIs(r.json["applied"], False)
+        self.assertIn("committed", r.json["message"])
+        self.assertEqual(r.json["policy"]["name"], "login.new")
+        # Committed indeed, but not in force here.
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.new")
+                         .status, 200)
+        r = self.login(svc, "nu@example.com", "192.0.2.1")
+        self.assertNotIn("login.new",
+                         [d["policy"] for d in r.json["decisions"]])
+        r = self.call(svc, "DELETE", "/admin/policies/login.new")
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertIs(r.json["applied"], False)
+        r = self.call(svc, "POST", "/admin/lists/deny",
+                      {"kind": "ip", "value": "192.0.2.77"})
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(r.json["entry"]["value"], "192.0.2.77")
+
     def test_long_audit_pages_are_served(self):
         svc = self.admin_service()
         for i in range(40):
