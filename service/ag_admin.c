@@ -17,7 +17,6 @@
 
 #define ACTOR "admin-api"
 #define AUDIT_PAGE_DEFAULT 50
-#define AUDIT_PAGE_MAX 500
 
 struct ag_admin {
     struct ag_service *svc;
@@ -334,10 +333,14 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
 {
     if (strcmp(req->method, "GET") != 0)
         return not_allowed(r, "GET");
-    long long limit = query_int(req->limit, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX);
-    if (limit < 0)
-        return ag_http_response_field_error(
-            r, 400, "limit must be an integer from 1 to 500", "limit");
+    long long limit =
+        query_int(req->limit, AUDIT_PAGE_DEFAULT, AG_DB_AUDIT_PAGE_MAX);
+    if (limit < 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "limit must be an integer from 1 to %d",
+                 AG_DB_AUDIT_PAGE_MAX);
+        return ag_http_response_field_error(r, 400, msg, "limit");
+    }
     long long before = query_int(req->before, 0, INT64_MAX);
     if (before < 0)
         return ag_http_response_field_error(

@@ -36,8 +36,8 @@
 
 struct ag_admin;
 
-/* Admin answers may be long (a page of 500 audit rows, 10 000 list
- * entries): their bodies may reach this many bytes. */
+/* Admin answers may be long (a page of AG_DB_AUDIT_PAGE_MAX audit rows,
+ * AG_LISTS_MAX list entries): their bodies may reach this many bytes. */
 #define AG_ADMIN_RESPONSE_MAX (16 * 1024 * 1024)
 
 struct ag_admin_request {

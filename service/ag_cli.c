@@ -96,7 +96,8 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
     if (strcmp(cmd, "get") == 0 && arg1) {
         rc = ag_db_policy_get(db, arg1, &p, err);
         if (rc == AG_ENOTFOUND)
-            ag_error_set(err, rc, "name", "no policy named '%.64s'", arg1);
+            ag_error_set(err, rc, "name", "no policy named '%.*s'",
+                         AG_POLICY_NAME_MAX, arg1);
         return rc ? EXIT_FAIL
                   : print_json(
                         json_pack("{s:o}", "policy", ag_policy_to_json(&p)),
@@ -105,7 +106,8 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
     if (strcmp(cmd, "delete") == 0 && arg1) {
         rc = ag_db_policy_delete(db, arg1, ACTOR, err);
         if (rc == AG_ENOTFOUND)
-            ag_error_set(err, rc, "name", "no policy named '%.64s'", arg1);
+            ag_error_set(err, rc, "name", "no policy named '%.*s'",
+                         AG_POLICY_NAME_MAX, arg1);
         return rc ? EXIT_FAIL : 0;
     }
     if (strcmp(cmd, "put") == 0 && arg1 && arg2) {

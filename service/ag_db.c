@@ -281,6 +281,10 @@ static int migrate(struct ag_db *pdb, const struct ag_policy *seed, size_t n,
     return rc;
 }
 
+/* How long a statement waits for another connection's lock (an instance
+ * migrating, another's write) before it fails. */
+#define BUSY_TIMEOUT_MS 5000
+
 static void make_parent_dir(const char *path)
 {
     char dir[1024];
@@ -307,7 +311,7 @@ int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
     if (sqlite3_open_v2(path, &pdb->db, flags, NULL) != SQLITE_OK)
         rc = ag_db__fail(pdb->db, path, err);
     if (!rc) {
-        sqlite3_busy_timeout(pdb->db, 5000);
+        sqlite3_busy_timeout(pdb->db, BUSY_TIMEOUT_MS);
         rc = ag_db__exec(pdb->db, "PRAGMA journal_mode=WAL", err);
     }
     if (!rc)

@@ -83,9 +83,12 @@ int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
 int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
                      const char *actor, const json_t *before,
                      const json_t *after, struct ag_error *err);
-/* Audit rows newest first: at most limit rows with id < before_id (0 for
- * the newest). *out is a new JSON array the caller owns; *next is the id to
- * pass as before_id for the next page, or 0 when there is none. */
+#define AG_DB_AUDIT_PAGE_MAX 500 /* rows in one audit page at most */
+
+/* Audit rows newest first: at most limit rows (1 to AG_DB_AUDIT_PAGE_MAX,
+ * else AG_EINVAL naming "limit") with id < before_id (0 for the newest). *out
+ * is a new JSON array the caller owns; *next is the id to pass as before_id for
+ * the next page, or 0 when there is none. */
 int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
                      json_t **out, int64_t *next, struct ag_error *err);
 

@@ -60,6 +60,10 @@ int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
 int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
                      json_t **out, int64_t *next, struct ag_error *err)
 {
+    if (limit < 1 || limit > AG_DB_AUDIT_PAGE_MAX)
+        return ag_error_set(err, AG_EINVAL, "limit",
+                            "limit must be an integer from 1 to %d",
+                            AG_DB_AUDIT_PAGE_MAX);
     sqlite3_stmt *st;
     int rc = ag_db__prepare_select(
         db, &audit, "WHERE ?1 = 0 OR id < ?1 ORDER BY id DESC LIMIT ?2", &st,

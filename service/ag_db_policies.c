@@ -43,8 +43,8 @@ static int row_to_policy(sqlite3_stmt *st, struct ag_policy *out,
     if (rc == AG_ENOMEM)
         return ag_db__nomem(err);
     if (rc)
-        return ag_error_set(err, rc, NULL, "policy database: row '%.64s': %s",
-                            name ? name : "", perr.msg);
+        return ag_error_set(err, rc, NULL, "policy database: row '%.*s': %s",
+                            AG_POLICY_NAME_MAX, name ? name : "", perr.msg);
     return AG_OK;
 }
 

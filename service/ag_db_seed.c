@@ -37,18 +37,34 @@ static int add_seed_file(const char *name, const char *text, size_t len,
     return AG_OK;
 }
 
-static int read_whole(const char *path, char **text, size_t *len)
+/* A seed file is a handful of policies; anything near this is a mistake. */
+#define SEED_FILE_MAX (1024 * 1024) /* bytes */
+
+static int read_whole(const char *path, char **text, size_t *len,
+                      struct ag_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return AG_EIO;
-    char *buf = malloc(1024 * 1024 + 1);
-    size_t n = buf ? fread(buf, 1, 1024 * 1024 + 1, f) : 0;
-    int bad = !buf || ferror(f) || n > 1024 * 1024;
+        return ag_error_set(err, AG_EIO, "seed-dir", "seed-dir: cannot read %s",
+                            path);
+    /* One byte more than the cap tells a file at the cap from a longer
+     * one. */
+    char *buf = malloc(SEED_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, SEED_FILE_MAX + 1, f) : 0;
+    int rc = AG_OK;
+    if (!buf)
+        rc = ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+    else if (ferror(f))
+        rc = ag_error_set(err, AG_EIO, "seed-dir", "seed-dir: cannot read %s",
+                          path);
+    else if (n > SEED_FILE_MAX)
+        rc = ag_error_set(err, AG_ETOOBIG, "seed-dir",
+                          "seed-dir: %s is larger than %d bytes", path,
+                          SEED_FILE_MAX);
     fclose(f);
-    if (bad) {
+    if (rc) {
         free(buf);
-        return AG_EIO;
+        return rc;
     }
     *text = buf;
     *len = n;
@@ -89,10 +105,8 @@ static int load_seed(const char *seed_dir, struct ag_policy **all, size_t *n,
         char *text = NULL;
         size_t len = 0;
         snprintf(path, sizeof path, "%s/%s", seed_dir, names[i]->d_name);
-        if (!rc && read_whole(path, &text, &len)) {
-            rc = ag_error_set(err, AG_EIO, "seed-dir",
-                              "seed-dir: cannot read %s", path);
-        }
+        if (!rc)
+            rc = read_whole(path, &text, &len, err);
         if (!rc)
             rc = add_seed_file(path, text, len, all, n, err);
         free(text);
