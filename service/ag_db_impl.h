@@ -23,6 +23,7 @@ struct ag_db {
 
 /* Fills err with what failed and SQLite's own message; returns AG_EIO. */
 int ag_db__fail(sqlite3 *db, const char *what, struct ag_error *err);
+
 /*
  * Tables as data. Each table's columns are written down once, in a
  * struct ag_db_table, and every SELECT and INSERT of it is built from that
