@@ -8,34 +8,33 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
-#include "ag_policy_db.h"
 #include "ag_request.h"
 
 #define ACTOR "admin-api"
 #define AUDIT_PAGE_DEFAULT 50
-#define AUDIT_PAGE_MAX 500
 
 struct ag_admin {
     struct ag_service *svc;
     const struct ag_hasher *hasher;
     struct ag_reload *reload;
-    struct ag_policy_db *db;
+    struct ag_db *db;
     pthread_mutex_t lock; /* guards db */
     unsigned char token_hash[crypto_generichash_BYTES];
 };
 
 int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
                  const struct ag_hasher *hasher, struct ag_reload *reload,
-                 struct ag_admin **out, char *err, size_t errsz)
+                 struct ag_admin **out, struct ag_error *err)
 {
     struct ag_admin *a = calloc(1, sizeof *a);
     if (!a)
-        return AG_ENOMEM;
-    int rc = ag_policy_db_open(db_path, NULL, 0, &a->db, err, errsz);
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+    int rc = ag_db_open(db_path, NULL, 0, &a->db, err);
     if (rc) {
         free(a);
         return rc;
@@ -54,7 +53,7 @@ void ag_admin_free(struct ag_admin *a)
 {
     if (!a)
         return;
-    ag_policy_db_close(a->db);
+    ag_db_close(a->db);
     pthread_mutex_destroy(&a->lock);
     sodium_memzero(a->token_hash, sizeof a->token_hash);
     free(a);
@@ -81,10 +80,38 @@ static int not_allowed(struct ag_http_response *r, const char *allow)
     return ag_http_response_error(r, 405, "method not allowed");
 }
 
-static int db_error(struct ag_http_response *r, const char *err)
+/* A row the database holds but cannot give back (a hand edit) is the
+ * service's fault, 500, and the message names it; anything else is the
+ * database being unavailable. */
+static int db_error(struct ag_http_response *r, const struct ag_error *err)
 {
-    ag_log(AG_LOG_ERROR, "admin_db", "%s", err);
+    ag_log(AG_LOG_ERROR, "admin_db", "%s", err->msg);
+    if (err->code == AG_EINVAL)
+        return ag_http_response_error(r, 500, err->msg);
     return ag_http_response_error(r, 503, "the policy database is unavailable");
+}
+
+/* Sends o, which it takes over; a NULL o (json_pack or a constructor
+ * failed) is a clean 500 rather than a body with a part missing. */
+static int send_json(struct ag_http_response *r, int status, json_t *o)
+{
+    if (!o)
+        return ag_http_response_error(r, 500,
+                                      "out of memory building the response");
+    int rc = ag_http_response_json(r, status, o);
+    json_decref(o);
+    return rc;
+}
+
+/* Appends v (taken over) to arr; on failure drops arr and returns NULL, so
+ * that an array is whole or absent. */
+static json_t *append_or_drop(json_t *arr, json_t *v)
+{
+    if (!arr || !v || json_array_append_new(arr, v)) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
 }
 
 /* Parses a JSON request body; on failure fills r with a 400. */
@@ -104,39 +131,76 @@ static json_t *parse_body(const struct ag_admin_request *req,
     return v;
 }
 
-static int changed(struct ag_admin *a)
+/* After a committed change: waits for this instance's watcher to apply
+ * it. NULL once it has; else the sentence a 202 carries. The change is
+ * committed either way and the other instances follow it on their own, so
+ * an error status would be untrue and invite a retry that finds the change
+ * already made; a 2xx other than 202 would claim it is in force here. */
+static const char *changed(struct ag_admin *a, char *msg, size_t size)
 {
-    ag_reload_sync(a->reload);
+    int rc = ag_reload_sync(a->reload);
+    if (rc == AG_OK)
+        return NULL;
+    if (rc == AG_EPENDING)
+        snprintf(msg, size,
+                 "the change is committed but not yet applied on this "
+                 "instance: its policy watcher did not load it within %d ms",
+                 AG_RELOAD_SYNC_TIMEOUT_MS);
+    else
+        snprintf(msg, size,
+                 "the change is committed but not applied on this instance: "
+                 "its policy watcher failed to load the database and keeps "
+                 "the policies it had");
+    ag_log(AG_LOG_WARN, "admin_change_not_applied", "%s", msg);
+    return msg;
+}
+
+/* Answers a committed change with body (taken over) and status, or, when
+ * why says it is not applied here, with 202 and body plus
+ * "applied": false and "message": why. */
+static int answer_change(struct ag_http_response *r, int status, json_t *body,
+                         const char *why)
+{
+    if (why && body &&
+        (json_object_set_new(body, "applied", json_false()) ||
+         json_object_set_new(body, "message", json_string(why)))) {
+        json_decref(body);
+        body = NULL;
+    }
+    return send_json(r, why ? 202 : status, body);
+}
+
+/* A delete: 204 once applied here, else a 202 saying why not. */
+static int answer_delete(struct ag_http_response *r, const char *why)
+{
+    if (why)
+        return answer_change(r, 204, json_object(), why);
+    r->status = 204;
     return AG_OK;
 }
 
 static int wrap_policy(struct ag_http_response *r, int status,
                        const struct ag_policy *p)
 {
-    json_t *o = json_pack("{s:o}", "policy", ag_policy_to_json(p));
-    int rc = o ? ag_http_response_json(r, status, o) : AG_ENOMEM;
-    json_decref(o);
-    return rc;
+    return send_json(r, status,
+                     json_pack("{s:o}", "policy", ag_policy_to_json(p)));
 }
 
 static int list_policies(struct ag_admin *a, struct ag_http_response *r)
 {
     struct ag_policy *ps;
     size_t n;
-    char err[512];
+    struct ag_error err;
     pthread_mutex_lock(&a->lock);
-    int rc = ag_policy_db_load(a->db, &ps, &n, err, sizeof err);
+    int rc = ag_db_policies_load(a->db, &ps, &n, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, ag_policy_to_json(&ps[i]));
+    for (size_t i = 0; list && i < n; i++)
+        list = append_or_drop(list, ag_policy_to_json(&ps[i]));
     free(ps);
-    json_t *o = json_pack("{s:o}", "policies", list);
-    rc = ag_http_response_json(r, 200, o);
-    json_decref(o);
-    return rc;
+    return send_json(r, 200, json_pack("{s:o}", "policies", list));
 }
 
 static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
@@ -145,28 +209,27 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     if (!ag_policy_name_valid(name))
         return ag_http_response_field_error(
             r, 400, "name must be 1 to 64 of [a-z0-9._-]", "name");
-    char err[512];
+    struct ag_error err;
     struct ag_policy p;
     int rc;
     if (strcmp(req->method, "GET") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_get(a->db, name, &p, err, sizeof err);
+        rc = ag_db_policy_get(a->db, name, &p, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
-        return rc ? db_error(r, err) : wrap_policy(r, 200, &p);
+        return rc ? db_error(r, &err) : wrap_policy(r, 200, &p);
     }
     if (strcmp(req->method, "DELETE") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_delete(a->db, name, ACTOR, err, sizeof err);
+        rc = ag_db_policy_delete(a->db, name, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
         if (rc)
-            return db_error(r, err);
-        changed(a);
-        r->status = 204;
-        return AG_OK;
+            return db_error(r, &err);
+        char msg[256];
+        return answer_delete(r, changed(a, msg, sizeof msg));
     }
     if (strcmp(req->method, "PUT") != 0)
         return not_allowed(r, "GET, PUT, DELETE");
@@ -180,14 +243,17 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
-    rc = ag_policy_db_save(a->db, &p, ACTOR, &created, err, sizeof err);
+    rc = ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_field_error(r, 400, err, "enabled");
+        return ag_http_response_field_error(r, 400, err.msg, err.field);
     if (rc)
-        return db_error(r, err);
-    changed(a);
-    return wrap_policy(r, created ? 201 : 200, &p);
+        return db_error(r, &err);
+    char msg[256];
+    const char *why = changed(a, msg, sizeof msg);
+    return answer_change(r, created ? 201 : 200,
+                         json_pack("{s:o}", "policy", ag_policy_to_json(&p)),
+                         why);
 }
 
 /* POST /admin/reset: clears one policy's counters for one identity. */
@@ -206,18 +272,17 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(
             r, 400, "policy must be the name of a policy", "policy");
     }
-    char err[512];
+    struct ag_error err;
     struct ag_policy p;
     pthread_mutex_lock(&a->lock);
-    int rc =
-        ag_policy_db_get(a->db, json_string_value(name), &p, err, sizeof err);
+    int rc = ag_db_policy_get(a->db, json_string_value(name), &p, &err);
     pthread_mutex_unlock(&a->lock);
     json_decref(body);
     if (rc == AG_ENOTFOUND)
         return ag_http_response_field_error(r, 404, "policy does not exist",
                                             "policy");
     if (rc)
-        return db_error(r, err);
+        return db_error(r, &err);
     char key[AG_STORE_KEY_MAX];
     struct ag_error rerr;
     int cleared = ag_service_reset(a->svc, &p, req->body, req->len, key, &rerr);
@@ -227,12 +292,11 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_refusal(r, 503, &rerr);
     json_t *after = json_pack("{s:s}", "key", key);
     pthread_mutex_lock(&a->lock);
-    rc = ag_policy_db_note(a->db, "reset", p.name, ACTOR, NULL, after, err,
-                           sizeof err);
+    rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, &err);
     pthread_mutex_unlock(&a->lock);
     json_decref(after);
     if (rc)
-        ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err);
+        ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err.msg);
     if (cleared == AG_EPENDING) {
         /* Redis could not answer: this instance's fallback is cleared and
          * Redis will be before this instance sends it another check. */
@@ -264,28 +328,29 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
 {
     if (strcmp(req->method, "GET") != 0)
         return not_allowed(r, "GET");
-    long long limit = query_int(req->limit, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX);
-    if (limit < 0)
-        return ag_http_response_field_error(
-            r, 400, "limit must be an integer from 1 to 500", "limit");
+    long long limit =
+        query_int(req->limit, AUDIT_PAGE_DEFAULT, AG_DB_AUDIT_PAGE_MAX);
+    if (limit < 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "limit must be an integer from 1 to %d",
+                 AG_DB_AUDIT_PAGE_MAX);
+        return ag_http_response_field_error(r, 400, msg, "limit");
+    }
     long long before = query_int(req->before, 0, INT64_MAX);
     if (before < 0)
         return ag_http_response_field_error(
             r, 400, "before must be a positive integer", "before");
     json_t *entries;
     int64_t next;
-    char err[512];
+    struct ag_error err;
     pthread_mutex_lock(&a->lock);
-    int rc = ag_policy_db_audit_page(a->db, before, (int)limit, &entries, &next,
-                                     err, sizeof err);
+    int rc = ag_db_audit_page(a->db, before, (int)limit, &entries, &next, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
-        return db_error(r, err);
-    json_t *o = json_pack("{s:o, s:o}", "entries", entries, "next_before",
-                          next ? json_integer(next) : json_null());
-    rc = ag_http_response_json(r, 200, o);
-    json_decref(o);
-    return rc;
+        return db_error(r, &err);
+    return send_json(r, 200,
+                     json_pack("{s:o, s:o}", "entries", entries, "next_before",
+                               next ? json_integer(next) : json_null()));
 }
 
 static int lists(struct ag_admin *a, const struct ag_admin_request *req,
@@ -301,7 +366,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
     }
     if (list < 0)
         return ag_http_response_error(r, 404, "lists are /allow and /deny");
-    char err[512];
+    struct ag_error err;
     int rc;
     if (rest[n] == '/') {
         if (strcmp(req->method, "DELETE") != 0)
@@ -311,34 +376,29 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_field_error(r, 400,
                                                 "id must be an entry id", "id");
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, err,
-                                      sizeof err);
+        rc = ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such entry");
         if (rc)
-            return db_error(r, err);
-        changed(a);
-        r->status = 204;
-        return AG_OK;
+            return db_error(r, &err);
+        char msg[256];
+        return answer_delete(r, changed(a, msg, sizeof msg));
     }
     if (strcmp(req->method, "GET") == 0) {
         struct ag_list_entry *es;
         size_t count;
         pthread_mutex_lock(&a->lock);
-        rc = ag_policy_db_lists_load(a->db, &es, &count, err, sizeof err);
+        rc = ag_db_lists_load(a->db, &es, &count, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc)
-            return db_error(r, err);
+            return db_error(r, &err);
         json_t *arr = json_array();
-        for (size_t i = 0; i < count; i++)
+        for (size_t i = 0; arr && i < count; i++)
             if ((int)es[i].list == list)
-                json_array_append_new(arr, ag_list_entry_to_json(&es[i]));
+                arr = append_or_drop(arr, ag_list_entry_to_json(&es[i]));
         free(es);
-        json_t *o = json_pack("{s:o}", "entries", arr);
-        rc = ag_http_response_json(r, 200, o);
-        json_decref(o);
-        return rc;
+        return send_json(r, 200, json_pack("{s:o}", "entries", arr));
     }
     if (strcmp(req->method, "POST") != 0)
         return not_allowed(r, "GET, POST");
@@ -354,25 +414,19 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    struct ag_ruleset *set = ag_service_ruleset(a->svc);
-    if (set && set->nlists >= AG_LISTS_MAX)
-        rc = AG_ETOOBIG;
-    ag_ruleset_unref(set);
-    if (!rc)
-        rc = ag_policy_db_list_add(a->db, &e, ACTOR, &id, err, sizeof err);
+    rc = ag_db_list_add(a->db, &e, ACTOR, &id, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_error(r, 400, "the lists hold 10000 entries");
+        return ag_http_response_error(r, 400, err.msg);
     if (rc == AG_ECONFLICT)
-        return ag_http_response_error(r, 409, err);
+        return ag_http_response_error(r, 409, err.msg);
     if (rc)
-        return db_error(r, err);
-    changed(a);
+        return db_error(r, &err);
+    char msg[256];
+    const char *why = changed(a, msg, sizeof msg);
     e.id = id;
-    json_t *o = json_pack("{s:o}", "entry", ag_list_entry_to_json(&e));
-    rc = ag_http_response_json(r, 201, o);
-    json_decref(o);
-    return rc;
+    return answer_change(
+        r, 201, json_pack("{s:o}", "entry", ag_list_entry_to_json(&e)), why);
 }
 
 int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,

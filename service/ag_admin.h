@@ -6,18 +6,21 @@
  * same validation as every other path (ag_policy_from_json,
  * ag_list_entry_from_json), is one SQLite transaction with its audit row,
  * and waits for the reload watcher to apply it on this instance (the
- * others within their watch interval).
+ * others within their watch interval). A change committed but not applied
+ * here (the wait ran out, or the load failed) is answered 202 with the
+ * usual body plus "applied": false and a "message" saying which.
  *
  * Routes (all under /admin):
  *   GET    /policies              {"policies": [...]}
  *   GET    /policies/{name}       {"policy": ...} | 404
- *   PUT    /policies/{name}       201 created | 200 replaced, {"policy": ...}
- *   DELETE /policies/{name}       204 | 404
+ *   PUT    /policies/{name}       201 created | 200 replaced | 202,
+ *                                 {"policy": ...}
+ *   DELETE /policies/{name}       204 | 202 | 404
  *   POST   /reset                 {"policy": name, <identifiers>} -> 204
  *   GET    /audit?limit=&before=  {"entries": [...], "next_before": id|null}
  *   GET    /lists/{allow|deny}    {"entries": [...]}
- *   POST   /lists/{allow|deny}    201 {"entry": ...}
- *   DELETE /lists/{allow|deny}/{id}  204 | 404
+ *   POST   /lists/{allow|deny}    201 | 202 {"entry": ...}
+ *   DELETE /lists/{allow|deny}/{id}  204 | 202 | 404
  *
  * Handlers run on HTTP threads; the admin's own SQLite connection is used
  * under a mutex (admin traffic is rare; checks never wait for it).
@@ -33,8 +36,8 @@
 
 struct ag_admin;
 
-/* Admin answers may be long (a page of 500 audit rows, 10 000 list
- * entries): their bodies may reach this many bytes. */
+/* Admin answers may be long (a page of AG_DB_AUDIT_PAGE_MAX audit rows,
+ * AG_LISTS_MAX list entries): their bodies may reach this many bytes. */
 #define AG_ADMIN_RESPONSE_MAX (16 * 1024 * 1024)
 
 struct ag_admin_request {
@@ -52,7 +55,7 @@ struct ag_admin_request {
  * admin. */
 int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
                  const struct ag_hasher *hasher, struct ag_reload *reload,
-                 struct ag_admin **out, char *err, size_t errsz);
+                 struct ag_admin **out, struct ag_error *err);
 void ag_admin_free(struct ag_admin *a);
 
 /* Serves one admin request into resp. Returns an error only if the

@@ -6,9 +6,9 @@
 
 #include <jansson.h>
 
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_policy.h"
-#include "ag_policy_db.h"
 
 #define ACTOR "cli"
 #define EXIT_FAIL 1
@@ -21,55 +21,67 @@ static int usage(void)
     return EXIT_USAGE;
 }
 
-static int print_json(json_t *o)
+/* Prints o, which it takes over; a NULL o is out of memory. */
+static int print_json(json_t *o, struct ag_error *err)
 {
-    if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
-        return EXIT_FAIL;
-    fputc('\n', stdout);
+    int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
     json_decref(o);
+    if (rc) {
+        ag_error_fill(err, AG_EIO, NULL, "cannot write the JSON out");
+        return EXIT_FAIL;
+    }
+    fputc('\n', stdout);
     return 0;
 }
 
-static json_t *read_json(const char *path, char *err, size_t errsz)
+static json_t *read_json(const char *path, struct ag_error *err)
 {
     json_error_t jerr;
     json_t *v = strcmp(path, "-") == 0
                     ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
                     : json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!v)
-        snprintf(err, errsz, "%s: %s at line %d column %d", path, jerr.text,
-                 jerr.line, jerr.column);
+        ag_error_fill(err, AG_EINVAL, NULL, "%s: %s at line %d column %d", path,
+                      jerr.text, jerr.line, jerr.column);
     return v;
 }
 
-static int all_policies(struct ag_policy_db *db, json_t **out, char *err,
-                        size_t errsz)
+static int all_policies(struct ag_db *db, json_t **out, struct ag_error *err)
 {
     struct ag_policy *ps;
     size_t n;
-    int rc = ag_policy_db_load(db, &ps, &n, err, errsz);
+    int rc = ag_db_policies_load(db, &ps, &n, err);
     if (rc)
         return rc;
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(list, ag_policy_to_json(&ps[i]));
+    for (size_t i = 0; list && i < n; i++) {
+        json_t *v = ag_policy_to_json(&ps[i]);
+        if (!v || json_array_append_new(list, v)) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
     free(ps);
-    *out = json_pack("{s:o}", "policies", list);
+    /* A list with a policy missing would export a smaller set than the
+     * database holds: none at all, and an error, instead. */
+    *out = list ? json_pack("{s:o}", "policies", list) : NULL;
+    if (!*out)
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     return AG_OK;
 }
 
-static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
-               const char *arg2, char *err, size_t errsz)
+static int run(struct ag_db *db, const char *cmd, const char *arg1,
+               const char *arg2, struct ag_error *err)
 {
     struct ag_policy p;
     struct ag_error perr;
     json_t *o;
     int rc;
     if (strcmp(cmd, "list") == 0 || strcmp(cmd, "export") == 0) {
-        if ((rc = all_policies(db, &o, err, errsz)))
+        if ((rc = all_policies(db, &o, err)))
             return EXIT_FAIL;
         if (strcmp(cmd, "export") == 0)
-            return print_json(o);
+            return print_json(o, err);
         const json_t *v;
         size_t i;
         json_array_foreach(json_object_get(o, "policies"), i, v)
@@ -82,37 +94,40 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
         return 0;
     }
     if (strcmp(cmd, "get") == 0 && arg1) {
-        rc = ag_policy_db_get(db, arg1, &p, err, errsz);
+        rc = ag_db_policy_get(db, arg1, &p, err);
         if (rc == AG_ENOTFOUND)
-            snprintf(err, errsz, "no policy named '%.64s'", arg1);
+            ag_error_fill(err, rc, "name", "no policy named '%.*s'",
+                          AG_POLICY_NAME_MAX, arg1);
         return rc ? EXIT_FAIL
                   : print_json(
-                        json_pack("{s:o}", "policy", ag_policy_to_json(&p)));
+                        json_pack("{s:o}", "policy", ag_policy_to_json(&p)),
+                        err);
     }
     if (strcmp(cmd, "delete") == 0 && arg1) {
-        rc = ag_policy_db_delete(db, arg1, ACTOR, err, errsz);
+        rc = ag_db_policy_delete(db, arg1, ACTOR, err);
         if (rc == AG_ENOTFOUND)
-            snprintf(err, errsz, "no policy named '%.64s'", arg1);
+            ag_error_fill(err, rc, "name", "no policy named '%.*s'",
+                          AG_POLICY_NAME_MAX, arg1);
         return rc ? EXIT_FAIL : 0;
     }
     if (strcmp(cmd, "put") == 0 && arg1 && arg2) {
-        if (!(o = read_json(arg2, err, errsz)))
+        if (!(o = read_json(arg2, err)))
             return EXIT_USAGE;
         rc = ag_policy_from_json(o, arg1, &p, &perr);
         json_decref(o);
         if (rc) {
-            snprintf(err, errsz, "%s", perr.msg);
+            *err = perr;
             return EXIT_USAGE;
         }
         bool created;
-        rc = ag_policy_db_save(db, &p, ACTOR, &created, err, errsz);
+        rc = ag_db_policy_save(db, &p, ACTOR, &created, err);
         if (rc)
             return rc == AG_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
         fprintf(stderr, "%s %s\n", created ? "created" : "replaced", p.name);
         return 0;
     }
     if (strcmp(cmd, "import") == 0 && arg1) {
-        if (!(o = read_json(arg1, err, errsz)))
+        if (!(o = read_json(arg1, err)))
             return EXIT_USAGE;
         char *text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
@@ -122,10 +137,10 @@ static int run(struct ag_policy_db *db, const char *cmd, const char *arg1,
                   : AG_ENOMEM;
         free(text);
         if (rc) {
-            snprintf(err, errsz, "%s", perr.msg);
+            *err = perr;
             return EXIT_USAGE;
         }
-        rc = ag_policy_db_import(db, ps, n, ACTOR, err, errsz);
+        rc = ag_db_policies_import(db, ps, n, ACTOR, err);
         free(ps);
         if (!rc)
             fprintf(stderr, "imported %zu policies\n", n);
@@ -152,16 +167,16 @@ int ag_cli_main(int argc, char **argv)
     }
     if (!pos[0])
         return usage();
-    char err[512] = "";
-    struct ag_policy_db *db;
-    if (ag_policy_db_open_seeded(db_path ? db_path : "var/policies.db",
-                                 seed_dir, &db, err, sizeof err)) {
-        fprintf(stderr, "abuseguard policy: %s\n", err);
+    struct ag_error err = {0};
+    struct ag_db *db;
+    if (ag_db_open_seeded(db_path ? db_path : AG_DB_DEFAULT_PATH, seed_dir, &db,
+                          &err)) {
+        fprintf(stderr, "abuseguard policy: %s\n", err.msg);
         return EXIT_FAIL;
     }
-    int rc = run(db, pos[0], pos[1], pos[2], err, sizeof err);
-    ag_policy_db_close(db);
-    if (rc && err[0])
-        fprintf(stderr, "abuseguard policy: %s\n", err);
+    int rc = run(db, pos[0], pos[1], pos[2], &err);
+    ag_db_close(db);
+    if (rc && err.msg[0])
+        fprintf(stderr, "abuseguard policy: %s\n", err.msg);
     return rc;
 }

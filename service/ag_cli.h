@@ -3,7 +3,7 @@
  *   abuseguard policy list|get NAME|put NAME FILE|delete NAME|export|
  *                     import FILE [--db PATH]
  * It opens the same database (--db, else $ABUSEGUARD_DB, else
- * var/policies.db; a new one is created and seeded like the service does)
+ * AG_DB_DEFAULT_PATH; a new one is created and seeded like the service does)
  * and goes through the same validation and audit as the admin API (actor
  * "cli"). Running services pick the change up within a second.
  * Exit 0 on success, 1 if the policy does not exist or the database fails,

@@ -13,6 +13,7 @@
 
 #include <sodium.h>
 
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_log.h"
 
@@ -37,7 +38,7 @@ static const struct flag flags[] = {
      "address and port to serve HTTP on (HOST:PORT, [V6]:PORT)"},
     {"redis", K_REDIS, F(redis), 0, 0, 0, "redis://127.0.0.1:6379",
      "redis://[:password@]host:port[/db] or unix:///path/to/socket"},
-    {"db", K_STR, F(db_path), S(db_path), 0, 0, "var/policies.db",
+    {"db", K_STR, F(db_path), S(db_path), 0, 0, AG_DB_DEFAULT_PATH,
      "SQLite policy database; created and migrated if absent"},
     {"secret-file", K_STR, F(secret_file), S(secret_file), 0, 0,
      "var/secret.key",

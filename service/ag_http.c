@@ -357,7 +357,7 @@ static unsigned cores(void)
 
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
                   struct ag_metrics *metrics, struct ag_admin *admin,
-                  struct ag_http **out, char *err, size_t errsz)
+                  struct ag_http **out, struct ag_error *err)
 {
     struct ag_http *h = calloc(1, sizeof *h);
     if (!h)
@@ -399,8 +399,8 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
         completed, h, MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf(err, errsz, "cannot listen on %s:%d: %s", cfg->listen_host,
-                 cfg->listen_port, strerror(errno));
+        ag_error_fill(err, AG_EIO, "listen", "cannot listen on %s:%d: %s",
+                      cfg->listen_host, cfg->listen_port, strerror(errno));
         free(h);
         return AG_EIO;
     }

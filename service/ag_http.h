@@ -32,7 +32,7 @@ struct ag_metrics;
  * a message in err. */
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
                   struct ag_metrics *metrics, struct ag_admin *admin,
-                  struct ag_http **out, char *err, size_t errsz);
+                  struct ag_http **out, struct ag_error *err);
 /* Stops taking new requests: each gets a 503 with Retry-After and
  * Connection: close. In-flight requests go on. */
 void ag_http_quiesce(struct ag_http *h);

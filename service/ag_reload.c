@@ -13,19 +13,22 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 
-#include "ag_policy_db.h"
+#include "ag_db.h"
 
 struct ag_reload {
-    struct ag_service *svc;
+    ag_reload_publish_fn publish;
+    void *publish_ctx;
     struct ag_metrics *metrics;
-    struct ag_policy_db *db;
+    struct ag_db *db;
     unsigned interval_ms;
+    unsigned sync_timeout_ms;
     pthread_t thread;
     pthread_mutex_t lock; /* guards the fields up to stopping */
     pthread_cond_t wake;  /* the watcher waits on it */
     pthread_cond_t done;  /* ag_reload_sync waits on it */
     uint64_t asked;       /* syncs asked for */
     uint64_t served;      /* syncs the watcher has loaded for */
+    bool served_ok;       /* whether the load that served them succeeded */
     bool stopping;
     int64_t data_version; /* watcher thread only */
     uint64_t loads;       /* watcher thread only (and start) */
@@ -33,49 +36,51 @@ struct ag_reload {
 };
 
 /* Loads policies and lists and publishes them. */
-static int load(struct ag_reload *r, char *err, size_t errsz)
+static int load(struct ag_reload *r, struct ag_error *err)
 {
     struct ag_policy *ps = NULL;
     struct ag_list_entry *lists = NULL;
     size_t n = 0, nl = 0;
-    int rc = ag_policy_db_load_all(r->db, &ps, &n, &lists, &nl, err, errsz);
+    int rc = ag_db_load_all(r->db, &ps, &n, &lists, &nl, err);
     if (rc)
         return rc;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
     free(ps);
     if (!set) {
         free(lists);
-        return AG_ENOMEM;
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     }
     ag_ruleset_adopt_lists(set, lists, nl);
-    ag_service_set_ruleset(r->svc, set);
+    r->publish(r->publish_ctx, set);
     if (r->metrics)
         atomic_fetch_add(&r->metrics->reloads, 1);
     return AG_OK;
 }
 
-static void tick(struct ag_reload *r, bool poked)
+/* Loads if the database changed (or a sync asked); false if a load was
+ * needed and failed. */
+static bool tick(struct ag_reload *r, bool poked)
 {
     int64_t v;
-    char err[512];
-    int rc = ag_policy_db_data_version(r->db, &v);
+    struct ag_error err;
+    int rc = ag_db_data_version(r->db, &v);
     if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
-        return;
+        return true;
     if (rc == AG_OK)
-        rc = load(r, err, sizeof err);
+        rc = load(r, &err);
     else
-        snprintf(err, sizeof err, "policy database: data_version failed");
+        ag_error_fill(&err, rc, NULL, "policy database: data_version failed");
     struct ag_metrics *m = r->metrics;
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",
-                   "%s; keeping the last loaded policies", err);
+                   "%s; keeping the last loaded policies", err.msg);
         r->failing = true;
         if (m) {
             atomic_fetch_add(&m->reload_failures, 1);
             atomic_store(&m->policies_stale, 1);
         }
-        return;
+        return false;
     }
     if (r->failing)
         ag_log(AG_LOG_INFO, "policy_reload_recovered", "database readable");
@@ -86,6 +91,7 @@ static void tick(struct ag_reload *r, bool poked)
     r->data_version = v;
     ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",
            (unsigned long long)r->loads);
+    return true;
 }
 
 static void *watch(void *arg)
@@ -106,32 +112,37 @@ static void *watch(void *arg)
         uint64_t asked = r->asked;
         bool poked = asked != r->served;
         pthread_mutex_unlock(&r->lock);
-        tick(r, poked);
+        bool ok = tick(r, poked);
         pthread_mutex_lock(&r->lock);
         r->served = asked;
+        r->served_ok = ok;
         pthread_cond_broadcast(&r->done);
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;
 }
 
-int ag_reload_start(const char *db_path, struct ag_service *svc,
-                    struct ag_metrics *metrics, unsigned interval_ms,
-                    struct ag_reload **out, char *err, size_t errsz)
+int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
+                    void *publish_ctx, struct ag_metrics *metrics,
+                    unsigned interval_ms, unsigned sync_timeout_ms,
+                    struct ag_reload **out, struct ag_error *err)
 {
     struct ag_reload *r = calloc(1, sizeof *r);
     if (!r)
-        return AG_ENOMEM;
-    r->svc = svc;
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+    r->publish = publish;
+    r->publish_ctx = publish_ctx;
     r->metrics = metrics;
     r->interval_ms = interval_ms;
-    int rc = ag_policy_db_open(db_path, NULL, 0, &r->db, err, errsz);
+    r->sync_timeout_ms = sync_timeout_ms;
+    int rc = ag_db_open(db_path, NULL, 0, &r->db, err);
+    if (!rc && ag_db_data_version(r->db, &r->data_version))
+        rc = ag_error_set(err, AG_EIO, NULL,
+                          "policy database: data_version failed");
     if (!rc)
-        rc = ag_policy_db_data_version(r->db, &r->data_version);
-    if (!rc)
-        rc = load(r, err, errsz);
+        rc = load(r, err);
     if (rc) {
-        ag_policy_db_close(r->db);
+        ag_db_close(r->db);
         free(r);
         return rc;
     }
@@ -143,30 +154,37 @@ int ag_reload_start(const char *db_path, struct ag_service *svc,
     pthread_cond_init(&r->done, &attr);
     pthread_condattr_destroy(&attr);
     if (pthread_create(&r->thread, NULL, watch, r)) {
-        snprintf(err, errsz, "cannot start the policy watcher thread");
+
         pthread_cond_destroy(&r->wake);
         pthread_cond_destroy(&r->done);
         pthread_mutex_destroy(&r->lock);
-        ag_policy_db_close(r->db);
+        ag_db_close(r->db);
         free(r);
-        return AG_ENOMEM;
+        return ag_error_set(err, AG_ENOMEM, NULL,
+                            "cannot start the policy watcher thread");
     }
     *out = r;
     return AG_OK;
 }
 
-void ag_reload_sync(struct ag_reload *r)
+int ag_reload_sync(struct ag_reload *r)
 {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += 2;
+    until.tv_nsec += (long)(r->sync_timeout_ms % 1000) * 1000000L;
+    until.tv_sec += r->sync_timeout_ms / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&r->lock);
     uint64_t ticket = ++r->asked;
     pthread_cond_signal(&r->wake);
     while (r->served < ticket && !r->stopping &&
            pthread_cond_timedwait(&r->done, &r->lock, &until) != ETIMEDOUT)
         ;
+    /* Judged by what was served, not by how the wait ended: a load that
+     * finished just as the time ran out still counts. */
+    int rc = r->served < ticket ? AG_EPENDING : r->served_ok ? AG_OK : AG_EIO;
     pthread_mutex_unlock(&r->lock);
+    return rc;
 }
 
 void ag_reload_stop(struct ag_reload *r)
@@ -183,6 +201,6 @@ void ag_reload_stop(struct ag_reload *r)
     pthread_cond_destroy(&r->done);
 
     pthread_mutex_destroy(&r->lock);
-    ag_policy_db_close(r->db);
+    ag_db_close(r->db);
     free(r);
 }

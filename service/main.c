@@ -16,12 +16,12 @@
 #include "ag_admin.h"
 #include "ag_cli.h"
 #include "ag_config.h"
+#include "ag_db.h"
 #include "ag_error.h"
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_policy.h"
-#include "ag_policy_db.h"
 #include "ag_reload.h"
 #include "ag_service.h"
 #include "ag_store.h"
@@ -29,6 +29,12 @@
 #define EXIT_CONFIG 2
 /* How often each instance asks SQLite whether the policies changed. */
 #define RELOAD_INTERVAL_MS 200
+
+/* The watcher's new rulesets go to the service. */
+static void publish(void *svc, struct ag_ruleset *set)
+{
+    ag_service_set_ruleset(svc, set);
+}
 
 int main(int argc, char **argv)
 {
@@ -44,7 +50,6 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "policy") == 0)
         return ag_cli_main(argc - 1, argv + 1);
     struct ag_config cfg;
-    char err[512];
     struct ag_error cerr;
     if (ag_config_parse(&cfg, argc, argv, &cerr)) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
@@ -89,15 +94,14 @@ int main(int argc, char **argv)
 
     /* Create, migrate and seed the database, then let the watcher load
      * the first policy set and follow later edits. */
-    struct ag_policy_db *db = NULL;
-    if (ag_policy_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, err,
-                                 sizeof err)) {
-        fprintf(stderr, "abuseguard: %s\n", err);
+    struct ag_db *db = NULL;
+    if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         return 1;
     }
     ag_log(AG_LOG_INFO, "database_ready", "schema version %d",
-           ag_policy_db_schema_version(db));
-    ag_policy_db_close(db);
+           ag_db_schema_version(db));
+    ag_db_close(db);
 
     static struct ag_metrics metrics;
     ag_metrics_init(&metrics);
@@ -126,12 +130,12 @@ int main(int argc, char **argv)
     struct ag_reload *reload = NULL;
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
-    if (ag_reload_start(cfg.db_path, svc, &metrics, RELOAD_INTERVAL_MS, &reload,
-                        err, sizeof err) ||
+    if (ag_reload_start(cfg.db_path, publish, svc, &metrics, RELOAD_INTERVAL_MS,
+                        AG_RELOAD_SYNC_TIMEOUT_MS, &reload, &cerr) ||
         (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, svc, &hasher,
-                                        reload, &admin, err, sizeof err)) ||
-        ag_http_start(&cfg, svc, &metrics, admin, &http, err, sizeof err)) {
-        fprintf(stderr, "abuseguard: %s\n", err);
+                                        reload, &admin, &cerr)) ||
+        ag_http_start(&cfg, svc, &metrics, admin, &http, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         status = 1;
     } else {
         ag_log(AG_LOG_INFO, "listening", "http on %s:%d%s", cfg.listen_host,

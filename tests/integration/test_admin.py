@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 import time
 import unittest
 import urllib.parse
@@ -12,6 +13,7 @@ from harness import ServiceTest, digest, wait_until
 
 TOKEN = "tok-" + "7" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
+LISTS_MAX = 10000  # AG_LISTS_MAX: allow and deny entries together
 NEW_POLICY = {"endpoint": "login", "key": ["user"],
               "algorithm": "fixed_window", "limit": 2, "window_s": 60}
 
@@ -202,6 +204,34 @@ class LifecycleTest(AdminTest):
         self.assertEqual(self.call(svc, "GET", "/admin/policies/otp.ip")
                          .json["policy"]["algorithm"], "sliding_log")
 
+    def test_an_edit_this_instance_cannot_apply_is_202_not_201(self):
+        svc = self.admin_service()
+        con = sqlite3.connect(svc.db)
+        # A hand edit that no longer validates: every load fails from now
+        # on, and this instance keeps the policies it had.
+        con.execute("UPDATE policies SET algorithm = 'bogus' "
+                    "WHERE name = 'otp.ip'")
+        con.commit()
+        con.close()
+        r = self.put(svc, "login.new", NEW_POLICY)
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertIs(r.json["applied"], False)
+        self.assertIn("committed", r.json["message"])
+        self.assertEqual(r.json["policy"]["name"], "login.new")
+        # Committed indeed, but not in force here.
+        self.assertEqual(self.call(svc, "GET", "/admin/policies/login.new")
+                         .status, 200)
+        r = self.login(svc, "nu@example.com", "192.0.2.1")
+        self.assertNotIn("login.new",
+                         [d["policy"] for d in r.json["decisions"]])
+        r = self.call(svc, "DELETE", "/admin/policies/login.new")
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertIs(r.json["applied"], False)
+        r = self.call(svc, "POST", "/admin/lists/deny",
+                      {"kind": "ip", "value": "192.0.2.77"})
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(r.json["entry"]["value"], "192.0.2.77")
+
     def test_long_audit_pages_are_served(self):
         svc = self.admin_service()
         for i in range(40):
@@ -236,6 +266,22 @@ class LifecycleTest(AdminTest):
         self.assertLess(page["entries"][0]["id"], entries[-1]["id"])
         self.assertEqual(self.call(svc, "GET", "/admin/audit?limit=0")
                          .json["field"], "limit")
+
+    def test_an_audit_row_that_cannot_be_shown_fails_the_page(self):
+        svc = self.admin_service()
+        self.put(svc, "login.aud", NEW_POLICY)
+        con = sqlite3.connect(svc.db)
+        # A hand edit: a name that is not UTF-8, which JSON cannot carry.
+        con.execute("INSERT INTO audit (action, name, actor) "
+                    "VALUES ('update', CAST(X'C328' AS TEXT), 'sqlite3')")
+        con.commit()
+        con.close()
+        r = self.call(svc, "GET", "/admin/audit?limit=500")
+        # Never a page without the row, which would read as a history
+        # without that change.
+        self.assertEqual(r.status, 500, r.raw)
+        self.assertIn("audit row", r.json["error"])
+        self.assertIn("name", r.json["error"])
 
 
 class ResetTest(AdminTest):
@@ -388,6 +434,33 @@ class ListsTest(AdminTest):
         self.assertEqual(self.add(svc, "deny", {"kind": "ip",
                                                 "value": "10.0.0.0/8"})
                          .status, 409)
+
+    def test_two_instances_adding_at_the_cap_add_one_entry(self):
+        db = os.path.join(self.workdir, "cap.db")
+        a = self.admin_service(db=db, name="a")
+        b = self.admin_service(db=db, name="b")
+        con = sqlite3.connect(db)
+        con.executemany("INSERT INTO lists (list, kind, value) "
+                        "VALUES ('deny', 'ip', ?)",
+                        [("10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255),)
+                         for i in range(1, LISTS_MAX)])
+        con.commit()
+        time.sleep(1.0)  # both watchers have loaded LISTS_MAX - 1 entries
+        statuses = {}
+
+        def add(svc, ip):
+            statuses[ip] = self.add(svc, "deny", {"kind": "ip",
+                                                  "value": ip}).status
+        threads = [threading.Thread(target=add, args=(a, "192.0.2.1")),
+                   threading.Thread(target=add, args=(b, "192.0.2.2"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(sorted(statuses.values()), [201, 400], statuses)
+        count = con.execute("SELECT count(*) FROM lists").fetchone()[0]
+        con.close()
+        self.assertEqual(count, LISTS_MAX)
 
 
 if __name__ == "__main__":

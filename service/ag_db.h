@@ -1,0 +1,119 @@
+/*
+ * The policy database (SQLite): policies, allow and deny lists, and the
+ * audit log of every change to them. The code is cut by concern (ag_db.c:
+ * open, migrations, transactions; ag_db_policies.c; ag_db_lists.c;
+ * ag_db_audit.c; ag_db_seed.c) behind this one header.
+ *
+ * Opening migrates the schema: every embedded migrations/NNN_*.sql newer
+ * than the recorded version runs, in order, inside one IMMEDIATE
+ * transaction, so concurrent starts of several instances on one file
+ * migrate it once. A database created by this open is seeded with the
+ * given policies in the same transaction; an existing one never is, even
+ * if an admin emptied it.
+ *
+ * Caps that span rows (AG_PLAN_MAX enabled policies per endpoint,
+ * AG_LISTS_MAX list entries) are checked inside the change's IMMEDIATE
+ * transaction, so they hold however many instances write at once.
+ *
+ * One ag_db is one SQLite connection: use it from one thread at a time.
+ * Every statement is prepared with bound parameters.
+ */
+#ifndef AG_DB_H
+#define AG_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ag_lists.h"
+#include "ag_policy.h"
+
+/* Where the service and the CLI keep the database unless told. */
+#define AG_DB_DEFAULT_PATH "var/policies.db"
+
+struct ag_db;
+
+/* Opens (creating if absent) and migrates the database at path, seeding a
+ * new one with the n policies in seed. On failure returns a negative code
+ * and a message in err; *out is untouched. Close with ag_db_close. */
+int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
+               struct ag_db **out, struct ag_error *err);
+/* ag_db_open, seeding a new database with every *.json of seed_dir
+ * in name order, or with the compiled-in policies/ when seed_dir is NULL or
+ * empty. */
+int ag_db_open_seeded(const char *path, const char *seed_dir,
+                      struct ag_db **out, struct ag_error *err);
+void ag_db_close(struct ag_db *db);
+
+/* The schema version now recorded (the newest migration applied). */
+int ag_db_schema_version(struct ag_db *db);
+
+/* Loads every policy, each validated again. On success *out is a malloc'd
+ * array of *n policies the caller frees. A row that fails validation is an
+ * error naming the policy. */
+int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
+                        struct ag_error *err);
+
+/* Inserts or replaces one policy (already validated), without an audit row:
+ * for callers inside their own transaction. Prefer ag_db_policy_save. */
+int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p,
+                     struct ag_error *err);
+
+/*
+ * Changes. Each runs in one IMMEDIATE transaction that also writes its
+ * audit row (action, name, actor, the record before and after), so the
+ * history cannot miss a change or record one that did not happen. actor
+ * says where the change came from ("admin-api", "cli", "seed").
+ */
+
+/* Inserts or replaces p; *created says which. */
+int ag_db_policy_save(struct ag_db *db, const struct ag_policy *p,
+                      const char *actor, bool *created, struct ag_error *err);
+/* Deletes the named policy; AG_ENOTFOUND if there is none. */
+int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
+                        struct ag_error *err);
+/* Saves every policy of an import in one transaction. */
+int ag_db_policies_import(struct ag_db *db, const struct ag_policy *ps,
+                          size_t n, const char *actor, struct ag_error *err);
+/* Reads one policy; AG_ENOTFOUND if there is none. */
+int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
+                     struct ag_error *err);
+/* An audit row for an action that changes no table here (a counter reset);
+ * before and after may be NULL and stay the caller's. */
+int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
+                     const char *actor, const json_t *before,
+                     const json_t *after, struct ag_error *err);
+#define AG_DB_AUDIT_PAGE_MAX 500 /* rows in one audit page at most */
+
+/* Audit rows newest first: at most limit rows (1 to AG_DB_AUDIT_PAGE_MAX,
+ * else AG_EINVAL naming "limit") with id < before_id (0 for the newest). *out
+ * is a new JSON array the caller owns; *next is the id to pass as before_id for
+ * the next page, or 0 when there is none. */
+int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
+                     json_t **out, int64_t *next, struct ag_error *err);
+
+/* Adds a list entry (the digest, never a plaintext, for users and phones);
+ * *id receives its id. AG_ECONFLICT if the same entry exists, AG_ETOOBIG
+ * if the lists already hold AG_LISTS_MAX entries (checked in the
+ * transaction, so it holds across instances). */
+int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
+                   const char *actor, int64_t *id, struct ag_error *err);
+/* Deletes entry id of list; AG_ENOTFOUND if there is none. */
+int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
+                      const char *actor, struct ag_error *err);
+/* Loads every list entry; *out is a malloc'd array the caller frees. */
+int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
+                     struct ag_error *err);
+
+/* Loads the policies and the lists from one read transaction, so that they
+ * belong together. Arrays as for ag_db_policies_load and _lists_load. */
+int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
+                   struct ag_list_entry **lists, size_t *nlists,
+                   struct ag_error *err);
+
+/* SQLite's PRAGMA data_version:
+ changes whenever another connection (this
+ * process's or another's) commits to the file. Cheap: no table is read. */
+int ag_db_data_version(struct ag_db *db, int64_t *version);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * Inside the policy database: what the ag_db*.c files share and no other
+ * module may use. The connection, the statement helpers and the audit row
+ * writer live here so that every file runs its SQL the same way.
+ *
+ * Like ag_db.h: one struct ag_db is one connection, one thread at a time.
+ */
+#ifndef AG_DB_IMPL_H
+#define AG_DB_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "ag_db.h"
+#include "ag_error.h"
+
+struct ag_db {
+    sqlite3 *db;
+};
+
+/* Fills err with what failed and SQLite's own message; returns AG_EIO. */
+int ag_db__fail(sqlite3 *db, const char *what, struct ag_error *err);
+
+/*
+ * Tables as data. Each table's columns are written down once, in a
+ * struct ag_db_table, and every SELECT and INSERT of it is built from that
+ * list, so that the column list of a read and of a write cannot drift
+ * apart. Result columns come back in table order (0, 1, ...); parameters
+ * are bound in table order of the columns written (?1, ?2, ...).
+ */
+enum ag_db_type {
+    AG_DB_TEXT, /* TEXT, a JSON string in the record */
+    AG_DB_INT,  /* INTEGER, a JSON integer */
+    AG_DB_BOOL, /* INTEGER 0 or 1, a JSON boolean */
+    AG_DB_JSON  /* TEXT holding compact JSON, any JSON value */
+};
+
+struct ag_db_column {
+    const char *name; /* the column, and its field in the JSON record */
+    enum ag_db_type type;
+    bool generated; /* assigned by SQLite (ids, times): never written */
+};
+
+struct ag_db_table {
+    const char *name;
+    const struct ag_db_column *columns;
+    size_t n;
+};
+
+#define AG_DB_SQL_MAX 1024 /* bytes of one built statement */
+
+/* Prepares "SELECT <every column> FROM <table> <tail>"; tail may be NULL. */
+int ag_db__prepare_select(struct ag_db *db, const struct ag_db_table *t,
+                          const char *tail, sqlite3_stmt **st,
+                          struct ag_error *err);
+/* Prepares "INSERT INTO <table> (<written columns>) VALUES (?1, ...)",
+ * and, when upsert_key names a column, "ON CONFLICT (<key>) DO UPDATE SET"
+ * every other written column from excluded, followed by set_tail (e.g.
+ * ", updated_at = ..."; may be NULL). */
+int ag_db__prepare_insert(struct ag_db *db, const struct ag_db_table *t,
+                          const char *upsert_key, const char *set_tail,
+                          sqlite3_stmt **st, struct ag_error *err);
+
+/* The JSON record of the current row of a statement prepared by
+ * ag_db__prepare_select on t: one field per column, SQL NULL as null.
+ * *out is new and the caller's. AG_EINVAL if a JSON column does not parse
+ * or a text is not UTF-8 (a hand edit), AG_ENOMEM. */
+int ag_db__row_to_json(sqlite3_stmt *st, const struct ag_db_table *t,
+                       json_t **out, struct ag_error *err);
+/* Binds the written columns of t, in table order from ?1, to the fields of
+ * record (an absent field binds NULL). */
+int ag_db__bind_record(struct ag_db *db, sqlite3_stmt *st,
+                       const struct ag_db_table *t, const json_t *record,
+                       struct ag_error *err);
+
+/* Fills err with "out of memory"; returns AG_ENOMEM. */
+int ag_db__nomem(struct ag_error *err);
+/* Runs sql (no parameters); AG_EIO with err on failure. */
+int ag_db__exec(sqlite3 *db, const char *sql, struct ag_error *err);
+/* BEGIN IMMEDIATE: the write lock is held from here to ag_db__finish. */
+int ag_db__begin(struct ag_db *db, struct ag_error *err);
+/* Commits if rc is 0, else rolls back; returns rc, or the commit's error. */
+int ag_db__finish(struct ag_db *db, int rc, struct ag_error *err);
+/* Binds text, or NULL for a NULL pointer. */
+void ag_db__bind_text(sqlite3_stmt *st, int i, const char *s);
+
+/* Writes one audit row inside the caller's transaction; before and after
+ * (either may be NULL) stay the caller's. */
+int ag_db__audit(struct ag_db *db, const char *action, const char *name,
+                 const char *actor, const json_t *before, const json_t *after,
+                 struct ag_error *err);
+/* Saves p and its audit row inside the caller's transaction (the seed of
+ * a new database uses it while migrating). */
+int ag_db__policy_save_in_tx(struct ag_db *db, const struct ag_policy *p,
+                             const char *actor, bool *created,
+                             struct ag_error *err);
+
+#endif

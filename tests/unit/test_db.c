@@ -1,0 +1,113 @@
+/*
+ * ag_db: a new database is migrated and seeded once; reopening neither
+ * migrates again nor reseeds; a failed open leaves nothing behind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "ag_test_db.h"
+
+static void fresh_database_is_migrated_to_the_newest_version(void **state)
+{
+    struct tmpdb *t = *state;
+    assert_true(ag_embedded_migrations_count >= 1);
+    struct ag_db *db = open_db(t->path, NULL, 0);
+    assert_true(newest_migration() >= 1);
+    assert_int_equal(ag_db_schema_version(db), newest_migration());
+    ag_db_close(db);
+    struct stat st;
+    assert_int_equal(stat(t->path, &st), 0);
+    /* One schema_version row per migration, and the policies table. */
+    assert_int_equal(query_int(t->path, "SELECT count(*) FROM schema_version"),
+                     (long long)ag_embedded_migrations_count);
+    assert_int_equal(query_int(t->path, "SELECT count(*) FROM policies"), 0);
+}
+
+static void fresh_database_is_seeded(void **state)
+{
+    struct tmpdb *t = *state;
+    const struct ag_policy seed[] = {simple("login.user", 10),
+                                     simple("login.ip", 100)};
+    struct ag_db *db = open_db(t->path, seed, 2);
+    size_t n = 0;
+    struct ag_policy *ps = load_all(db, &n);
+    assert_int_equal(n, 2);
+    const struct ag_policy *p = find(ps, n, "login.user");
+    assert_non_null(p);
+    expect_same_policy(p, &seed[0]);
+    p = find(ps, n, "login.ip");
+    assert_non_null(p);
+    expect_same_policy(p, &seed[1]);
+    free(ps);
+    ag_db_close(db);
+}
+
+static void reopening_neither_migrates_again_nor_reseeds(void **state)
+{
+    struct tmpdb *t = *state;
+    const struct ag_policy first[] = {simple("login.user", 10),
+                                      simple("login.ip", 100)};
+    ag_db_close(open_db(t->path, first, 2));
+
+    const struct ag_policy second[] = {simple("login.user", 1),
+                                       simple("otp.phone", 3),
+                                       simple("login.other", 7)};
+    struct ag_db *db = open_db(t->path, second, 3);
+    assert_int_equal(ag_db_schema_version(db), newest_migration());
+    size_t n = 0;
+    struct ag_policy *ps = load_all(db, &n);
+    assert_int_equal(n, 2);
+    const struct ag_policy *p = find(ps, n, "login.user");
+    assert_non_null(p);
+    assert_int_equal(p->limit, 10);
+    assert_non_null(find(ps, n, "login.ip"));
+    assert_null(find(ps, n, "otp.phone"));
+    assert_null(find(ps, n, "login.other"));
+    free(ps);
+    ag_db_close(db);
+    assert_int_equal(query_int(t->path, "SELECT count(*) FROM schema_version"),
+                     (long long)ag_embedded_migrations_count);
+}
+
+static void emptied_database_is_not_reseeded(void **state)
+{
+    struct tmpdb *t = *state;
+    const struct ag_policy seed[] = {simple("login.user", 10)};
+    ag_db_close(open_db(t->path, seed, 1));
+    exec_sql(t->path, "DELETE FROM policies");
+    struct ag_db *db = open_db(t->path, seed, 1);
+    size_t n = 99;
+    struct ag_policy *ps = load_all(db, &n);
+    assert_int_equal(n, 0);
+    free(ps);
+    ag_db_close(db);
+}
+
+static void failed_open_leaves_out_untouched(void **state)
+{
+    struct tmpdb *t = *state;
+    /* The directory itself is no database file. */
+    struct ag_db *sentinel = (struct ag_db *)&sentinel;
+    struct ag_db *db = sentinel;
+    struct ag_error err = {0};
+    int rc = ag_db_open(t->dir, NULL, 0, &db, &err);
+    assert_true(rc < 0);
+    assert_ptr_equal(db, sentinel);
+    assert_true(err.msg[0] != '\0');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        DB_TEST(fresh_database_is_migrated_to_the_newest_version),
+        DB_TEST(fresh_database_is_seeded),
+        DB_TEST(reopening_neither_migrates_again_nor_reseeds),
+        DB_TEST(emptied_database_is_not_reseeded),
+        DB_TEST(failed_open_leaves_out_untouched),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
