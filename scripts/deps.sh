@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
           libsqlite3-dev libsodium-dev libjansson-dev libcmocka-dev
-          redis-server python3 curl)
+          redis-server python3 curl clang-format)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite: installs missing packages, builds with
+# The whole test suite: installs missing packages, checks the formatting
+# of the C sources and the tables of the Markdown files, builds with
 # AddressSanitizer and UndefinedBehaviorSanitizer into build-test/, and runs
 # every unit and integration test through ctest. Integration tests start
 # their own redis-server processes on spare loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+
+# Checks that need no build, first, so a slip fails in seconds: the C
+# sources formatted as .clang-format says, and no Markdown table broken.
+clang-format --dry-run -Werror service/*.c service/*.h tests/unit/*.c \
+    tests/unit/*.h tests/fuzz/*.c
+python3 scripts/check_markdown.py --self-test
+python3 scripts/check_markdown.py README.md bench/README.md docs/*.md
 
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug \
     -DAG_SANITIZE=address,undefined -DAG_TESTS=ON
