@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing packages, checks the formatting
-# of the C sources and the tables of the Markdown files, builds with
+# of the C sources and the tables of the Markdown files, builds a Release
+# build that must compile warning-clean, builds with
 # AddressSanitizer and UndefinedBehaviorSanitizer into build-test/, and runs
 # every unit and integration test through ctest. Integration tests start
 # their own redis-server processes on spare loopback ports.
@@ -14,6 +15,11 @@ clang-format --dry-run -Werror service/*.c service/*.h tests/unit/*.c \
     tests/unit/*.h tests/fuzz/*.c
 python3 scripts/check_markdown.py --self-test
 python3 scripts/check_markdown.py README.md bench/README.md docs/*.md
+
+# Release must build warning-clean too (-O2 warns of things -O0 does not
+# see); scripts/dev.sh and the benchmark run it.
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=ON >/dev/null
+cmake --build build-release -j"$(nproc)" >/dev/null
 
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug \
     -DAG_SANITIZE=address,undefined -DAG_TESTS=ON
