@@ -206,10 +206,9 @@ static int list_policies(struct ag_admin *a, struct ag_http_response *r)
 static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
                       const char *name, struct ag_http_response *r)
 {
-    if (!ag_policy_name_valid(name))
-        return ag_http_response_field_error(
-            r, 400, "name must be 1 to 64 of [a-z0-9._-]", "name");
     struct ag_error err;
+    if (ag_policy_name_check(name, &err))
+        return ag_http_response_refusal(r, 400, &err);
     struct ag_policy p;
     int rc;
     if (strcmp(req->method, "GET") == 0) {
@@ -290,10 +289,16 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_refusal(r, 400, &rerr);
     if (cleared == AG_ETOOBIG)
         return ag_http_response_refusal(r, 503, &rerr);
+    /* The reset is done: an audit row that cannot be written is logged,
+     * not a reason to say the reset failed. */
     json_t *after = json_pack("{s:s}", "key", key);
-    pthread_mutex_lock(&a->lock);
-    rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, &err);
-    pthread_mutex_unlock(&a->lock);
+    if (!after) {
+        rc = ag_error_set(&err, AG_ENOMEM, NULL, "out of memory");
+    } else {
+        pthread_mutex_lock(&a->lock);
+        rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, &err);
+        pthread_mutex_unlock(&a->lock);
+    }
     json_decref(after);
     if (rc)
         ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err.msg);

@@ -47,6 +47,15 @@ bool ag_policy_name_valid(const char *s)
     return true;
 }
 
+int ag_policy_name_check(const char *s, struct ag_error *err)
+{
+    if (ag_policy_name_valid(s))
+        return AG_OK;
+    return ag_error_set(err, AG_EINVAL, "name",
+                        "name must be 1 to %d of [a-z0-9._-]",
+                        AG_POLICY_NAME_MAX);
+}
+
 static int refuse(struct ag_error *err, const char *field, const char *msg)
 {
     return ag_error_set(err, AG_EINVAL, field, "%s %s", field, msg);
@@ -194,10 +203,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         name = body_name;
     if (!name)
         return refuse(err, "name", "is required");
-    if (!ag_policy_name_valid(name))
-        return ag_error_set(err, AG_EINVAL, "name",
-                            "name must be 1 to %d of [a-z0-9._-]",
-                            AG_POLICY_NAME_MAX);
+    if (ag_policy_name_check(name, err))
+        return AG_EINVAL;
     strcpy(p.name, name);
 
     const char *endpoint_names[AG_EP_COUNT];

@@ -77,6 +77,8 @@ json_t *ag_policy_to_json(const struct ag_policy *p);
 
 const char *ag_algorithm_name(enum ag_algorithm a);
 bool ag_policy_name_valid(const char *s);
+/* AG_OK for a valid name, else AG_EINVAL with err saying what one is. */
+int ag_policy_name_check(const char *s, struct ag_error *err);
 
 struct ag_list_entry; /* ag_lists.h */
 
