@@ -36,9 +36,7 @@ if #ARGV % 2 ~= 0 then
 end
 local n = (#ARGV - 2) / 2
 local record = ARGV[2] == 'record'
-local t = rcall('TIME')
--- TIME's microseconds, zero-padded to six digits, after its seconds.
-now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+now_text = clock()
 local now = tonumber(now_text)
 
 -- Two flat arrays carry the policies from the first pass to the second:

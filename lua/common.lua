@@ -47,6 +47,17 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
+-- The clock: the check's time, microseconds since the Unix epoch, as
+-- integer text. Every time an algorithm uses comes from it, once per
+-- check, so that a test build of the library can replace it and run the
+-- algorithms at the times a test chooses (the test clock in
+-- service/ag_store_redis.c); production reads Redis TIME.
+local function clock()
+  local t = rcall('TIME')
+  -- TIME's microseconds, zero-padded to six digits, after its seconds.
+  return t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+end
+
 -- Arguments to redis.call go as text the driver already has: Redis
 -- formats a Lua number argument with printf("%.17g"), which costs about
 -- as much as the command it feeds. now_text is the check's time in

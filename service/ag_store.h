@@ -64,6 +64,19 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
                                     unsigned timeout_ms,
                                     struct ag_metrics *metrics);
 
+/* Test only: a Redis store whose checks run at the time the test sets,
+ * not at Redis TIME. Before each check the test sets the time, in
+ * microseconds since the Unix epoch, on a connection of its own:
+ * FCALL <clock_function> 0 <microseconds>, where clock_function receives
+ * the function's name (the library's name is a hash of its code, so the
+ * test build is never mistaken for the service's). Checks that would run
+ * as scripts (a Redis without FUNCTION) fail. Free with ag_store_destroy.
+ */
+#define AG_TEST_CLOCK_FN 64
+struct ag_store *ag_store_redis_test_new(const struct ag_redis_addr *addr,
+                                         unsigned timeout_ms,
+                                         char clock_function[AG_TEST_CLOCK_FN]);
+
 #define AG_MEM_KEYS 65536      /* keys the in-process store holds */
 #define AG_MEM_MEMBERS 1048576 /* sorted-set members it holds in all */
 

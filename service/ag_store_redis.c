@@ -132,6 +132,29 @@ struct redis_store {
     pthread_cond_t wake; /* the probe waits on it */
 };
 
+/* The line that makes check.lua the body of the library's function. */
+#define DRIVER_HEAD "local function check(KEYS, ARGV)\n"
+
+/* Test only (ag_store_redis_test_new): Lua that replaces common.lua's
+ * clock. In the library it reads the time the test last set with the
+ * function set_test_clock registers (a top-level local of a library keeps
+ * its value from one call to the next); a script, which keeps nothing
+ * between runs, refuses to run, so that a test never runs on Redis's own
+ * time unawares. */
+#define TEST_CLOCK_LUA                                                         \
+    "local test_now\n"                                                         \
+    "clock = function()\n"                                                     \
+    "  return test_now or error('the test clock is not set')\n"                \
+    "end\n"                                                                    \
+    "local function set_test_clock(keys, args)\n"                              \
+    "  test_now = string.match(args[1] or '', '^%d+$') or error('bad time')\n" \
+    "  return 'OK'\n"                                                          \
+    "end\n"
+#define TEST_CLOCK_SCRIPT_LUA                                                  \
+    "clock = function()\n"                                                     \
+    "  error('the test clock runs only in the function library')\n"            \
+    "end\n"
+
 /* Appends one embedded lua/ file, by name, to s at *n. */
 static int append_file(char *s, size_t *n, const char *name)
 {
@@ -182,12 +205,13 @@ static char *compose_code(unsigned mask, const char *driver_head, size_t *len)
 }
 
 /* The function library: every algorithm, and the driver as the body of
- * the function it registers. Named by a hash of that code. */
-static int compose_library(struct library *lib)
+ * the function it registers. Named by a hash of that code. test_clock:
+ * the test build (ag_store_redis_test_new). */
+static int compose_library(struct library *lib, bool test_clock)
 {
     size_t n;
-    char *code =
-        compose_code(SCRIPTS - 1, "local function check(KEYS, ARGV)\n", &n);
+    char *code = compose_code(
+        SCRIPTS - 1, test_clock ? TEST_CLOCK_LUA DRIVER_HEAD : DRIVER_HEAD, &n);
     if (!code)
         return AG_ENOMEM;
     unsigned char hash[VERSION_HEX / 2];
@@ -196,7 +220,7 @@ static int compose_library(struct library *lib)
                        0);
     sodium_bin2hex(version, sizeof version, hash, sizeof hash);
     snprintf(lib->function, sizeof lib->function, "ag_check_%s", version);
-    lib->text = malloc(n + 256);
+    lib->text = malloc(n + 512);
     if (!lib->text) {
         free(code);
         return AG_ENOMEM;
@@ -206,6 +230,11 @@ static int compose_library(struct library *lib)
     int tail =
         snprintf(lib->text + (size_t)head + n, 128,
                  "end\nredis.register_function('%s', check)\n", lib->function);
+    if (test_clock)
+        tail += snprintf(lib->text + (size_t)head + n + tail, 128,
+                         "redis.register_function('ag_test_clock_%s', "
+                         "set_test_clock)\n",
+                         version);
     lib->len = (size_t)head + n + (size_t)tail;
     free(code);
     return AG_OK;
@@ -1042,7 +1071,7 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     struct redis_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (compose_library(&s->library)) {
+    if (compose_library(&s->library, false)) {
         free(s);
         return NULL;
     }
@@ -1095,4 +1124,33 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
         return NULL;
     }
     return &s->base;
+}
+
+/* Test only. Swaps the code of s, which has not connected yet (it connects
+ * at its first call), for the test build: the library's clock is the test
+ * clock, and every script refuses to run. */
+struct ag_store *ag_store_redis_test_new(const struct ag_redis_addr *addr,
+                                         unsigned timeout_ms,
+                                         char clock_function[AG_TEST_CLOCK_FN])
+{
+    struct ag_store *base = ag_store_redis_new(addr, timeout_ms, NULL);
+    if (!base)
+        return NULL;
+    struct redis_store *s = (struct redis_store *)base;
+    free_scripts(s);
+    memset(&s->library, 0, sizeof s->library);
+    memset(s->scripts, 0, sizeof s->scripts);
+    int rc = compose_library(&s->library, true);
+    for (unsigned m = 1; !rc && m < SCRIPTS; m++) {
+        s->scripts[m].text =
+            compose_code(m, TEST_CLOCK_SCRIPT_LUA, &s->scripts[m].len);
+        rc = s->scripts[m].text ? AG_OK : AG_ENOMEM;
+    }
+    if (rc) {
+        ag_store_destroy(base);
+        return NULL;
+    }
+    snprintf(clock_function, AG_TEST_CLOCK_FN, "ag_test_clock_%s",
+             s->library.function + strlen("ag_check_"));
+    return base;
 }
