@@ -153,8 +153,40 @@ local function set_reset(key, window_us, now)
   return ms(tonumber(newest[2]) + window_us - now)
 end
 
+-- Sets key to expire at `at` microseconds of the clock, rounded up to
+-- Redis's milliseconds. An expiry only frees a key whose state no longer
+-- matters: no answer depends on when Redis drops it, and it is set from the
+-- clock, not relative to Redis's own (PEXPIRE, SET PX), so that the test
+-- clock governs it too.
+local function expire_at(key, at)
+  rcall('PEXPIREAT', key, int(ceil(at / 1000)))
+end
+
 -- Adds (or refreshes) member at now; the set lives one window past it.
-local function set_add(key, window_ms, member)
+local function set_add(key, window_us, member, now)
   rcall('ZADD', key, now_text, member)
-  rcall('PEXPIRE', key, window_ms)
+  expire_at(key, now + window_us)
+end
+
+-- A block key holds the time its block ends, microseconds of the clock;
+-- the block holds while now is before it. Redis's PTTL would judge it in
+-- whole milliseconds of Redis's own clock, letting a request through up
+-- to a millisecond early. A key from before (value '1') is judged by its
+-- PTTL still. Returns the block's milliseconds left, 0 if none.
+local function blocked_ms_of(key, now)
+  local v = rcall('GET', key)
+  if not v then
+    return 0
+  elseif v == '1' then
+    return math.max(rcall('PTTL', key), 0)
+  end
+  local left = tonumber(v) - now
+  return left > 0 and ms(left) or 0
+end
+
+-- Blocks key for block_ms (ARGV text) from now.
+local function block_for(key, block_ms, now)
+  local until_us = now + tonumber(block_ms) * 1000
+  rcall('SET', key, int(until_us))
+  expire_at(key, until_us)
 end

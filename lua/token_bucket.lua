@@ -29,7 +29,7 @@ function token_bucket.charge(key, limit, window_us, window_ms, member, now,
   tokens = tokens - 1
   local full_us = (limit - tokens) / rate
   rcall('HSET', key, 't', tostring(tokens), 'ts', now_text)
-  rcall('PEXPIRE', key, math.max(ms(full_us), 1))
+  expire_at(key, now + full_us)
   return math.floor(tokens), ms(full_us)
 end
 
