@@ -80,14 +80,17 @@ struct ag_store *ag_store_redis_test_new(const struct ag_redis_addr *addr,
 #define AG_MEM_KEYS 65536      /* keys the in-process store holds */
 #define AG_MEM_MEMBERS 1048576 /* sorted-set members it holds in all */
 
-/* A clock in microseconds, for the in-process store. */
+/* A clock in microseconds since the Unix epoch, for the in-process
+ * store. */
 typedef uint64_t (*ag_clock_fn)(void *ctx);
 
 /* The in-process store, the fallback of fail-open policies while Redis is
  * down: the same algorithms and all-or-nothing check as the Lua scripts,
  * for this instance alone, in bounded memory (keys slots; members
  * sorted-set members in all) with expiring entries. clock may be NULL for
- * the monotonic clock (tests pass their own). Free with ag_store_destroy. */
+ * CLOCK_REALTIME, the clock Redis TIME reads, so that windows align to the
+ * Unix epoch as they do in Redis (tests pass their own). Free with
+ * ag_store_destroy. */
 struct ag_store *ag_store_mem_new(size_t keys, size_t members,
                                   ag_clock_fn clock, void *clock_ctx);
 
