@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ag_error.h"
 #include "ag_store.h"
@@ -272,6 +273,37 @@ static void member_budget_counts_allocated_slots(void **state)
     ag_store_destroy(s);
 }
 
+static uint64_t realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Redis TIME is the Unix time: a fallback on the monotonic clock would put
+ * its window edges elsewhere, and a policy would reset at another moment
+ * the instant Redis went down. */
+static void default_clock_aligns_windows_to_the_unix_epoch(void **state)
+{
+    (void)state;
+    struct ag_store *s = ag_store_mem_new(64, 1000, NULL, NULL);
+    struct ag_policy p = make("t", AG_ALG_FIXED_WINDOW, 5, 3600, 0);
+    struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+    one_op(&plan, &p, "ag:t:k", NULL);
+    struct ag_limit_result res;
+    uint64_t w = 3600u * 1000000u;
+    uint64_t before = realtime_us();
+    assert_int_equal(ag_store_check(s, &plan, &res), AG_OK);
+    uint64_t after = realtime_us();
+    /* Until the next whole hour of Unix time, as seen either side. */
+    uint64_t most = (w - before % w + 999) / 1000;
+    uint64_t least = (w - after % w) / 1000;
+    if (before / w != after / w) /* the hour turned during the check */
+        least = 0;
+    ag_store_destroy(s);
+    assert_in_range(res.reset_after_ms, least, most);
+}
+
 static void set_fake_time(void *ctx, uint64_t t_us)
 {
     (void)ctx;
@@ -324,6 +356,7 @@ int main(void)
         cmocka_unit_test(failure_plans_record_each_policy_alone),
         cmocka_unit_test(keys_and_members_are_bounded),
         cmocka_unit_test(member_budget_counts_allocated_slots),
+        cmocka_unit_test(default_clock_aligns_windows_to_the_unix_epoch),
 
     };
     int failed = run_shared_vectors();
