@@ -19,7 +19,7 @@ end
 
 function distinct.charge(key, limit, window_us, window_ms, member, now,
                          count, known)
-  set_add(key, window_us, member, now)
+  set_add(key, window_ms, member)
   if not known then
     count = count + 1
   end

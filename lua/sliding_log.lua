@@ -19,7 +19,7 @@ end
 
 function sliding_log.charge(key, limit, window_us, window_ms, member, now,
                             count)
-  set_add(key, window_us, member, now)
+  set_add(key, window_ms, member)
   return limit - count - 1, ms(window_us)
 end
 
