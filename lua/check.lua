@@ -37,9 +37,7 @@ if #ARGV % 2 ~= 0 then
 end
 local n = (#ARGV - 2) / 2
 local record = ARGV[2] == 'record'
-local t = rcall('TIME')
--- TIME's microseconds, zero-padded to six digits, after its seconds.
-now_text = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+now_text = clock()
 local now = tonumber(now_text)
 
 -- Two flat arrays carry the policies from the first pass to the second:
@@ -63,7 +61,7 @@ for i = 1, n do
   if p[5] == '0' then
     k = k + 1
   else
-    blocked_ms = rcall('PTTL', KEYS[k + 1])
+    blocked_ms = blocked_ms_of(KEYS[k + 1], now)
     k = k + 2
   end
   local member = ARGV[2 + 2 * i]
@@ -108,7 +106,7 @@ for i = 1, n do
                        kept[s - 2], kept[s - 1], kept[s])
   elseif not record and not allowed and not p[7] and block_key
       and kept[s - 4] <= 0 then
-    rcall('SET', block_key, '1', 'PX', block)
+    block_for(block_key, block, now)
     out[o - 1] = math.max(out[o - 1], tonumber(block))
   end
   if not out[o] then

@@ -22,7 +22,7 @@
 --
 -- key is the policy's state key; limit and window_us are numbers; member is
 -- what set-based algorithms record (the request's nonce, or for distinct
--- the subject's keyed hash); now is microseconds from Redis TIME.
+-- the subject's keyed hash); now is microseconds from clock().
 
 -- The algorithms in this script, by their spec code as text (no tonumber
 -- per policy). The service registers each algorithm file's table after it,
@@ -45,6 +45,17 @@ end
 -- numbers in exponent form.
 local function int(x)
   return string.format('%.0f', x)
+end
+
+-- The clock: the check's time, microseconds since the Unix epoch, as
+-- integer text. Every time an algorithm uses comes from it, once per
+-- check, so that a test build of the library can replace it and run the
+-- algorithms at the times a test chooses (the clock.lua piece of
+-- tests/integration/test_store_redis.c); production reads Redis TIME.
+local function clock()
+  local t = rcall('TIME')
+  -- TIME's microseconds, zero-padded to six digits, after its seconds.
+  return t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 end
 
 -- Arguments to redis.call go as text the driver already has: Redis
@@ -142,8 +153,48 @@ local function set_reset(key, window_us, now)
   return ms(tonumber(newest[2]) + window_us - now)
 end
 
+-- Sets key to expire at `at` microseconds of the clock, rounded up to
+-- Redis's milliseconds. An expiry only frees a key whose state no longer
+-- matters: no answer depends on when Redis drops it, and it is set from the
+-- clock, not relative to Redis's own (SET PX), so that the test clock
+-- governs it too (but see set_add).
+local function expire_at(key, at)
+  rcall('PEXPIREAT', key, int(ceil(at / 1000)))
+end
+
 -- Adds (or refreshes) member at now; the set lives one window past it.
+-- The one expiry relative to Redis's own clock (PEXPIRE, with the window's
+-- ARGV text): an absolute one costs the string.format of its time, a tenth
+-- of a login check's instructions for its three sets (bench/script_cost.sh).
+-- It is safe all the same: Redis's clock is the one TIME reads, it keeps
+-- the key at least window_ms after the check began, and no answer depends
+-- on the key's expiry (set_count drops expired members itself); under the
+-- test clock, far ahead of Redis's, it expires no sooner than a window
+-- after the last add, by which time the test clock has moved further.
 local function set_add(key, window_ms, member)
   rcall('ZADD', key, now_text, member)
   rcall('PEXPIRE', key, window_ms)
+end
+
+-- A block key holds the time its block ends, microseconds of the clock;
+-- the block holds while now is before it. Redis's PTTL would judge it in
+-- whole milliseconds of Redis's own clock, letting a request through up
+-- to a millisecond early. A key from before (value '1') is judged by its
+-- PTTL still. Returns the block's milliseconds left, 0 if none.
+local function blocked_ms_of(key, now)
+  local v = rcall('GET', key)
+  if not v then
+    return 0
+  elseif v == '1' then
+    return math.max(rcall('PTTL', key), 0)
+  end
+  local left = tonumber(v) - now
+  return left > 0 and ms(left) or 0
+end
+
+-- Blocks key for block_ms (ARGV text) from now.
+local function block_for(key, block_ms, now)
+  local until_us = now + tonumber(block_ms) * 1000
+  rcall('SET', key, int(until_us))
+  expire_at(key, until_us)
 end

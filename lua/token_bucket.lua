@@ -1,6 +1,7 @@
 -- token_bucket: a bucket of capacity `limit`, refilled continuously at
 -- limit / window tokens per second; a request takes one token. A hash per
--- identity holds the tokens `t` (a fraction, stored with tostring) and the
+-- identity holds the tokens `t` (a fraction, stored with tostring: 14
+-- significant digits, which the fallback store rounds to as well) and the
 -- time `ts` of the last update. A missing key is a full bucket, so the key
 -- expires when the bucket would be full again. Memory: one hash of two
 -- small fields per key, whatever the limit.
@@ -11,7 +12,10 @@ function token_bucket.peek(key, limit, window_us, member, now)
   local rate = limit / window_us -- tokens per microsecond
   local h = read(key, rpcall('HMGET', key, 't', 'ts')) or {}
   local tokens, ts = tonumber(h[1]), tonumber(h[2])
-  if tokens == nil or ts == nil then
+  -- Full from the time its expiry is set for on, by the same sum: tokens
+  -- refilled by a product can fall a hair short of the limit there, and
+  -- no answer may depend on whether Redis has dropped the key yet.
+  if tokens == nil or ts == nil or now >= ts + (limit - tokens) / rate then
     tokens = limit
   else
     tokens = math.min(limit, tokens + math.max(0, now - ts) * rate)
@@ -29,6 +33,6 @@ function token_bucket.charge(key, limit, window_us, window_ms, member, now,
   tokens = tokens - 1
   local full_us = (limit - tokens) / rate
   rcall('HSET', key, 't', tostring(tokens), 'ts', now_text)
-  rcall('PEXPIRE', key, math.max(ms(full_us), 1))
+  expire_at(key, now + full_us)
   return math.floor(tokens), ms(full_us)
 end

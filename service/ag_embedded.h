@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 struct ag_embedded_file {
-    const char *name; /* base name, e.g. "001_init.sql" */
+    const char *name; /* base name, e.g. "001_policies.sql" */
     const char *data; /* NUL-terminated contents */
     size_t len;       /* bytes, without the NUL */
 };

@@ -9,6 +9,7 @@
 #include "ag_error.h"
 
 #define COMMON_PIECE "common.lua"
+#define CLOCK_PIECE "clock.lua" /* optional: a test's clock */
 #define DRIVER_PIECE "check.lua"
 /* The longest line compose writes between or around the pieces. */
 #define WRAP_MAX 128
@@ -46,7 +47,8 @@ static int append_piece(char *s, size_t *at, const struct ag_embedded_file *f,
     return AG_OK;
 }
 
-/* Lua code for the algorithms in mask: common.lua, each algorithm's file
+/* Lua code for the algorithms in mask: common.lua (and clock.lua, if files
+ * hold one), each algorithm's file
  * and its registration under its enum value, then driver_head and the
  * driver, which sees the others' locals. NUL-terminated, its length in
  * *len; NULL with *rc set if a piece is missing or memory is out. The
@@ -66,6 +68,8 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
     }
     size_t at = 0;
     *rc = append_piece(s, &at, files, n, COMMON_PIECE);
+    if (!*rc && piece(files, n, CLOCK_PIECE))
+        *rc = append_piece(s, &at, files, n, CLOCK_PIECE);
     for (int a = 0; !*rc && a < AG_ALG_COUNT; a++) {
         if (!(mask & (1u << a)))
             continue;

@@ -47,9 +47,11 @@ struct ag_redis_code {
 /* Composes c from files (n of them, e.g. ag_embedded_lua): the pieces
  * named common.lua, <algorithm>.lua for every algorithm and check.lua;
  * others are ignored. This is the one place the texts are put together:
- * a variant (a test's) passes other pieces. Returns AG_OK, AG_ENOTFOUND
- * if a piece is missing or AG_ENOMEM; c is zeroed on failure. Free with
- * ag_redis_code_free. */
+ * a variant passes other pieces. A piece named clock.lua, which lua/ does
+ * not have, goes right after common.lua: a test's, replacing the clock
+ * (common.lua's `clock`, Redis TIME) with a time the test sets. Returns AG_OK,
+ * AG_ENOTFOUND if a piece is missing or AG_ENOMEM; c is zeroed on failure. Free
+ * with ag_redis_code_free. */
 int ag_redis_code_init(struct ag_redis_code *c,
                        const struct ag_embedded_file *files, size_t n);
 /* Frees c's texts; c may be zeroed or composed. */

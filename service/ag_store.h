@@ -49,33 +49,49 @@ struct ag_store {
     const struct ag_store_ops *ops;
 };
 
-/* A Redis store. Commands are pipelined over two connections, each its
- * own thread's (ag_redis_pipe.h), made lazily with timeout_ms on connect
- * and on every command; a failed connection is dropped and the next batch
- * reconnects. The Lua code is loaded on connect and again on NOSCRIPT or
- * "Function not found". Returns NULL when out of memory or threads. Free
- * with ag_store_destroy after every thread that used it has stopped using
- * it. After three failed operations in a row a circuit breaker opens:
- * calls then fail at once (AG_ESTORE) while a background thread probes
- * Redis, 100 ms after opening and then backing off to once a second, and
- * closes the breaker when Redis answers (ag_redis_breaker.h). metrics
- * (may be NULL) counts errors, timeouts and the breaker's state. */
+/* What a Redis store is made of (hiredis's options-struct style: later
+ * knobs go here). addr is copied; metrics (may be NULL) counts errors,
+ * timeouts and the breaker's state and must outlive the store. */
 struct ag_metrics;
-struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
-                                    unsigned timeout_ms,
-                                    struct ag_metrics *metrics);
+struct ag_embedded_file;
+struct ag_store_redis_opts {
+    const struct ag_redis_addr *addr;
+    unsigned timeout_ms; /* on connect and on every command */
+    struct ag_metrics *metrics;
+    /* The Lua pieces to compose (ag_redis_code.h); NULL for the embedded
+     * lua/ files. A test adds a clock.lua that replaces Redis TIME with a
+     * time it sets (tests/integration/test_store_redis.c). Borrowed only
+     * while ag_store_redis_new runs. */
+    const struct ag_embedded_file *lua;
+    size_t nlua;
+};
+
+/* A Redis store. Commands are pipelined over two connections, each its
+ * own thread's (ag_redis_pipe.h), made lazily; a failed connection is
+ * dropped and the next batch reconnects. The Lua code is loaded on connect
+ * and again on NOSCRIPT or "Function not found". Returns NULL when out of
+ * memory or threads. Free with ag_store_destroy after every thread that
+ * used it has stopped using it. After three failed operations in a row a
+ * circuit breaker opens: calls then fail at once (AG_ESTORE) while a
+ * background thread probes Redis, 100 ms after opening and then backing
+ * off to once a second, and closes the breaker when Redis answers
+ * (ag_redis_breaker.h). */
+struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *opts);
 
 #define AG_MEM_KEYS 65536      /* keys the in-process store holds */
 #define AG_MEM_MEMBERS 1048576 /* sorted-set members it holds in all */
 
-/* A clock in microseconds, for the in-process store. */
+/* A clock in microseconds since the Unix epoch, for the in-process
+ * store. */
 typedef uint64_t (*ag_clock_fn)(void *ctx);
 
 /* The in-process store, the fallback of fail-open policies while Redis is
  * down: the same algorithms and all-or-nothing check as the Lua scripts,
  * for this instance alone, in bounded memory (keys slots; members
  * sorted-set members in all) with expiring entries. clock may be NULL for
- * the monotonic clock (tests pass their own). Free with ag_store_destroy. */
+ * CLOCK_REALTIME, the clock Redis TIME reads, so that windows align to the
+ * Unix epoch as they do in Redis (tests pass their own). Free with
+ * ag_store_destroy. */
 struct ag_store *ag_store_mem_new(size_t keys, size_t members,
                                   ag_clock_fn clock, void *clock_ctx);
 

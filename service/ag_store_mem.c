@@ -1,16 +1,33 @@
 /*
  * The in-process store: the fallback a fail-open policy is evaluated in
- * while Redis cannot answer. Same algorithms, same semantics as lua/ (a
- * reader can hold this file beside the lua/ files), same all-or-nothing check,
- * but per instance and on this machine's monotonic clock.
+ * while Redis cannot answer. Same algorithms, same semantics as lua/, laid
+ * out the same way: each algorithm is an entry of `algorithms` (peek,
+ * charge, reset, as lua/common.lua describes them) in the order of the
+ * Lua files, and mem_check is lua/check.lua. A reader can hold the two
+ * side by side; tests/vectors/algorithms.json and a differential test
+ * (tests/integration/test_store_redis.c) hold them to the same answers.
+ *
+ * Same answers by construction: every sum is the Lua's, in the same
+ * order, in doubles (Lua's only number type; the times, microseconds
+ * since the epoch, are exact in a double), and what Redis would keep as
+ * text is rounded as the text would be. The time is CLOCK_REALTIME, as
+ * Redis TIME is, so that windows align to the Unix epoch here too. State is
+ * kept as Redis keeps it: the set algorithms share one member set per key
+ * (a sorted set), the counter algorithms each their own fields of one hash
+ * per key, and state of the other kind is dropped when read (the Lua's
+ * WRONGTYPE rule). Expiry only frees state that no longer matters.
  *
  * Memory is bounded: a table of AG_MEM_KEYS slots, found by hashing the key
  * and probing PROBE slots; an expired slot is free, and when a probe window
- * is full the slot closest to expiry is evicted. Sorted-set algorithms
- * (sliding_log, distinct) keep at most `limit` members per key and
- * AG_MEM_MEMBERS members in all; past that a key records nothing more
- * until something expires. One mutex guards the table: the fallback only
- * runs while Redis is down.
+ * is full the slot closest to expiry is evicted. Set algorithms keep at
+ * most `limit` members per key and AG_MEM_MEMBERS members in all; past
+ * that a key records nothing more until something expires. One mutex
+ * guards the table: the fallback only runs while Redis is down.
+ *
+ * Where it differs from Redis, knowingly: it is per instance; a set over
+ * a lowered limit drops, of members seen in the same microsecond, the one
+ * first added (Redis: the least in byte order); a key past the memory bound
+ * records nothing.
  */
 #include "ag_store.h"
 
@@ -18,6 +35,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,18 +47,30 @@
 #define PROBE 8
 
 struct member {
-    uint64_t id; /* sliding_log: unused; distinct: the subject's hash */
-    uint64_t at; /* microseconds */
+    uint64_t id; /* distinct: the subject's hash; sliding_log: 0 */
+    uint64_t at; /* microseconds: the sorted set's score */
 };
+
+/* What a key holds, as a Redis key has a type. */
+enum kind { KIND_NONE, KIND_SET, KIND_HASH };
 
 struct slot {
     char key[AG_STORE_KEY_MAX + 2];
     uint64_t expire; /* microseconds; 0 = free */
-    /* fixed_window: count; sliding_window: window index, current and
-     * previous counts; token_bucket: tokens and last update. */
-    uint64_t count, idx, cur, prev, ts;
-    double tokens;
-    struct member *set; /* sliding_log and distinct */
+    enum kind kind;
+    unsigned fields; /* KIND_HASH: bit a once algorithm a stored its own */
+    /* The hash's fields, each algorithm's as lua/ names them; numbers as
+     * Lua holds them. */
+    struct {
+        double i, n; /* window index, count */
+    } fixed;
+    struct {
+        double w, c, p; /* window index, its count, the previous count */
+    } sliding;
+    struct {
+        double t, ts; /* tokens (14 digits), time of the last update */
+    } bucket;
+    struct member *set; /* KIND_SET */
     uint32_t n, cap;
 };
 
@@ -55,11 +85,11 @@ struct mem_store {
     void *clock_ctx;
 };
 
-static uint64_t monotonic_us(void *ctx)
+static uint64_t realtime_us(void *ctx)
 {
     (void)ctx;
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
@@ -118,275 +148,407 @@ static struct slot *claim(struct mem_store *s, const char *key, uint64_t now)
     return victim;
 }
 
-/* What one policy of the plan is doing: the Lua driver's `p`. */
+/* The slot's expiry for PEXPIREAT at `at` microseconds: Redis rounds it up
+ * to a millisecond and keeps the key through that millisecond. */
+static uint64_t expiry_at(double at)
+{
+    return ((uint64_t)ceil(at / 1000) + 1) * 1000;
+}
+
+/* One policy of the plan between its peek and its charge: the Lua
+ * driver's out[] (res) and kept[] (the values peek hands charge, named
+ * here) for one policy. */
 struct eval {
     const struct ag_limit_op *op;
-    uint64_t limit, window, block; /* microseconds for the times */
-    struct slot *sl;               /* NULL when the key is absent */
-    uint64_t member;               /* distinct: the subject's hash */
+    double limit, window; /* the window in microseconds */
+    struct slot *sl;      /* NULL while the key holds nothing of ours */
+    uint64_t member;      /* distinct: the subject's hash */
+    double count, idx, cc, pc, est, tokens;
     bool known;
-    uint64_t window_end, idx, cc, pc;
-    double est, tokens, rate;
-    uint64_t count;
-    int64_t blocked_us;
+    bool reset_known; /* false: the Lua's reset_ms false, left to reset */
     struct ag_limit_result *res;
 };
 
-static uint64_t ms_ceil(double us)
+/* Microseconds to whole milliseconds, rounded up (common.lua's ms); what
+ * Redis makes of the Lua number, an integer. */
+static uint64_t ms(double us)
 {
-    return us <= 0 ? 0 : (uint64_t)ceil(us / 1000.0);
+    double m = ceil(us / 1000);
+    return m > 0 ? (uint64_t)m : 0;
 }
 
-static void trim_set(struct eval *e, uint64_t now)
+/* x as Lua's tostring writes it (14 significant digits) and tonumber reads
+ * it back: what Redis keeps of a fraction. */
+static double lua_text(double x)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%.14g", x);
+    return strtod(text, NULL);
+}
+
+static void answer(struct eval *e, bool allowed, double remaining,
+                   double retry_us)
+{
+    e->res->allowed = allowed;
+    e->res->remaining = (uint32_t)remaining;
+    e->res->retry_after_ms = allowed ? 0 : ms(retry_us);
+}
+
+/* The set algorithms' bookkeeping (common.lua). */
+
+/* set_count: the number of live members. Expired ones are removed, and
+ * over a lowered limit the oldest. */
+static double set_count(struct eval *e, double now)
 {
     struct slot *sl = e->sl;
     if (!sl || !sl->n)
-        return;
-    uint32_t drop = 0;
-
-    /* sliding_log members are in time order; distinct ones are scanned. */
-    if (e->op->policy->algorithm == AG_ALG_SLIDING_LOG) {
-        while (drop < sl->n && sl->set[drop].at + e->window <= now)
-            drop++;
-        if (sl->n - drop > e->limit)
-            drop = sl->n - (uint32_t)e->limit;
-        memmove(sl->set, sl->set + drop, (sl->n - drop) * sizeof *sl->set);
-        sl->n -= drop;
-        return;
-    }
+        return 0;
     uint32_t k = 0;
     for (uint32_t i = 0; i < sl->n; i++)
-        if (sl->set[i].at + e->window > now)
+        if ((double)sl->set[i].at > now - e->window)
             sl->set[k++] = sl->set[i];
     sl->n = k;
-    while (sl->n > e->limit) { /* drop the least recently seen */
+    while (sl->n > e->limit) {
         uint32_t oldest = 0;
         for (uint32_t i = 1; i < sl->n; i++)
             if (sl->set[i].at < sl->set[oldest].at)
                 oldest = i;
-        sl->set[oldest] = sl->set[--sl->n];
+        memmove(sl->set + oldest, sl->set + oldest + 1,
+                (sl->n - oldest - 1) * sizeof *sl->set);
+        sl->n--;
     }
+    return sl->n;
 }
 
-static void set_bounds(const struct slot *sl, uint64_t *oldest,
-                       uint64_t *newest)
+static double set_bound(const struct slot *sl, bool newest)
 {
-    *oldest = UINT64_MAX;
-    *newest = 0;
-    for (uint32_t i = 0; i < sl->n; i++) {
-        if (sl->set[i].at < *oldest)
-            *oldest = sl->set[i].at;
-        if (sl->set[i].at > *newest)
-            *newest = sl->set[i].at;
-    }
+    uint64_t at = sl->set[0].at;
+    for (uint32_t i = 1; i < sl->n; i++)
+        if (newest ? sl->set[i].at > at : sl->set[i].at < at)
+            at = sl->set[i].at;
+    return (double)at;
 }
 
-static void peek(struct eval *e, uint64_t now)
+/* set_answer: allowed, or denied until the oldest member leaves. */
+static void set_answer(struct eval *e, double now, bool allowed)
 {
-    struct ag_limit_result *r = e->res;
-    struct slot *sl = e->sl;
-    uint64_t w = e->window;
-    switch (e->op->policy->algorithm) {
-    case AG_ALG_SLIDING_LOG:
-    case AG_ALG_DISTINCT: {
-        trim_set(e, now);
-        e->count = sl ? sl->n : 0;
-        e->known = false;
-        for (uint32_t i = 0; sl && i < sl->n; i++)
-            if (e->op->policy->algorithm == AG_ALG_DISTINCT &&
-                sl->set[i].id == e->member)
-                e->known = true;
-        uint64_t oldest = 0, newest = 0;
-        if (e->count)
-            set_bounds(sl, &oldest, &newest);
-        r->reset_after_ms = e->count ? ms_ceil((double)(newest + w - now)) : 0;
-        r->allowed = e->known || e->count < e->limit;
-        r->remaining = r->allowed ? (uint32_t)(e->limit - e->count) : 0;
-        r->retry_after_ms =
-            r->allowed ? 0 : ms_ceil((double)(oldest + w - now));
+    e->reset_known = e->count == 0;
+    e->res->reset_after_ms = 0;
+    if (allowed) {
+        answer(e, true, e->limit - e->count, 0);
         return;
     }
-    case AG_ALG_FIXED_WINDOW:
-        e->window_end = (now / w + 1) * w;
-        e->count = sl ? sl->count : 0;
-        r->reset_after_ms =
-            e->count ? ms_ceil((double)(e->window_end - now)) : 0;
-        r->allowed = e->count < e->limit;
-        r->remaining = r->allowed ? (uint32_t)(e->limit - e->count) : 0;
-        r->retry_after_ms =
-            r->allowed ? 0 : ms_ceil((double)(e->window_end - now));
-        return;
-    case AG_ALG_SLIDING_WINDOW: {
-        e->idx = now / w;
-        e->cc = 0;
-        e->pc = 0;
-        if (sl && sl->idx == e->idx) {
-            e->cc = sl->cur;
-            e->pc = sl->prev;
-        } else if (sl && sl->idx + 1 == e->idx) {
-            e->pc = sl->cur;
-        }
-        double elapsed = (double)(now - e->idx * w);
-        e->est = (double)e->pc * (1 - elapsed / (double)w) + (double)e->cc;
-        r->reset_after_ms = e->cc   ? ms_ceil((double)((e->idx + 2) * w - now))
-                            : e->pc ? ms_ceil((double)((e->idx + 1) * w - now))
-                                    : 0;
-        r->allowed = e->est + 1 <= (double)e->limit;
-        r->remaining =
-            r->allowed ? (uint32_t)floor((double)e->limit - e->est) : 0;
-        if (r->allowed)
-            r->retry_after_ms = 0;
-        else if (e->cc + 1 <= e->limit)
-            r->retry_after_ms =
-                ms_ceil(fmax((double)w * (1 - (double)(e->limit - 1 - e->cc) /
-                                                  (double)e->pc) -
-                                 elapsed,
-                             1));
-        else
-            r->retry_after_ms = ms_ceil(
-                (double)w - elapsed +
-                (double)w * (1 - (double)(e->limit - 1) / (double)e->cc));
-        return;
-    }
-    case AG_ALG_TOKEN_BUCKET:
-        e->rate = (double)e->limit / (double)w;
-        e->tokens = sl ? fmin((double)e->limit,
-                              sl->tokens + (double)(now - sl->ts) * e->rate)
-                       : (double)e->limit;
-        r->reset_after_ms = ms_ceil(((double)e->limit - e->tokens) / e->rate);
-        r->allowed = e->tokens >= 1;
-        r->remaining = r->allowed ? (uint32_t)floor(e->tokens) : 0;
-        r->retry_after_ms = r->allowed ? 0 : ms_ceil((1 - e->tokens) / e->rate);
-        return;
-    case AG_ALG_COUNT:
-        break;
-    }
+    answer(e, false, 0, set_bound(e->sl, false) + e->window - now);
 }
 
-static void charge(struct mem_store *s, struct eval *e, uint64_t now)
+/* set_reset: until the newest member leaves. */
+static uint64_t set_reset(const struct eval *e, double now)
 {
-    struct ag_limit_result *r = e->res;
-    uint64_t w = e->window;
-    struct slot *sl = claim(s, e->op->key, now);
+    return ms(set_bound(e->sl, true) + e->window - now);
+}
+
+/* set_add: adds member at now (or refreshes a known one); the set lives
+ * one window past it. False if the memory bound leaves no room. */
+static bool set_add(struct mem_store *s, struct eval *e, double now)
+{
+    struct slot *sl = claim(s, e->op->key, (uint64_t)now);
     e->sl = sl;
-    switch (e->op->policy->algorithm) {
-    case AG_ALG_SLIDING_LOG:
-    case AG_ALG_DISTINCT: {
-        bool distinct = e->op->policy->algorithm == AG_ALG_DISTINCT;
-        if (distinct && e->known) {
-            for (uint32_t i = 0; i < sl->n; i++)
-                if (sl->set[i].id == e->member)
-                    sl->set[i].at = now;
-        } else {
-            if (sl->n == sl->cap) {
-                uint32_t cap = sl->cap ? 2 * sl->cap : 4;
-                if (cap > e->limit)
-                    cap = (uint32_t)e->limit;
-                /* The bound counts what is allocated, not what is used. */
-                struct member *grown =
-                    cap > sl->n &&
-                            s->members + (cap - sl->cap) <= s->max_members
-                        ? realloc(sl->set, cap * sizeof *grown)
-                        : NULL;
-                if (!grown)
-                    return; /* over the memory bound: not recorded */
-                s->members += cap - sl->cap;
-                sl->set = grown;
-                sl->cap = cap;
+    sl->kind = KIND_SET;
+    uint32_t i = 0;
+    while (e->known && i < sl->n && sl->set[i].id != e->member)
+        i++;
+    if (!e->known || i == sl->n) {
+        if (sl->n == sl->cap) {
+            uint32_t cap = sl->cap ? 2 * sl->cap : 4;
+            if (cap > e->limit)
+                cap = (uint32_t)e->limit;
+            /* The bound counts what is allocated, not what is used. */
+            struct member *grown =
+                cap > sl->n && s->members + (cap - sl->cap) <= s->max_members
+                    ? realloc(sl->set, cap * sizeof *grown)
+                    : NULL;
+            if (!grown) {
+                if (!sl->n)
+                    release(s, sl);
+                return false;
             }
-            sl->set[sl->n].id = e->member;
-            sl->set[sl->n++].at = now;
-            e->count++;
+            s->members += cap - sl->cap;
+            sl->set = grown;
+            sl->cap = cap;
         }
-        sl->expire = now + w;
-        r->remaining = (uint32_t)(e->limit - e->count);
-        r->reset_after_ms = ms_ceil((double)w);
-        return;
+        i = sl->n++;
+        sl->set[i].id = e->member;
     }
-    case AG_ALG_FIXED_WINDOW:
-        sl->count = e->count + 1;
-        sl->expire = e->window_end;
-        r->remaining =
-            sl->count < e->limit ? (uint32_t)(e->limit - sl->count) : 0;
-        r->reset_after_ms = ms_ceil((double)(e->window_end - now));
-        return;
-    case AG_ALG_SLIDING_WINDOW:
-        sl->idx = e->idx;
-        sl->cur = e->cc + 1;
-        sl->prev = e->pc;
-        sl->expire = (e->idx + 2) * w;
-        e->est += 1;
-        r->remaining = e->est < (double)e->limit
-                           ? (uint32_t)floor((double)e->limit - e->est)
-                           : 0;
-        r->reset_after_ms = ms_ceil((double)((e->idx + 2) * w - now));
-        return;
-    case AG_ALG_TOKEN_BUCKET:
-        sl->tokens = e->tokens - 1;
-        sl->ts = now;
-        r->reset_after_ms = ms_ceil(((double)e->limit - sl->tokens) / e->rate);
-        sl->expire =
-            now + (uint64_t)(((double)e->limit - sl->tokens) / e->rate) + 1;
-        r->remaining = (uint32_t)floor(sl->tokens);
-        return;
-    case AG_ALG_COUNT:
-        break;
+    sl->set[i].at = (uint64_t)now;
+    sl->expire = expiry_at(now + e->window);
+    return true;
+}
+
+/* The claimed slot for a counter algorithm's fields (bit). */
+static struct slot *hash_slot(struct mem_store *s, struct eval *e, unsigned bit,
+                              double now)
+{
+    struct slot *sl = claim(s, e->op->key, (uint64_t)now);
+    sl->kind = KIND_HASH;
+    sl->fields |= bit;
+    return sl;
+}
+
+static bool has_fields(const struct eval *e, enum ag_algorithm a)
+{
+    return e->sl && (e->sl->fields & (1u << a));
+}
+
+/* sliding_log (lua/sliding_log.lua). */
+
+static void sliding_log_peek(struct eval *e, double now)
+{
+    e->count = set_count(e, now);
+    set_answer(e, now, e->count < e->limit);
+}
+
+static void sliding_log_charge(struct mem_store *s, struct eval *e, double now)
+{
+    if (!set_add(s, e, now))
+        return; /* over the memory bound: not recorded */
+    e->res->remaining = (uint32_t)(e->limit - e->count - 1);
+    e->res->reset_after_ms = ms(e->window);
+}
+
+/* fixed_window (lua/fixed_window.lua). */
+
+static void fixed_window_peek(struct eval *e, double now)
+{
+    e->idx = floor(now / e->window);
+    e->count = 0;
+    if (has_fields(e, AG_ALG_FIXED_WINDOW) && e->sl->fixed.i == e->idx)
+        e->count = e->sl->fixed.n;
+    double left_us = (e->idx + 1) * e->window - now;
+    e->res->reset_after_ms = e->count > 0 ? ms(left_us) : 0;
+    e->reset_known = true;
+    if (e->count < e->limit)
+        answer(e, true, e->limit - e->count, 0);
+    else
+        answer(e, false, 0, left_us);
+}
+
+static void fixed_window_charge(struct mem_store *s, struct eval *e, double now)
+{
+    struct slot *sl = hash_slot(s, e, 1u << AG_ALG_FIXED_WINDOW, now);
+    double window_end = (e->idx + 1) * e->window;
+    sl->fixed.i = e->idx;
+    sl->fixed.n = e->count + 1;
+    sl->expire = expiry_at(window_end);
+    e->res->remaining = (uint32_t)fmax(e->limit - sl->fixed.n, 0);
+    e->res->reset_after_ms = ms(window_end - now);
+}
+
+/* sliding_window (lua/sliding_window.lua). */
+
+static void sliding_window_peek(struct eval *e, double now)
+{
+    double w = e->window;
+    e->idx = floor(now / w);
+    bool has = has_fields(e, AG_ALG_SLIDING_WINDOW);
+    e->cc = has ? e->sl->sliding.c : 0;
+    e->pc = has ? e->sl->sliding.p : 0;
+    if (has && e->sl->sliding.w == e->idx - 1) {
+        e->pc = e->cc;
+        e->cc = 0;
+    } else if (!has || e->sl->sliding.w != e->idx) {
+        e->pc = 0;
+        e->cc = 0;
+    }
+    double elapsed = now - e->idx * w;
+    e->est = e->pc * (1 - elapsed / w) + e->cc;
+    if (e->cc > 0)
+        e->res->reset_after_ms = ms((e->idx + 2) * w - now);
+    else if (e->pc > 0)
+        e->res->reset_after_ms = ms((e->idx + 1) * w - now);
+    else
+        e->res->reset_after_ms = 0;
+    e->reset_known = true;
+    if (e->est + 1 <= e->limit) {
+        answer(e, true, floor(e->limit - e->est), 0);
+    } else if (e->cc + 1 <= e->limit) {
+        /* This window: wait until the previous window's weight falls. */
+        double need = w * (1 - (e->limit - 1 - e->cc) / e->pc);
+        answer(e, false, 0, fmax(need - elapsed, 1));
+    } else {
+        /* Only the next window can admit it, once this one's weight
+         * falls. */
+        double need = w * (1 - (e->limit - 1) / e->cc);
+        answer(e, false, 0, w - elapsed + need);
     }
 }
 
+static void sliding_window_charge(struct mem_store *s, struct eval *e,
+                                  double now)
+{
+    struct slot *sl = hash_slot(s, e, 1u << AG_ALG_SLIDING_WINDOW, now);
+    double w = e->window;
+    sl->sliding.w = e->idx;
+    sl->sliding.c = e->cc + 1;
+    sl->sliding.p = e->pc;
+    sl->expire = expiry_at((e->idx + 2) * w);
+    e->res->remaining = (uint32_t)fmax(floor(e->limit - (e->est + 1)), 0);
+    e->res->reset_after_ms = ms((e->idx + 2) * w - now);
+}
+
+/* token_bucket (lua/token_bucket.lua). */
+
+static void token_bucket_peek(struct eval *e, double now)
+{
+    double rate = e->limit / e->window; /* tokens per microsecond */
+    const struct slot *sl = e->sl;
+    if (!has_fields(e, AG_ALG_TOKEN_BUCKET) ||
+        now >= sl->bucket.ts + (e->limit - sl->bucket.t) / rate)
+        e->tokens = e->limit;
+    else
+        e->tokens =
+            fmin(e->limit, sl->bucket.t + fmax(0, now - sl->bucket.ts) * rate);
+    e->res->reset_after_ms = ms((e->limit - e->tokens) / rate);
+    e->reset_known = true;
+    if (e->tokens >= 1)
+        answer(e, true, floor(e->tokens), 0);
+    else
+        answer(e, false, 0, (1 - e->tokens) / rate);
+}
+
+static void token_bucket_charge(struct mem_store *s, struct eval *e, double now)
+{
+    struct slot *sl = hash_slot(s, e, 1u << AG_ALG_TOKEN_BUCKET, now);
+    double rate = e->limit / e->window;
+    double tokens = e->tokens - 1;
+    double full_us = (e->limit - tokens) / rate;
+    /* Redis keeps tostring(tokens): the same digits here, so that the two
+     * stores refill from the same number. */
+    sl->bucket.t = lua_text(tokens);
+    sl->bucket.ts = now;
+    sl->expire = expiry_at(now + full_us);
+    e->res->remaining = (uint32_t)floor(tokens);
+    e->res->reset_after_ms = ms(full_us);
+}
+
+/* distinct (lua/distinct.lua). */
+
+static void distinct_peek(struct eval *e, double now)
+{
+    e->count = set_count(e, now);
+    e->known = false;
+    for (uint32_t i = 0; e->sl && i < e->sl->n; i++)
+        if (e->sl->set[i].id == e->member)
+            e->known = true;
+    set_answer(e, now, e->known || e->count < e->limit);
+}
+
+static void distinct_charge(struct mem_store *s, struct eval *e, double now)
+{
+    if (!set_add(s, e, now))
+        return; /* over the memory bound: not recorded */
+    if (!e->known)
+        e->count++;
+    e->res->remaining = (uint32_t)(e->limit - e->count);
+    e->res->reset_after_ms = ms(e->window);
+}
+
+/* The algorithms by enum ag_algorithm, as lua/common.lua's `algorithms`
+ * by ARGV code. kind is the type of Redis key each keeps; reset is NULL
+ * where peek always knows reset_ms. */
+static const struct algorithm {
+    enum kind kind;
+    void (*peek)(struct eval *e, double now);
+    void (*charge)(struct mem_store *s, struct eval *e, double now);
+    uint64_t (*reset)(const struct eval *e, double now);
+} algorithms[AG_ALG_COUNT] = {
+    [AG_ALG_SLIDING_LOG] = {KIND_SET, sliding_log_peek, sliding_log_charge,
+                            set_reset},
+    [AG_ALG_FIXED_WINDOW] = {KIND_HASH, fixed_window_peek, fixed_window_charge,
+                             NULL},
+    [AG_ALG_SLIDING_WINDOW] = {KIND_HASH, sliding_window_peek,
+                               sliding_window_charge, NULL},
+    [AG_ALG_TOKEN_BUCKET] = {KIND_HASH, token_bucket_peek, token_bucket_charge,
+                             NULL},
+    [AG_ALG_DISTINCT] = {KIND_SET, distinct_peek, distinct_charge, set_reset},
+};
+
+/* The slot of key if it holds state of kind; state of the other kind is
+ * dropped, as common.lua's read drops a key of the wrong type. */
+static struct slot *state_of(struct mem_store *s, const char *key,
+                             enum kind kind, uint64_t now)
+{
+    struct slot *sl = find(s, key, now);
+    if (sl && sl->kind != KIND_NONE && sl->kind != kind) {
+        release(s, sl);
+        return NULL;
+    }
+    return sl;
+}
+
+/* lua/check.lua. */
 static int mem_check(struct ag_store *base, const struct ag_plan *plan,
                      struct ag_limit_result *res)
 {
     struct mem_store *s = (struct mem_store *)base;
     bool record = plan->kind == AG_PLAN_FAILURE;
     struct eval ev[AG_PLAN_MAX];
+    uint64_t blocked_ms[AG_PLAN_MAX];
     bool denied = false;
     pthread_mutex_lock(&s->lock);
     uint64_t now = s->clock(s->clock_ctx);
     for (size_t i = 0; i < plan->n; i++) {
         struct eval *e = &ev[i];
-        const struct ag_policy *p = plan->ops[i].policy;
+        const struct ag_limit_op *op = &plan->ops[i];
+        const struct algorithm *a = &algorithms[op->policy->algorithm];
         memset(e, 0, sizeof *e);
-        e->op = &plan->ops[i];
+        memset(&res[i], 0, sizeof res[i]);
+        e->op = op;
         e->res = &res[i];
-        e->limit = p->limit;
-        e->window = (uint64_t)p->window_s * 1000000u;
-        e->block = (uint64_t)p->block_s * 1000000u;
-        e->member = e->op->member[0] ? hash_of(e->op->member) : 0;
-        e->sl = find(s, e->op->key, now);
-        peek(e, now);
-        char bkey[AG_STORE_KEY_MAX + 2];
-        snprintf(bkey, sizeof bkey, "%s:b", e->op->key);
-        struct slot *b = e->block ? find(s, bkey, now) : NULL;
-        if (b) {
-            e->blocked_us = (int64_t)(b->expire - now);
+        e->limit = op->policy->limit;
+        e->window = (double)op->policy->window_s * 1e6;
+        e->member = op->member[0] ? hash_of(op->member) : 0;
+        /* A block slot expires when the block ends: blocked while it
+         * lives, to the microsecond (common.lua's blocked_ms_of). */
+        blocked_ms[i] = 0;
+        if (op->policy->block_s) {
+            char bkey[AG_STORE_KEY_MAX + 2];
+            snprintf(bkey, sizeof bkey, "%s:b", op->key);
+            struct slot *b = find(s, bkey, now);
+            blocked_ms[i] = b ? ms((double)(b->expire - now)) : 0;
+        }
+        e->sl = state_of(s, op->key, a->kind, now);
+        a->peek(e, (double)now);
+        if (blocked_ms[i] > 0) {
             res[i].allowed = false;
             res[i].remaining = 0;
-            uint64_t ms = ms_ceil((double)e->blocked_us);
-            if (ms > res[i].retry_after_ms)
-                res[i].retry_after_ms = ms;
+            if (blocked_ms[i] > res[i].retry_after_ms)
+                res[i].retry_after_ms = blocked_ms[i];
         }
-        if (!res[i].allowed && !e->op->shadow)
+        if (!res[i].allowed && !op->shadow)
             denied = true;
     }
     for (size_t i = 0; i < plan->n; i++) {
         struct eval *e = &ev[i];
-        if ((record || !denied) && e->op->charge && res[i].allowed) {
-            charge(s, e, now);
-        } else if (!record && !res[i].allowed && !e->op->shadow && e->block &&
-                   !e->blocked_us) {
+        const struct ag_limit_op *op = &plan->ops[i];
+        const struct algorithm *a = &algorithms[op->policy->algorithm];
+        uint64_t block_us = (uint64_t)op->policy->block_s * 1000000u;
+        if ((record || !denied) && res[i].allowed && op->charge) {
+            a->charge(s, e, (double)now);
+            e->reset_known = true;
+        } else if (!record && !res[i].allowed && !op->shadow && block_us &&
+                   blocked_ms[i] == 0) {
             char bkey[AG_STORE_KEY_MAX + 2];
-            snprintf(bkey, sizeof bkey, "%s:b", e->op->key);
-            claim(s, bkey, now)->expire = now + e->block;
-            uint64_t ms = ms_ceil((double)e->block);
-            if (ms > res[i].retry_after_ms)
-                res[i].retry_after_ms = ms;
+            snprintf(bkey, sizeof bkey, "%s:b", op->key);
+            claim(s, bkey, now)->expire = now + block_us;
+            if (block_us / 1000 > res[i].retry_after_ms)
+                res[i].retry_after_ms = block_us / 1000;
         }
+        if (!e->reset_known)
+            res[i].reset_after_ms = a->reset(e, (double)now);
     }
     pthread_mutex_unlock(&s->lock);
     return AG_OK;
 }
-
 static int mem_clear(struct ag_store *base, const struct ag_plan *plan)
 {
     struct mem_store *s = (struct mem_store *)base;
@@ -442,7 +604,7 @@ struct ag_store *ag_store_mem_new(size_t keys, size_t members,
         return NULL;
     }
     s->max_members = members;
-    s->clock = clock ? clock : monotonic_us;
+    s->clock = clock ? clock : realtime_us;
     s->clock_ctx = clock_ctx;
     pthread_mutex_init(&s->lock, NULL);
     s->base.ops = &mem_ops;

@@ -540,19 +540,19 @@ static const struct ag_store_ops redis_ops = {
     .destroy = redis_destroy,
 };
 
-struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
-                                    unsigned timeout_ms,
-                                    struct ag_metrics *metrics)
+struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *o)
 {
     struct redis_store *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (ag_redis_code_init(&s->code, ag_embedded_lua, ag_embedded_lua_count)) {
+    const struct ag_embedded_file *lua = o->lua ? o->lua : ag_embedded_lua;
+    size_t nlua = o->lua ? o->nlua : ag_embedded_lua_count;
+    if (ag_redis_code_init(&s->code, lua, nlua)) {
         free(s);
         return NULL;
     }
     s->base.ops = &redis_ops;
-    s->metrics = metrics;
+    s->metrics = o->metrics;
     unsigned char id[8];
     randombytes_buf(id, sizeof id);
     sodium_bin2hex(s->instance, sizeof s->instance, id, sizeof id);
@@ -564,8 +564,8 @@ struct ag_store *ag_store_redis_new(const struct ag_redis_addr *addr,
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
     pthread_condattr_destroy(&attr);
-    s->pipe =
-        ag_redis_pipe_new(addr, timeout_ms, &s->code, &s->breaker, metrics);
+    s->pipe = ag_redis_pipe_new(o->addr, o->timeout_ms, &s->code, &s->breaker,
+                                o->metrics);
     /* Out of threads at start: give up cleanly. */
     if (!s->pipe || pthread_create(&s->probe, NULL, probe, s) != 0) {
         free_store(s);

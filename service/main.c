@@ -105,8 +105,11 @@ int main(int argc, char **argv)
 
     static struct ag_metrics metrics;
     ag_metrics_init(&metrics);
-    struct ag_store *store =
-        ag_store_redis_new(&cfg.redis, cfg.redis_timeout_ms, &metrics);
+    struct ag_store *store = ag_store_redis_new(&(struct ag_store_redis_opts){
+        .addr = &cfg.redis,
+        .timeout_ms = cfg.redis_timeout_ms,
+        .metrics = &metrics,
+    });
     struct ag_store *fallback =
         ag_store_mem_new(AG_MEM_KEYS, AG_MEM_MEMBERS, NULL, NULL);
     if (!store || !fallback) {

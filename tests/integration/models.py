@@ -106,4 +106,5 @@ class Distinct:
 
 
 MODELS = {"sliding_log": SlidingLog, "fixed_window": FixedWindow,
-          "sliding_window": SlidingWindow, "token_bucket": TokenBucket}
+          "sliding_window": SlidingWindow, "token_bucket": TokenBucket,
+          "distinct": Distinct}

@@ -18,7 +18,11 @@ SAMPLE_US = 250  # the model is asked this often across a bracket
 class ModelTest(PolicyTest):
     def run_against_model(self, algorithm, limit, window_s, n, span_s,
                           seed):
-        svcs = self.seeded([policy("t.algo", algorithm=algorithm,
+        # distinct counts users per IP: its requests vary the user, and its
+        # model is asked about each one's subject.
+        distinct = algorithm == "distinct"
+        key = ("ip",) if distinct else ("user",)
+        svcs = self.seeded([policy("t.algo", algorithm=algorithm, key=key,
                                    limit=limit, window_s=window_s)], count=2)
         # Connection set-up (with its script loads) must not fall inside
         # a timed bracket: it would widen the slack for every later answer.
@@ -40,8 +44,12 @@ class ModelTest(PolicyTest):
             if delay > 0:
                 time.sleep(delay)
             self.keep_off_window_edges(window_s)
+            user = ("u%d@example.com" % rng.randrange(2 * limit)
+                    if distinct else "model@example.com")
+            subject = (user,) if distinct else ()
             before = self.redis_time_us()
-            r = self.login(svcs[k % 2], "model@example.com", "192.0.2.1")
+            # Not the IP open_every_connection's users came from.
+            r = self.login(svcs[k % 2], user, "198.51.100.7")
             after = self.redis_time_us()
             self.assertIn(r.status, (200, 429), r.raw)
             allowed = r.status == 200
@@ -54,8 +62,10 @@ class ModelTest(PolicyTest):
             options = set()
             lo, hi = before - slack, after + slack
             for t in [*range(lo, hi, SAMPLE_US), before, after, hi]:
-                ok, rem = model.decide(t)
-                options.add((ok, rem - 1 if ok else 0))
+                ok, rem = model.decide(t, *subject)
+                # A subject seen before takes no new place in the set.
+                seen = distinct and user in model._live(t)
+                options.add((ok, rem - (0 if seen else 1) if ok else 0))
             self.assertIn(got, options,
                           "request %d at +%.3fs: service %r, model %r"
                           % (k, off, got, options))
@@ -63,7 +73,7 @@ class ModelTest(PolicyTest):
                 ambiguous += 1
             if allowed:
                 allowed_count += 1
-                model.record((before + after) // 2)
+                model.record((before + after) // 2, *subject)
                 slack = max(slack, (after - before) // 2 + EPS_US)
 
         # The schedule must exercise both answers, and few requests may
@@ -95,6 +105,9 @@ class ModelTest(PolicyTest):
 
     def test_token_bucket_matches_model(self):
         self.run_against_model("token_bucket", 4, 2, 24, 4.0, 4)
+
+    def test_distinct_matches_model(self):
+        self.run_against_model("distinct", 3, 1, 24, 3.0, 5)
 
 
 class BoundaryTest(PolicyTest):

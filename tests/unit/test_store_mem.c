@@ -1,8 +1,9 @@
 /*
- * ag_store_mem: the in-process fallback store. Each algorithm against
- * vectors worked out from its definition (README, "How the limits are
- * kept") on a fake clock; all-or-nothing checks, blocks, failure
- * recording, clearing, and the memory bounds.
+ * ag_store_mem: the in-process fallback store. The shared algorithm
+ * vectors (tests/vectors/algorithms.json, which the Redis store is held to
+ * as well) on a fake clock, one test case each; then what only this store
+ * has: each algorithm's own vectors, clearing, its default clock, and the
+ * memory bounds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,10 +13,13 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ag_error.h"
 #include "ag_store.h"
+#include "ag_vectors.h"
 
 static uint64_t fake_now;
 
@@ -269,6 +273,76 @@ static void member_budget_counts_allocated_slots(void **state)
     ag_store_destroy(s);
 }
 
+static uint64_t realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Redis TIME is the Unix time: a fallback on the monotonic clock would put
+ * its window edges elsewhere, and a policy would reset at another moment
+ * the instant Redis went down. */
+static void default_clock_aligns_windows_to_the_unix_epoch(void **state)
+{
+    (void)state;
+    struct ag_store *s = ag_store_mem_new(64, 1000, NULL, NULL);
+    struct ag_policy p = make("t", AG_ALG_FIXED_WINDOW, 5, 3600, 0);
+    struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+    one_op(&plan, &p, "ag:t:k", NULL);
+    struct ag_limit_result res;
+    uint64_t w = 3600u * 1000000u;
+    uint64_t before = realtime_us();
+    assert_int_equal(ag_store_check(s, &plan, &res), AG_OK);
+    uint64_t after = realtime_us();
+    /* Until the next whole hour of Unix time, as seen either side. */
+    uint64_t most = (w - before % w + 999) / 1000;
+    uint64_t least = (w - after % w) / 1000;
+    if (before / w != after / w) /* the hour turned during the check */
+        least = 0;
+    ag_store_destroy(s);
+    assert_in_range(res.reset_after_ms, least, most);
+}
+
+static void set_fake_time(void *ctx, uint64_t t_us)
+{
+    (void)ctx;
+    fake_now = t_us;
+}
+
+/* One shared vector (the test's state), on a store of its own. */
+static void shared_vector_holds(void **state)
+{
+    struct ag_store *s = ag_store_mem_new(64, 1000, fake_clock, NULL);
+    assert_non_null(s);
+    char why[512];
+    int rc =
+        ag_vectors_run(*state, s, "v", set_fake_time, NULL, why, sizeof why);
+    ag_store_destroy(s);
+    if (rc)
+        fail_msg("%s", why);
+}
+
+static int run_shared_vectors(void)
+{
+    json_t *root = ag_vectors_load();
+    const json_t *list = json_object_get(root, "vectors");
+    size_t n = json_array_size(list);
+    struct CMUnitTest *tests = calloc(n, sizeof *tests);
+    assert_non_null(tests);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(list, i);
+        tests[i].name = json_string_value(json_object_get(v, "name"));
+        tests[i].test_func = shared_vector_holds;
+        tests[i].initial_state = v;
+    }
+    int failed =
+        _cmocka_run_group_tests("shared_vectors", tests, n, NULL, NULL);
+    free(tests);
+    json_decref(root);
+    return failed;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,7 +356,9 @@ int main(void)
         cmocka_unit_test(failure_plans_record_each_policy_alone),
         cmocka_unit_test(keys_and_members_are_bounded),
         cmocka_unit_test(member_budget_counts_allocated_slots),
+        cmocka_unit_test(default_clock_aligns_windows_to_the_unix_epoch),
 
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = run_shared_vectors();
+    return failed + cmocka_run_group_tests(tests, NULL, NULL);
 }

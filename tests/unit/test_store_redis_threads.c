@@ -47,7 +47,8 @@ static struct ag_store *new_store_failing_call(int n)
     addr.port = 1; /* never dialled */
     fail_call = n;
     calls = 0;
-    return ag_store_redis_new(&addr, 100, NULL);
+    return ag_store_redis_new(
+        &(struct ag_store_redis_opts){.addr = &addr, .timeout_ms = 100});
 }
 
 static void first_dispatcher_failing_to_start_fails_cleanly(void **state)
