@@ -1,6 +1,7 @@
 #include "ag_metrics.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,21 +20,84 @@ static const char *const outcome_names[AG_OUT_COUNT] = {
     [AG_OUT_INVALID] = "invalid",
 };
 
-void ag_metrics_init(struct ag_metrics *m)
+struct policy_counters {
+    _Atomic(const char *) name; /* interned; NULL while the slot is free */
+    atomic_uint_fast64_t denials;
+    atomic_uint_fast64_t shadow_denials;
+};
+
+struct ag_metrics {
+    atomic_uint_fast64_t checks[AG_EP_COUNT][AG_OUT_COUNT];
+    atomic_uint_fast64_t degraded[AG_EP_COUNT];
+    atomic_uint_fast64_t latency[AG_EP_COUNT][AG_METRICS_BUCKETS + 1];
+    atomic_uint_fast64_t latency_sum_us[AG_EP_COUNT];
+    atomic_int_fast64_t scalar[AG_M_COUNT];
+    struct policy_counters policies[AG_METRICS_POLICIES];
+    struct policy_counters other;
+};
+
+/* The one-number metrics: exposition name, type and help, by enum. */
+static const struct {
+    const char *name;
+    const char *type;
+    const char *help;
+} scalars[AG_M_COUNT] = {
+    [AG_M_REDIS_ERRORS] = {"abuseguard_redis_errors_total", "counter",
+                           "Failed Redis calls."},
+    [AG_M_REDIS_TIMEOUTS] = {"abuseguard_redis_timeouts_total", "counter",
+                             "Redis calls that timed out."},
+    [AG_M_BREAKER_OPEN] = {"abuseguard_circuit_breaker_open", "gauge",
+                           "1 while checks skip Redis."},
+    [AG_M_BREAKER_OPENS] = {"abuseguard_circuit_breaker_opens_total", "counter",
+                            "Times the breaker opened."},
+    [AG_M_RELOADS] = {"abuseguard_policy_reloads_total", "counter",
+                      "Policy sets loaded."},
+    [AG_M_RELOAD_FAILURES] = {"abuseguard_policy_reload_failures_total",
+                              "counter",
+                              "Loads that failed (the last set stays)."},
+    [AG_M_POLICIES_STALE] = {"abuseguard_policies_stale", "gauge",
+                             "1 while the policy database cannot be read."},
+};
+
+struct ag_metrics *ag_metrics_new(void)
 {
-    memset(m, 0, sizeof *m);
-    atomic_store(&m->other.name, "_other");
+    struct ag_metrics *m = calloc(1, sizeof *m);
+    if (m)
+        atomic_store(&m->other.name, "_other");
+    return m;
 }
 
-void ag_metrics_fini(struct ag_metrics *m)
+void ag_metrics_free(struct ag_metrics *m)
 {
+    if (!m)
+        return;
     for (size_t i = 0; i < AG_METRICS_POLICIES; i++)
         free((char *)atomic_load(&m->policies[i].name));
+    free(m);
+}
+
+void ag_metrics_count(struct ag_metrics *m, enum ag_metric which)
+{
+    if (m)
+        atomic_fetch_add_explicit(&m->scalar[which], 1, memory_order_relaxed);
+}
+
+void ag_metrics_set(struct ag_metrics *m, enum ag_metric which, int64_t v)
+{
+    if (m)
+        atomic_store(&m->scalar[which], v);
+}
+
+int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which)
+{
+    return m ? (int64_t)atomic_load(&m->scalar[which]) : 0;
 }
 
 void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us)
 {
+    if (!m)
+        return;
     atomic_fetch_add_explicit(&m->checks[endpoint][outcome], 1,
                               memory_order_relaxed);
     if (degraded)
@@ -48,13 +112,13 @@ void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
                               memory_order_relaxed);
 }
 
-struct ag_policy_counters *ag_metrics_policy(struct ag_metrics *m,
-                                             const char *name)
+static struct policy_counters *counters_of(struct ag_metrics *m,
+                                           const char *name)
 {
     /* Slots are claimed once, with a compare-and-swap, and never freed
      * while the process runs: a reader never sees a name go away. */
     for (size_t i = 0; i < AG_METRICS_POLICIES; i++) {
-        struct ag_policy_counters *c = &m->policies[i];
+        struct policy_counters *c = &m->policies[i];
         const char *have = atomic_load(&c->name);
         if (have && strcmp(have, name) == 0)
             return c;
@@ -73,9 +137,18 @@ struct ag_policy_counters *ag_metrics_policy(struct ag_metrics *m,
     return &m->other;
 }
 
+void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow)
+{
+    if (!m)
+        return;
+    struct policy_counters *c = counters_of(m, policy);
+    atomic_fetch_add_explicit(shadow ? &c->shadow_denials : &c->denials, 1,
+                              memory_order_relaxed);
+}
+
 #define LOAD(x) ((uint64_t)atomic_load_explicit(&(x), memory_order_relaxed))
 
-static int render_policy(struct ag_buf *b, const struct ag_policy_counters *c,
+static int render_policy(struct ag_buf *b, const struct policy_counters *c,
                          bool shadow)
 {
     const char *name = atomic_load(&c->name);
@@ -154,43 +227,17 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                     (double)LOAD(m->latency_sum_us[e]) / 1e6);
         }
     }
+    for (int k = 0; !rc && k < AG_M_COUNT; k++)
+        rc = ag_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRId64 "\n",
+                           scalars[k].name, scalars[k].help, scalars[k].name,
+                           scalars[k].type, scalars[k].name,
+                           (int64_t)atomic_load(&m->scalar[k]));
     return rc ? rc
               : ag_buf_printf(
                     b,
-                    "# HELP abuseguard_redis_errors_total Failed Redis "
-                    "calls.\n"
-                    "# TYPE abuseguard_redis_errors_total counter\n"
-                    "abuseguard_redis_errors_total %" PRIu64 "\n"
-                    "# HELP abuseguard_redis_timeouts_total Redis calls that "
-                    "timed out.\n"
-                    "# TYPE abuseguard_redis_timeouts_total counter\n"
-                    "abuseguard_redis_timeouts_total %" PRIu64 "\n"
-                    "# HELP abuseguard_circuit_breaker_open 1 while checks "
-                    "skip Redis.\n"
-                    "# TYPE abuseguard_circuit_breaker_open gauge\n"
-                    "abuseguard_circuit_breaker_open %d\n"
-                    "# HELP abuseguard_circuit_breaker_opens_total Times the "
-                    "breaker opened.\n"
-                    "# TYPE abuseguard_circuit_breaker_opens_total counter\n"
-                    "abuseguard_circuit_breaker_opens_total %" PRIu64 "\n"
-                    "# HELP abuseguard_policy_reloads_total Policy sets "
-                    "loaded.\n"
-                    "# TYPE abuseguard_policy_reloads_total counter\n"
-                    "abuseguard_policy_reloads_total %" PRIu64 "\n"
-                    "# HELP abuseguard_policy_reload_failures_total Loads "
-                    "that failed (the last set stays).\n"
-                    "# TYPE abuseguard_policy_reload_failures_total counter\n"
-                    "abuseguard_policy_reload_failures_total %" PRIu64 "\n"
-                    "# HELP abuseguard_policies_stale 1 while the policy "
-                    "database cannot be read.\n"
-                    "# TYPE abuseguard_policies_stale gauge\n"
-                    "abuseguard_policies_stale %d\n"
                     "# HELP abuseguard_log_lines_suppressed_total Log lines "
                     "dropped by the rate cap.\n"
                     "# TYPE abuseguard_log_lines_suppressed_total counter\n"
                     "abuseguard_log_lines_suppressed_total %" PRIu64 "\n",
-                    LOAD(m->redis_errors), LOAD(m->redis_timeouts),
-                    atomic_load(&m->breaker_open), LOAD(m->breaker_opens),
-                    LOAD(m->reloads), LOAD(m->reload_failures),
-                    atomic_load(&m->policies_stale), ag_log_suppressed_total());
+                    ag_log_suppressed_total());
 }

@@ -1,6 +1,7 @@
 /*
- * Metrics, exposed at GET /metrics in the Prometheus text format. Counters
- * are atomics: any thread may bump them without a lock. Per-policy counters
+ * Metrics, exposed at GET /metrics in the Prometheus text format. Opaque:
+ * modules record through the functions below, any thread at any time
+ * (the counters are atomics, no lock). Per-policy counters
  * live in a fixed table of AG_METRICS_POLICIES names (policy names are an
  * admin's words, never a client's identifiers); names past the table are
  * counted under policy="_other". Labels never carry an identifier.
@@ -8,7 +9,6 @@
 #ifndef AG_METRICS_H
 #define AG_METRICS_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,38 +26,40 @@ enum ag_outcome {
     AG_OUT_COUNT
 };
 
-struct ag_policy_counters {
-    _Atomic(const char *) name; /* interned; NULL while the slot is free */
-    atomic_uint_fast64_t denials;
-    atomic_uint_fast64_t shadow_denials;
+/* The metrics that are one number each: counters only go up, gauges are
+ * set. Their names and help texts are one table in ag_metrics.c. */
+enum ag_metric {
+    AG_M_REDIS_ERRORS,    /* counter */
+    AG_M_REDIS_TIMEOUTS,  /* counter */
+    AG_M_BREAKER_OPEN,    /* gauge: 1 while checks skip Redis */
+    AG_M_BREAKER_OPENS,   /* counter */
+    AG_M_RELOADS,         /* counter */
+    AG_M_RELOAD_FAILURES, /* counter */
+    AG_M_POLICIES_STALE,  /* gauge: 1 while the database cannot be read */
+    AG_M_COUNT
 };
 
-struct ag_metrics {
-    atomic_uint_fast64_t checks[AG_EP_COUNT][AG_OUT_COUNT];
-    atomic_uint_fast64_t degraded[AG_EP_COUNT];
-    atomic_uint_fast64_t latency[AG_EP_COUNT][AG_METRICS_BUCKETS + 1];
-    atomic_uint_fast64_t latency_sum_us[AG_EP_COUNT];
-    atomic_uint_fast64_t redis_errors;
-    atomic_uint_fast64_t redis_timeouts;
-    atomic_uint_fast64_t breaker_opens;
-    atomic_int breaker_open; /* 1 while the circuit breaker is open */
-    atomic_uint_fast64_t reloads;
-    atomic_uint_fast64_t reload_failures;
-    atomic_int policies_stale; /* 1 while the database cannot be read */
-    struct ag_policy_counters policies[AG_METRICS_POLICIES];
-    struct ag_policy_counters other;
-};
+struct ag_metrics;
 
-void ag_metrics_init(struct ag_metrics *m);
-/* Frees the interned policy names. */
-void ag_metrics_fini(struct ag_metrics *m);
+/* A new set of metrics, all zero; NULL when out of memory. Free with
+ * ag_metrics_free. */
+struct ag_metrics *ag_metrics_new(void);
+void ag_metrics_free(struct ag_metrics *m);
 
+/* Every recording function takes m == NULL and then does nothing, so a
+ * module may run without metrics (tests). */
+
+/* Adds one to a counter. */
+void ag_metrics_count(struct ag_metrics *m, enum ag_metric which);
+/* Sets a gauge. */
+void ag_metrics_set(struct ag_metrics *m, enum ag_metric which, int64_t v);
 /* One check of endpoint took us microseconds and ended in outcome. */
 void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us);
-/* The counters of one policy name (created on first use). */
-struct ag_policy_counters *ag_metrics_policy(struct ag_metrics *m,
-                                             const char *name);
+/* One denial by policy name (shadow: a shadow policy's would-be denial). */
+void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
+/* The current value of a counter or gauge (for tests and probes). */
+int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which);
 
 /* Appends the Prometheus text exposition to b. */
 int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b);

@@ -50,7 +50,6 @@ struct waiter {
     sem_t woken;
 };
 
-static void count(struct ag_redis_pipe *p, atomic_uint_fast64_t *counter);
 static void drop(redisContext **ctx);
 static void failed(struct ag_redis_pipe *p, const redisContext *ctx);
 static int expect_type(struct ag_redis_pipe *p, redisContext **ctx, int argc,
@@ -67,12 +66,6 @@ static void *dispatch(void *arg);
 static void wake(struct ag_redis_job *j, struct ag_redis_conn *c);
 static void stop(struct ag_redis_pipe *p);
 
-static void count(struct ag_redis_pipe *p, atomic_uint_fast64_t *counter)
-{
-    if (p->metrics)
-        atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-}
-
 static void drop(redisContext **ctx)
 {
     if (*ctx)
@@ -86,9 +79,8 @@ static void failed(struct ag_redis_pipe *p, const redisContext *ctx)
     const char *why = ctx ? ctx->errstr : "out of memory";
     bool timeout =
         strstr(why, "temporarily unavailable") || strstr(why, "timed out");
-    if (p->metrics)
-        count(p, timeout ? &p->metrics->redis_timeouts
-                         : &p->metrics->redis_errors);
+    ag_metrics_count(p->metrics,
+                     timeout ? AG_M_REDIS_TIMEOUTS : AG_M_REDIS_ERRORS);
     ag_log(AG_LOG_WARN, timeout ? "redis_timeout" : "redis_error", "%s", why);
 }
 
@@ -241,8 +233,7 @@ static redisContext *connect_redis(struct ag_redis_pipe *p)
     if (!ctx || ctx->err) {
         ag_log(AG_LOG_WARN, "redis_connect", "%s",
                ctx ? ctx->errstr : "out of memory");
-        if (p->metrics)
-            count(p, &p->metrics->redis_errors);
+        ag_metrics_count(p->metrics, AG_M_REDIS_ERRORS);
         drop(&ctx);
         return NULL;
     }

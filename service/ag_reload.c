@@ -52,8 +52,7 @@ static int load(struct ag_reload *r, struct ag_error *err)
     }
     ag_ruleset_adopt_lists(set, lists, nl);
     r->publish(r->publish_ctx, set);
-    if (r->metrics)
-        atomic_fetch_add(&r->metrics->reloads, 1);
+    ag_metrics_count(r->metrics, AG_M_RELOADS);
     return AG_OK;
 }
 
@@ -70,23 +69,19 @@ static bool tick(struct ag_reload *r, bool poked)
         rc = load(r, &err);
     else
         ag_error_fill(&err, rc, NULL, "policy database: data_version failed");
-    struct ag_metrics *m = r->metrics;
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",
                    "%s; keeping the last loaded policies", err.msg);
         r->failing = true;
-        if (m) {
-            atomic_fetch_add(&m->reload_failures, 1);
-            atomic_store(&m->policies_stale, 1);
-        }
+        ag_metrics_count(r->metrics, AG_M_RELOAD_FAILURES);
+        ag_metrics_set(r->metrics, AG_M_POLICIES_STALE, 1);
         return false;
     }
     if (r->failing)
         ag_log(AG_LOG_INFO, "policy_reload_recovered", "database readable");
     r->failing = false;
-    if (m)
-        atomic_store(&m->policies_stale, 0);
+    ag_metrics_set(r->metrics, AG_M_POLICIES_STALE, 0);
 
     r->data_version = v;
     ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",

@@ -12,6 +12,7 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_request.h"
+#include "ag_store.h"
 
 /* A reset the store could not take yet: its key and the policy it was
  * planned from (a copy: the ruleset may change meanwhile). */
@@ -199,10 +200,7 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
         if (res[i].allowed)
             continue;
         const struct ag_limit_op *op = &p->ops[i];
-        struct ag_policy_counters *c =
-            ag_metrics_policy(s->o.metrics, op->policy->name);
-        atomic_fetch_add_explicit(op->shadow ? &c->shadow_denials : &c->denials,
-                                  1, memory_order_relaxed);
+        ag_metrics_denial(s->o.metrics, op->policy->name, op->shadow);
         ag_log(AG_LOG_INFO, op->shadow ? "shadow_denied" : "denied",
                "policy=%s key=%s retry_after=%u", op->policy->name,
                strrchr(op->key, ':') + 1,

@@ -27,10 +27,10 @@
 #include "ag_identity.h"
 #include "ag_policy.h"
 #include "ag_request.h"
-#include "ag_store.h"
 
 struct ag_metrics;
 struct ag_service;
+struct ag_store;
 
 /* What a service is made of. Everything is borrowed: it must outlive the
  * service. */

@@ -299,11 +299,8 @@ static int outcome(struct redis_store *s, int rc, bool orphaned)
         return rc;
     ag_log(AG_LOG_ERROR, "redis_breaker_open",
            "Redis failing: checks use the fallback until it answers");
-    if (s->metrics) {
-        atomic_fetch_add_explicit(&s->metrics->breaker_opens, 1,
-                                  memory_order_relaxed);
-        atomic_store(&s->metrics->breaker_open, 1);
-    }
+    ag_metrics_count(s->metrics, AG_M_BREAKER_OPENS);
+    ag_metrics_set(s->metrics, AG_M_BREAKER_OPEN, 1);
     pthread_mutex_lock(&s->lock);
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
@@ -494,8 +491,7 @@ static void *probe(void *arg)
         bool up = ag_redis_pipe_probe(s->pipe);
         pthread_mutex_lock(&s->lock);
         if (ag_redis_breaker_probed(&s->breaker, up)) {
-            if (s->metrics)
-                atomic_store(&s->metrics->breaker_open, 0);
+            ag_metrics_set(s->metrics, AG_M_BREAKER_OPEN, 0);
             ag_log(AG_LOG_WARN, "redis_breaker_closed", "Redis answers again");
         }
     }

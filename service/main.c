@@ -103,16 +103,15 @@ int main(int argc, char **argv)
            ag_db_schema_version(db));
     ag_db_close(db);
 
-    static struct ag_metrics metrics;
-    ag_metrics_init(&metrics);
+    struct ag_metrics *metrics = ag_metrics_new();
     struct ag_store *store = ag_store_redis_new(&(struct ag_store_redis_opts){
         .addr = &cfg.redis,
         .timeout_ms = cfg.redis_timeout_ms,
-        .metrics = &metrics,
+        .metrics = metrics,
     });
     struct ag_store *fallback =
         ag_store_mem_new(AG_MEM_KEYS, AG_MEM_MEMBERS, NULL, NULL);
-    if (!store || !fallback) {
+    if (!metrics || !store || !fallback) {
         fprintf(stderr, "abuseguard: out of memory\n");
         return 1;
     }
@@ -120,7 +119,7 @@ int main(int argc, char **argv)
         .hasher = &hasher,
         .store = store,
         .fallback = fallback,
-        .metrics = &metrics,
+        .metrics = metrics,
         .request = {.phone_prefix_digits = cfg.phone_prefix_digits},
     };
     struct ag_service *svc = NULL;
@@ -133,11 +132,11 @@ int main(int argc, char **argv)
     struct ag_reload *reload = NULL;
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
-    if (ag_reload_start(cfg.db_path, publish, svc, &metrics, RELOAD_INTERVAL_MS,
+    if (ag_reload_start(cfg.db_path, publish, svc, metrics, RELOAD_INTERVAL_MS,
                         AG_RELOAD_SYNC_TIMEOUT_MS, &reload, &cerr) ||
         (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, svc, &hasher,
                                         reload, &admin, &cerr)) ||
-        ag_http_start(&cfg, svc, &metrics, admin, &http, &cerr)) {
+        ag_http_start(&cfg, svc, metrics, admin, &http, &cerr)) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         status = 1;
     } else {
@@ -154,7 +153,7 @@ int main(int argc, char **argv)
     ag_service_free(svc);
     ag_store_destroy(store);
     ag_store_destroy(fallback);
-    ag_metrics_fini(&metrics);
+    ag_metrics_free(metrics);
     ag_hasher_wipe(&hasher);
     sodium_memzero(admin_token, sizeof admin_token);
     ag_log(AG_LOG_INFO, "stopped", "exit %d", status);

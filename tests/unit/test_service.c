@@ -147,7 +147,7 @@ static const struct ag_check_waiter waiter = {w_suspend, w_resume, NULL};
 struct world {
     struct fake store;
     struct ag_store *fallback;
-    struct ag_metrics metrics;
+    struct ag_metrics *metrics;
     struct ag_hasher hasher;
     struct ag_service *svc;
     struct ag_ruleset *set; /* a reference the test keeps */
@@ -162,14 +162,15 @@ static struct world *world_new(bool async, const char *const *policies,
     w->store.remaining = 7;
     w->fallback = ag_store_mem_new(1024, 4096, fake_clock, NULL);
     assert_non_null(w->fallback);
-    ag_metrics_init(&w->metrics);
+    w->metrics = ag_metrics_new();
+    assert_non_null(w->metrics);
     unsigned char secret[32] = {1};
     ag_hasher_init(&w->hasher, secret, sizeof secret);
     struct ag_service_opts o = {
         .hasher = &w->hasher,
         .store = &w->store.base,
         .fallback = w->fallback,
-        .metrics = &w->metrics,
+        .metrics = w->metrics,
     };
     assert_int_equal(ag_service_new(&o, &w->svc), AG_OK);
     struct ag_policy ps[8];
@@ -189,7 +190,7 @@ static void world_free(struct world *w)
     assert_int_equal(atomic_load(&w->set->refs), 1);
     ag_ruleset_unref(w->set);
     ag_store_destroy(w->fallback);
-    ag_metrics_fini(&w->metrics);
+    ag_metrics_free(w->metrics);
     free(w);
 }
 

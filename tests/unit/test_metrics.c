@@ -1,0 +1,119 @@
+/*
+ * ag_metrics: counters and gauges by name from one table, denials by
+ * policy, the exposition, and recording without metrics at all.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "ag_buf.h"
+#include "ag_error.h"
+#include "ag_metrics.h"
+
+static char *render(struct ag_metrics *m, struct ag_buf *b)
+{
+    ag_buf_init(b, 1 << 20);
+    assert_int_equal(ag_metrics_render(m, b), AG_OK);
+    return b->p;
+}
+
+static void counters_count_and_gauges_are_set(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    assert_non_null(m);
+    ag_metrics_count(m, AG_M_REDIS_ERRORS);
+    ag_metrics_count(m, AG_M_REDIS_ERRORS);
+    ag_metrics_set(m, AG_M_BREAKER_OPEN, 1);
+    ag_metrics_set(m, AG_M_POLICIES_STALE, 1);
+    ag_metrics_set(m, AG_M_POLICIES_STALE, 0);
+    assert_int_equal(ag_metrics_get(m, AG_M_REDIS_ERRORS), 2);
+    assert_int_equal(ag_metrics_get(m, AG_M_BREAKER_OPEN), 1);
+    assert_int_equal(ag_metrics_get(m, AG_M_POLICIES_STALE), 0);
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    assert_non_null(strstr(text, "\nabuseguard_redis_errors_total 2\n"));
+    assert_non_null(strstr(text, "\nabuseguard_circuit_breaker_open 1\n"));
+    assert_non_null(strstr(text, "\nabuseguard_policies_stale 0\n"));
+    assert_non_null(
+        strstr(text, "# TYPE abuseguard_circuit_breaker_open gauge\n"));
+    assert_non_null(
+        strstr(text, "# TYPE abuseguard_redis_timeouts_total counter\n"));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
+static void every_scalar_metric_is_exposed_once(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    static const char *const names[] = {
+        "abuseguard_redis_errors_total",
+        "abuseguard_redis_timeouts_total",
+        "abuseguard_circuit_breaker_open",
+        "abuseguard_circuit_breaker_opens_total",
+        "abuseguard_policy_reloads_total",
+        "abuseguard_policy_reload_failures_total",
+        "abuseguard_policies_stale",
+    };
+    assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
+    for (size_t i = 0; i < AG_M_COUNT; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "\n%s 0\n", names[i]);
+        const char *at = strstr(text, line);
+        if (!at)
+            fail_msg("%s is not exposed", names[i]);
+        if (strstr(at + 1, line))
+            fail_msg("%s is exposed twice", names[i]);
+    }
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
+static void denials_are_counted_by_policy_and_kind(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    ag_metrics_denial(m, "login.user", false);
+    ag_metrics_denial(m, "login.user", false);
+    ag_metrics_denial(m, "login.trial", true);
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    assert_non_null(
+        strstr(text, "abuseguard_denials_total{policy=\"login.user\"} 2\n"));
+    assert_non_null(strstr(
+        text, "abuseguard_shadow_denials_total{policy=\"login.trial\"} 1\n"));
+    assert_non_null(
+        strstr(text, "abuseguard_denials_total{policy=\"login.trial\"} 0\n"));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
+static void recording_without_metrics_does_nothing(void **state)
+{
+    (void)state;
+    ag_metrics_count(NULL, AG_M_RELOADS);
+    ag_metrics_set(NULL, AG_M_BREAKER_OPEN, 1);
+    ag_metrics_denial(NULL, "login.user", false);
+    ag_metrics_check(NULL, AG_EP_LOGIN, AG_OUT_ALLOWED, false, 10);
+    assert_int_equal(ag_metrics_get(NULL, AG_M_RELOADS), 0);
+    ag_metrics_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counters_count_and_gauges_are_set),
+        cmocka_unit_test(every_scalar_metric_is_exposed_once),
+        cmocka_unit_test(denials_are_counted_by_policy_and_kind),
+        cmocka_unit_test(recording_without_metrics_does_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
