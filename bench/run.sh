@@ -115,13 +115,15 @@ PY
 }
 
 # The Redis ceiling for abuseguard's check: pipelined FCALL of its function
-# library (bench/library.sh) with the benchmark's three policies on random
+# library (as the binary composes it: abuseguard lua library) with the
+# benchmark's three policies on random
 # users and IPs. Measured in every round, beside the runs it is compared
 # with.
-redis-cli -p "$rport" FUNCTION LOAD REPLACE "$(bench/library.sh)" >/dev/null
+redis-cli -p "$rport" FUNCTION LOAD REPLACE "$("$bin" lua library)" >/dev/null
+fcall=$("$bin" lua function)
 ceiling() {
     redis-benchmark -p "$rport" -r 1000000 -n "${CEILING_N:-100000}" -c 32 \
-        -P 16 -q FCALL ag_bench_check 3 \
+        -P 16 -q FCALL "$fcall" 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
         "ag:login.user_ip:__rand_int__" \
         "bench-__rand_int__" check \

@@ -19,9 +19,14 @@ n=${N:-10000}
 command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
 command -v redis-server >/dev/null || scripts/deps.sh
 
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" >/dev/null
+bin=build-bench/abuseguard
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat lua/common.lua lua/sliding_log.lua lua/check.lua > "$work/script.lua"
+# The code exactly as the service composes it.
+"$bin" lua script sliding_log > "$work/script.lua"
 cat > "$work/bare.lua" <<'LUA'
 local t = redis.call('TIME')
 local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
@@ -36,7 +41,8 @@ LUA
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 policies=("0 100 900000 0 1 0" "" "0 10 900000 0 1 0" "" "0 5 900000 0 1 0" "")
-bench/library.sh > "$work/function.lua"
+"$bin" lua library > "$work/function.lua"
+fcall=$("$bin" lua function)
 for name in function script bare; do
     p=$(port)
     valgrind --tool=callgrind --instr-atstart=no \
@@ -47,7 +53,7 @@ for name in function script bare; do
     until redis-cli -p "$p" ping >/dev/null 2>&1; do sleep 0.2; done
     if [ "$name" = function ]; then
         redis-cli -p "$p" FUNCTION LOAD "$(cat "$work/$name.lua")" >/dev/null
-        call=(FCALL ag_bench_check)
+        call=(FCALL "$fcall")
     else
         call=(EVALSHA "$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")")
     fi

@@ -1,5 +1,6 @@
 #include "ag_cli.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +8,10 @@
 #include <jansson.h>
 
 #include "ag_db.h"
+#include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_policy.h"
+#include "ag_redis_code.h"
 
 #define ACTOR "cli"
 #define EXIT_FAIL 1
@@ -179,4 +182,46 @@ int ag_cli_main(int argc, char **argv)
     if (rc && err.msg[0])
         fprintf(stderr, "abuseguard policy: %s\n", err.msg);
     return rc;
+}
+
+int ag_cli_lua_main(int argc, char **argv)
+{
+    static const char usage_text[] =
+        "usage: abuseguard lua library|function|script ALGORITHM...\n";
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    unsigned mask = 0;
+    for (int i = 2; i < argc; i++) {
+        int a = -1;
+        for (int k = 0; k < AG_ALG_COUNT; k++)
+            if (strcmp(argv[i], ag_algorithm_name((enum ag_algorithm)k)) == 0)
+                a = k;
+        if (a < 0) {
+            fprintf(stderr, "abuseguard lua: no algorithm '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        mask |= 1u << a;
+    }
+    bool script = strcmp(argv[1], "script") == 0;
+    if ((script && !mask) || (!script && argc > 2) ||
+        (!script && strcmp(argv[1], "library") != 0 &&
+         strcmp(argv[1], "function") != 0)) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    struct ag_redis_code code;
+    if (ag_redis_code_init(&code, ag_embedded_lua, ag_embedded_lua_count)) {
+        fputs("abuseguard lua: cannot compose the code\n", stderr);
+        return EXIT_FAIL;
+    }
+    if (script)
+        fwrite(code.scripts[mask].text, 1, code.scripts[mask].len, stdout);
+    else if (strcmp(argv[1], "library") == 0)
+        fwrite(code.library.text, 1, code.library.len, stdout);
+    else
+        printf("%s\n", code.function);
+    ag_redis_code_free(&code);
+    return fflush(stdout) == 0 ? 0 : EXIT_FAIL;
 }

@@ -15,4 +15,11 @@
 /* argv[0] is "policy". */
 int ag_cli_main(int argc, char **argv);
 
+/* "abuseguard lua library|function|script ALGORITHM...": prints the Lua
+ * code the Redis store loads, exactly as it composes it (ag_redis_code):
+ * the function library, the name of its check function (for FCALL), or
+ * the script for a set of algorithms. For the benchmarks and for an
+ * operator who wants to read what runs in Redis. argv[0] is "lua". */
+int ag_cli_lua_main(int argc, char **argv);
+
 #endif

@@ -49,6 +49,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "policy") == 0)
         return ag_cli_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "lua") == 0)
+        return ag_cli_lua_main(argc - 1, argv + 1);
     struct ag_config cfg;
     struct ag_error cerr;
     if (ag_config_parse(&cfg, argc, argv, &cerr)) {
