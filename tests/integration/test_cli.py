@@ -116,3 +116,41 @@ class CliTest(ServiceTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LuaCliTest(ServiceTest):
+    """abuseguard lua ...: the code the Redis store loads, as it loads it."""
+
+    def lua(self, *args):
+        return subprocess.run([BINARY, "lua", *args], capture_output=True,
+                              text=True, timeout=30)
+
+    def test_the_printed_library_is_the_one_the_service_loads(self):
+        fn = self.lua("function").stdout.strip()
+        self.assertRegex(fn, r"^ag_check_[0-9a-f]{16}$")
+        library = self.lua("library").stdout
+        self.assertTrue(library.startswith(
+            "#!lua name=abuseguard_%s\n" % fn[len("ag_check_"):]))
+        svc = self.service()
+        self.assertEqual(self.login(svc, "lua@example.com").status, 200)
+        names = [lib[1] for lib in self.redis.cmd("FUNCTION", "LIST")]
+        self.assertIn("abuseguard_" + fn[len("ag_check_"):], names)
+        # Loading the printed text says it is already there: the same code.
+        with self.assertRaises(Exception) as e:
+            self.redis.cmd("FUNCTION", "LOAD", library)
+        self.assertIn("already exists", str(e.exception))
+
+    def test_a_script_holds_only_its_algorithms(self):
+        r = self.lua("script", "sliding_log", "distinct")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("algorithms['0'] = sliding_log", r.stdout)
+        self.assertIn("algorithms['4'] = distinct", r.stdout)
+        self.assertNotIn("token_bucket", r.stdout)
+        self.assertNotIn("redis.register_function('", r.stdout)
+
+    def test_bad_usage_exits_2(self):
+        for args in ((), ("script",), ("script", "bogus"), ("library", "x"),
+                     ("nonsense",)):
+            r = self.lua(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(r.stdout, "")
