@@ -72,6 +72,7 @@ struct slot {
     } bucket;
     struct member *set; /* KIND_SET */
     uint32_t n, cap;
+    uint64_t pin; /* the check (mem_store.check) that holds it, if any */
 };
 
 struct mem_store {
@@ -83,6 +84,14 @@ struct mem_store {
     size_t max_members;
     ag_clock_fn clock;
     void *clock_ctx;
+    /* The check under way (the lock holds it): its slots are pinned, so
+     * that making room for one of its keys never evicts another's slot it
+     * still reads. */
+    uint64_t check;
+    /* Where a key goes when every slot of its probe window is pinned: its
+     * state lives for this check only (not recorded), and is emptied when
+     * the check ends. */
+    struct slot scratch;
 };
 
 static uint64_t realtime_us(void *ctx)
@@ -124,13 +133,22 @@ static struct slot *find(struct mem_store *s, const char *key, uint64_t now)
     return NULL;
 }
 
+/* Marks sl as held by the check under way. */
+static struct slot *pin(struct mem_store *s, struct slot *sl)
+{
+    if (sl)
+        sl->pin = s->check;
+    return sl;
+}
+
 /* The slot for key, created empty if absent (evicting the slot of the probe
- * window closest to expiry if none is free). */
+ * window closest to expiry if none is free, never one the check under way
+ * holds), pinned. */
 static struct slot *claim(struct mem_store *s, const char *key, uint64_t now)
 {
     struct slot *sl = find(s, key, now);
     if (sl)
-        return sl;
+        return pin(s, sl);
     uint64_t h = hash_of(key);
     struct slot *victim = NULL;
     for (size_t i = 0; i < PROBE; i++) {
@@ -139,13 +157,15 @@ static struct slot *claim(struct mem_store *s, const char *key, uint64_t now)
             victim = c;
             break;
         }
-        if (!victim || c->expire < victim->expire)
+        if (c->pin != s->check && (!victim || c->expire < victim->expire))
             victim = c;
     }
+    if (!victim)
+        victim = &s->scratch;
     release(s, victim);
     snprintf(victim->key, sizeof victim->key, "%s", key);
     victim->expire = now + 1; /* the caller sets the real expiry */
-    return victim;
+    return pin(s, victim);
 }
 
 /* The slot's expiry for PEXPIREAT at `at` microseconds: Redis rounds it up
@@ -495,6 +515,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
     uint64_t blocked_ms[AG_PLAN_MAX];
     bool denied = false;
     pthread_mutex_lock(&s->lock);
+    s->check++;
     uint64_t now = s->clock(s->clock_ctx);
     for (size_t i = 0; i < plan->n; i++) {
         struct eval *e = &ev[i];
@@ -516,7 +537,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
             struct slot *b = find(s, bkey, now);
             blocked_ms[i] = b ? ms((double)(b->expire - now)) : 0;
         }
-        e->sl = state_of(s, op->key, a->kind, now);
+        e->sl = pin(s, state_of(s, op->key, a->kind, now));
         a->peek(e, (double)now);
         if (blocked_ms[i] > 0) {
             res[i].allowed = false;
@@ -546,6 +567,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         if (!e->reset_known)
             res[i].reset_after_ms = a->reset(e, (double)now);
     }
+    release(s, &s->scratch);
     pthread_mutex_unlock(&s->lock);
     return AG_OK;
 }
@@ -578,6 +600,7 @@ static void mem_destroy(struct ag_store *base)
     struct mem_store *s = (struct mem_store *)base;
     for (size_t i = 0; i < s->nslots; i++)
         free(s->slots[i].set);
+    free(s->scratch.set);
     free(s->slots);
     pthread_mutex_destroy(&s->lock);
     free(s);

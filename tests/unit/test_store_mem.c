@@ -246,6 +246,49 @@ static void keys_and_members_are_bounded(void **state)
     ag_store_destroy(s);
 }
 
+/* A full table: making room for one policy's new key (a block, here)
+ * must not evict the slot of another policy of the same check, which the
+ * check still reads (its reset). All eight keys share the one probe
+ * window of an eight-slot table. */
+static void room_for_a_key_never_evicts_a_slot_the_check_reads(void **state)
+{
+    (void)state;
+    struct ag_store *s = ag_store_mem_new(8, 1000, fake_clock, NULL);
+    assert_non_null(s);
+    struct ag_policy a = make("a", AG_ALG_SLIDING_LOG, 1, 100, 50);
+    struct ag_policy b = make("b", AG_ALG_SLIDING_LOG, 1, 10, 0);
+    struct ag_policy filler = make("f", AG_ALG_SLIDING_LOG, 5, 100, 0);
+    struct ag_limit_result res[2];
+    fake_now = BASE_US;
+    /* b expires first: the slot eviction would pick. */
+    const char *keys[] = {"ag:b:k", "ag:a:k", "ag:f:1", "ag:f:2",
+                          "ag:f:3", "ag:f:4", "ag:f:5", "ag:f:6"};
+    for (size_t i = 0; i < 8; i++) {
+        struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+        one_op(&plan, i == 0 ? &b : i == 1 ? &a : &filler, keys[i], NULL);
+        assert_int_equal(ag_store_check(s, &plan, res), AG_OK);
+        assert_true(res[0].allowed);
+    }
+    fake_now = BASE_US + S(1);
+    struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+    one_op(&plan, &a, "ag:a:k", NULL); /* denies and blocks: a new key */
+    one_op(&plan, &b, "ag:b:k", NULL); /* full too; its reset is read late */
+    assert_int_equal(ag_store_check(s, &plan, res), AG_OK);
+    assert_false(res[0].allowed);
+    assert_int_equal(res[0].retry_after_ms, 99000); /* its log outlasts the block */
+    assert_false(res[1].allowed);
+    assert_int_equal(res[1].retry_after_ms, 9000);
+    assert_int_equal(res[1].reset_after_ms, 9000);
+    /* b's log is still there: at 5 s it still denies. */
+    fake_now = BASE_US + S(5);
+    plan.n = 0;
+    one_op(&plan, &b, "ag:b:k", NULL);
+    assert_int_equal(ag_store_check(s, &plan, res), AG_OK);
+    assert_false(res[0].allowed);
+    assert_int_equal(res[0].retry_after_ms, 5000);
+    ag_store_destroy(s);
+}
+
 static void member_budget_counts_allocated_slots(void **state)
 {
     (void)state;
@@ -355,6 +398,7 @@ int main(void)
         cmocka_unit_test(denied_check_records_in_no_policy),
         cmocka_unit_test(failure_plans_record_each_policy_alone),
         cmocka_unit_test(keys_and_members_are_bounded),
+        cmocka_unit_test(room_for_a_key_never_evicts_a_slot_the_check_reads),
         cmocka_unit_test(member_budget_counts_allocated_slots),
         cmocka_unit_test(default_clock_aligns_windows_to_the_unix_epoch),
 
