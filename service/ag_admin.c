@@ -245,7 +245,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     rc = ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_field_error(r, 400, err.msg, err.field);
+        return ag_http_response_refusal(r, 400, &err);
     if (rc)
         return db_error(r, &err);
     char msg[256];
@@ -302,15 +302,22 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     json_decref(after);
     if (rc)
         ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err.msg);
+    if (cleared == AG_EUNKNOWN) {
+        return send_json(
+            r, 202,
+            json_pack("{s:s,s:s}", "status", "unconfirmed", "message",
+                      "cleared in this instance's fallback; the limiter "
+                      "store did not answer the clear, which may have been "
+                      "applied (it is not sent again)"));
+    }
     if (cleared == AG_EPENDING) {
         /* Redis could not answer: this instance's fallback is cleared and
          * Redis will be before this instance sends it another check. */
-        json_t *o = json_pack("{s:s,s:s}", "status", "pending", "message",
-                              "cleared in this instance's fallback; the "
-                              "limiter store is cleared when it answers");
-        int jrc = ag_http_response_json(r, 202, o);
-        json_decref(o);
-        return jrc;
+        return send_json(
+            r, 202,
+            json_pack("{s:s,s:s}", "status", "pending", "message",
+                      "cleared in this instance's fallback; the limiter "
+                      "store is cleared when it answers"));
     }
     r->status = 204;
     return AG_OK;
@@ -422,9 +429,9 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
     rc = ag_db_list_add(a->db, &e, ACTOR, &id, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
-        return ag_http_response_error(r, 400, err.msg);
+        return ag_http_response_refusal(r, 400, &err);
     if (rc == AG_ECONFLICT)
-        return ag_http_response_error(r, 409, err.msg);
+        return ag_http_response_refusal(r, 409, &err);
     if (rc)
         return db_error(r, &err);
     char msg[256];

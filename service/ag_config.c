@@ -31,6 +31,9 @@ struct flag {
 };
 
 #define F(field) offsetof(struct ag_config, field)
+/* A number macro as text, for the help strings. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define S(field) sizeof(((struct ag_config *)0)->field)
 
 static const struct flag flags[] = {
@@ -42,7 +45,8 @@ static const struct flag flags[] = {
      "SQLite policy database; created and migrated if absent"},
     {"secret-file", K_STR, F(secret_file), S(secret_file), 0, 0,
      "var/secret.key",
-     "file of >= 32 random bytes keying identifier hashes (mode 0600)"},
+     "file of >= " STR(AG_SECRET_MIN) " random bytes keying identifier "
+                                      "hashes (mode 0600)"},
     {"admin-token-file", K_STR, F(admin_token_file), S(admin_token_file), 0, 0,
      "", "file holding the admin API bearer token; empty: API off"},
     {"seed-dir", K_STR, F(seed_dir), S(seed_dir), 0, 0, "",
@@ -378,9 +382,9 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
     if (*len < AG_SECRET_MIN) {
         return ag_error_set(err, AG_EINVAL, "secret-file",
                             "--secret-file '%s' holds %zu bytes; at least %d "
-                            "random bytes are needed (head -c 32 /dev/urandom "
+                            "random bytes are needed (head -c %d /dev/urandom "
                             "> %s)",
-                            path, *len, AG_SECRET_MIN, path);
+                            path, *len, AG_SECRET_MIN, AG_SECRET_MIN, path);
     }
     return AG_OK;
 }

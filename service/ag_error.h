@@ -22,6 +22,7 @@
 #define AG_ENOTFOUND (-6) /* no such policy, entry or key */
 #define AG_ECONFLICT (-7) /* it exists already */
 #define AG_EPENDING (-8)  /* not done yet: the store must answer first */
+#define AG_EUNKNOWN (-9)  /* sent to the store, no answer: it may be done */
 
 #define AG_ERROR_FIELD_MAX 32
 #define AG_ERROR_MSG_MAX 224

@@ -37,9 +37,7 @@ struct ag_http {
 
 enum route {
     R_NOT_FOUND,
-    R_CHECK_LOGIN,
-    R_CHECK_OTP,
-    R_CHECK_OTP_VERIFY,
+    R_CHECK, /* of the route's endpoint */
     R_REPORT_LOGIN,
     R_HEALTHZ,
     R_READYZ,
@@ -50,23 +48,25 @@ enum route {
 struct route_def {
     const char *path;
     enum route route;
-    const char *method; /* the one method served; HEAD also for GET */
+    const char *method;        /* the one method served; HEAD also for GET */
+    enum ag_endpoint endpoint; /* R_CHECK */
 };
 
 static const struct route_def routes[] = {
-    {"/check-login", R_CHECK_LOGIN, "POST"},
-    {"/check-otp", R_CHECK_OTP, "POST"},
-    {"/check-otp-verify", R_CHECK_OTP_VERIFY, "POST"},
-    {"/report-login", R_REPORT_LOGIN, "POST"},
-    {"/healthz", R_HEALTHZ, "GET"},
-    {"/readyz", R_READYZ, "GET"},
-    {"/metrics", R_METRICS, "GET"},
+    {"/check-login", R_CHECK, "POST", AG_EP_LOGIN},
+    {"/check-otp", R_CHECK, "POST", AG_EP_OTP},
+    {"/check-otp-verify", R_CHECK, "POST", AG_EP_OTP_VERIFY},
+    {"/report-login", R_REPORT_LOGIN, "POST", AG_EP_LOGIN},
+    {"/healthz", R_HEALTHZ, "GET", AG_EP_LOGIN},
+    {"/readyz", R_READYZ, "GET", AG_EP_LOGIN},
+    {"/metrics", R_METRICS, "GET", AG_EP_LOGIN},
 };
 
 /* Per-request state, from the first handler call to the completed
  * callback. */
 struct request {
     enum route route;
+    enum ag_endpoint endpoint; /* R_CHECK */
     int too_big; /* the body passed AG_BODY_MAX; it is being discarded */
     struct ag_buf body;
     /* A check waiting for the store: the service suspends the connection
@@ -191,14 +191,10 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
     } else if (req->route == R_REPORT_LOGIN) {
         rc = ag_service_report_login(h->svc, body, req->body.len, &r);
     } else {
-        enum ag_endpoint ep = req->route == R_CHECK_OTP ? AG_EP_OTP
-                              : req->route == R_CHECK_OTP_VERIFY
-                                  ? AG_EP_OTP_VERIFY
-                                  : AG_EP_LOGIN;
         req->conn = conn;
         req->waiter = (struct ag_check_waiter){
             .suspend = suspend, .resume = resume, .arg = req};
-        rc = ag_service_check_begin(h->svc, ep, body, req->body.len,
+        rc = ag_service_check_begin(h->svc, req->endpoint, body, req->body.len,
                                     &req->waiter, &req->check, &r);
         if (rc == AG_EPENDING) {
             /* Suspended; the handler runs again once it is resumed. */
@@ -247,13 +243,14 @@ static enum MHD_Result serve_admin(struct ag_http *h,
     return ret;
 }
 
-static enum MHD_Result begin_body(struct ag_http *h, enum route route,
+static enum MHD_Result begin_body(struct ag_http *h, const struct route_def *rd,
                                   void **con_cls)
 {
     struct request *req = calloc(1, sizeof *req);
     if (!req)
         return MHD_NO;
-    req->route = route;
+    req->route = rd->route;
+    req->endpoint = rd->endpoint;
     ag_buf_init(&req->body, AG_BODY_MAX);
     *con_cls = req;
     atomic_fetch_add(&h->in_flight, 1);
@@ -284,7 +281,9 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
             return reply_error(conn, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
                                NULL);
-        return begin_body(h, R_ADMIN, con_cls);
+        static const struct route_def admin = {"/admin/", R_ADMIN, NULL,
+                                               AG_EP_LOGIN};
+        return begin_body(h, &admin, con_cls);
     }
     const struct route_def *rd = find_route(url);
     if (!rd)
@@ -303,7 +302,7 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
-    return begin_body(h, rd->route, con_cls);
+    return begin_body(h, rd, con_cls);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
@@ -424,6 +423,15 @@ void ag_http_stop(struct ag_http *h)
     struct timespec step = {0, STEP_MS * 1000000L};
     for (int waited = 0; waited < DRAIN_MS && atomic_load(&h->in_flight) > 0;
          waited += STEP_MS)
+        nanosleep(&step, NULL);
+    /* Past the drain, a check the store still holds will resume its
+     * connection: stopping the daemon first would free what it resumes.
+     * The store's timeouts bound this wait. */
+    if (ag_service_waiting(h->svc) > 0)
+        ag_log(AG_LOG_WARN, "drain_waiting",
+               "%zu checks still wait for Redis; stopping when they end",
+               ag_service_waiting(h->svc));
+    while (ag_service_waiting(h->svc) > 0)
         nanosleep(&step, NULL);
     MHD_stop_daemon(h->daemon);
     free(h);

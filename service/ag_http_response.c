@@ -64,34 +64,33 @@ int ag_http_response_status(struct ag_http_response *r, int status,
 }
 
 /* The check responses are built with appends, not printf: they are on
- * every request's path. */
-static int field_uint(struct ag_buf *b, const char *name, uint64_t v)
+ * every request's path. ag_buf keeps the first failure (its sticky
+ * error), so a run of appends is checked once, at its end. */
+static void field_uint(struct ag_buf *b, const char *name, uint64_t v)
 {
-    int rc = ag_buf_puts(b, name);
-    return rc ? rc : ag_buf_uint(b, v);
+    ag_buf_puts(b, name);
+    ag_buf_uint(b, v);
 }
 
-static int decision_json(struct ag_buf *b, const struct ag_limit_op *op,
-                         const struct ag_limit_result *res)
+static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
+                          const struct ag_limit_result *res)
 {
-    /* Policy names are [a-z0-9._-]: no escaping needed. One append per
-     * statement: the operands of | run in no set order. */
-    int rc = ag_buf_puts(b, "{\"policy\":\"");
-    rc |= ag_buf_puts(b, op->policy->name);
-    rc |= ag_buf_puts(b, res->allowed ? "\",\"allowed\":true"
-                                      : "\",\"allowed\":false");
-    rc |= field_uint(b, ",\"limit\":", op->policy->limit);
-    rc |= field_uint(b, ",\"remaining\":", res->remaining);
-    rc |= field_uint(
-        b, ",\"reset_after\":",
-        res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms) : 0);
+    /* Policy names are [a-z0-9._-]: no escaping needed. */
+    ag_buf_puts(b, "{\"policy\":\"");
+    ag_buf_puts(b, op->policy->name);
+    ag_buf_puts(b,
+                res->allowed ? "\",\"allowed\":true" : "\",\"allowed\":false");
+    field_uint(b, ",\"limit\":", op->policy->limit);
+    field_uint(b, ",\"remaining\":", res->remaining);
+    field_uint(b, ",\"reset_after\":",
+               res->reset_after_ms ? ag_limiter_seconds(res->reset_after_ms)
+                                   : 0);
     if (!res->allowed)
-        rc |= field_uint(
+        field_uint(
             b, ",\"retry_after\":", ag_limiter_seconds(res->retry_after_ms));
     if (op->shadow)
-        rc |= ag_buf_puts(b, ",\"shadow\":true");
-    rc |= ag_buf_puts(b, "}");
-    return rc;
+        ag_buf_puts(b, ",\"shadow\":true");
+    ag_buf_puts(b, "}");
 }
 
 int ag_http_response_check(struct ag_http_response *r,
@@ -101,27 +100,27 @@ int ag_http_response_check(struct ag_http_response *r,
 {
     struct ag_buf *b = &r->body;
     ag_buf_reset(b);
-    int rc;
     if (d->allowed) {
         r->status = 200;
-        rc = ag_buf_puts(b, "{\"allowed\":true,");
+        ag_buf_puts(b, "{\"allowed\":true,");
     } else {
         r->status = 429;
         r->retry_after = d->retry_after_s;
-        rc = ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"");
-        rc |= ag_buf_puts(b, plan->ops[d->denied_by].policy->name);
-        rc |= field_uint(b, "\",\"retry_after\":", d->retry_after_s);
-        rc |= ag_buf_puts(b, ",");
+        ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"");
+        ag_buf_puts(b, plan->ops[d->denied_by].policy->name);
+        field_uint(b, "\",\"retry_after\":", d->retry_after_s);
+        ag_buf_puts(b, ",");
     }
-    if (!rc && degraded)
-        rc = ag_buf_puts(b, "\"degraded\":true,");
-    rc = rc ? rc : ag_buf_puts(b, "\"decisions\":[");
-    for (size_t i = 0; !rc && i < plan->n; i++) {
+    if (degraded)
+        ag_buf_puts(b, "\"degraded\":true,");
+    ag_buf_puts(b, "\"decisions\":[");
+    for (size_t i = 0; i < plan->n; i++) {
         if (i)
-            rc = ag_buf_puts(b, ",");
-        rc = rc ? rc : decision_json(b, &plan->ops[i], &res[i]);
+            ag_buf_puts(b, ",");
+        decision_json(b, &plan->ops[i], &res[i]);
     }
-    rc = rc ? rc : ag_buf_puts(b, "]}");
+    ag_buf_puts(b, "]}");
+    int rc = ag_buf_error(b);
 
     r->rate_headers = d->tightest >= 0;
     if (r->rate_headers) {

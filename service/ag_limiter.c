@@ -152,3 +152,11 @@ void ag_limiter_decide(const struct ag_plan *plan,
         d->retry_after_s = ag_limiter_seconds(res[d->denied_by].retry_after_ms);
     }
 }
+
+size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out)
+{
+    size_t n = strlen(op->key);
+    memcpy(out, op->key, n);
+    memcpy(out + n, AG_BLOCK_SUFFIX, AG_BLOCK_SUFFIX_LEN + 1);
+    return n + AG_BLOCK_SUFFIX_LEN;
+}

@@ -23,6 +23,9 @@
 #define AG_PLAN_MAX 32 /* policies applied to one check at most */
 /* "ag:" name ":" digest, and room for a suffix such as ":b". */
 #define AG_STORE_KEY_MAX (3 + AG_POLICY_NAME_MAX + 1 + AG_DIGEST_HEX + 8)
+/* A policy's block key is its state key and this. */
+#define AG_BLOCK_SUFFIX ":b"
+#define AG_BLOCK_SUFFIX_LEN (sizeof AG_BLOCK_SUFFIX - 1)
 
 struct ag_limit_op {
     const struct ag_policy *policy; /* borrowed from the set */
@@ -104,6 +107,10 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
 void ag_limiter_decide(const struct ag_plan *plan,
                        const struct ag_limit_result *res,
                        struct ag_decision *d);
+
+/* Writes op's block key (its key, then AG_BLOCK_SUFFIX) into out, which
+ * holds AG_STORE_KEY_MAX bytes; returns its length. */
+size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out);
 
 /* Whole seconds for a millisecond wait: rounded up, at least 1. */
 uint32_t ag_limiter_seconds(uint64_t ms);

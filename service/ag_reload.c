@@ -28,7 +28,7 @@ struct ag_reload {
     pthread_cond_t done;  /* ag_reload_sync waits on it */
     uint64_t asked;       /* syncs asked for */
     uint64_t served;      /* syncs the watcher has loaded for */
-    bool served_ok;       /* whether the load that served them succeeded */
+    uint64_t served_ok;   /* the last sync a successful load served */
     bool stopping;
     int64_t data_version; /* watcher thread only */
     uint64_t loads;       /* watcher thread only (and start) */
@@ -110,7 +110,8 @@ static void *watch(void *arg)
         bool ok = tick(r, poked);
         pthread_mutex_lock(&r->lock);
         r->served = asked;
-        r->served_ok = ok;
+        if (ok)
+            r->served_ok = asked;
         pthread_cond_broadcast(&r->done);
     }
     pthread_mutex_unlock(&r->lock);
@@ -177,7 +178,12 @@ int ag_reload_sync(struct ag_reload *r)
         ;
     /* Judged by what was served, not by how the wait ended: a load that
      * finished just as the time ran out still counts. */
-    int rc = r->served < ticket ? AG_EPENDING : r->served_ok ? AG_OK : AG_EIO;
+    /* And by a load that served this very sync (or a later one), not by
+     * whichever load ran last: another sync's failed load after ours
+     * succeeded does not make ours fail. */
+    int rc = r->served < ticket       ? AG_EPENDING
+             : r->served_ok >= ticket ? AG_OK
+                                      : AG_EIO;
     pthread_mutex_unlock(&r->lock);
     return rc;
 }

@@ -25,9 +25,13 @@ struct ag_service {
     struct ag_service_opts o;
     pthread_mutex_t lock;   /* guards set */
     struct ag_ruleset *set; /* NULL until the first load */
+    /* Resets the store missed. The lock guards the queue only, never a
+     * store call; one thread at a time (flushing) sends them. */
     pthread_mutex_t pending_lock;
     atomic_size_t npending; /* read without the lock on every check */
+    atomic_bool flushing;
     struct pending_reset pending[AG_SERVICE_PENDING_RESETS];
+    atomic_size_t waiting; /* checks the store holds, not yet resumed */
 };
 
 /* A check between its two halves: the plan for the store, and where the
@@ -54,6 +58,8 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->pending_lock, NULL);
     atomic_init(&s->npending, 0);
+    atomic_init(&s->flushing, false);
+    atomic_init(&s->waiting, 0);
     *out = s;
     return AG_OK;
 }
@@ -124,8 +130,9 @@ static struct ag_check *check_new(void)
     return malloc(sizeof(struct ag_check));
 }
 
-/* The main thread's keys are never cleaned up, so only a thread that
- * ends (an HTTP worker) keeps spares; on others they would leak at exit. */
+/* Any thread keeps up to SPARE_CHECKS spares; they are freed when the
+ * thread ends. The main thread's (a unit test's) are freed by no one but
+ * stay reachable through its thread-specific slot until exit. */
 static void check_free(struct ag_check *c)
 {
     if (!c)
@@ -213,8 +220,10 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
 static void store_answered(void *arg, int rc)
 {
     struct ag_check *c = arg;
+    struct ag_service *s = c->svc; /* c may be freed once resumed */
     c->store_rc = rc;
     c->waiter->resume(c->waiter->arg);
+    atomic_fetch_sub(&s->waiting, 1);
 }
 
 /* Runs c's plan in the store: asynchronously where the store can, else
@@ -224,6 +233,7 @@ static void start_store(struct ag_service *s, struct ag_check *c)
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
     c->waiter->suspend(c->waiter->arg);
+    atomic_fetch_add(&s->waiting, 1);
     int rc =
         ag_store_check_async(s->o.store, &c->plan, c->res, store_answered, c);
     if (rc == AG_EINVAL)
@@ -369,31 +379,57 @@ static bool add_pending(struct ag_service *s, const struct ag_limit_op *op)
     return room;
 }
 
-/* Sends the resets the store missed while it could not answer, in one
- * clear, before this instance next asks it to judge a check; they stay
- * queued if it still cannot answer. */
+/* Sends the resets the store missed while it could not answer, a plan's
+ * worth at a time, before this instance next asks it to judge a check.
+ * One thread sends them while the others go on (a slow store then holds
+ * up one check, not every worker); the queue's lock is never held across
+ * the store call. A clear the store may have done (AG_EUNKNOWN) counts as
+ * done: sent again, it could forgive what was counted since. What the
+ * store refused stays queued for the next try. */
 static void flush_pending(struct ag_service *s)
 {
-    pthread_mutex_lock(&s->pending_lock);
-    size_t n = atomic_load(&s->npending);
-    while (n > 0) {
-        size_t batch = n < AG_PLAN_MAX ? n : AG_PLAN_MAX;
-        struct ag_plan p = {.kind = AG_PLAN_SUCCESS, .n = batch};
-        const struct pending_reset *first = &s->pending[n - batch];
-        for (size_t i = 0; i < batch; i++) {
-            memset(&p.ops[i], 0, sizeof p.ops[i]);
-            p.ops[i].policy = &first[i].policy;
-            memcpy(p.ops[i].key, first[i].key, sizeof p.ops[i].key);
-        }
-        if (ag_store_clear(s->o.store, &p) != AG_OK)
+    if (atomic_exchange(&s->flushing, true))
+        return;
+    for (;;) {
+        struct pending_reset batch[AG_PLAN_MAX];
+        pthread_mutex_lock(&s->pending_lock);
+        size_t n = atomic_load(&s->npending);
+        size_t take = n < AG_PLAN_MAX ? n : AG_PLAN_MAX;
+        memcpy(batch, &s->pending[n - take], take * sizeof *batch);
+        atomic_store(&s->npending, n - take);
+        pthread_mutex_unlock(&s->pending_lock);
+        if (!take)
             break;
-        n -= batch;
-        atomic_store(&s->npending, n);
-        ag_log(AG_LOG_INFO, "reset_applied",
-               "%zu reset(s) made during the outage cleared in the store",
-               batch);
+        struct ag_plan p = {.kind = AG_PLAN_SUCCESS, .n = take};
+        for (size_t i = 0; i < take; i++) {
+            memset(&p.ops[i], 0, sizeof p.ops[i]);
+            p.ops[i].policy = &batch[i].policy;
+            memcpy(p.ops[i].key, batch[i].key, sizeof p.ops[i].key);
+        }
+        int rc = ag_store_clear(s->o.store, &p);
+        if (rc == AG_OK || rc == AG_EUNKNOWN) {
+            ag_log(rc ? AG_LOG_WARN : AG_LOG_INFO, "reset_applied",
+                   "%zu reset(s) made during the outage %s", take,
+                   rc ? "sent to the store, unconfirmed (not sent again)"
+                      : "cleared in the store");
+            continue;
+        }
+        /* Put them back (after any queued meanwhile), or drop the oldest
+         * if the queue filled up: a reset is a convenience, not a limit. */
+        pthread_mutex_lock(&s->pending_lock);
+        n = atomic_load(&s->npending);
+        size_t room = AG_SERVICE_PENDING_RESETS - n;
+        size_t back = take < room ? take : room;
+        memcpy(&s->pending[n], batch + (take - back), back * sizeof *batch);
+        atomic_store(&s->npending, n + back);
+        pthread_mutex_unlock(&s->pending_lock);
+        if (back < take)
+            ag_log(AG_LOG_WARN, "reset_dropped",
+                   "%zu reset(s) waiting for the store dropped: queue full",
+                   take - back);
+        break;
     }
-    pthread_mutex_unlock(&s->pending_lock);
+    atomic_store(&s->flushing, false);
 }
 
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
@@ -416,9 +452,12 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
     memcpy(key, plan.ops[0].key, AG_STORE_KEY_MAX);
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
-    if (ag_store_clear(s->o.store, &plan) == AG_OK) {
+    int rc = ag_store_clear(s->o.store, &plan);
+    if (rc == AG_OK || rc == AG_EUNKNOWN) {
+        /* Unknown: sent and unanswered; it is not sent again (it could
+         * forgive what was counted since), and the caller is told. */
         ag_store_clear(s->o.fallback, &plan);
-        return AG_OK;
+        return rc;
     }
     if (!add_pending(s, &plan.ops[0]))
         return ag_error_set(err, AG_ETOOBIG, NULL,
@@ -427,6 +466,11 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                             AG_SERVICE_PENDING_RESETS);
     ag_store_clear(s->o.fallback, &plan);
     return AG_EPENDING;
+}
+
+size_t ag_service_waiting(struct ag_service *s)
+{
+    return atomic_load(&s->waiting);
 }
 
 bool ag_service_ready(struct ag_service *s)

@@ -82,8 +82,9 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                            struct ag_http_response *resp);
 /* Builds the answer of a resumed check into resp and frees the check. */
 int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp);
-/* Frees a resumed check whose client went away without its answer; what
- * the store recorded stays recorded. */
+/* Frees a check whose client went away without its answer, once the
+ * store is done with it (its waiter was resumed); what the store recorded
+ * stays recorded. */
 void ag_service_check_abandon(struct ag_check *c);
 
 /* Records a login outcome (/report-login): a failure charges the
@@ -96,15 +97,24 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
  * support desk's unlock), in the store and in the fallback, so that a
  * reset during an outage also frees the user from the fallback's limits.
  * key (AG_STORE_KEY_MAX bytes) receives the cleared key, hashed. Returns
- * AG_OK when both are cleared; AG_EPENDING when the store could not
- * answer: the fallback is cleared and the store will be, before the next
- * check this instance sends it; AG_ETOOBIG when too many resets already
- * wait for the store (nothing cleared); AG_EINVAL (err names the field)
- * when body lacks what p's key needs. */
+ * AG_OK when both are cleared; AG_EUNKNOWN when the store was sent the
+ * clear and never answered (the fallback is cleared; the store's is not
+ * sent again); AG_EPENDING when the store could not be asked: the
+ * fallback is cleared and this instance tries the store again before each
+ * check, report or ready probe it sends it, until the store takes it;
+ * AG_ETOOBIG when too many resets already wait for the store (nothing
+ * cleared); AG_EINVAL (err names the field) when body lacks what p's key
+ * needs. */
 #define AG_SERVICE_PENDING_RESETS 256
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                      const char *body, size_t len, char *key,
                      struct ag_error *err);
+
+/* How many checks wait for the store, their waiters not yet resumed. A
+ * waiter (an HTTP connection) must outlive its check's wait: before the
+ * HTTP layer stops it waits for this to reach 0, which the store's
+ * timeouts bound. */
+size_t ag_service_waiting(struct ag_service *s);
 
 /* Ready: a ruleset loaded and the store answering. */
 bool ag_service_ready(struct ag_service *s);

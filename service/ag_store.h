@@ -9,8 +9,11 @@
  * failure unless it is full or blocked. It returns 0 and fills one result
  * per plan operation, or AG_ESTORE when the store could not answer
  * (results are then undefined). clear() deletes every counter (and block)
- * of the plan's keys, atomically. Implementations are
- * thread-safe: each keeps per-thread connections as it needs.
+ * of the plan's keys, atomically: AG_OK, AG_ESTORE (not done) or
+ * AG_EUNKNOWN (sent, never answered: it may be done; a store sends
+ * nothing that may have reached it twice). Implementations are
+ * thread-safe: the Redis store funnels every caller through its
+ * dispatcher connections, the in-process one through a mutex.
  */
 #ifndef AG_STORE_H
 #define AG_STORE_H

@@ -55,7 +55,7 @@ struct member {
 enum kind { KIND_NONE, KIND_SET, KIND_HASH };
 
 struct slot {
-    char key[AG_STORE_KEY_MAX + 2];
+    char key[AG_STORE_KEY_MAX];
     uint64_t expire; /* microseconds; 0 = free */
     enum kind kind;
     unsigned fields; /* KIND_HASH: bit a once algorithm a stored its own */
@@ -532,8 +532,8 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
          * lives, to the microsecond (common.lua's blocked_ms_of). */
         blocked_ms[i] = 0;
         if (op->policy->block_s) {
-            char bkey[AG_STORE_KEY_MAX + 2];
-            snprintf(bkey, sizeof bkey, "%s:b", op->key);
+            char bkey[AG_STORE_KEY_MAX];
+            ag_limiter_block_key(op, bkey);
             struct slot *b = find(s, bkey, now);
             blocked_ms[i] = b ? ms((double)(b->expire - now)) : 0;
         }
@@ -558,8 +558,8 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
             e->reset_known = true;
         } else if (!record && !res[i].allowed && !op->shadow && block_us &&
                    blocked_ms[i] == 0) {
-            char bkey[AG_STORE_KEY_MAX + 2];
-            snprintf(bkey, sizeof bkey, "%s:b", op->key);
+            char bkey[AG_STORE_KEY_MAX];
+            ag_limiter_block_key(op, bkey);
             claim(s, bkey, now)->expire = now + block_us;
             if (block_us / 1000 > res[i].retry_after_ms)
                 res[i].retry_after_ms = block_us / 1000;
@@ -577,8 +577,8 @@ static int mem_clear(struct ag_store *base, const struct ag_plan *plan)
     pthread_mutex_lock(&s->lock);
     uint64_t now = s->clock(s->clock_ctx);
     for (size_t i = 0; i < plan->n; i++) {
-        char bkey[AG_STORE_KEY_MAX + 2];
-        snprintf(bkey, sizeof bkey, "%s:b", plan->ops[i].key);
+        char bkey[AG_STORE_KEY_MAX];
+        ag_limiter_block_key(&plan->ops[i], bkey);
         struct slot *sl = find(s, plan->ops[i].key, now);
         if (sl)
             release(s, sl);

@@ -16,7 +16,9 @@
  *   connection). One that may have reached Redis is never sent again: it
  *   could be counted twice.
  * - A check Redis answered with NOSCRIPT, or "Function not found", has its
- *   code loaded again on the same connection and is tried once more; one
+ *   code loaded again on the connection that answered, and is queued once
+ *   more (any dispatcher may take it: each connection loads the code when
+ *   it connects, and again on the same answer); one
  *   whose FCALL is refused (NOPERM, unknown command) goes again as a
  *   script, and so do all checks after it.
  * - Each check's outcome counts toward the breaker, except a check that
@@ -215,10 +217,9 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
         size_t klen = strlen(key);
         ag_redis_cmd_arg(&b, key, klen);
         if (plan->ops[i].policy->block_s > 0) {
-            char block_key[AG_STORE_KEY_MAX + 2];
-            memcpy(block_key, key, klen);
-            memcpy(block_key + klen, ":b", 2);
-            ag_redis_cmd_arg(&b, block_key, klen + 2);
+            char block_key[AG_STORE_KEY_MAX];
+            size_t blen = ag_limiter_block_key(&plan->ops[i], block_key);
+            ag_redis_cmd_arg(&b, block_key, blen);
         }
     }
     ag_redis_cmd_arg(&b, nonce, nlen);
@@ -416,8 +417,10 @@ static int redis_check_async(struct ag_store *base, const struct ag_plan *plan,
     return rc;
 }
 
-/* Runs argv (idempotent: DEL, PING) and expects a reply of type; one retry
- * on a broken connection, sent or not: running it twice changes nothing. */
+/* Runs argv (DEL, PING) and expects a reply of type; one retry on a new
+ * connection if it never left. One that may have reached Redis is not
+ * sent again, like a check: a DEL run twice could forgive what was
+ * counted in between. AG_EUNKNOWN then: it may have been done. */
 static int simple(struct redis_store *s, int argc, const char **argv,
                   const size_t *lens, int type)
 {
@@ -426,8 +429,12 @@ static int simple(struct redis_store *s, int argc, const char **argv,
     for (int attempt = 0; attempt < 2; attempt++) {
         bool sent;
         redisReply *r = ag_redis_pipe_call(s->pipe, argc, argv, lens, &sent);
-        if (!r)
+        if (!r && !sent)
             continue;
+        if (!r) {
+            outcome(s, AG_ESTORE, false);
+            return AG_EUNKNOWN;
+        }
         int ok = r->type == type;
         ag_redis_reply_free(r);
         return outcome(s, ok ? AG_OK : AG_ESTORE, false);
@@ -442,12 +449,12 @@ static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
         return AG_OK;
     const char *argv[1 + 2 * AG_PLAN_MAX];
     size_t lens[1 + 2 * AG_PLAN_MAX];
-    char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX + 2];
+    char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
     int argc = 0;
     argv[argc] = "DEL";
     lens[argc++] = 3;
     for (size_t i = 0; i < plan->n; i++) {
-        snprintf(block_keys[i], sizeof block_keys[i], "%s:b", plan->ops[i].key);
+        ag_limiter_block_key(&plan->ops[i], block_keys[i]);
         argv[argc] = plan->ops[i].key;
         lens[argc++] = strlen(plan->ops[i].key);
         argv[argc] = block_keys[i];

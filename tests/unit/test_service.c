@@ -30,6 +30,7 @@
 struct fake {
     struct ag_store base;
     int rc;
+    int clear_rc; /* what clear answers while rc is AG_OK (default AG_OK) */
     bool async;
     uint32_t remaining;
     int checks, clears;
@@ -89,7 +90,7 @@ static int fake_clear(struct ag_store *s, const struct ag_plan *plan)
     f->last_kind = plan->kind;
     f->last_n = plan->n;
     note(f, "clear ");
-    return f->rc;
+    return f->rc ? f->rc : f->clear_rc;
 }
 
 static int fake_ping(struct ag_store *s)
@@ -286,8 +287,10 @@ waiter_is_suspended_before_the_store_starts_and_resumed_once(void **state)
                      AG_EPENDING);
     /* Started and waiting: suspended, not yet resumed. */
     assert_string_equal(waiter_log, "suspend ");
+    assert_int_equal(ag_service_waiting(w->svc), 1);
     fake_answer(&w->store);
     assert_string_equal(waiter_log, "suspend resume ");
+    assert_int_equal(ag_service_waiting(w->svc), 0);
     assert_int_equal(ag_service_check_finish(c, &r), AG_OK);
     assert_int_equal(r.status, 200);
     ag_http_response_free(&r);
@@ -492,6 +495,38 @@ reset_during_an_outage_clears_the_fallback_and_later_the_store(void **state)
     world_free(w);
 }
 
+static void reset_the_store_may_have_done_is_not_sent_again(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN};
+    struct world *w = world_new(false, ps, 1);
+    struct ag_policy p = ag_test_policy(OPEN);
+    char key[AG_STORE_KEY_MAX];
+    struct ag_error err;
+    /* Sent, never answered: the fallback is cleared, the caller told. */
+    w->store.clear_rc = AG_EUNKNOWN;
+    assert_int_equal(
+        ag_service_reset(w->svc, &p, LOGIN_BODY, strlen(LOGIN_BODY), key, &err),
+        AG_EUNKNOWN);
+    /* Queued while the store is down, then sent once and unanswered: it
+     * counts as done and is not sent again. */
+    w->store.rc = AG_ESTORE;
+    assert_int_equal(
+        ag_service_reset(w->svc, &p, LOGIN_BODY, strlen(LOGIN_BODY), key, &err),
+        AG_EPENDING);
+    w->store.rc = AG_OK;
+    w->store.log[0] = '\0';
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    assert_string_equal(w->store.log, "clear check ");
+    w->store.log[0] = '\0';
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    assert_string_equal(w->store.log, "check ");
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
 static void reset_names_the_missing_identifier(void **state)
 {
     (void)state;
@@ -529,6 +564,7 @@ int main(void)
         cmocka_unit_test(abandoned_check_releases_its_ruleset),
         cmocka_unit_test(
             reset_during_an_outage_clears_the_fallback_and_later_the_store),
+        cmocka_unit_test(reset_the_store_may_have_done_is_not_sent_again),
         cmocka_unit_test(reset_names_the_missing_identifier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
