@@ -275,7 +275,8 @@ static void room_for_a_key_never_evicts_a_slot_the_check_reads(void **state)
     one_op(&plan, &b, "ag:b:k", NULL); /* full too; its reset is read late */
     assert_int_equal(ag_store_check(s, &plan, res), AG_OK);
     assert_false(res[0].allowed);
-    assert_int_equal(res[0].retry_after_ms, 99000); /* its log outlasts the block */
+    assert_int_equal(res[0].retry_after_ms,
+                     99000); /* its log outlasts the block */
     assert_false(res[1].allowed);
     assert_int_equal(res[1].retry_after_ms, 9000);
     assert_int_equal(res[1].reset_after_ms, 9000);
