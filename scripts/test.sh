@@ -12,6 +12,7 @@ scripts/deps.sh
 # Checks that need no build, first, so a slip fails in seconds: the C
 # sources formatted as .clang-format says, and no Markdown table broken.
 clang-format --dry-run -Werror service/*.c service/*.h tests/unit/*.c \
+    tests/integration/*.c tests/vectors/*.c tests/vectors/*.h \
     tests/unit/*.h tests/fuzz/*.c
 python3 scripts/check_markdown.py --self-test
 python3 scripts/check_markdown.py README.md bench/README.md docs/*.md
