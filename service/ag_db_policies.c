@@ -16,11 +16,13 @@
 /* The policies table, column by column; the JSON record
  * (ag_policy_to_json, ag_policy_from_json) has a field of each name. */
 static const struct ag_db_column policy_columns[] = {
-    {"name", AG_DB_TEXT, false},    {"endpoint", AG_DB_TEXT, false},
-    {"key", AG_DB_JSON, false},     {"algorithm", AG_DB_TEXT, false},
-    {"limit", AG_DB_INT, false},    {"window_s", AG_DB_INT, false},
-    {"block_s", AG_DB_INT, false},  {"counts", AG_DB_TEXT, false},
-    {"fail", AG_DB_TEXT, false},    {"mode", AG_DB_TEXT, false},
+    {"name", AG_DB_TEXT, false},        {"endpoint", AG_DB_TEXT, false},
+    {"key", AG_DB_JSON, false},         {"algorithm", AG_DB_TEXT, false},
+    {"limit", AG_DB_INT, false},        {"window_s", AG_DB_INT, false},
+    {"block_s", AG_DB_INT, false},      {"counts", AG_DB_TEXT, false},
+    {"fail", AG_DB_TEXT, false},        {"mode", AG_DB_TEXT, false},
+    {"block_growth", AG_DB_INT, false}, {"block_max_s", AG_DB_INT, false},
+    {"applies_to", AG_DB_TEXT, false},  {"action", AG_DB_TEXT, false},
     {"enabled", AG_DB_BOOL, false},
 };
 static const struct ag_db_table policies = {"policies", policy_columns,

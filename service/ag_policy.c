@@ -17,6 +17,8 @@ static const char *const algorithm_names[AG_ALG_COUNT] = {
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
 static const char *const mode_names[] = {"enforce", "shadow"};
+static const char *const lane_names[] = {"all", "trusted", "untrusted"};
+static const char *const action_names[] = {"deny", "challenge"};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -165,8 +167,9 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err)
 {
     static const char *const known[] = {
-        "name",    "endpoint", "key",  "algorithm", "limit",  "window_s",
-        "block_s", "counts",   "fail", "mode",      "enabled"};
+        "name",         "endpoint",    "key",        "algorithm", "limit",
+        "window_s",     "block_s",     "counts",     "fail",      "mode",
+        "block_growth", "block_max_s", "applies_to", "action",    "enabled"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -229,6 +232,22 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         return rc;
     if ((rc = get_uint(obj, "block_s", 0, AG_WINDOW_MAX, 0, &p.block_s, err)))
         return rc;
+    if ((rc = get_uint(obj, "block_growth", 1, AG_BLOCK_GROWTH_MAX, 1,
+                       &p.block_growth, err)))
+        return rc;
+    uint32_t max_default = p.block_growth == 1 || p.block_s > AG_BLOCK_LEVEL_S
+                               ? p.block_s
+                               : AG_BLOCK_LEVEL_S;
+    if ((rc = get_uint(obj, "block_max_s", 0, AG_WINDOW_MAX, (long)max_default,
+                       &p.block_max_s, err)))
+        return rc;
+    if (p.block_max_s < p.block_s)
+        return ag_error_set(err, AG_EINVAL, "block_max_s",
+                            "block_max_s must be at least block_s (%u)",
+                            p.block_s);
+    if (p.block_growth > 1 && p.block_s == 0)
+        return refuse(err, "block_growth",
+                      "needs block_s: there is no block to grow");
     if (p.algorithm == AG_ALG_SLIDING_LOG && p.limit > AG_SET_LIMIT_MAX)
         return ag_error_set(err, AG_EINVAL, "limit",
                             "limit must be at most %u for sliding_log, which "
@@ -261,6 +280,14 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     if ((rc = get_enum(obj, "mode", mode_names, COUNT(mode_names), 0, &e, err)))
         return rc;
     p.mode = (enum ag_mode)e;
+    if ((rc = get_enum(obj, "applies_to", lane_names, COUNT(lane_names), 0, &e,
+                       err)))
+        return rc;
+    p.applies_to = (enum ag_lane)e;
+    if ((rc = get_enum(obj, "action", action_names, COUNT(action_names), 0, &e,
+                       err)))
+        return rc;
+    p.action = (enum ag_action)e;
     v = json_object_get(obj, "enabled");
     if (v && !json_is_boolean(v))
         return refuse(err, "enabled", "must be true or false");
@@ -274,14 +301,17 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
     json_t *keys = json_array();
     for (size_t i = 0; keys && i < p->nkeys; i++)
         json_array_append_new(keys, json_string(ag_key_kind_names[p->key[i]]));
-    return json_pack("{s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:b}",
-                     "name", p->name, "endpoint", ag_endpoint_name(p->endpoint),
-                     "key", keys, "algorithm", algorithm_names[p->algorithm],
-                     "limit", (json_int_t)p->limit, "window_s",
-                     (json_int_t)p->window_s, "block_s", (json_int_t)p->block_s,
-                     "counts", counts_names[p->counts], "fail",
-                     fail_names[p->fail], "mode", mode_names[p->mode],
-                     "enabled", p->enabled);
+    return json_pack(
+        "{s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s, "
+        "s:s, s:b}",
+        "name", p->name, "endpoint", ag_endpoint_name(p->endpoint), "key", keys,
+        "algorithm", algorithm_names[p->algorithm], "limit",
+        (json_int_t)p->limit, "window_s", (json_int_t)p->window_s, "block_s",
+        (json_int_t)p->block_s, "block_growth", (json_int_t)p->block_growth,
+        "block_max_s", (json_int_t)p->block_max_s, "counts",
+        counts_names[p->counts], "fail", fail_names[p->fail], "mode",
+        mode_names[p->mode], "applies_to", lane_names[p->applies_to], "action",
+        action_names[p->action], "enabled", p->enabled);
 }
 
 static int by_name(const void *a, const void *b)

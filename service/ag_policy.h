@@ -9,8 +9,9 @@
  * Record:
  *   {"name": "login.user", "endpoint": "login", "key": ["user"],
  *    "algorithm": "sliding_log", "limit": 10, "window_s": 900,
- *    "block_s": 0, "counts": "attempts", "fail": "open",
- *    "mode": "enforce", "enabled": true}
+ *    "block_s": 0, "block_growth": 1, "block_max_s": 0,
+ *    "counts": "attempts", "fail": "open", "mode": "enforce",
+ *    "applies_to": "all", "action": "deny", "enabled": true}
  */
 #ifndef AG_POLICY_H
 #define AG_POLICY_H
@@ -46,6 +47,16 @@ enum ag_algorithm {
 };
 
 enum ag_counts { AG_COUNTS_ATTEMPTS, AG_COUNTS_FAILURES };
+/* Which lane of requests a policy counts and judges: a request is in the
+ * trusted lane when it carries a valid device token for its user. */
+enum ag_lane { AG_LANE_ALL, AG_LANE_TRUSTED, AG_LANE_UNTRUSTED };
+/* What a policy does when it trips: deny, or ask for a challenge (a
+ * CAPTCHA, a second factor) that the caller vouches for on its retry. */
+enum ag_action { AG_ACTION_DENY, AG_ACTION_CHALLENGE };
+#define AG_BLOCK_GROWTH_MAX 16u /* block_growth at most */
+/* How long after the end of its block a key's block level is remembered:
+ * a block within this of the previous one is the next level. */
+#define AG_BLOCK_LEVEL_S 86400u
 enum ag_fail { AG_FAIL_OPEN, AG_FAIL_CLOSED };
 enum ag_mode { AG_MODE_ENFORCE, AG_MODE_SHADOW };
 
@@ -58,15 +69,24 @@ struct ag_policy {
     uint32_t limit;    /* requests per window (bucket capacity) */
     uint32_t window_s; /* window length, seconds */
     uint32_t block_s;  /* seconds a key stays denied once denied; 0 = off */
+    /* Each block of a key within AG_BLOCK_LEVEL_S of the previous one lasts
+     * block_growth times longer (1: no growth), up to block_max_s. */
+    uint32_t block_growth;
+    uint32_t block_max_s;
     enum ag_counts counts;
     enum ag_fail fail;
     enum ag_mode mode;
+    enum ag_lane applies_to;
+    enum ag_action action;
     bool enabled;
 };
 
 /* Builds a policy from a JSON object and validates every field. Optional
- * fields take their defaults (block_s 0, counts "attempts", fail "open",
- * mode "enforce", enabled true); unknown fields are refused. If name is not
+ * fields take their defaults (block_s 0, block_growth 1, block_max_s
+ * block_s when block_growth is 1 and else the larger of block_s and
+ * AG_BLOCK_LEVEL_S, counts "attempts", fail "open", mode "enforce",
+ * applies_to "all", action "deny", enabled true); unknown fields are
+ * refused. If name is not
  * NULL it is the name from elsewhere (an admin URL): the body's "name" may
  * then be omitted but must equal it if present. */
 int ag_policy_from_json(const json_t *obj, const char *name,

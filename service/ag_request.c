@@ -58,6 +58,36 @@ static int read_field(const json_t *root, const struct ag_endpoint_field *f,
     return AG_OK;
 }
 
+/* The device token as sent, if it could be one: clients pass whatever
+ * cookie they hold, so anything else (not a string, empty, too long) is
+ * simply no token, never a refusal. Whether it is trusted is the
+ * service's to decide (ag_device). */
+static void read_device_token(const json_t *root, struct ag_request *out)
+{
+    const json_t *v = json_object_get(root, "device_token");
+    size_t len = json_is_string(v) ? json_string_length(v) : 0;
+    if (len == 0 || len > AG_DEVICE_TOKEN_TEXT_MAX)
+        return;
+    memcpy(out->device_token, json_string_value(v), len + 1);
+}
+
+/* A failure report's password fingerprint: the caller's opaque digest of
+ * the password tried, which abuseguard only compares (ag_service). */
+static int read_password_fp(const json_t *root, struct ag_request *out,
+                            struct ag_error *err)
+{
+    const json_t *v = json_object_get(root, "password_fp");
+    if (!v || json_is_null(v))
+        return AG_OK;
+    size_t len = json_is_string(v) ? json_string_length(v) : 0;
+    if (len == 0 || len > AG_PASSWORD_FP_MAX)
+        return ag_error_set(err, AG_EINVAL, "password_fp",
+                            "password_fp must be a string of 1 to %d bytes",
+                            AG_PASSWORD_FP_MAX);
+    memcpy(out->password_fp, json_string_value(v), len + 1);
+    return AG_OK;
+}
+
 /* Fills the identifiers derived from others: the prefixes. */
 static void derive(struct ag_request *r, const struct ag_request_opts *opts)
 {
@@ -106,6 +136,16 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
         else
             out->success = json_is_true(v);
     }
+    if (!rc && kind == AG_REQ_REPORT)
+        rc = read_password_fp(root, out, err);
+    if (!rc && kind == AG_REQ_CHECK) {
+        const json_t *v = json_object_get(root, "challenge_passed");
+        if (v && !json_is_boolean(v))
+            rc = refuse(err, "challenge_passed", "must be true or false");
+        out->challenge_passed = v && json_is_true(v);
+    }
+    if (!rc)
+        read_device_token(root, out);
     json_decref(root);
     if (!rc)
         derive(out, opts);

@@ -16,6 +16,8 @@
 
 #define AG_BODY_MAX_KIB 64 /* larger bodies are a 413 */
 #define AG_BODY_MAX (AG_BODY_MAX_KIB * 1024)
+#define AG_DEVICE_TOKEN_TEXT_MAX 512 /* longer "tokens" are no token */
+#define AG_PASSWORD_FP_MAX 128       /* bytes of a password fingerprint */
 
 struct ag_request {
     enum ag_endpoint endpoint;
@@ -27,6 +29,11 @@ struct ag_request {
     char ip_prefix[AG_IP_PREFIX_MAX];    /* derived from ip */
     char phone_prefix[AG_PHONE_MAX + 1]; /* derived from phone */
     bool success; /* /report-login only: the login succeeded */
+    /* The device token as sent ("" if none, or not one: ag_request never
+     * refuses a token, it only drops what cannot be one). */
+    char device_token[AG_DEVICE_TOKEN_TEXT_MAX + 1];
+    bool challenge_passed; /* checks: the caller says a challenge passed */
+    char password_fp[AG_PASSWORD_FP_MAX + 1]; /* failure reports; "" if none */
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */

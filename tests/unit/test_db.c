@@ -100,12 +100,58 @@ static void failed_open_leaves_out_untouched(void **state)
     assert_true(err.msg[0] != '\0');
 }
 
+/* A database made by the version before migration 003: its rows keep
+ * their behaviour (every lane, deny, no block growth), whatever block_s
+ * they have. */
+static void a_database_of_schema_2_keeps_its_policies_behaviour(void **state)
+{
+    struct tmpdb *t = *state;
+    sqlite3 *created;
+    assert_int_equal(sqlite3_open(t->path, &created), SQLITE_OK);
+    sqlite3_close(created);
+    /* Schema 2 by hand: migrations 001 and 002 as they are embedded. */
+    exec_sql(t->path, "CREATE TABLE schema_version (version INTEGER PRIMARY "
+                      "KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL "
+                      "DEFAULT '')");
+    for (size_t i = 0; i < ag_embedded_migrations_count; i++) {
+        const struct ag_embedded_file *m = &ag_embedded_migrations[i];
+        if (atoi(m->name) > 2)
+            continue;
+        exec_sql(t->path, m->data);
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO schema_version (version, name) VALUES (%d, "
+                 "'%s')",
+                 atoi(m->name), m->name);
+        exec_sql(t->path, sql);
+    }
+    exec_sql(t->path,
+             "INSERT INTO policies (name, endpoint, key, algorithm, "
+             "\"limit\", window_s, block_s, counts) VALUES ('login.old', "
+             "'login', '[\"user\",\"ip\"]', 'sliding_log', 5, 900, 600, "
+             "'failures')");
+    struct ag_db *db = open_db(t->path, NULL, 0);
+    assert_int_equal(ag_db_schema_version(db), newest_migration());
+    size_t n;
+    struct ag_policy *ps = load_all(db, &n);
+    const struct ag_policy *p = find(ps, n, "login.old");
+    assert_non_null(p);
+    assert_int_equal(p->block_s, 600);
+    assert_int_equal(p->block_growth, 1);
+    assert_int_equal(p->block_max_s, 600);
+    assert_int_equal(p->applies_to, AG_LANE_ALL);
+    assert_int_equal(p->action, AG_ACTION_DENY);
+    free(ps);
+    ag_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         DB_TEST(fresh_database_is_migrated_to_the_newest_version),
         DB_TEST(fresh_database_is_seeded),
         DB_TEST(reopening_neither_migrates_again_nor_reseeds),
+        DB_TEST(a_database_of_schema_2_keeps_its_policies_behaviour),
         DB_TEST(emptied_database_is_not_reseeded),
         DB_TEST(failed_open_leaves_out_untouched),
     };

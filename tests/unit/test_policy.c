@@ -69,6 +69,23 @@ static void expect_refused(const char *base, const char *field,
                  value ? value : "(absent)", err.msg);
 }
 
+/* expect_refused, and the message holds want (NULL: anything). */
+static void expect_refused_saying(const char *base, const char *field,
+                                  const char *value, const char *want_field,
+                                  const char *want)
+{
+    expect_refused(base, field, value, want_field);
+    if (!want)
+        return;
+    json_t *o = with_field(base, field, value);
+    struct ag_policy p;
+    struct ag_error err;
+    ag_policy_from_json(o, NULL, &p, &err);
+    json_decref(o);
+    if (!strstr(err.msg, want))
+        fail_msg("%s=%s: message lacks '%s': %s", field, value, want, err.msg);
+}
+
 static void expect_field_refused(const char *base, const char *field,
                                  const char *value)
 {
@@ -93,8 +110,10 @@ static void full_record_round_trips_through_json(void **state)
     json_t *in = load(
         "{\"name\":\"login.user_ip-2\",\"endpoint\":\"login\","
         "\"key\":[\"user\",\"ip\",\"device\"],\"algorithm\":\"fixed_window\","
-        "\"limit\":50,\"window_s\":600,\"block_s\":120,\"counts\":\"failures\","
-        "\"fail\":\"closed\",\"mode\":\"shadow\",\"enabled\":false}");
+        "\"limit\":50,\"window_s\":600,\"block_s\":120,\"block_growth\":2,"
+        "\"block_max_s\":3600,\"counts\":\"failures\",\"fail\":\"closed\","
+        "\"mode\":\"shadow\",\"applies_to\":\"untrusted\","
+        "\"action\":\"challenge\",\"enabled\":false}");
     struct ag_policy p;
     struct ag_error err;
     assert_int_equal(ag_policy_from_json(in, NULL, &p, &err), AG_OK);
@@ -111,6 +130,10 @@ static void full_record_round_trips_through_json(void **state)
     assert_int_equal(p.counts, AG_COUNTS_FAILURES);
     assert_int_equal(p.fail, AG_FAIL_CLOSED);
     assert_int_equal(p.mode, AG_MODE_SHADOW);
+    assert_int_equal(p.block_growth, 2);
+    assert_int_equal(p.block_max_s, 3600);
+    assert_int_equal(p.applies_to, AG_LANE_UNTRUSTED);
+    assert_int_equal(p.action, AG_ACTION_CHALLENGE);
     assert_false(p.enabled);
 
     json_t *out = ag_policy_to_json(&p);
@@ -166,10 +189,14 @@ static void omitted_optional_fields_take_defaults(void **state)
     assert_int_equal(p.counts, AG_COUNTS_ATTEMPTS);
     assert_int_equal(p.fail, AG_FAIL_OPEN);
     assert_int_equal(p.mode, AG_MODE_ENFORCE);
+    assert_int_equal(p.block_growth, 1);
+    assert_int_equal(p.block_max_s, 0);
+    assert_int_equal(p.applies_to, AG_LANE_ALL);
+    assert_int_equal(p.action, AG_ACTION_DENY);
     assert_true(p.enabled);
     /* Serialising writes the defaults out. */
     json_t *out = ag_policy_to_json(&p);
-    assert_int_equal(json_object_size(out), 11);
+    assert_int_equal(json_object_size(out), 15);
     assert_int_equal(json_integer_value(json_object_get(out, "block_s")), 0);
     assert_string_equal(json_string_value(json_object_get(out, "counts")),
                         "attempts");
@@ -902,6 +929,56 @@ static void prefix_kinds_follow_the_endpoint(void **state)
     assert_int_equal(p.endpoint, AG_EP_OTP_VERIFY);
 }
 
+static void lanes_actions_and_block_growth_are_validated(void **state)
+{
+    (void)state;
+    expect_refused_saying(login_base, "applies_to", "\"devices\"", "applies_to",
+                          "must be one of \"all\", \"trusted\", \"untrusted\"");
+    expect_refused_saying(login_base, "applies_to", "1", "applies_to", NULL);
+    expect_refused_saying(login_base, "action", "\"block\"", "action",
+                          "must be one of \"deny\", \"challenge\"");
+    expect_refused_saying(login_base, "block_growth", "0", "block_growth",
+                          NULL);
+    expect_refused_saying(login_base, "block_growth", "1.5", "block_growth",
+                          NULL);
+    /* Growth needs a block to grow. */
+    expect_refused_saying(login_base, "block_growth", "2", "block_growth",
+                          "needs block_s");
+    struct ag_policy p;
+    expect_accepted(login_base, "applies_to", "\"trusted\"", &p);
+    assert_int_equal(p.applies_to, AG_LANE_TRUSTED);
+    expect_accepted(login_base, "action", "\"challenge\"", &p);
+    assert_int_equal(p.action, AG_ACTION_CHALLENGE);
+}
+
+static void block_max_defaults_to_a_day_when_blocks_grow(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    json_t *in = load("{\"name\":\"l.g\",\"endpoint\":\"login\","
+                      "\"key\":[\"ip\"],\"algorithm\":\"sliding_log\","
+                      "\"limit\":5,\"window_s\":60,\"block_s\":60,"
+                      "\"block_growth\":2}");
+    struct ag_error err;
+    assert_int_equal(ag_policy_from_json(in, NULL, &p, &err), AG_OK);
+    assert_int_equal(p.block_max_s, AG_BLOCK_LEVEL_S);
+    json_decref(in);
+    in = load("{\"name\":\"l.g\",\"endpoint\":\"login\","
+              "\"key\":[\"ip\"],\"algorithm\":\"sliding_log\","
+              "\"limit\":5,\"window_s\":60,\"block_s\":60}");
+    assert_int_equal(ag_policy_from_json(in, NULL, &p, &err), AG_OK);
+    assert_int_equal(p.block_max_s, 60); /* no growth: the block itself */
+    json_decref(in);
+    in = load("{\"name\":\"l.g\",\"endpoint\":\"login\","
+              "\"key\":[\"ip\"],\"algorithm\":\"sliding_log\","
+              "\"limit\":5,\"window_s\":60,\"block_s\":60,"
+              "\"block_growth\":2,\"block_max_s\":59}");
+    assert_int_equal(ag_policy_from_json(in, NULL, &p, &err), AG_EINVAL);
+    assert_string_equal(err.field, "block_max_s");
+    assert_non_null(strstr(err.msg, "at least block_s (60)"));
+    json_decref(in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -912,6 +989,8 @@ int main(void)
         cmocka_unit_test(full_record_round_trips_through_json),
         cmocka_unit_test(every_algorithm_round_trips),
         cmocka_unit_test(omitted_optional_fields_take_defaults),
+        cmocka_unit_test(lanes_actions_and_block_growth_are_validated),
+        cmocka_unit_test(block_max_defaults_to_a_day_when_blocks_grow),
         cmocka_unit_test(invalid_name_is_refused),
         cmocka_unit_test(policy_name_validator_checks_alphabet_and_length),
         cmocka_unit_test(invalid_endpoint_is_refused),

@@ -407,6 +407,85 @@ static void phone_prefix_length_follows_the_options(void **state)
                         "+447911123456");
 }
 
+static void device_tokens_are_kept_as_sent_and_never_refused(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    const char *body = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                       "\"device_token\":\"v1.abc\"}";
+    assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
+    assert_string_equal(r.device_token, "v1.abc");
+    /* Not a string, empty, or too long: no token, and no refusal. */
+    static const char *const odd[] = {"1", "null", "{}", "\"\"", "true"};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        char b[256];
+        snprintf(b, sizeof b,
+                 "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"device_token\":%s}",
+                 odd[i]);
+        assert_int_equal(parse(AG_EP_LOGIN, b, &r, err), AG_OK);
+        assert_string_equal(r.device_token, "");
+    }
+    char big[AG_DEVICE_TOKEN_TEXT_MAX + 128];
+    int n =
+        snprintf(big, sizeof big,
+                 "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"device_token\":\"");
+    memset(big + n, 'x', AG_DEVICE_TOKEN_TEXT_MAX + 1);
+    strcpy(big + n + AG_DEVICE_TOKEN_TEXT_MAX + 1, "\"}");
+    assert_int_equal(parse(AG_EP_LOGIN, big, &r, err), AG_OK);
+    assert_string_equal(r.device_token, "");
+}
+
+static void challenge_passed_must_be_a_boolean(void **state)
+{
+    (void)state;
+    expect_refused(AG_EP_LOGIN,
+                   "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                   "\"challenge_passed\":\"yes\"}",
+                   "challenge_passed", "must be true or false");
+    struct ag_request r;
+    char err[ERRSZ];
+    assert_int_equal(parse(AG_EP_LOGIN,
+                           "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                           "\"challenge_passed\":true}",
+                           &r, err),
+                     AG_OK);
+    assert_true(r.challenge_passed);
+    assert_int_equal(
+        parse(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}", &r, err),
+        AG_OK);
+    assert_false(r.challenge_passed);
+}
+
+static void password_fp_is_a_short_string(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    const char *ok = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"success\":false,"
+                     "\"password_fp\":\"f00d\"}";
+    assert_int_equal(report_parse(ok, strlen(ok), &r, err), AG_OK);
+    assert_string_equal(r.password_fp, "f00d");
+    static const char *const bad[] = {"1", "\"\"", "[]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char b[256];
+        snprintf(b, sizeof b,
+                 "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"success\":false,"
+                 "\"password_fp\":%s}",
+                 bad[i]);
+        assert_int_equal(report_parse(b, strlen(b), &r, err), AG_EINVAL);
+        assert_string_equal(last.field, "password_fp");
+    }
+    char big[400];
+    int n = snprintf(big, sizeof big,
+                     "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"success\":false,"
+                     "\"password_fp\":\"");
+    memset(big + n, 'f', AG_PASSWORD_FP_MAX + 1);
+    strcpy(big + n + AG_PASSWORD_FP_MAX + 1, "\"}");
+    assert_int_equal(report_parse(big, strlen(big), &r, err), AG_EINVAL);
+    assert_non_null(strstr(err, "1 to 128 bytes"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +508,9 @@ int main(void)
         cmocka_unit_test(only_len_bytes_of_body_are_read),
         cmocka_unit_test(body_of_64_kib_is_accepted_and_larger_refused),
         cmocka_unit_test(refusal_names_its_field_apart_from_the_sentence),
+        cmocka_unit_test(device_tokens_are_kept_as_sent_and_never_refused),
+        cmocka_unit_test(challenge_passed_must_be_a_boolean),
+        cmocka_unit_test(password_fp_is_a_short_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
