@@ -55,7 +55,8 @@ unsigned ag_endpoint_keys(enum ag_endpoint e)
     for (int k = 0; k < AG_KEY_COUNT; k++)
         if (sent & 1u << ag_key_kind_source((enum ag_key_kind)k))
             keys |= 1u << k;
-    return keys;
+    /* Every endpoint takes a device token; the service verifies it. */
+    return keys | 1u << AG_KEY_DEVICE_TOKEN;
 }
 
 int ag_endpoint_parse(const char *s)

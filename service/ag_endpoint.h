@@ -40,8 +40,8 @@ const char *ag_endpoint_name(enum ag_endpoint e);
  * for otp and otp_verify. */
 enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e);
 /* The key kinds a request to e can supply (bit 1u << kind each): its
- * fields and what is derived from them (ip_prefix from ip, phone_prefix
- * from phone). */
+ * fields, what is derived from them (ip_prefix from ip, phone_prefix
+ * from phone), and device_token, which every endpoint accepts. */
 unsigned ag_endpoint_keys(enum ag_endpoint e);
 /* The identifier a key kind is read from: ip for ip_prefix, phone for
  * phone_prefix, the kind itself otherwise. */

@@ -35,6 +35,9 @@ enum ag_key_kind {
     AG_KEY_DEVICE,
     AG_KEY_IP_PREFIX,    /* the /24 of an IPv4 address, /64 of an IPv6 one */
     AG_KEY_PHONE_PREFIX, /* '+' and the first --phone-prefix-digits */
+    /* The id of a device token the service verified for the request's
+     * user (ag_device); a request without a trusted token has none. */
+    AG_KEY_DEVICE_TOKEN,
     AG_KEY_COUNT
 };
 

@@ -84,18 +84,36 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
     op->policy = p;
     op->charge = kind == AG_PLAN_FAILURE ||
                  (kind == AG_PLAN_CHECK && p->counts == AG_COUNTS_ATTEMPTS);
-    op->shadow = p->mode == AG_MODE_SHADOW;
+    op->waived = p->action == AG_ACTION_CHALLENGE && d->req->challenge_passed;
+    op->shadow = p->mode == AG_MODE_SHADOW || op->waived;
     return true;
+}
+
+/* Does p count and judge in the lane of req? */
+static bool in_lane(const struct ag_policy *p, const struct ag_request *req)
+{
+    switch (p->applies_to) {
+    case AG_LANE_ALL:
+        return true;
+    case AG_LANE_TRUSTED:
+        return req->trusted;
+    case AG_LANE_UNTRUSTED:
+        return !req->trusted;
+    }
+    return false;
 }
 
 int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
                     struct ag_digests *d, struct ag_plan *plan)
 {
     plan->kind = kind;
+    plan->trusted = d->req->trusted;
     plan->n = 0;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))
+            continue;
+        if (!in_lane(p, d->req))
             continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, kind, d, &op))
@@ -126,11 +144,24 @@ static bool tighter(const struct ag_limit_op *oa,
     return oa->policy->limit < ob->policy->limit;
 }
 
+/* Is denial i to be reported rather than denial j? */
+static bool reported_before(const struct ag_plan *plan,
+                            const struct ag_limit_result *res, size_t i,
+                            size_t j)
+{
+    bool deny_i = plan->ops[i].policy->action == AG_ACTION_DENY;
+    bool deny_j = plan->ops[j].policy->action == AG_ACTION_DENY;
+    if (deny_i != deny_j)
+        return deny_i;
+    return res[i].retry_after_ms > res[j].retry_after_ms;
+}
+
 void ag_limiter_decide(const struct ag_plan *plan,
                        const struct ag_limit_result *res, struct ag_decision *d)
 {
     d->allowed = true;
     d->denied_by = -1;
+    d->action = AG_ACTION_DENY;
     d->retry_after_s = 0;
     d->tightest = -1;
     for (size_t i = 0; i < plan->n; i++) {
@@ -139,7 +170,7 @@ void ag_limiter_decide(const struct ag_plan *plan,
         int j = (int)i;
         if (!res[i].allowed &&
             (d->denied_by < 0 ||
-             res[i].retry_after_ms > res[d->denied_by].retry_after_ms))
+             reported_before(plan, res, i, (size_t)d->denied_by)))
             d->denied_by = j;
         if (d->tightest < 0 ||
             tighter(&plan->ops[i], &res[i], &plan->ops[d->tightest],
@@ -148,6 +179,7 @@ void ag_limiter_decide(const struct ag_plan *plan,
     }
     if (d->denied_by >= 0) {
         d->allowed = false;
+        d->action = plan->ops[d->denied_by].policy->action;
         d->tightest = d->denied_by;
         d->retry_after_s = ag_limiter_seconds(res[d->denied_by].retry_after_ms);
     }

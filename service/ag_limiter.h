@@ -5,8 +5,14 @@
  * plan between the two calls.
  *
  * Policies that are disabled, or whose key needs an identifier the request
- * lacks (an optional "device" or "user"), are left out of the plan. A
- * decision is never an error: ag_limiter_decide cannot fail.
+ * lacks (an optional "device" or "user", a "device_token" of an untrusted
+ * request), are left out of the plan, and so are those of the other lane:
+ * a policy that applies_to "trusted" is planned only for a request the
+ * service put in the trusted lane (ag_request_trust), one that applies_to
+ * "untrusted" only for the others. A challenge policy of a request that
+ * says challenge_passed is planned as a shadow one (counted and charged,
+ * never denying) and marked waived. A decision is never an error:
+ * ag_limiter_decide cannot fail.
  * Pure functions; thread-safe.
  */
 #ifndef AG_LIMITER_H
@@ -33,6 +39,7 @@ struct ag_limit_op {
     char member[AG_DIGEST_HEX + 1]; /* distinct: the subject's digest */
     bool charge; /* record the attempt if the check is allowed */
     bool shadow; /* may never deny the check */
+    bool waived; /* a challenge the request passed: shadow for this check */
 };
 
 /* What a plan is for. */
@@ -51,6 +58,7 @@ enum ag_plan_kind {
 
 struct ag_plan {
     enum ag_plan_kind kind;
+    bool trusted; /* the lane it was planned for */
     size_t n;
     struct ag_limit_op ops[AG_PLAN_MAX];
 };
@@ -66,6 +74,7 @@ struct ag_limit_result {
 struct ag_decision {
     bool allowed;
     int denied_by;          /* plan index of the reported denial, or -1 */
+    enum ag_action action;  /* denied: what the reported policy asks */
     uint32_t retry_after_s; /* denied: whole seconds, at least 1 */
     int tightest;           /* plan index for X-RateLimit-*, or -1 */
 };
@@ -100,8 +109,8 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
                             struct ag_digests *d, struct ag_limit_op *op);
 
 /* Combines per-policy results (plan->n of them) into the decision. When
-
- * several policies deny, the one with the longest wait is reported. The
+ * several policies deny, a deny policy is reported before a challenge one
+ * (a challenge cannot lift a denial), then the longest wait. The
  * tightest policy is the denying one, else the enforcing policy with the
  * fewest requests remaining (ties: the smaller limit, then plan order). */
 void ag_limiter_decide(const struct ag_plan *plan,

@@ -44,6 +44,8 @@ static int read_field(const json_t *root, const struct ag_endpoint_field *f,
     case AG_KEY_IP_PREFIX:
     case AG_KEY_PHONE_PREFIX:
         break; /* derived, never read from the body */
+    case AG_KEY_DEVICE_TOKEN:
+        break; /* the service's to set (ag_request_trust) */
     case AG_KEY_IP:
         /* jansson refuses "\u0000" (no JSON_ALLOW_NUL), so s is all of
          * the string. */
@@ -181,6 +183,14 @@ int ag_request_parse_report(const char *body, size_t len,
     return parse(AG_REQ_REPORT, AG_EP_LOGIN, body, len, opts, out, err);
 }
 
+void ag_request_trust(struct ag_request *req, const unsigned char *id)
+{
+    sodium_bin2hex(req->device_id, sizeof req->device_id, id,
+                   AG_DEVICE_ID_BYTES);
+    req->trusted = true;
+    req->have |= 1u << AG_KEY_DEVICE_TOKEN;
+}
+
 const char *ag_request_value(const struct ag_request *req,
                              enum ag_key_kind kind)
 {
@@ -199,6 +209,8 @@ const char *ag_request_value(const struct ag_request *req,
         return req->ip_prefix;
     case AG_KEY_PHONE_PREFIX:
         return req->phone_prefix;
+    case AG_KEY_DEVICE_TOKEN:
+        return req->device_id;
     case AG_KEY_COUNT:
         break;
     }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ag_device.h"
 #include "ag_identity.h"
 #include "ag_policy.h"
 
@@ -33,6 +34,10 @@ struct ag_request {
      * refuses a token, it only drops what cannot be one). */
     char device_token[AG_DEVICE_TOKEN_TEXT_MAX + 1];
     bool challenge_passed; /* checks: the caller says a challenge passed */
+    /* The lane: set by ag_request_trust once the service verified the
+     * token for this user; the parser leaves the request untrusted. */
+    bool trusted;
+    char device_id[AG_DEVICE_ID_HEX + 1];     /* the token's id, in hex */
     char password_fp[AG_PASSWORD_FP_MAX + 1]; /* failure reports; "" if none */
 };
 
@@ -62,6 +67,10 @@ int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
                             struct ag_request *out, struct ag_error *err);
+
+/* Puts req in the trusted lane: its device token verified for its user,
+ * and id (AG_DEVICE_ID_BYTES) becomes its device_token identifier. */
+void ag_request_trust(struct ag_request *req, const unsigned char *id);
 
 /* The normalised text of one identifier, or NULL if the request lacks it.
  * Valid as long as req is. */

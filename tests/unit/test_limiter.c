@@ -407,6 +407,141 @@ many_user_policies(size_t n, const struct ag_policy *extra, size_t nextra)
     return s;
 }
 
+/* Lanes: the same policies for a request without a token and for one
+ * the service trusts. */
+static struct ag_ruleset *lane_set(void)
+{
+    struct ag_policy ps[] = {
+        policy("login.all", "login", "[\"user\"]", 10, NULL),
+        policy("login.known", "login", "[\"user\"]", 20,
+               ",\"applies_to\":\"trusted\""),
+        policy("login.known_fail", "login", "[\"user\",\"device_token\"]", 20,
+               ",\"applies_to\":\"trusted\",\"counts\":\"failures\""),
+        policy("login.unknown", "login", "[\"user\"]", 30,
+               ",\"applies_to\":\"untrusted\""),
+        policy("login.unknown_fail", "login", "[\"user\",\"ip\"]", 5,
+               ",\"applies_to\":\"untrusted\",\"counts\":\"failures\""),
+        policy("login.per_device", "login", "[\"device_token\"]", 5, NULL),
+    };
+    struct ag_ruleset *s = ag_ruleset_new(ps, sizeof ps / sizeof ps[0], 1);
+    assert_non_null(s);
+    return s;
+}
+
+static const unsigned char device_id[AG_DEVICE_ID_BYTES] = {1, 2, 3, 4, 5};
+
+static void untrusted_request_plans_only_its_lane(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = lane_set();
+    struct ag_request r;
+    /* A token the service did not trust changes nothing. */
+    request(AG_EP_LOGIN,
+            "{\"user\":\"ana\",\"ip\":\"10.1.2.3\",\"device_token\":\"x\"}",
+            &r);
+    struct ag_plan plan;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    assert_false(plan.trusted);
+    static const char *const check[] = {"login.all", "login.unknown",
+                                        "login.unknown_fail"};
+    expect_plan(&plan, s, check, sizeof check / sizeof check[0]);
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    static const char *const failure[] = {"login.unknown_fail"};
+    expect_plan(&plan, s, failure, 1);
+    assert_int_equal(plan_of(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    expect_plan(&plan, s, failure, 1);
+    ag_ruleset_unref(s);
+}
+
+static void trusted_request_plans_only_its_lane(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = lane_set();
+    struct ag_request r;
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &r);
+    ag_request_trust(&r, device_id);
+    struct ag_plan plan;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    assert_true(plan.trusted);
+    static const char *const check[] = {"login.all", "login.known",
+                                        "login.known_fail", "login.per_device"};
+    expect_plan(&plan, s, check, sizeof check / sizeof check[0]);
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    static const char *const failure[] = {"login.known_fail"};
+    expect_plan(&plan, s, failure, 1);
+    ag_ruleset_unref(s);
+}
+
+static void device_token_key_hashes_the_tokens_id(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = lane_set();
+    struct ag_request r;
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &r);
+    ag_request_trust(&r, device_id);
+    assert_string_equal(ag_request_value(&r, AG_KEY_DEVICE_TOKEN),
+                        "01020304050000000000000000000000");
+    struct ag_plan plan;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    char want[AG_DIGEST_HEX + 1], key[AG_STORE_KEY_MAX];
+    ag_identity_digest(&h, AG_KEY_DEVICE_TOKEN, r.device_id, want);
+    snprintf(key, sizeof key, "ag:login.per_device:%s", want);
+    assert_string_equal(op_named(&plan, "login.per_device")->key, key);
+    /* Another device of the same user has a key of its own. */
+    struct ag_request other;
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &other);
+    ag_request_trust(&other, (const unsigned char[AG_DEVICE_ID_BYTES]){9});
+    struct ag_plan plan2;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &other, &h, &plan2), AG_OK);
+    assert_string_not_equal(op_named(&plan2, "login.known_fail")->key,
+                            op_named(&plan, "login.known_fail")->key);
+    ag_ruleset_unref(s);
+}
+
+static struct ag_ruleset *challenge_set(void)
+{
+    struct ag_policy ps[] = {
+        policy("login.ask", "login", "[\"user\"]", 3,
+               ",\"action\":\"challenge\""),
+        policy("login.deny", "login", "[\"ip\"]", 5, NULL),
+    };
+    struct ag_ruleset *s = ag_ruleset_new(ps, 2, 1);
+    assert_non_null(s);
+    return s;
+}
+
+static void passed_challenge_plans_challenge_policies_as_waived(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = challenge_set();
+    struct ag_plan plan;
+    plan_for(s, AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &h,
+             &plan);
+    assert_false(op_named(&plan, "login.ask")->shadow);
+    assert_false(op_named(&plan, "login.ask")->waived);
+    plan_for(s, AG_EP_LOGIN,
+             "{\"user\":\"ana\",\"ip\":\"10.1.2.3\","
+             "\"challenge_passed\":true}",
+             &h, &plan);
+    /* Still counted and charged, but it may not deny this check. */
+    const struct ag_limit_op *ask = op_named(&plan, "login.ask");
+    assert_true(ask->waived);
+    assert_true(ask->shadow);
+    assert_true(ask->charge);
+    /* A deny policy is not lifted by a challenge. */
+    assert_false(op_named(&plan, "login.deny")->shadow);
+    assert_false(op_named(&plan, "login.deny")->waived);
+    ag_ruleset_unref(s);
+}
+
 static void plan_of_more_than_32_policies_is_too_big(void **state)
 {
     (void)state;
@@ -593,6 +728,65 @@ static void only_shadow_policies_give_no_tightest(void **state)
     assert_int_equal(d.tightest, -1);
 }
 
+static void tripped_challenge_is_reported_as_a_challenge(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2, (const uint32_t[]){3, 10});
+    f.ps[0].action = AG_ACTION_CHALLENGE;
+    deny(&f, 0, 4000);
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_false(d.allowed);
+    assert_int_equal(d.denied_by, 0);
+    assert_int_equal(d.action, AG_ACTION_CHALLENGE);
+    assert_int_equal(d.retry_after_s, 4);
+}
+
+static void deny_wins_over_a_challenge_with_a_longer_wait(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3, (const uint32_t[]){3, 10, 4});
+    f.ps[0].action = AG_ACTION_CHALLENGE;
+    f.ps[2].action = AG_ACTION_CHALLENGE;
+    deny(&f, 0, 900000);
+    deny(&f, 1, 2000);
+    deny(&f, 2, 800000);
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_false(d.allowed);
+    assert_int_equal(d.denied_by, 1);
+    assert_int_equal(d.action, AG_ACTION_DENY);
+    assert_int_equal(d.retry_after_s, 2);
+    /* Between challenges, the longer wait. */
+    f.res[1].allowed = true;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_int_equal(d.denied_by, 0);
+    assert_int_equal(d.action, AG_ACTION_CHALLENGE);
+}
+
+static void waived_challenge_does_not_deny(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2, (const uint32_t[]){3, 10});
+    f.ps[0].action = AG_ACTION_CHALLENGE;
+    f.plan.ops[0].waived = true;
+    f.plan.ops[0].shadow = true;
+    deny(&f, 0, 4000);
+    struct ag_decision d;
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_true(d.allowed);
+    assert_int_equal(d.denied_by, -1);
+    /* While a deny policy still denies. */
+    deny(&f, 1, 1000);
+    ag_limiter_decide(&f.plan, f.res, &d);
+    assert_false(d.allowed);
+    assert_int_equal(d.denied_by, 1);
+    assert_int_equal(d.action, AG_ACTION_DENY);
+}
+
 static void empty_plan_is_allowed_without_tightest(void **state)
 {
     (void)state;
@@ -661,6 +855,10 @@ int main(void)
         cmocka_unit_test(success_plan_clears_only_user_and_ip_failure_policies),
         cmocka_unit_test(distinct_op_carries_the_subjects_digest),
 
+        cmocka_unit_test(untrusted_request_plans_only_its_lane),
+        cmocka_unit_test(trusted_request_plans_only_its_lane),
+        cmocka_unit_test(device_token_key_hashes_the_tokens_id),
+        cmocka_unit_test(passed_challenge_plans_challenge_policies_as_waived),
         cmocka_unit_test(plan_of_more_than_32_policies_is_too_big),
         cmocka_unit_test(policies_left_out_do_not_count_toward_the_plan_cap),
         cmocka_unit_test(all_allowed_is_allowed_and_tightest_has_fewest_left),
@@ -670,6 +868,9 @@ int main(void)
         cmocka_unit_test(shadow_denial_does_not_deny),
         cmocka_unit_test(shadow_denial_does_not_hide_an_enforcing_denial),
         cmocka_unit_test(only_shadow_policies_give_no_tightest),
+        cmocka_unit_test(tripped_challenge_is_reported_as_a_challenge),
+        cmocka_unit_test(deny_wins_over_a_challenge_with_a_longer_wait),
+        cmocka_unit_test(waived_challenge_does_not_deny),
         cmocka_unit_test(empty_plan_is_allowed_without_tightest),
         cmocka_unit_test(retry_after_rounds_up_and_is_at_least_one),
         cmocka_unit_test(seconds_round_up_clamp_and_are_at_least_one),

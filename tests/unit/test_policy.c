@@ -290,6 +290,24 @@ static void key_kind_not_sent_to_endpoint_is_refused(void **state)
     assert_int_equal(p.key[2], AG_KEY_USER);
 }
 
+static void device_token_key_is_accepted_on_every_endpoint(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(login_base, "key", "[\"user\",\"device_token\"]", &p);
+    assert_int_equal(p.key[1], AG_KEY_DEVICE_TOKEN);
+    expect_accepted(otp_base, "key", "[\"device_token\"]", &p);
+    assert_int_equal(p.key[0], AG_KEY_DEVICE_TOKEN);
+    json_t *o = with_field(otp_base, "endpoint", "\"otp_verify\"");
+    json_object_set_new(o, "key", json_pack("[ss]", "phone", "device_token"));
+    struct ag_error err;
+    assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_OK);
+    json_decref(o);
+    /* And the kind is listed where an unknown one is refused. */
+    expect_refused_saying(login_base, "key", "[\"devicetoken\"]", "key",
+                          "\"device_token\"");
+}
+
 static void invalid_algorithm_is_refused(void **state)
 {
     (void)state;
@@ -996,6 +1014,7 @@ int main(void)
         cmocka_unit_test(invalid_endpoint_is_refused),
         cmocka_unit_test(invalid_key_is_refused),
         cmocka_unit_test(key_kind_not_sent_to_endpoint_is_refused),
+        cmocka_unit_test(device_token_key_is_accepted_on_every_endpoint),
         cmocka_unit_test(invalid_algorithm_is_refused),
         cmocka_unit_test(invalid_limit_is_refused),
         cmocka_unit_test(sliding_log_limit_over_10000_is_refused),
