@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "ag_db.h"
+#include "ag_device.h"
 #include "ag_error.h"
 #include "ag_log.h"
 
@@ -65,6 +66,11 @@ static const struct flag flags[] = {
      "Redis connect and command timeout in milliseconds"},
     {"phone-prefix-digits", K_UINT, F(phone_prefix_digits), 0, 2, 15, "7",
      "digits (country code included) that make a phone_prefix key"},
+    /* From a minute (tests, drills) to 400 days: a token is a remembered
+     * login, not a permanent credential. */
+    {"device-token-ttl-s", K_UINT, F(device_token_ttl_s), 0, 60, 34560000,
+     STR(AG_DEVICE_TTL_DEFAULT_S),
+     "seconds a device token from a successful login is trusted"},
     {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
     {"help", K_FLAG, F(help), 0, 0, 0, NULL, "print this help and exit"},

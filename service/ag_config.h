@@ -44,6 +44,7 @@ struct ag_config {
     unsigned threads;             /* HTTP worker threads; 0 = 2 per core */
     unsigned redis_timeout_ms;    /* connect and command timeout */
     unsigned phone_prefix_digits; /* digits in a phone_prefix key */
+    unsigned device_token_ttl_s;  /* seconds a device token lives */
     int log_level;                /* enum ag_log_level */
     bool help;                    /* --help was given */
 };

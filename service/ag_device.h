@@ -44,7 +44,7 @@
 #define AG_DEVICE_ID_HEX (2 * AG_DEVICE_ID_BYTES)
 #define AG_DEVICE_TOKEN_LEN 78 /* "v1." and 75 characters of base64 */
 #define AG_DEVICE_SKEW_S 60    /* issue times this far ahead are accepted */
-#define AG_DEVICE_TTL_DEFAULT_S 7776000u /* 90 days */
+#define AG_DEVICE_TTL_DEFAULT_S 7776000 /* 90 days */
 
 struct ag_device_key {
     unsigned char key[crypto_auth_KEYBYTES];

@@ -72,6 +72,11 @@ static void field_uint(struct ag_buf *b, const char *name, uint64_t v)
     ag_buf_uint(b, v);
 }
 
+static const char *device_name(bool trusted)
+{
+    return trusted ? "trusted" : "untrusted";
+}
+
 static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
                           const struct ag_limit_result *res)
 {
@@ -88,8 +93,14 @@ static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
     if (!res->allowed)
         field_uint(
             b, ",\"retry_after\":", ag_limiter_seconds(res->retry_after_ms));
-    if (op->shadow)
+    /* A passed challenge is planned as a shadow, but is one only if its
+     * policy is. */
+    if (op->policy->mode == AG_MODE_SHADOW || (op->shadow && !op->waived))
         ag_buf_puts(b, ",\"shadow\":true");
+    if (op->policy->action == AG_ACTION_CHALLENGE)
+        ag_buf_puts(b, ",\"action\":\"challenge\"");
+    if (op->waived)
+        ag_buf_puts(b, ",\"challenge_passed\":true");
     ag_buf_puts(b, "}");
 }
 
@@ -108,9 +119,15 @@ int ag_http_response_check(struct ag_http_response *r,
         r->retry_after = d->retry_after_s;
         ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"");
         ag_buf_puts(b, plan->ops[d->denied_by].policy->name);
-        field_uint(b, "\",\"retry_after\":", d->retry_after_s);
+        ag_buf_puts(b, d->action == AG_ACTION_CHALLENGE
+                           ? "\",\"action\":\"challenge\""
+                           : "\",\"action\":\"deny\"");
+        field_uint(b, ",\"retry_after\":", d->retry_after_s);
         ag_buf_puts(b, ",");
     }
+    ag_buf_puts(b, "\"device\":\"");
+    ag_buf_puts(b, device_name(plan->trusted));
+    ag_buf_puts(b, "\",");
     if (degraded)
         ag_buf_puts(b, "\"degraded\":true,");
     ag_buf_puts(b, "\"decisions\":[");
@@ -136,7 +153,7 @@ int ag_http_response_check(struct ag_http_response *r,
 }
 
 int ag_http_response_unavailable(struct ag_http_response *r,
-                                 const struct ag_limit_op *closed)
+                                 const struct ag_limit_op *closed, bool trusted)
 {
     ag_buf_reset(&r->body);
     r->status = 503;
@@ -144,22 +161,33 @@ int ag_http_response_unavailable(struct ag_http_response *r,
     return ag_buf_printf(&r->body,
                          "{\"allowed\":false,\"reason\":\"store_unavailable\","
                          "\"policy\":\"%s\",\"retry_after\":1,"
-                         "\"degraded\":true}",
-                         closed->policy->name);
+                         "\"device\":\"%s\",\"degraded\":true}",
+                         closed->policy->name, device_name(trusted));
 }
 
 int ag_http_response_listed(struct ag_http_response *r,
-                            const struct ag_list_entry *e)
+                            const struct ag_list_entry *e, bool trusted)
 {
     bool allow = e->list == AG_LIST_ALLOW;
     r->status = allow ? 200 : 403;
     ag_buf_reset(&r->body);
     return ag_buf_printf(
         &r->body,
-        "{\"allowed\":%s,\"list\":\"%s\",\"decisions\":[{\"list\":\"%s\","
-        "\"id\":%lld,\"kind\":\"%s\",\"allowed\":%s}]}",
-        allow ? "true" : "false", ag_list_name(e->list), ag_list_name(e->list),
-        (long long)e->id, ag_list_kind_name(e->kind), allow ? "true" : "false");
+        "{\"allowed\":%s,\"list\":\"%s\",\"device\":\"%s\",\"decisions\":"
+        "[{\"list\":\"%s\",\"id\":%lld,\"kind\":\"%s\",\"allowed\":%s}]}",
+        allow ? "true" : "false", ag_list_name(e->list), device_name(trusted),
+        ag_list_name(e->list), (long long)e->id, ag_list_kind_name(e->kind),
+        allow ? "true" : "false");
+}
+
+int ag_http_response_device_token(struct ag_http_response *r, const char *token,
+                                  uint32_t ttl_s)
+{
+    r->status = 200;
+    ag_buf_reset(&r->body);
+    return ag_buf_printf(&r->body,
+                         "{\"device_token\":\"%s\",\"expires_in\":%u}", token,
+                         (unsigned)ttl_s);
 }
 
 int ag_http_response_json(struct ag_http_response *r, int status,

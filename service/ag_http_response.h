@@ -3,11 +3,16 @@
  * sets, built without libmicrohttpd so they can be tested alone. ag_http
  * turns one into a wire response.
  *
- * Check bodies:
- *   200 {"allowed":true,"decisions":[{"policy":"login.user","allowed":true,
- *        "limit":10,"remaining":9,"reset_after":900}, ...]}
- *   429 {"allowed":false,"policy":"login.user_ip","retry_after":712,
- *        "decisions":[...]}
+ * Check bodies, each saying the lane the check was judged in:
+ *   200 {"allowed":true,"device":"untrusted","decisions":[{"policy":
+ *        "login.user","allowed":true,"limit":10,"remaining":9,
+ *        "reset_after":900}, ...]}
+ *   429 {"allowed":false,"policy":"login.user_ip","action":"deny",
+ *        "retry_after":712,"device":"trusted","decisions":[...]}
+ * "action" is "challenge" when the reported policy asks for one; a
+ * challenge policy's decision says "action":"challenge", and
+ * "challenge_passed":true when the request passed it (it did not deny).
+ * A successful /report-login: 200 {"device_token":"v1.…","expires_in":N}.
  * Error bodies: {"error":"<sentence naming the field>","field":"<it>"}.
  * Not thread-safe; one response per request.
  */
@@ -63,8 +68,9 @@ int ag_http_response_json(struct ag_http_response *r, int status,
 int ag_http_response_status(struct ag_http_response *r, int status,
                             const char *text);
 
-/* The response to a check, from its plan, per-policy results and decision.
- * degraded adds "degraded": true (results came from a fallback). */
+/* The response to a check, from its plan, per-policy results and decision;
+ * "device" is the plan's lane. degraded adds "degraded": true (results
+ * came from a fallback). */
 int ag_http_response_check(struct ag_http_response *r,
                            const struct ag_plan *plan,
                            const struct ag_limit_result *res,
@@ -73,16 +79,23 @@ int ag_http_response_check(struct ag_http_response *r,
 struct ag_list_entry;
 
 /* The response to a check settled by an allow or deny list entry: 200
- * allowed, or 403 denied, {"allowed": ..., "list": "deny", "decisions":
- * [{"list": "deny", "id": 7, "kind": "ip", "allowed": false}]}. */
+ * allowed, or 403 denied, {"allowed": ..., "list": "deny", "device":
+ * "untrusted", "decisions": [{"list": "deny", "id": 7, "kind": "ip",
+ * "allowed": false}]}. */
 int ag_http_response_listed(struct ag_http_response *r,
-                            const struct ag_list_entry *e);
+                            const struct ag_list_entry *e, bool trusted);
 
 /* The response to a check the store could not answer while the enforcing
  * policy closed fails closed: 503 with Retry-After: 1 and
  * {"allowed": false, "reason": "store_unavailable", "policy": ...,
- *  "retry_after": 1, "degraded": true}. */
+ *  "retry_after": 1, "device": "trusted", "degraded": true}. */
 int ag_http_response_unavailable(struct ag_http_response *r,
-                                 const struct ag_limit_op *closed);
+                                 const struct ag_limit_op *closed,
+                                 bool trusted);
+
+/* The answer to a successful login: 200 {"device_token": token,
+ * "expires_in": ttl_s}. token is ag_device's text (no escaping needed). */
+int ag_http_response_device_token(struct ag_http_response *r, const char *token,
+                                  uint32_t ttl_s);
 
 #endif

@@ -20,10 +20,31 @@ static const char *const outcome_names[AG_OUT_COUNT] = {
     [AG_OUT_INVALID] = "invalid",
 };
 
+/* The per-policy counters, each a family abuseguard_<name>_total. */
+enum policy_counter {
+    PC_DENIALS,
+    PC_SHADOW_DENIALS,
+    PC_CHALLENGES,
+    PC_CHALLENGES_PASSED,
+    PC_COUNT
+};
+
+static const struct {
+    const char *name;
+    const char *help;
+} policy_families[PC_COUNT] = {
+    [PC_DENIALS] = {"denials", "Denials"},
+    [PC_SHADOW_DENIALS] = {"shadow_denials",
+                           "Would-be denials of shadow policies"},
+    [PC_CHALLENGES] = {"challenges", "Challenges asked for"},
+    [PC_CHALLENGES_PASSED] = {"challenges_passed",
+                              "Challenge policies tripped by requests that "
+                              "had passed one"},
+};
+
 struct policy_counters {
     _Atomic(const char *) name; /* interned; NULL while the slot is free */
-    atomic_uint_fast64_t denials;
-    atomic_uint_fast64_t shadow_denials;
+    atomic_uint_fast64_t n[PC_COUNT];
 };
 
 struct ag_metrics {
@@ -142,22 +163,32 @@ void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow)
     if (!m)
         return;
     struct policy_counters *c = counters_of(m, policy);
-    atomic_fetch_add_explicit(shadow ? &c->shadow_denials : &c->denials, 1,
+    atomic_fetch_add_explicit(&c->n[shadow ? PC_SHADOW_DENIALS : PC_DENIALS], 1,
                               memory_order_relaxed);
+}
+
+void ag_metrics_challenge(struct ag_metrics *m, const char *policy, bool passed)
+{
+    if (!m)
+        return;
+    struct policy_counters *c = counters_of(m, policy);
+    atomic_fetch_add_explicit(
+        &c->n[passed ? PC_CHALLENGES_PASSED : PC_CHALLENGES], 1,
+        memory_order_relaxed);
 }
 
 #define LOAD(x) ((uint64_t)atomic_load_explicit(&(x), memory_order_relaxed))
 
 static int render_policy(struct ag_buf *b, const struct policy_counters *c,
-                         bool shadow)
+                         enum policy_counter k)
 {
     const char *name = atomic_load(&c->name);
-    uint64_t v = shadow ? LOAD(c->shadow_denials) : LOAD(c->denials);
+    uint64_t v = LOAD(c->n[k]);
     if (!name)
         return AG_OK;
 
     return ag_buf_printf(b, "abuseguard_%s_total{policy=\"%s\"} %" PRIu64 "\n",
-                         shadow ? "shadow_denials" : "denials", name, v);
+                         policy_families[k].name, name, v);
 }
 
 int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
@@ -186,17 +217,15 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
             b,
             "abuseguard_degraded_checks_total{endpoint=\"%s\"} %" PRIu64 "\n",
             ag_endpoint_name((enum ag_endpoint)e), LOAD(m->degraded[e]));
-    for (int shadow = 0; shadow < 2 && !rc; shadow++) {
+    for (int k = 0; k < PC_COUNT && !rc; k++) {
         rc = ag_buf_printf(b,
                            "# HELP abuseguard_%s_total %s by policy.\n"
                            "# TYPE abuseguard_%s_total counter\n",
-                           shadow ? "shadow_denials" : "denials",
-                           shadow ? "Would-be denials of shadow policies"
-                                  : "Denials",
-                           shadow ? "shadow_denials" : "denials");
+                           policy_families[k].name, policy_families[k].help,
+                           policy_families[k].name);
         for (size_t i = 0; !rc && i < AG_METRICS_POLICIES; i++)
-            rc = render_policy(b, &m->policies[i], shadow);
-        rc = rc ? rc : render_policy(b, &m->other, shadow);
+            rc = render_policy(b, &m->policies[i], (enum policy_counter)k);
+        rc = rc ? rc : render_policy(b, &m->other, (enum policy_counter)k);
     }
     rc = rc ? rc
             : ag_buf_puts(b, "# HELP abuseguard_check_duration_seconds Check "

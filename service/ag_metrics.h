@@ -58,6 +58,10 @@ void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us);
 /* One denial by policy name (shadow: a shadow policy's would-be denial). */
 void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
+/* One challenge policy tripped: it asked for a challenge, or (passed) the
+ * request had passed one and went on. Counted apart from denials. */
+void ag_metrics_challenge(struct ag_metrics *m, const char *policy,
+                          bool passed);
 /* The current value of a counter or gauge (for tests and probes). */
 int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_device.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
@@ -32,6 +33,8 @@ struct ag_service {
     atomic_bool flushing;
     struct pending_reset pending[AG_SERVICE_PENDING_RESETS];
     atomic_size_t waiting; /* checks the store holds, not yet resumed */
+    struct ag_device_key device_key; /* derived from the hasher's key */
+    uint32_t device_ttl_s;
 };
 
 /* A check between its two halves: the plan for the store, and where the
@@ -55,6 +58,9 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
     if (!s)
         return AG_ENOMEM;
     s->o = *opts;
+    ag_device_key_init(&s->device_key, opts->hasher);
+    s->device_ttl_s = opts->device_token_ttl_s ? opts->device_token_ttl_s
+                                               : AG_DEVICE_TTL_DEFAULT_S;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->pending_lock, NULL);
     atomic_init(&s->npending, 0);
@@ -69,6 +75,7 @@ void ag_service_free(struct ag_service *s)
     if (!s)
         return;
     ag_ruleset_unref(s->set);
+    ag_device_key_wipe(&s->device_key);
     pthread_mutex_destroy(&s->pending_lock);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -156,13 +163,39 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* Plans the request d holds against the active set; on success *set holds
- * the reference the plan borrows from (unref it when done). On failure
- * resp is filled. */
-static int plan(struct ag_service *s, enum ag_plan_kind kind,
-                struct ag_digests *d, struct ag_ruleset **set,
-                struct ag_plan *p, struct ag_http_response *resp)
+static uint64_t wall_s(void)
 {
+    return (uint64_t)time(NULL);
+}
+
+/* Puts req in the trusted lane if its device token verifies for its user
+ * (d holds req's digests). Only a request that sent a token pays for
+ * the check; one without a user (an OTP body may lack it) stays
+ * untrusted. */
+static void trust_device(struct ag_service *s, struct ag_request *req,
+                         struct ag_digests *d)
+{
+    if (!req->device_token[0])
+        return;
+    const char *user = ag_digests_get(d, AG_KEY_USER);
+    if (!user)
+        return;
+    unsigned char id[AG_DEVICE_ID_BYTES];
+    if (ag_device_verify(&s->device_key, req->device_token,
+                         strlen(req->device_token), user, wall_s(),
+                         s->device_ttl_s, id) == AG_DEVICE_TRUSTED)
+        ag_request_trust(req, id);
+}
+
+/* Decides the lane of req (whose digests d holds), then plans it against
+ * the active set; on success *set holds the reference the plan borrows
+ * from (unref it when done). On failure resp is filled. */
+static int plan(struct ag_service *s, enum ag_plan_kind kind,
+                struct ag_request *req, struct ag_digests *d,
+                struct ag_ruleset **set, struct ag_plan *p,
+                struct ag_http_response *resp)
+{
+    trust_device(s, req, d);
     *set = ag_service_ruleset(s);
     if (!*set) {
         ag_http_response_error(resp, 503, "policies are not loaded yet");
@@ -199,7 +232,18 @@ static const struct ag_limit_op *fails_closed(const struct ag_plan *p)
     return NULL;
 }
 
-/* Counts denials per policy and logs the enforcing ones, by key hash. */
+/* The log event of a policy that tripped. */
+static const char *tripped_event(const struct ag_limit_op *op)
+{
+    if (op->policy->mode == AG_MODE_SHADOW)
+        return "shadow_denied";
+    if (op->policy->action == AG_ACTION_CHALLENGE)
+        return op->waived ? "challenge_passed" : "challenged";
+    return "denied";
+}
+
+/* Counts the policies that tripped (denials, shadow denials, challenges
+ * asked for or passed: each apart) and logs them, by key hash. */
 static void note_denials(struct ag_service *s, const struct ag_plan *p,
                          const struct ag_limit_result *res)
 {
@@ -207,8 +251,12 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
         if (res[i].allowed)
             continue;
         const struct ag_limit_op *op = &p->ops[i];
-        ag_metrics_denial(s->o.metrics, op->policy->name, op->shadow);
-        ag_log(AG_LOG_INFO, op->shadow ? "shadow_denied" : "denied",
+        if (op->policy->action == AG_ACTION_CHALLENGE &&
+            op->policy->mode != AG_MODE_SHADOW)
+            ag_metrics_challenge(s->o.metrics, op->policy->name, op->waived);
+        else
+            ag_metrics_denial(s->o.metrics, op->policy->name, op->shadow);
+        ag_log(AG_LOG_INFO, tripped_event(op),
                "policy=%s key=%s retry_after=%u", op->policy->name,
                strrchr(op->key, ':') + 1,
                (unsigned)ag_limiter_seconds(res[i].retry_after_ms));
@@ -266,7 +314,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     ag_digests_init(&d, s->o.hasher, &req);
     if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err)) {
         rc = ag_http_response_refusal(resp, 400, &err);
-    } else if (plan(s, AG_PLAN_CHECK, &d, &c->set, &c->plan, resp)) {
+    } else if (plan(s, AG_PLAN_CHECK, &req, &d, &c->set, &c->plan, resp)) {
         outcome = AG_OUT_UNAVAILABLE;
         rc = AG_OK;
     } else {
@@ -279,7 +327,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
-            rc = ag_http_response_listed(resp, listed);
+            rc = ag_http_response_listed(resp, listed, req.trusted);
         } else {
             /* No policy applies: allowed, nothing to ask the store. */
             struct ag_decision dec;
@@ -304,7 +352,7 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
     const struct ag_limit_op *closed = degraded ? fails_closed(&c->plan) : NULL;
     if (closed) {
         outcome = AG_OUT_UNAVAILABLE;
-        rc = ag_http_response_unavailable(resp, closed);
+        rc = ag_http_response_unavailable(resp, closed, c->plan.trusted);
     } else {
         if (degraded)
             ag_store_check(s->o.fallback, &c->plan, c->res);
@@ -329,6 +377,22 @@ void ag_service_check_abandon(struct ag_check *c)
     check_free(c);
 }
 
+/* Answers a successful login with a device token for its user: the same
+ * device id again when the report showed a trusted token (the device
+ * keeps its per-device counters), a new one otherwise. */
+static int issue_token(struct ag_service *s, const struct ag_request *req,
+                       struct ag_digests *d, struct ag_http_response *resp)
+{
+    unsigned char id[AG_DEVICE_ID_BYTES];
+    bool renew =
+        req->trusted && sodium_hex2bin(id, sizeof id, req->device_id,
+                                       AG_DEVICE_ID_HEX, NULL, NULL, NULL) == 0;
+    char token[AG_DEVICE_TOKEN_LEN + 1];
+    ag_device_issue(&s->device_key, ag_digests_get(d, AG_KEY_USER),
+                    renew ? id : NULL, wall_s(), token);
+    return ag_http_response_device_token(resp, token, s->device_ttl_s);
+}
+
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_http_response *resp)
 {
@@ -340,8 +404,8 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     ag_digests_init(&d, s->o.hasher, &req);
     struct ag_ruleset *set;
     struct ag_plan p;
-    if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &d, &set, &p,
-             resp))
+    if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &d, &set,
+             &p, resp))
         return AG_OK;
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
@@ -359,6 +423,8 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
             ag_store_check(s->o.fallback, &p, res);
     }
     ag_ruleset_unref(set);
+    if (req.success)
+        return issue_token(s, &req, &d, resp);
     resp->status = 204;
     ag_buf_reset(&resp->body);
     return AG_OK;
@@ -439,12 +505,20 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
     unsigned need = 0;
     for (size_t k = 0; k < p->nkeys; k++)
         need |= 1u << p->key[k];
+    /* A device_token is no field of the body but the verified token's
+     * id: parsed, then trusted or not like a check's. */
+    unsigned token = 1u << AG_KEY_DEVICE_TOKEN;
     struct ag_request req;
-    if (ag_request_parse_for(p->endpoint, need, body, len, &s->o.request, &req,
-                             err))
+    if (ag_request_parse_for(p->endpoint, need & ~token, body, len,
+                             &s->o.request, &req, err))
         return AG_EINVAL;
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req);
+    trust_device(s, &req, &d);
+    if ((need & token) && !req.trusted)
+        return ag_error_set(err, AG_EINVAL, "device_token",
+                            "device_token must be a live token issued to "
+                            "the body's user");
     struct ag_plan plan = {.kind = AG_PLAN_SUCCESS, .n = 1};
     if (!ag_limiter_plan_policy(p, AG_PLAN_SUCCESS, &d, &plan.ops[0]))
         return ag_error_set(err, AG_EINVAL, "policy",

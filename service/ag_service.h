@@ -14,6 +14,14 @@
  * evaluated in the fallback store (in-process, per instance) and the
  * answer says "degraded": true.
  *
+ * Lanes: a request that carries a device token (ag_device) which verifies
+ * for its user is put in the trusted lane before it is planned, so that
+ * its policies, its device_token identifier and its answer ("device":
+ * "trusted") follow; any other token is simply untrusted, never refused.
+ * Tokens are verified only when one is sent. A successful /report-login
+ * answers with a new token, renewing the device's id when the report
+ * carried a trusted one.
+ *
  * Every function may be called from many threads at once.
  */
 #ifndef AG_SERVICE_H
@@ -21,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ag_error.h"
 #include "ag_http_response.h"
@@ -40,6 +49,8 @@ struct ag_service_opts {
     struct ag_store *fallback;      /* in-process, for fail-open policies */
     struct ag_metrics *metrics;     /* may be NULL */
     struct ag_request_opts request; /* how requests are normalised */
+    /* Seconds a device token lives; 0: AG_DEVICE_TTL_DEFAULT_S. */
+    uint32_t device_token_ttl_s;
 };
 
 /* A new service with no ruleset (checks answer 503 until one is set).
@@ -88,8 +99,10 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp);
 void ag_service_check_abandon(struct ag_check *c);
 
 /* Records a login outcome (/report-login): a failure charges the
- * failure-counting login policies; a success clears those keyed on both
- * user and ip. resp is a 204, a 400 or a 503. Waits for the store. */
+ * failure-counting login policies of its lane; a success clears those of
+ * its lane keyed on both user and ip. resp is a 200 with a device token
+ * for a success (ag_http_response_device_token), a 204 for a failure, a
+ * 400 or a 503. Waits for the store. */
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_http_response *resp);
 
@@ -104,7 +117,7 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
  * check, report or ready probe it sends it, until the store takes it;
  * AG_ETOOBIG when too many resets already wait for the store (nothing
  * cleared); AG_EINVAL (err names the field) when body lacks what p's key
- * needs. */
+ * needs (a device_token key needs a live token of the body's user). */
 #define AG_SERVICE_PENDING_RESETS 256
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                      const char *body, size_t len, char *key,

@@ -123,6 +123,7 @@ int main(int argc, char **argv)
         .fallback = fallback,
         .metrics = metrics,
         .request = {.phone_prefix_digits = cfg.phone_prefix_digits},
+        .device_token_ttl_s = cfg.device_token_ttl_s,
     };
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {

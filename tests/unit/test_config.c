@@ -147,6 +147,7 @@ static void defaults_apply_without_flags_or_environment(void **state)
     assert_int_equal(c.max_header_bytes, 16384);
     assert_int_equal(c.threads, 0);
     assert_int_equal(c.redis_timeout_ms, 50);
+    assert_int_equal(c.device_token_ttl_s, 7776000); /* 90 days */
     assert_int_equal(c.log_level, AG_LOG_INFO);
     assert_false(c.help);
 }
@@ -226,6 +227,7 @@ static void environment_variables_set_values(void **state)
     assert_int_equal(setenv("ABUSEGUARD_SECRET_FILE", "/env/key", 1), 0);
     assert_int_equal(setenv("ABUSEGUARD_REDIS_TIMEOUT_MS", "99", 1), 0);
     assert_int_equal(setenv("ABUSEGUARD_LOG_LEVEL", "warn", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_DEVICE_TOKEN_TTL_S", "86400", 1), 0);
     assert_int_equal(setenv("ABUSEGUARD_LISTEN", "[::]:7000", 1), 0);
     assert_int_equal(setenv("ABUSEGUARD_ADMIN_TOKEN_FILE", "/env/tok", 1), 0);
     assert_int_equal(setenv("ABUSEGUARD_REDIS", "unix:///run/r.sock", 1), 0);
@@ -236,6 +238,7 @@ static void environment_variables_set_values(void **state)
     assert_string_equal(c.secret_file, "/env/key");
     assert_int_equal(c.redis_timeout_ms, 99);
     assert_int_equal(c.log_level, AG_LOG_WARN);
+    assert_int_equal(c.device_token_ttl_s, 86400);
     assert_string_equal(c.listen_host, "::");
     assert_int_equal(c.listen_port, 7000);
     assert_string_equal(c.admin_token_file, "/env/tok");
@@ -277,6 +280,8 @@ static void bad_numeric_values_are_refused_naming_the_flag(void **state)
     expect_flag_refused("--max-header-bytes", "4095");
     expect_flag_refused("--redis-timeout-ms", "0");
     expect_flag_refused("--redis-timeout-ms", "+5");
+    expect_flag_refused("--device-token-ttl-s", "59");
+    expect_flag_refused("--device-token-ttl-s", "34560001");
 }
 
 static void numeric_range_bounds_are_accepted(void **state)
@@ -289,6 +294,8 @@ static void numeric_range_bounds_are_accepted(void **state)
     expect_flag_accepted("--max-header-bytes", "4096");
     expect_flag_accepted("--max-header-bytes", "1048576");
     expect_flag_accepted("--conn-timeout-s", "3600");
+    expect_flag_accepted("--device-token-ttl-s", "60");
+    expect_flag_accepted("--device-token-ttl-s", "34560000");
 }
 
 static void bad_listen_and_log_level_are_refused_naming_the_flag(void **state)

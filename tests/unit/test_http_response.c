@@ -108,6 +108,8 @@ static void allowed_check_body_lists_every_decision(void **state)
     assert_null(json_object_get(b, "policy"));
     assert_null(json_object_get(b, "retry_after"));
     assert_null(json_object_get(b, "degraded"));
+    assert_null(json_object_get(b, "action"));
+    assert_string_equal(str_field(b, "device"), "untrusted");
     const json_t *ds = json_object_get(b, "decisions");
     assert_true(json_is_array(ds));
     assert_int_equal(json_array_size(ds), 2);
@@ -119,6 +121,8 @@ static void allowed_check_body_lists_every_decision(void **state)
     assert_int_equal(int_field(d0, "reset_after"), 900);
     assert_null(json_object_get(d0, "retry_after"));
     assert_null(json_object_get(d0, "shadow"));
+    assert_null(json_object_get(d0, "action"));
+    assert_null(json_object_get(d0, "challenge_passed"));
     const json_t *d1 = json_array_get(ds, 1);
     assert_string_equal(str_field(d1, "policy"), "login.user_ip");
     assert_int_equal(int_field(d1, "limit"), 5);
@@ -163,6 +167,7 @@ static void denied_check_names_policy_and_retry(void **state)
     json_t *b = body_json(&r);
     assert_false(bool_field(b, "allowed"));
     assert_string_equal(str_field(b, "policy"), "login.user_ip");
+    assert_string_equal(str_field(b, "action"), "deny");
     assert_int_equal(int_field(b, "retry_after"), 712);
     const json_t *ds = json_object_get(b, "decisions");
     assert_int_equal(json_array_size(ds), 2);
@@ -180,6 +185,100 @@ static void denied_check_names_policy_and_retry(void **state)
     assert_int_equal(r.rl_limit, 5);
     assert_int_equal(r.rl_remaining, 0);
     assert_int_equal(r.rl_reset, 712);
+    ag_http_response_free(&r);
+}
+
+static void check_body_says_the_lane_it_was_judged_in(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.plan.trusted = true;
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "device"), "trusted");
+    json_decref(b);
+    /* Denied in the trusted lane says so too. */
+    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
+    b = body_json(&r);
+    assert_string_equal(str_field(b, "device"), "trusted");
+    json_decref(b);
+    ag_http_response_free(&r);
+}
+
+static void tripped_challenge_is_a_429_asking_for_one(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
+    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
+    assert_int_equal(r.status, 429);
+    assert_int_equal(r.retry_after, 30);
+    json_t *b = body_json(&r);
+    assert_false(bool_field(b, "allowed"));
+    assert_string_equal(str_field(b, "policy"), "login.ask");
+    assert_string_equal(str_field(b, "action"), "challenge");
+    const json_t *d0 = json_array_get(json_object_get(b, "decisions"), 0);
+    assert_string_equal(str_field(d0, "action"), "challenge");
+    assert_null(json_object_get(d0, "challenge_passed"));
+    assert_null(json_object_get(d0, "shadow"));
+    json_decref(b);
+    ag_http_response_free(&r);
+}
+
+static void passed_challenge_is_marked_in_its_decision(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
+    f.plan.ops[0].waived = true;
+    f.plan.ops[0].shadow = true;
+    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000};
+    ag_limiter_decide(&f.plan, f.res, &f.d);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
+                     AG_OK);
+    assert_int_equal(r.status, 200);
+    json_t *b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    const json_t *d0 = json_array_get(json_object_get(b, "decisions"), 0);
+    assert_false(bool_field(d0, "allowed"));
+    assert_string_equal(str_field(d0, "action"), "challenge");
+    assert_true(bool_field(d0, "challenge_passed"));
+    /* Waived for this request, but not a shadow policy. */
+    assert_null(json_object_get(d0, "shadow"));
+    json_decref(b);
+    ag_http_response_free(&r);
+}
+
+static void successful_login_answer_carries_the_token(void **state)
+{
+    (void)state;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_device_token(&r, "v1.abc-_", 7776000),
+                     AG_OK);
+    assert_int_equal(r.status, 200);
+    json_t *b = body_json(&r);
+    assert_string_equal(str_field(b, "device_token"), "v1.abc-_");
+    assert_int_equal(int_field(b, "expires_in"), 7776000);
+    assert_int_equal(json_object_size(b), 2);
+    json_decref(b);
     ag_http_response_free(&r);
 }
 
@@ -369,7 +468,8 @@ static void unavailable_with_fail_closed_is_503_naming_it(void **state)
     f.ps[1] = policy("login.user_ip", 5, ",\"fail\":\"closed\"");
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_unavailable(&r, &f.plan.ops[1]), AG_OK);
+    assert_int_equal(ag_http_response_unavailable(&r, &f.plan.ops[1], true),
+                     AG_OK);
     assert_int_equal(r.status, 503);
     assert_int_equal(r.retry_after, 1);
     json_t *b = body_json(&r);
@@ -378,6 +478,7 @@ static void unavailable_with_fail_closed_is_503_naming_it(void **state)
     assert_string_equal(str_field(b, "policy"), "login.user_ip");
     assert_true(bool_field(b, "degraded"));
     assert_int_equal(int_field(b, "retry_after"), 1);
+    assert_string_equal(str_field(b, "device"), "trusted");
     json_decref(b);
     ag_http_response_free(&r);
 }
@@ -388,6 +489,10 @@ int main(void)
         cmocka_unit_test(allowed_check_body_lists_every_decision),
         cmocka_unit_test(allowed_check_rate_headers_follow_the_tightest),
         cmocka_unit_test(denied_check_names_policy_and_retry),
+        cmocka_unit_test(check_body_says_the_lane_it_was_judged_in),
+        cmocka_unit_test(tripped_challenge_is_a_429_asking_for_one),
+        cmocka_unit_test(passed_challenge_is_marked_in_its_decision),
+        cmocka_unit_test(successful_login_answer_carries_the_token),
         cmocka_unit_test(degraded_check_says_so),
         cmocka_unit_test(shadow_decision_is_marked_and_does_not_deny),
         cmocka_unit_test(empty_window_resets_after_zero),

@@ -1,6 +1,7 @@
 /*
  * ag_metrics: counters and gauges by name from one table, denials by
- * policy, the exposition, and recording without metrics at all.
+ * policy, challenges apart from them, the exposition, and recording without
+ * metrics at all.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +97,27 @@ static void denials_are_counted_by_policy_and_kind(void **state)
     ag_metrics_free(m);
 }
 
+static void challenges_are_counted_apart_from_denials(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    ag_metrics_challenge(m, "login.ask", false);
+    ag_metrics_challenge(m, "login.ask", false);
+    ag_metrics_challenge(m, "login.ask", true);
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    assert_non_null(
+        strstr(text, "# TYPE abuseguard_challenges_total counter\n"));
+    assert_non_null(
+        strstr(text, "abuseguard_challenges_total{policy=\"login.ask\"} 2\n"));
+    assert_non_null(strstr(
+        text, "abuseguard_challenges_passed_total{policy=\"login.ask\"} 1\n"));
+    assert_non_null(
+        strstr(text, "abuseguard_denials_total{policy=\"login.ask\"} 0\n"));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
 static void recording_without_metrics_does_nothing(void **state)
 {
     (void)state;
@@ -113,6 +135,7 @@ int main(void)
         cmocka_unit_test(counters_count_and_gauges_are_set),
         cmocka_unit_test(every_scalar_metric_is_exposed_once),
         cmocka_unit_test(denials_are_counted_by_policy_and_kind),
+        cmocka_unit_test(challenges_are_counted_apart_from_denials),
         cmocka_unit_test(recording_without_metrics_does_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

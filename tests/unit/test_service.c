@@ -2,7 +2,8 @@
  * ag_service: the check lifecycle over a fake store (one that answers,
  * fails, or answers later on demand) and the real in-process fallback:
  * fail closed against fail open, list precedence, login reports, an
- * abandoned check, the waiter's order, and resets during an outage.
+ * abandoned check, the waiter's order, resets during an outage, device
+ * tokens and their lanes, and the challenge tier.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +12,16 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <time.h>
 
 #include <jansson.h>
 #include <sodium.h>
 
+#include "ag_device.h"
 #include "ag_error.h"
 #include "ag_lists.h"
 #include "ag_metrics.h"
@@ -37,6 +42,7 @@ struct fake {
     char log[256];
     enum ag_plan_kind last_kind;
     size_t last_n;
+    char last_names[256]; /* the last plan's policies, space-separated */
     /* A pending asynchronous check. */
     ag_store_done_fn done;
     void *done_arg;
@@ -47,6 +53,16 @@ static void note(struct fake *f, const char *what)
     strncat(f->log, what, sizeof f->log - strlen(f->log) - 1);
 }
 
+static void note_names(struct fake *f, const struct ag_plan *plan)
+{
+    f->last_names[0] = '\0';
+    for (size_t i = 0; i < plan->n; i++) {
+        size_t n = strlen(f->last_names);
+        snprintf(f->last_names + n, sizeof f->last_names - n, "%s%s",
+                 i ? " " : "", plan->ops[i].policy->name);
+    }
+}
+
 static int fake_check(struct ag_store *s, const struct ag_plan *plan,
                       struct ag_limit_result *res)
 {
@@ -54,6 +70,7 @@ static int fake_check(struct ag_store *s, const struct ag_plan *plan,
     f->checks++;
     f->last_kind = plan->kind;
     f->last_n = plan->n;
+    note_names(f, plan);
     note(f, "check ");
     for (size_t i = 0; f->rc == AG_OK && i < plan->n; i++)
         res[i] = (struct ag_limit_result){.allowed = true,
@@ -89,6 +106,7 @@ static int fake_clear(struct ag_store *s, const struct ag_plan *plan)
     f->clears++;
     f->last_kind = plan->kind;
     f->last_n = plan->n;
+    note_names(f, plan);
     note(f, "clear ");
     return f->rc ? f->rc : f->clear_rc;
 }
@@ -232,13 +250,14 @@ static const char *const LOGIN_BODY =
     "\"key\":[\"user\",\"ip\"],\"algorithm\":\"sliding_log\",\"limit\":3,"     \
     "\"window_s\":60,\"counts\":\"failures\"}"
 
-/* Runs one check to its answer: begin, then (if it waited) the fake's
- * answer and finish. Returns the status. */
-static int run_check(struct world *w, const char *body,
-                     struct ag_http_response *r)
+/* Runs one check of endpoint to its answer: begin, then (if it waited)
+ * the fake's answer and finish. Returns the status. */
+static int run_check_of(struct world *w, enum ag_endpoint endpoint,
+                        const char *body, struct ag_http_response *r)
 {
+    waiter_log[0] = '\0'; /* each check's own order */
     struct ag_check *c = NULL;
-    int rc = ag_service_check_begin(w->svc, AG_EP_LOGIN, body, strlen(body),
+    int rc = ag_service_check_begin(w->svc, endpoint, body, strlen(body),
                                     &waiter, &c, r);
     if (rc == AG_EPENDING) {
         assert_non_null(c);
@@ -250,6 +269,12 @@ static int run_check(struct world *w, const char *body,
     }
     assert_int_equal(rc, AG_OK);
     return r->status;
+}
+
+static int run_check(struct world *w, const char *body,
+                     struct ag_http_response *r)
+{
+    return run_check_of(w, AG_EP_LOGIN, body, r);
 }
 
 static bool body_has(const struct ag_http_response *r, const char *s)
@@ -543,6 +568,365 @@ static void reset_names_the_missing_identifier(void **state)
     world_free(w);
 }
 
+/* Device tokens and lanes. */
+
+#define ANA "ana@example.com"
+#define TTL AG_DEVICE_TTL_DEFAULT_S
+
+/* A token for user minted as the service would at issued_s. */
+static void mint(struct world *w, const char *user, uint64_t issued_s,
+                 char *token)
+{
+    struct ag_device_key k;
+    ag_device_key_init(&k, &w->hasher);
+    char digest[AG_DIGEST_HEX + 1];
+    ag_identity_digest(&w->hasher, AG_KEY_USER, user, digest);
+    ag_device_issue(&k, digest, NULL, issued_s, token);
+}
+
+static uint64_t now_s(void)
+{
+    return (uint64_t)time(NULL);
+}
+
+/* A login body for ANA carrying token as its device_token (raw JSON). */
+static const char *with_token(const char *token_json, const char *extra)
+{
+    static char body[1024];
+    snprintf(body, sizeof body,
+             "{\"user\":\"ANA@example.com\",\"ip\":\"192.0.2.1\","
+             "\"device_token\":%s%s}",
+             token_json, extra ? extra : "");
+    return body;
+}
+
+static const char *quoted(const char *token)
+{
+    static char q[AG_DEVICE_TOKEN_TEXT_MAX + 8];
+    snprintf(q, sizeof q, "\"%s\"", token);
+    return q;
+}
+
+/* The device_token of a 200 /report-login answer; fails otherwise. */
+static void token_of(const struct ag_http_response *r, char *token)
+{
+    assert_int_equal(r->status, 200);
+    json_t *b = json_loadb(r->body.p, r->body.len, 0, NULL);
+    assert_non_null(b);
+    const char *t = json_string_value(json_object_get(b, "device_token"));
+    assert_non_null(t);
+    assert_int_equal(strlen(t), AG_DEVICE_TOKEN_LEN);
+    strcpy(token, t);
+    assert_int_equal(json_integer_value(json_object_get(b, "expires_in")), TTL);
+    json_decref(b);
+}
+
+#define KNOWN                                                                  \
+    "{\"name\":\"login.known\",\"endpoint\":\"login\",\"key\":[\"user\"],"     \
+    "\"algorithm\":\"sliding_log\",\"limit\":20,\"window_s\":60,"              \
+    "\"applies_to\":\"trusted\"}"
+#define UNKNOWN                                                                \
+    "{\"name\":\"login.unknown\",\"endpoint\":\"login\",\"key\":[\"user\"],"   \
+    "\"algorithm\":\"sliding_log\",\"limit\":30,\"window_s\":60,"              \
+    "\"applies_to\":\"untrusted\"}"
+#define KNOWN_FAIL                                                             \
+    "{\"name\":\"login.known_fail\",\"endpoint\":\"login\","                   \
+    "\"key\":[\"user\",\"device_token\"],\"algorithm\":\"sliding_log\","       \
+    "\"limit\":20,\"window_s\":60,\"counts\":\"failures\","                    \
+    "\"applies_to\":\"trusted\"}"
+#define UNKNOWN_FAIL                                                           \
+    "{\"name\":\"login.unknown_fail\",\"endpoint\":\"login\","                 \
+    "\"key\":[\"user\",\"ip\"],\"algorithm\":\"sliding_log\",\"limit\":5,"     \
+    "\"window_s\":60,\"counts\":\"failures\",\"applies_to\":\"untrusted\"}"
+
+static void successful_login_gets_a_token_that_is_trusted_after(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, KNOWN, UNKNOWN};
+    struct world *w = world_new(false, ps, 3);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    const char *ok = "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+                     "\"success\":true}";
+    assert_int_equal(ag_service_report_login(w->svc, ok, strlen(ok), &r),
+                     AG_OK);
+    char token[AG_DEVICE_TOKEN_LEN + 1];
+    token_of(&r, token);
+    /* The user, spelt differently, on its device: the trusted lane. */
+    assert_int_equal(run_check(w, with_token(quoted(token), NULL), &r), 200);
+    assert_true(body_has(&r, "\"device\":\"trusted\""));
+    assert_string_equal(w->store.last_names, "login.known login.user");
+    /* Without it: the untrusted lane. */
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    assert_true(body_has(&r, "\"device\":\"untrusted\""));
+    assert_string_equal(w->store.last_names, "login.unknown login.user");
+    /* A failure report is still a 204 and hands out nothing. */
+    const char *fail = "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+                       "\"success\":false}";
+    assert_int_equal(ag_service_report_login(w->svc, fail, strlen(fail), &r),
+                     AG_OK);
+    assert_int_equal(r.status, 204);
+    assert_int_equal(r.body.len, 0);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void any_token_but_a_live_one_of_the_user_is_untrusted(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, KNOWN};
+    struct world *w = world_new(false, ps, 2);
+    char expired[AG_DEVICE_TOKEN_LEN + 1], future[AG_DEVICE_TOKEN_LEN + 1],
+        bos[AG_DEVICE_TOKEN_LEN + 1], tampered[AG_DEVICE_TOKEN_LEN + 1];
+    mint(w, ANA, now_s() - TTL - 1, expired);
+    mint(w, ANA, now_s() + AG_DEVICE_SKEW_S + 600, future);
+    mint(w, "bo@example.com", now_s(), bos);
+    mint(w, ANA, now_s(), tampered);
+    tampered[20] = tampered[20] == 'x' ? 'y' : 'x';
+    static char oversized[700];
+    memset(oversized, 'A', sizeof oversized - 1);
+    memcpy(oversized, "v1.", 3);
+    char expired_q[96], future_q[96], bos_q[96], tampered_q[96],
+        oversized_q[720];
+    snprintf(expired_q, sizeof expired_q, "\"%s\"", expired);
+    snprintf(future_q, sizeof future_q, "\"%s\"", future);
+    snprintf(bos_q, sizeof bos_q, "\"%s\"", bos);
+    snprintf(tampered_q, sizeof tampered_q, "\"%s\"", tampered);
+    snprintf(oversized_q, sizeof oversized_q, "\"%s\"", oversized);
+    const char *const bad[] = {
+        expired_q, future_q, bos_q,  tampered_q, oversized_q, "\"garbage\"",
+        "\"\"",    "42",     "true", "null",     "[\"v1.\"]", "{}",
+    };
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (run_check(w, with_token(bad[i], NULL), &r) != 200 ||
+            !body_has(&r, "\"device\":\"untrusted\""))
+            fail_msg("token %s: %d %s", bad[i], r.status, r.body.p);
+        assert_string_equal(w->store.last_names, "login.user");
+    }
+    /* And the same token, live and the user's, is trusted. */
+    char good[AG_DEVICE_TOKEN_LEN + 1];
+    mint(w, ANA, now_s(), good);
+    assert_int_equal(run_check(w, with_token(quoted(good), NULL), &r), 200);
+    assert_true(body_has(&r, "\"device\":\"trusted\""));
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+#define OTP_KNOWN                                                              \
+    "{\"name\":\"otp.known\",\"endpoint\":\"otp\",\"key\":[\"phone\"],"        \
+    "\"algorithm\":\"sliding_log\",\"limit\":5,\"window_s\":60,"               \
+    "\"applies_to\":\"trusted\"}"
+
+static void otp_token_is_trusted_only_with_its_user(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OTP_KNOWN};
+    struct world *w = world_new(false, ps, 1);
+    char token[AG_DEVICE_TOKEN_LEN + 1], body[256];
+    mint(w, ANA, now_s(), token);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    snprintf(body, sizeof body,
+             "{\"phone\":\"+48600100200\",\"ip\":\"192.0.2.1\","
+             "\"user\":\"ana@example.com\",\"device_token\":\"%s\"}",
+             token);
+    assert_int_equal(run_check_of(w, AG_EP_OTP, body, &r), 200);
+    assert_true(body_has(&r, "\"device\":\"trusted\""));
+    assert_true(body_has(&r, "otp.known"));
+    assert_int_equal(run_check_of(w, AG_EP_OTP_VERIFY, body, &r), 200);
+    assert_true(body_has(&r, "\"device\":\"trusted\""));
+    /* No user: nothing to bind the token to. */
+    snprintf(body, sizeof body,
+             "{\"phone\":\"+48600100200\",\"ip\":\"192.0.2.1\","
+             "\"device_token\":\"%s\"}",
+             token);
+    assert_int_equal(run_check_of(w, AG_EP_OTP, body, &r), 200);
+    assert_true(body_has(&r, "\"device\":\"untrusted\""));
+    assert_false(body_has(&r, "otp.known"));
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void reports_are_laned_by_the_token_they_carry(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {KNOWN_FAIL, UNKNOWN_FAIL};
+    struct world *w = world_new(false, ps, 2);
+    char token[AG_DEVICE_TOKEN_LEN + 1];
+    mint(w, ANA, now_s(), token);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    const char *fail = with_token(quoted(token), ",\"success\":false");
+    assert_int_equal(ag_service_report_login(w->svc, fail, strlen(fail), &r),
+                     AG_OK);
+    assert_int_equal(r.status, 204);
+    assert_int_equal(w->store.last_kind, AG_PLAN_FAILURE);
+    assert_string_equal(w->store.last_names, "login.known_fail");
+    fail = with_token("\"forged\"", ",\"success\":false");
+    assert_int_equal(ag_service_report_login(w->svc, fail, strlen(fail), &r),
+                     AG_OK);
+    assert_string_equal(w->store.last_names, "login.unknown_fail");
+    /* A success from the untrusted lane clears only that lane's. */
+    const char *ok = with_token("\"forged\"", ",\"success\":true");
+    assert_int_equal(ag_service_report_login(w->svc, ok, strlen(ok), &r),
+                     AG_OK);
+    assert_int_equal(w->store.last_kind, AG_PLAN_SUCCESS);
+    assert_string_equal(w->store.last_names, "login.unknown_fail");
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void success_with_a_trusted_token_renews_the_same_device(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN};
+    struct world *w = world_new(false, ps, 1);
+    char token[AG_DEVICE_TOKEN_LEN + 1], renewed[AG_DEVICE_TOKEN_LEN + 1],
+        fresh[AG_DEVICE_TOKEN_LEN + 1];
+    mint(w, ANA, now_s() - 1000, token);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    const char *ok = with_token(quoted(token), ",\"success\":true");
+    assert_int_equal(ag_service_report_login(w->svc, ok, strlen(ok), &r),
+                     AG_OK);
+    token_of(&r, renewed);
+    ok = with_token("\"stale\"", ",\"success\":true");
+    assert_int_equal(ag_service_report_login(w->svc, ok, strlen(ok), &r),
+                     AG_OK);
+    token_of(&r, fresh);
+    struct ag_device_key k;
+    ag_device_key_init(&k, &w->hasher);
+    char digest[AG_DIGEST_HEX + 1];
+    ag_identity_digest(&w->hasher, AG_KEY_USER, ANA, digest);
+    unsigned char id[AG_DEVICE_ID_BYTES], id2[AG_DEVICE_ID_BYTES],
+        id3[AG_DEVICE_ID_BYTES];
+    assert_int_equal(
+        ag_device_verify(&k, token, strlen(token), digest, now_s(), TTL, id),
+        AG_DEVICE_TRUSTED);
+    assert_int_equal(ag_device_verify(&k, renewed, strlen(renewed), digest,
+                                      now_s(), TTL, id2),
+                     AG_DEVICE_TRUSTED);
+    assert_int_equal(
+        ag_device_verify(&k, fresh, strlen(fresh), digest, now_s(), TTL, id3),
+        AG_DEVICE_TRUSTED);
+    assert_string_not_equal(renewed, token);
+    assert_memory_equal(id, id2, sizeof id);
+    assert_memory_not_equal(id, id3, sizeof id);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+#define PER_DEVICE                                                             \
+    "{\"name\":\"login.per_device\",\"endpoint\":\"login\","                   \
+    "\"key\":[\"user\",\"device_token\"],\"algorithm\":\"sliding_log\","       \
+    "\"limit\":5,\"window_s\":60}"
+
+static void reset_of_a_device_key_needs_a_live_token(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {PER_DEVICE};
+    struct world *w = world_new(false, ps, 1);
+    struct ag_policy p = ag_test_policy(PER_DEVICE);
+    char key[AG_STORE_KEY_MAX], token[AG_DEVICE_TOKEN_LEN + 1];
+    struct ag_error err;
+    const char *body = with_token("\"forged\"", NULL);
+    assert_int_equal(
+        ag_service_reset(w->svc, &p, body, strlen(body), key, &err), AG_EINVAL);
+    assert_string_equal(err.field, "device_token");
+    assert_int_equal(w->store.clears, 0);
+    mint(w, ANA, now_s(), token);
+    body = with_token(quoted(token), NULL);
+    assert_int_equal(
+        ag_service_reset(w->svc, &p, body, strlen(body), key, &err), AG_OK);
+    assert_int_equal(w->store.clears, 1);
+    /* The key the checks of that device use. */
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    w->store.rc = AG_ESTORE; /* judged in the fallback, which reports keys */
+    assert_int_equal(run_check(w, body, &r), 200);
+    assert_true(body_has(&r, "login.per_device"));
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+/* The challenge tier, judged by the real in-process store (the fake one
+ * fails, so every check goes to the fallback). */
+
+#define ASK                                                                    \
+    "{\"name\":\"login.ask\",\"endpoint\":\"login\",\"key\":[\"user\"],"       \
+    "\"algorithm\":\"sliding_log\",\"limit\":1,\"window_s\":60,"               \
+    "\"action\":\"challenge\"}"
+#define DENY_IP                                                                \
+    "{\"name\":\"login.deny_ip\",\"endpoint\":\"login\",\"key\":[\"ip\"],"     \
+    "\"algorithm\":\"sliding_log\",\"limit\":3,\"window_s\":60}"
+
+static const char *const PASSED =
+    "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+    "\"challenge_passed\":true}";
+
+static void
+challenge_is_asked_then_waived_while_a_deny_still_denies(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {ASK, DENY_IP};
+    struct world *w = world_new(false, ps, 2);
+    w->store.rc = AG_ESTORE;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    /* The second attempt trips the challenge. */
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "\"policy\":\"login.ask\",\"action\":"
+                             "\"challenge\""));
+    /* It recorded nothing: the deny policy still has 2 of 3 left. */
+    assert_int_equal(run_check(w, PASSED, &r), 200);
+    assert_true(body_has(&r, "\"action\":\"challenge\","
+                             "\"challenge_passed\":true"));
+    assert_true(body_has(&r, "\"policy\":\"login.deny_ip\",\"allowed\":true,"
+                             "\"limit\":3,\"remaining\":1"));
+    /* Passed challenges are still charged; the deny policy denies. */
+    assert_int_equal(run_check(w, PASSED, &r), 200);
+    assert_int_equal(run_check(w, PASSED, &r), 429);
+    assert_true(body_has(&r, "\"policy\":\"login.deny_ip\",\"action\":"
+                             "\"deny\""));
+    /* Both trip without the pass: the deny is reported. */
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "\"policy\":\"login.deny_ip\",\"action\":"
+                             "\"deny\""));
+    struct ag_buf b;
+    ag_buf_init(&b, 1 << 20);
+    assert_int_equal(ag_metrics_render(w->metrics, &b), AG_OK);
+    assert_non_null(
+        strstr(b.p, "abuseguard_challenges_total{policy=\"login.ask\"} 2\n"));
+    assert_non_null(strstr(
+        b.p, "abuseguard_challenges_passed_total{policy=\"login.ask\"} 3\n"));
+    assert_non_null(
+        strstr(b.p, "abuseguard_denials_total{policy=\"login.ask\"} 0\n"));
+    assert_non_null(
+        strstr(b.p, "abuseguard_denials_total{policy=\"login.deny_ip\"} 2\n"));
+    ag_buf_free(&b);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void listed_answer_says_the_lane_too(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN};
+    struct world *w = world_new(false, ps, 1);
+    add_list(w, AG_LIST_ALLOW, "{\"kind\":\"ip\",\"value\":\"192.0.2.0/24\"}");
+    char token[AG_DEVICE_TOKEN_LEN + 1];
+    mint(w, ANA, now_s(), token);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(run_check(w, with_token(quoted(token), NULL), &r), 200);
+    assert_true(body_has(&r, "\"list\":\"allow\",\"device\":\"trusted\""));
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -566,6 +950,15 @@ int main(void)
             reset_during_an_outage_clears_the_fallback_and_later_the_store),
         cmocka_unit_test(reset_the_store_may_have_done_is_not_sent_again),
         cmocka_unit_test(reset_names_the_missing_identifier),
+        cmocka_unit_test(successful_login_gets_a_token_that_is_trusted_after),
+        cmocka_unit_test(any_token_but_a_live_one_of_the_user_is_untrusted),
+        cmocka_unit_test(otp_token_is_trusted_only_with_its_user),
+        cmocka_unit_test(reports_are_laned_by_the_token_they_carry),
+        cmocka_unit_test(success_with_a_trusted_token_renews_the_same_device),
+        cmocka_unit_test(reset_of_a_device_key_needs_a_live_token),
+        cmocka_unit_test(
+            challenge_is_asked_then_waived_while_a_deny_still_denies),
+        cmocka_unit_test(listed_answer_says_the_lane_too),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
