@@ -48,8 +48,9 @@ class FailureTest(PolicyTest):
             self.report(svc, "ana@example.com", "192.0.2.1", False)
         self.assertEqual(self.login(svc, "ana@example.com",
                                     "192.0.2.1").status, 429)
+        # A success answers with a device token (test_devices.py).
         self.assertEqual(self.report(svc, "ANA@example.com", "192.0.2.1",
-                                     True).status, 204)
+                                     True).status, 200)
         r = self.login(svc, "ana@example.com", "192.0.2.1")
         self.assertEqual(r.status, 200)
         self.assertEqual(self.decision(r, "f.user_ip")["remaining"], 3)
