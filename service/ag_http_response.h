@@ -12,7 +12,7 @@
  * "action" is "challenge" when the reported policy asks for one; a
  * challenge policy's decision says "action":"challenge", and
  * "challenge_passed":true when the request passed it (it did not deny).
- * A successful /report-login: 200 {"device_token":"v1.…","expires_in":N}.
+ * A successful /report-login: 200 {"device_token":"v1....","expires_in":N}.
  * Error bodies: {"error":"<sentence naming the field>","field":"<it>"}.
  * Not thread-safe; one response per request.
  */
