@@ -113,7 +113,11 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))
             continue;
-        if (!in_lane(p, d->req))
+        /* A success proves the real user: it clears what every lane
+         * counted for the keys it can fill, so a login on a trusted device
+         * reopens the untrusted lane an attacker closed (NIST SP 800-63B:
+         * a success clears prior failures). */
+        if (kind != AG_PLAN_SUCCESS && !in_lane(p, d->req))
             continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, kind, d, &op))

@@ -473,6 +473,11 @@ static void trusted_request_plans_only_its_lane(void **state)
     assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
     static const char *const failure[] = {"login.known_fail"};
     expect_plan(&plan, s, failure, 1);
+    /* A success proves the real user: it clears what the untrusted lane
+     * counted too (an attacker's failures from this address). */
+    assert_int_equal(plan_of(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    static const char *const success[] = {"login.unknown_fail"};
+    expect_plan(&plan, s, success, 1);
     ag_ruleset_unref(s);
 }
 
