@@ -22,8 +22,13 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
     case AG_PLAN_FAILURE:
         return p->counts == AG_COUNTS_FAILURES;
     case AG_PLAN_SUCCESS:
-        return p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
-               has_key(p, AG_KEY_IP);
+        /* A success clears consecutive failures of every key it can fill
+         * (NIST: a success ends the row), and of the others only those of
+         * this user from this address: a success from one address forgives
+         * no other address's failures. */
+        return p->algorithm == AG_ALG_CONSECUTIVE ||
+               (p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
+                has_key(p, AG_KEY_IP));
     }
     return false;
 }

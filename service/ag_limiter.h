@@ -45,7 +45,8 @@ enum ag_plan_kind {
      * login policies, each charged unless full or blocked. */
     AG_PLAN_FAILURE,
     /* A successful login: the failure-counting login policies whose key
-     * holds both user and ip, to be cleared. */
+     * holds both user and ip, and every consecutive policy, to be
+     * cleared. */
     AG_PLAN_SUCCESS,
 };
 

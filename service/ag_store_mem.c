@@ -70,6 +70,9 @@ struct slot {
     struct {
         double t, ts; /* tokens (14 digits), time of the last update */
     } bucket;
+    struct {
+        double f, l; /* failures in a row, time of the last one */
+    } consecutive;
     struct member *set; /* KIND_SET */
     uint32_t n, cap;
     uint64_t pin; /* the check (mem_store.check) that holds it, if any */
@@ -472,6 +475,37 @@ static void distinct_charge(struct mem_store *s, struct eval *e, double now)
     e->res->reset_after_ms = ms(e->window);
 }
 
+/* consecutive (lua/consecutive.lua). */
+
+static void consecutive_peek(struct eval *e, double now)
+{
+    e->count = 0;
+    e->res->reset_after_ms = 0;
+    e->reset_known = true;
+    if (!has_fields(e, AG_ALG_CONSECUTIVE) ||
+        now >= e->sl->consecutive.l + e->window) {
+        answer(e, true, e->limit, 0);
+        return;
+    }
+    e->count = e->sl->consecutive.f;
+    double left_us = e->sl->consecutive.l + e->window - now;
+    e->res->reset_after_ms = ms(left_us);
+    if (e->count < e->limit)
+        answer(e, true, e->limit - e->count, 0);
+    else
+        answer(e, false, 0, left_us);
+}
+
+static void consecutive_charge(struct mem_store *s, struct eval *e, double now)
+{
+    struct slot *sl = hash_slot(s, e, 1u << AG_ALG_CONSECUTIVE, now);
+    sl->consecutive.f = e->count + 1;
+    sl->consecutive.l = now;
+    sl->expire = expiry_at(now + e->window);
+    e->res->remaining = (uint32_t)(e->limit - sl->consecutive.f);
+    e->res->reset_after_ms = ms(e->window);
+}
+
 /* The algorithms by enum ag_algorithm, as lua/common.lua's `algorithms`
  * by ARGV code. kind is the type of Redis key each keeps; reset is NULL
  * where peek always knows reset_ms. */
@@ -490,6 +524,8 @@ static const struct algorithm {
     [AG_ALG_TOKEN_BUCKET] = {KIND_HASH, token_bucket_peek, token_bucket_charge,
                              NULL},
     [AG_ALG_DISTINCT] = {KIND_SET, distinct_peek, distinct_charge, set_reset},
+    [AG_ALG_CONSECUTIVE] = {KIND_HASH, consecutive_peek, consecutive_charge,
+                            NULL},
 };
 
 /* The slot of key if it holds state of kind; state of the other kind is
