@@ -40,7 +40,7 @@ return {1, 99 - c1, 0, 900000, 1, 9 - c2, 0, 900000, 1, 4 - c3, 0, 900000}
 LUA
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-policies=("0 100 900000 0 1 0" "" "0 10 900000 0 1 0" "" "0 5 900000 0 1 0" "")
+policies=("0 100 900000 0 1 0 1 0" "" "0 10 900000 0 1 0 1 0" "" "0 5 900000 0 1 0 1 0" "")
 "$bin" lua library > "$work/function.lua"
 fcall=$("$bin" lua function)
 for name in function script bare; do

@@ -14,15 +14,18 @@
 -- Mode "record" (a reported login failure): each policy records the event
 -- unless it is already full or blocked; none depends on another.
 --
--- KEYS: per policy in order, its state key and then, only if its block_ms
---   is above 0, its block key
+-- KEYS: per policy in order, its state key; then, only if its block_ms is
+--   above 0, its block key; then, only if its growth is also above 1, its
+--   level key
 -- ARGV[1] nonce, unique per request    ARGV[2] mode
 -- ARGV[1 + 2i] policy i's spec: "algorithm limit window_ms block_ms charge
---   shadow", numbers in decimal, the last two 0 or 1 (see spec_of)
+--   shadow growth block_max_ms", numbers in decimal (see spec_of)
 --   algorithm: its enum ag_algorithm value (service/ag_policy.h), the
 --              code the service registers its table under
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
+--   growth:    each block of a row lasts this many times the one before
+--              (0 or 1: no growth, no level key), up to block_max_ms
 -- ARGV[2 + 2i] policy i's member: distinct only, the keyed hash of the
 --   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
@@ -62,7 +65,7 @@ for i = 1, n do
     k = k + 1
   else
     blocked_ms = blocked_ms_of(KEYS[k + 1], now)
-    k = k + 2
+    k = k + (p[8] > 1 and 3 or 2)
   end
   local member = ARGV[2 + 2 * i]
   if member == '' then
@@ -92,9 +95,15 @@ for i = 1, n do
   local p = kept[s - 5]
   local algorithm = p[1]
   local key = KEYS[k]
-  local block = p[5]
-  local block_key = block ~= '0' and KEYS[k + 1]
-  k = k + (block_key and 2 or 1)
+  local block_key, level_key = p[5] ~= '0' and KEYS[k + 1], false
+  if not block_key then
+    k = k + 1
+  elseif p[8] > 1 then
+    level_key = KEYS[k + 2]
+    k = k + 3
+  else
+    k = k + 2
+  end
   local allowed = out[o - 3]
   if (record or not denied) and allowed and p[6] then
     local member = ARGV[2 + 2 * i]
@@ -106,8 +115,7 @@ for i = 1, n do
                        kept[s - 2], kept[s - 1], kept[s])
   elseif not record and not allowed and not p[7] and block_key
       and kept[s - 4] <= 0 then
-    block_for(block_key, block, now)
-    out[o - 1] = math.max(out[o - 1], tonumber(block))
+    out[o - 1] = math.max(out[o - 1], block_for(block_key, level_key, p, now))
   end
   if not out[o] then
     out[o] = algorithm.reset(key, p[3], now)

@@ -26,7 +26,10 @@
 /* A policy's block key is its state key and this. */
 #define AG_BLOCK_SUFFIX ":b"
 #define AG_BLOCK_SUFFIX_LEN (sizeof AG_BLOCK_SUFFIX - 1)
-
+/* Its block level key (how many blocks in a row, and when the last ends:
+ * for block_growth) is its state key and this. */
+#define AG_LEVEL_SUFFIX ":l"
+#define AG_LEVEL_SUFFIX_LEN (sizeof AG_LEVEL_SUFFIX - 1)
 struct ag_limit_op {
     const struct ag_policy *policy; /* borrowed from the set */
     char key[AG_STORE_KEY_MAX];     /* "ag:<policy>:<digest>" */
@@ -112,6 +115,10 @@ void ag_limiter_decide(const struct ag_plan *plan,
 /* Writes op's block key (its key, then AG_BLOCK_SUFFIX) into out, which
  * holds AG_STORE_KEY_MAX bytes; returns its length. */
 size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out);
+
+/* Writes op's block level key (its key, then AG_LEVEL_SUFFIX) into out,
+ * which holds AG_STORE_KEY_MAX bytes; returns its length. */
+size_t ag_limiter_level_key(const struct ag_limit_op *op, char *out);
 
 /* Whole seconds for a millisecond wait: rounded up, at least 1. */
 uint32_t ag_limiter_seconds(uint64_t ms);

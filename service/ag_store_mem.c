@@ -51,7 +51,8 @@ struct member {
     uint64_t at; /* microseconds: the sorted set's score */
 };
 
-/* What a key holds, as a Redis key has a type. */
+/* What a key holds, as a Redis key has a type. KIND_NONE: a block or a
+ * block level, whose slot's fields say all. */
 enum kind { KIND_NONE, KIND_SET, KIND_HASH };
 
 struct slot {
@@ -73,6 +74,9 @@ struct slot {
     struct {
         double f, l; /* failures in a row, time of the last one */
     } consecutive;
+    struct {
+        uint64_t n, end; /* blocks in a row, when the last one ends (us) */
+    } level;
     struct member *set; /* KIND_SET */
     uint32_t n, cap;
     uint64_t pin; /* the check (mem_store.check) that holds it, if any */
@@ -528,6 +532,46 @@ static const struct algorithm {
                             NULL},
 };
 
+#define LEVEL_US ((uint64_t)AG_BLOCK_LEVEL_S * 1000000u)
+
+/* common.lua's block_for: blocks op's key from now, for block_s, or where
+ * its blocks grow for block_s * growth^n of a row of n before it, at most
+ * block_max_s; returns the block's milliseconds. The same integer steps
+ * as the Lua's. */
+static uint64_t block_for(struct mem_store *s, const struct ag_limit_op *op,
+                          uint64_t now)
+{
+    const struct ag_policy *p = op->policy;
+    bool grows = p->block_growth > 1;
+    uint64_t d = (uint64_t)p->block_s * 1000;
+    uint64_t n = 0;
+    char key[AG_STORE_KEY_MAX];
+    if (grows) {
+        ag_limiter_level_key(op, key);
+        const struct slot *l = find(s, key, now);
+        if (l && now < l->level.end + LEVEL_US)
+            n = l->level.n;
+        uint64_t max = (uint64_t)p->block_max_s * 1000;
+        if (max < d)
+            max = d;
+        for (uint64_t i = 0; i < n && d < max; i++)
+            d *= p->block_growth;
+        if (d > max)
+            d = max;
+    }
+    uint64_t until = now + d * 1000;
+    ag_limiter_block_key(op, key);
+    claim(s, key, now)->expire = until;
+    if (grows) {
+        ag_limiter_level_key(op, key);
+        struct slot *l = claim(s, key, now);
+        l->level.n = n + 1;
+        l->level.end = until;
+        l->expire = until + LEVEL_US;
+    }
+    return d;
+}
+
 /* The slot of key if it holds state of kind; state of the other kind is
  * dropped, as common.lua's read drops a key of the wrong type. */
 static struct slot *state_of(struct mem_store *s, const char *key,
@@ -588,17 +632,14 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         struct eval *e = &ev[i];
         const struct ag_limit_op *op = &plan->ops[i];
         const struct algorithm *a = &algorithms[op->policy->algorithm];
-        uint64_t block_us = (uint64_t)op->policy->block_s * 1000000u;
         if ((record || !denied) && res[i].allowed && op->charge) {
             a->charge(s, e, (double)now);
             e->reset_known = true;
-        } else if (!record && !res[i].allowed && !op->shadow && block_us &&
-                   blocked_ms[i] == 0) {
-            char bkey[AG_STORE_KEY_MAX];
-            ag_limiter_block_key(op, bkey);
-            claim(s, bkey, now)->expire = now + block_us;
-            if (block_us / 1000 > res[i].retry_after_ms)
-                res[i].retry_after_ms = block_us / 1000;
+        } else if (!record && !res[i].allowed && !op->shadow &&
+                   op->policy->block_s && blocked_ms[i] == 0) {
+            uint64_t block_ms = block_for(s, op, now);
+            if (block_ms > res[i].retry_after_ms)
+                res[i].retry_after_ms = block_ms;
         }
         if (!e->reset_known)
             res[i].reset_after_ms = a->reset(e, (double)now);
@@ -613,13 +654,15 @@ static int mem_clear(struct ag_store *base, const struct ag_plan *plan)
     pthread_mutex_lock(&s->lock);
     uint64_t now = s->clock(s->clock_ctx);
     for (size_t i = 0; i < plan->n; i++) {
-        char bkey[AG_STORE_KEY_MAX];
+        char bkey[AG_STORE_KEY_MAX], lkey[AG_STORE_KEY_MAX];
         ag_limiter_block_key(&plan->ops[i], bkey);
-        struct slot *sl = find(s, plan->ops[i].key, now);
-        if (sl)
-            release(s, sl);
-        if ((sl = find(s, bkey, now)))
-            release(s, sl);
+        ag_limiter_level_key(&plan->ops[i], lkey);
+        const char *keys[] = {plan->ops[i].key, bkey, lkey};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            struct slot *sl = find(s, keys[k], now);
+            if (sl)
+                release(s, sl);
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return AG_OK;
@@ -634,8 +677,9 @@ static int mem_ping(struct ag_store *base)
 static void mem_destroy(struct ag_store *base)
 {
     struct mem_store *s = (struct mem_store *)base;
-    for (size_t i = 0; i < s->nslots; i++)
+    for (size_t i = 0; i < s->nslots; i++) {
         free(s->slots[i].set);
+    }
     free(s->scratch.set);
     free(s->slots);
     pthread_mutex_destroy(&s->lock);

@@ -363,6 +363,18 @@ success_plan_clears_every_consecutive_policy_it_can_key(void **state)
     ag_ruleset_unref(s);
 }
 
+static void level_key_is_the_state_key_and_its_suffix(void **state)
+{
+    (void)state;
+    struct ag_limit_op op;
+    memset(&op, 0, sizeof op);
+    snprintf(op.key, sizeof op.key, "ag:login.user:0123");
+    char out[AG_STORE_KEY_MAX];
+    assert_int_equal(ag_limiter_level_key(&op, out),
+                     strlen("ag:login.user:0123:l"));
+    assert_string_equal(out, "ag:login.user:0123:l");
+}
+
 static void success_plan_clears_only_user_and_ip_failure_policies(void **state)
 {
     (void)state;
@@ -696,6 +708,7 @@ int main(void)
         cmocka_unit_test(success_plan_clears_only_user_and_ip_failure_policies),
         cmocka_unit_test(
             success_plan_clears_every_consecutive_policy_it_can_key),
+        cmocka_unit_test(level_key_is_the_state_key_and_its_suffix),
         cmocka_unit_test(distinct_op_carries_the_subjects_digest),
 
         cmocka_unit_test(plan_of_more_than_32_policies_is_too_big),

@@ -73,6 +73,8 @@ static size_t policies_of(const json_t *v, const char *prefix,
         p[i].limit = uint_field(o, "limit", -1);
         p[i].window_s = uint_field(o, "window_s", -1);
         p[i].block_s = uint_field(o, "block_s", 0);
+        p[i].block_growth = uint_field(o, "block_growth", 1);
+        p[i].block_max_s = uint_field(o, "block_max_s", p[i].block_s);
         p[i].enabled = true;
         snprintf(keys[i], AG_STORE_KEY_MAX, "ag:%s:%s", prefix,
                  key ? key : name);
