@@ -58,12 +58,12 @@ for name in function script bare; do
         call=(EVALSHA "$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")")
     fi
     # Once outside the count, so compiling the script is not counted.
-    redis-cli -p "$p" "${call[@]}" 3 a b c warm check "${policies[@]}" \
+    redis-cli -p "$p" "${call[@]}" 3 a b c warm check "" 0 "${policies[@]}" \
         >/dev/null
     callgrind_control -i on "$rpid" >/dev/null 2>&1
     redis-benchmark -p "$p" -r 1000000 -n "$n" -c 8 -P 16 -q "${call[@]}" 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
-        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" check \
+        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" check "" 0 \
         "${policies[@]}" >/dev/null 2>&1
     callgrind_control -i off "$rpid" >/dev/null 2>&1
     redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -238,3 +238,20 @@ local function block_for(block_key, level_key, p, now)
   end
   return d
 end
+
+-- The same wrong password counted once. key is the user's sorted set of
+-- the keyed digests of the fingerprints they last reported, scored by
+-- when, of which the newest three within window_us are remembered. Returns
+-- whether fp is one of them, and records it as the newest either way (a
+-- stale password retried all night stays forgiven while it is retried
+-- within each window).
+local function fingerprint_seen(key, fp, window_us, window_ms, now)
+  rcall('ZREMRANGEBYSCORE', key, '-inf', int(now - window_us))
+  local seen = rcall('ZSCORE', key, fp) ~= false
+  rcall('ZADD', key, now_text, fp)
+  if not seen then
+    rcall('ZREMRANGEBYRANK', key, 0, -4)
+  end
+  rcall('PEXPIRE', key, window_ms)
+  return seen
+end

@@ -30,6 +30,13 @@
  * for block_growth) is its state key and this. */
 #define AG_LEVEL_SUFFIX ":l"
 #define AG_LEVEL_SUFFIX_LEN (sizeof AG_LEVEL_SUFFIX - 1)
+/* A user's set of password fingerprint digests: "ag::fp:" and the user's
+ * digest. The empty policy name keeps it apart from every policy's key. */
+#define AG_FP_KEY_PREFIX "ag::fp:"
+/* Fingerprints of a user remembered at most: a repeat of one charges
+ * nothing. */
+#define AG_FP_KEEP 3
+
 struct ag_limit_op {
     const struct ag_policy *policy; /* borrowed from the set */
     char key[AG_STORE_KEY_MAX];     /* "ag:<policy>:<digest>" */
@@ -57,6 +64,15 @@ struct ag_plan {
     enum ag_plan_kind kind;
     size_t n;
     struct ag_limit_op ops[AG_PLAN_MAX];
+    /* AG_PLAN_FAILURE only, and set by whoever makes one (the login
+     * report; ag_limiter_plan leaves them alone): the keyed digest of the
+     * user and the password fingerprint ("" for none: every failure
+     * charges), the user's set of the last AG_FP_KEEP (AG_FP_KEY_PREFIX),
+     * and how long one is remembered. A failure whose digest is in the set
+     * charges no policy. Stores read them in no other plan. */
+    char fp[AG_DIGEST_HEX + 1];
+    char fp_key[AG_STORE_KEY_MAX];
+    uint32_t fp_window_s;
 };
 
 /* What one policy said about one check. */

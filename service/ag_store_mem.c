@@ -51,9 +51,15 @@ struct member {
     uint64_t at; /* microseconds: the sorted set's score */
 };
 
+/* A password fingerprint digest in a user's set, scored by when. */
+struct fp {
+    uint64_t at;
+    char digest[AG_DIGEST_HEX + 1];
+};
+
 /* What a key holds, as a Redis key has a type. KIND_NONE: a block or a
  * block level, whose slot's fields say all. */
-enum kind { KIND_NONE, KIND_SET, KIND_HASH };
+enum kind { KIND_NONE, KIND_SET, KIND_HASH, KIND_FPS };
 
 struct slot {
     char key[AG_STORE_KEY_MAX];
@@ -78,8 +84,9 @@ struct slot {
         uint64_t n, end; /* blocks in a row, when the last one ends (us) */
     } level;
     struct member *set; /* KIND_SET */
-    uint32_t n, cap;
-    uint64_t pin; /* the check (mem_store.check) that holds it, if any */
+    struct fp *fps;     /* KIND_FPS: AG_FP_KEEP of them */
+    uint32_t n, cap;    /* members (or fps) used, allocated */
+    uint64_t pin;       /* the check (mem_store.check) that holds it, if any */
 };
 
 struct mem_store {
@@ -123,6 +130,7 @@ static void release(struct mem_store *s, struct slot *sl)
 {
     s->members -= sl->cap;
     free(sl->set);
+    free(sl->fps);
     memset(sl, 0, sizeof *sl);
 }
 
@@ -572,6 +580,65 @@ static uint64_t block_for(struct mem_store *s, const struct ag_limit_op *op,
     return d;
 }
 
+/* Orders fingerprints as a Redis sorted set does: by score, then by
+ * member's bytes. */
+static bool fp_before(const struct fp *a, const struct fp *b)
+{
+    return a->at != b->at ? a->at < b->at : strcmp(a->digest, b->digest) < 0;
+}
+
+/* common.lua's fingerprint_seen, for a failure plan with a fingerprint:
+ * whether it is one of the user's last AG_FP_KEEP within the window; it
+ * is the newest from now on. Over the memory bound nothing is seen or
+ * kept. */
+static bool fingerprint_seen(struct mem_store *s, const struct ag_plan *plan,
+                             uint64_t now)
+{
+    uint64_t window = (uint64_t)plan->fp_window_s * 1000000u;
+    struct slot *sl = find(s, plan->fp_key, now);
+    if (sl && sl->kind != KIND_FPS)
+        release(s, sl);
+    sl = claim(s, plan->fp_key, now);
+    if (!sl->fps) {
+        if (s->members + AG_FP_KEEP > s->max_members ||
+            !(sl->fps = calloc(AG_FP_KEEP, sizeof *sl->fps))) {
+            release(s, sl);
+            return false;
+        }
+        sl->kind = KIND_FPS;
+        sl->cap = AG_FP_KEEP;
+        s->members += AG_FP_KEEP;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < sl->n; i++)
+        if (sl->fps[i].at + window > now)
+            sl->fps[k++] = sl->fps[i];
+    sl->n = k;
+    uint32_t i = 0;
+    while (i < sl->n && strcmp(sl->fps[i].digest, plan->fp) != 0)
+        i++;
+    bool seen = i < sl->n;
+    struct fp added = {.at = now};
+    snprintf(added.digest, sizeof added.digest, "%s", plan->fp);
+    if (!seen && sl->n == AG_FP_KEEP) {
+        /* Full: of the three and the new one the oldest goes, which is the
+         * new one only if three others came in the same microsecond and
+         * sort before it (Redis: ZADD, then ZREMRANGEBYRANK). */
+        i = 0;
+        for (uint32_t j = 1; j < sl->n; j++)
+            if (fp_before(&sl->fps[j], &sl->fps[i]))
+                i = j;
+        if (fp_before(&added, &sl->fps[i]))
+            i = AG_FP_KEEP;
+    } else if (!seen) {
+        i = sl->n++;
+    }
+    if (i < AG_FP_KEEP)
+        sl->fps[i] = added;
+    sl->expire = now + window;
+    return seen;
+}
+
 /* The slot of key if it holds state of kind; state of the other kind is
  * dropped, as common.lua's read drops a key of the wrong type. */
 static struct slot *state_of(struct mem_store *s, const char *key,
@@ -597,6 +664,8 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
     pthread_mutex_lock(&s->lock);
     s->check++;
     uint64_t now = s->clock(s->clock_ctx);
+    /* A failure with a repeated fingerprint charges nothing. */
+    bool repeated = record && plan->fp[0] && fingerprint_seen(s, plan, now);
     for (size_t i = 0; i < plan->n; i++) {
         struct eval *e = &ev[i];
         const struct ag_limit_op *op = &plan->ops[i];
@@ -632,7 +701,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         struct eval *e = &ev[i];
         const struct ag_limit_op *op = &plan->ops[i];
         const struct algorithm *a = &algorithms[op->policy->algorithm];
-        if ((record || !denied) && res[i].allowed && op->charge) {
+        if ((record || !denied) && res[i].allowed && op->charge && !repeated) {
             a->charge(s, e, (double)now);
             e->reset_known = true;
         } else if (!record && !res[i].allowed && !op->shadow &&
@@ -679,8 +748,10 @@ static void mem_destroy(struct ag_store *base)
     struct mem_store *s = (struct mem_store *)base;
     for (size_t i = 0; i < s->nslots; i++) {
         free(s->slots[i].set);
+        free(s->slots[i].fps);
     }
     free(s->scratch.set);
+    free(s->scratch.fps);
     free(s->slots);
     pthread_mutex_destroy(&s->lock);
     free(s);

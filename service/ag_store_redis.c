@@ -174,8 +174,9 @@ static bool grows(const struct ag_limit_op *op)
  * script before any connection has loaded it) into *cmd, which the
  * caller frees. Returns its length, or -1. The arguments are laid out as
  * lua/check.lua describes; a block key is passed only for a policy with
- * block_s, a level key only for one whose blocks grow. Built with ag_redis_cmd:
- * no printf, one growing allocation. */
+ * block_s, a level key only for one whose blocks grow, the fingerprint
+ * set only for a failure with a fingerprint. Built with ag_redis_cmd: no
+ * printf, one growing allocation. */
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               bool library, char **cmd, bool *fcall_out)
 {
@@ -188,7 +189,8 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     sha[0] = '\0';
     if (!fcall)
         ag_redis_pipe_sha(s->pipe, mask, sha);
-    size_t nkeys = plan->n;
+    bool fp = plan->kind == AG_PLAN_FAILURE && plan->fp[0];
+    size_t nkeys = plan->n + fp;
     for (size_t i = 0; i < plan->n; i++)
         nkeys += (plan->ops[i].policy->block_s > 0) + grows(&plan->ops[i]);
     /* The nonce: the instance id, then the sequence number in hex (least
@@ -210,7 +212,7 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
      * allocation, below 1 KiB for up to four policies, so that malloc
      * serves it from its per-thread cache rather than its shared arena. */
     ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) + 192 * plan->n);
-    ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * plan->n);
+    ag_redis_cmd_command(&b, 3 + nkeys + 4 + 2 * plan->n);
     if (fcall) {
         ag_redis_cmd_str(&b, "FCALL");
         ag_redis_cmd_str(&b, s->code.function);
@@ -237,8 +239,12 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
             ag_redis_cmd_arg(&b, level_key, llen);
         }
     }
+    if (fp)
+        ag_redis_cmd_str(&b, plan->fp_key);
     ag_redis_cmd_arg(&b, nonce, nlen);
     ag_redis_cmd_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
+    ag_redis_cmd_str(&b, fp ? plan->fp : "");
+    ag_redis_cmd_uint(&b, fp ? (uint64_t)plan->fp_window_s * 1000 : 0);
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         char spec[SPEC_MAX];

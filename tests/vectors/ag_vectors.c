@@ -102,8 +102,10 @@ void ag_vectors_result_text(const struct ag_limit_result *r, char *out,
 
 /* The plan of one step: its "ops", each a policy's name or an object
  * {"policy", "member", "charge" (default true), "shadow" (default
- * false)}. */
-static void plan_of(const json_t *step, const struct ag_policy *p, size_t np,
+ * false)}; a failure's "fp" and "fp_window_s", its fingerprint set being
+ * the vector's own key (prefix). */
+static void plan_of(const json_t *step, const char *prefix,
+                    const struct ag_policy *p, size_t np,
                     char keys[][AG_STORE_KEY_MAX], struct ag_plan *plan)
 {
     static const char *const kinds[] = {"check", "failure", "clear"};
@@ -117,6 +119,17 @@ static void plan_of(const json_t *step, const struct ag_policy *p, size_t np,
     if (k == 3)
         die("plan: \"check\", \"failure\" or \"clear\"", kind);
     plan->kind = kind_of[k];
+    const char *fp = json_string_value(json_object_get(step, "fp"));
+    if (fp && plan->kind != AG_PLAN_FAILURE)
+        die("only a failure has a fingerprint", fp);
+    if (fp) {
+        snprintf(plan->fp, sizeof plan->fp, "%s", fp);
+        snprintf(plan->fp_key, sizeof plan->fp_key, "%s%s", AG_FP_KEY_PREFIX,
+                 prefix);
+        if (!json_object_get(step, "fp_window_s"))
+            die("a fingerprint needs fp_window_s", fp);
+        plan->fp_window_s = uint_field(step, "fp_window_s", 0);
+    }
     const json_t *ops = json_object_get(step, "ops");
     size_t i;
     const json_t *o;
@@ -160,7 +173,7 @@ int ag_vectors_run(const json_t *v, struct ag_store *s, const char *prefix,
         if (!json_is_integer(t))
             die("a step without t_us", vname);
         struct ag_plan plan;
-        plan_of(step, p, np, keys, &plan);
+        plan_of(step, prefix, p, np, keys, &plan);
         bool clear = plan.kind == AG_PLAN_SUCCESS;
         if (json_array_size(expect) != (clear ? 0 : plan.n))
             die("expect needs one result per op (none for a clear)", vname);
