@@ -40,7 +40,7 @@ return {1, 99 - c1, 0, 900000, 1, 9 - c2, 0, 900000, 1, 4 - c3, 0, 900000}
 LUA
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-policies=("0 100 900000 0 1 0 1 0" "" "0 10 900000 0 1 0 1 0" "" "0 5 900000 0 1 0 1 0" "")
+policies=("0 100 900000 0 1 0" "" "0 10 900000 0 1 0" "" "0 5 900000 0 1 0" "")
 "$bin" lua library > "$work/function.lua"
 fcall=$("$bin" lua function)
 for name in function script bare; do
@@ -58,12 +58,12 @@ for name in function script bare; do
         call=(EVALSHA "$(redis-cli -p "$p" SCRIPT LOAD "$(cat "$work/$name.lua")")")
     fi
     # Once outside the count, so compiling the script is not counted.
-    redis-cli -p "$p" "${call[@]}" 3 a b c warm check "" 0 "${policies[@]}" \
+    redis-cli -p "$p" "${call[@]}" 3 a b c warm check "${policies[@]}" \
         >/dev/null
     callgrind_control -i on "$rpid" >/dev/null 2>&1
     redis-benchmark -p "$p" -r 1000000 -n "$n" -c 8 -P 16 -q "${call[@]}" 3 \
         "ag:login.ip:__rand_int__" "ag:login.user:__rand_int__" \
-        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" check "" 0 \
+        "ag:login.user_ip:__rand_int__" "bench-__rand_int__" check \
         "${policies[@]}" >/dev/null 2>&1
     callgrind_control -i off "$rpid" >/dev/null 2>&1
     redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true

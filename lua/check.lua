@@ -21,17 +21,20 @@
 --   level key. Last, only if ARGV[3] is not empty, the user's fingerprint
 --   set.
 -- ARGV[1] nonce, unique per request    ARGV[2] mode
--- ARGV[3] record only: the keyed digest of the user and the password
---   fingerprint, or empty    ARGV[4] how long it is remembered, ms
--- ARGV[3 + 2i] policy i's spec: "algorithm limit window_ms block_ms charge
---   shadow growth block_max_ms", numbers in decimal (see spec_of)
+-- Record mode only (a check's arguments are as they were before there
+-- were fingerprints): ARGV[3] the keyed digest of the user and the
+-- password fingerprint, or empty; ARGV[4] how long it is remembered, ms.
+-- ARGV[b + 2i], b = 1 for a check and 3 for a record: policy i's spec,
+--   "algorithm limit window_ms block_ms charge shadow", then, only if
+--   block_ms is above 0, " growth block_max_ms"; numbers in decimal (see
+--   spec_of)
 --   algorithm: its enum ag_algorithm value (service/ag_policy.h), the
 --              code the service registers its table under
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
 --   growth:    each block of a row lasts this many times the one before
 --              (0 or 1: no growth, no level key), up to block_max_ms
--- ARGV[4 + 2i] policy i's member: distinct only, the keyed hash of the
+-- ARGV[b + 1 + 2i] policy i's member: distinct only, the keyed hash of the
 --   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms.
@@ -43,8 +46,9 @@ local log_member = ARGV[1]
 if #ARGV % 2 ~= 0 then
   error('bad argument count: ' .. #ARGV)
 end
-local n = (#ARGV - 4) / 2
 local record = ARGV[2] == 'record'
+local b = record and 3 or 1 -- where the policies' arguments begin
+local n = (#ARGV - b - 1) / 2
 now_text = clock()
 local now = tonumber(now_text)
 -- A failure with a repeated fingerprint charges nothing: as if every
@@ -67,7 +71,7 @@ local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
 local k = 1 -- the next policy's first key
 for i = 1, n do
-  local spec = ARGV[3 + 2 * i]
+  local spec = ARGV[b + 2 * i]
   local p = specs[spec] or spec_of(spec)
   local key = KEYS[k]
   local blocked_ms = 0
@@ -77,7 +81,7 @@ for i = 1, n do
     blocked_ms = blocked_ms_of(KEYS[k + 1], now)
     k = k + (p[8] > 1 and 3 or 2)
   end
-  local member = ARGV[4 + 2 * i]
+  local member = ARGV[b + 1 + 2 * i]
   if member == '' then
     member = log_member
   end
@@ -116,7 +120,7 @@ for i = 1, n do
   end
   local allowed = out[o - 3]
   if (record or not denied) and allowed and p[6] and not repeated then
-    local member = ARGV[4 + 2 * i]
+    local member = ARGV[b + 1 + 2 * i]
     if member == '' then
       member = log_member
     end

@@ -65,11 +65,11 @@ end
 local now_text
 
 -- A policy's spec, its ARGV text "algorithm limit window_ms block_ms charge
--- shadow growth block_max_ms" (the check.lua layout), as an array: the
+-- shadow[ growth block_max_ms]" (the check.lua layout), as an array: the
 -- algorithm's table, limit, window in microseconds, window_ms and block_ms
 -- as text, charge and shadow as booleans, then growth and block_max_ms as
 -- numbers (block_max_ms never below block_ms: a cap under the first block
--- would shorten it). The function library, which Redis loads
+-- would shorten it; 1 and 0 without blocks). The function library, which Redis loads
 -- once, remembers specs: a check then reads its policies without a
 -- tonumber (glibc's strtod, about a thousand instructions) or a pattern
 -- match, and the texts come from the policies, a small set (should it
@@ -80,16 +80,25 @@ local library = redis.register_function ~= nil
 -- The driver looks a spec up in specs and calls spec_of only on a miss.
 local specs, nspecs = {}, 0
 local function spec_of(text)
-  local a, limit, window_ms, block_ms, charge, shadow, growth, max_ms =
-    string.match(text,
-                 '^(%d) (%d+) (%d+) (%d+) ([01]) ([01]) (%d+) (%d+)$')
-  if not a or not algorithms[a] then
+  local a, limit, window_ms, block_ms, charge, shadow, rest =
+    string.match(text, '^(%d) (%d+) (%d+) (%d+) ([01]) ([01])(.*)$')
+  -- Only a policy with blocks has (and needs) the growth: a login check
+  -- of policies without sends what it sent before there was one, and a
+  -- script, which parses every spec of every check, parses no more.
+  local growth, max_ms
+  if rest and rest ~= '' then
+    growth, max_ms = string.match(rest, '^ (%d+) (%d+)$')
+  end
+  if not a or not algorithms[a] or (block_ms == '0') ~= (rest == '') or
+      (rest ~= '' and not growth) then
     error('bad policy spec: ' .. text)
   end
   local p = {algorithms[a], tonumber(limit), tonumber(window_ms) * 1000,
-             window_ms, block_ms, charge == '1', shadow == '1',
-             tonumber(growth),
-             math.max(tonumber(max_ms), tonumber(block_ms))}
+             window_ms, block_ms, charge == '1', shadow == '1', 1, 0}
+  if growth then
+    p[8] = tonumber(growth)
+    p[9] = math.max(tonumber(max_ms), tonumber(block_ms))
+  end
   if library then
     if nspecs >= 4096 then
       specs, nspecs = {}, 0

@@ -55,7 +55,8 @@
  * connection has loaded it) and AG_PLAN_MAX policies' keys and values. */
 #define CHECK_CMD_MAX (1u << 20)
 /* A policy's spec, one argument (lua/check.lua): "algorithm limit
- * window_ms block_ms charge shadow growth block_max_ms". */
+ * window_ms block_ms charge shadow", and " growth block_max_ms" for a
+ * policy with blocks. */
 #define SPEC_MAX (8 * (AG_UINT_TEXT + 1))
 
 struct redis_store {
@@ -149,7 +150,9 @@ static size_t spec_uint(char *at, uint64_t v, char sep)
     return len + 1;
 }
 
-/* The library parses each distinct spec once and remembers it. */
+/* The library parses each distinct spec once and remembers it. Only a
+ * policy with blocks carries their growth: the specs of the others, and so
+ * a login check's command, stay as short as before growth existed. */
 static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
 {
     const struct ag_policy *p = op->policy;
@@ -158,6 +161,8 @@ static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
     n += spec_uint(spec + n, (uint64_t)p->window_s * 1000, ' ');
     n += spec_uint(spec + n, (uint64_t)p->block_s * 1000, ' ');
     n += spec_uint(spec + n, op->charge, ' ');
+    if (p->block_s == 0)
+        return n + spec_uint(spec + n, op->shadow, '\0') - 1;
     n += spec_uint(spec + n, op->shadow, ' ');
     n += spec_uint(spec + n, p->block_growth, ' ');
     return n + spec_uint(spec + n, (uint64_t)p->block_max_s * 1000, '\0') - 1;
@@ -189,7 +194,8 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     sha[0] = '\0';
     if (!fcall)
         ag_redis_pipe_sha(s->pipe, mask, sha);
-    bool fp = plan->kind == AG_PLAN_FAILURE && plan->fp[0];
+    bool record = plan->kind == AG_PLAN_FAILURE;
+    bool fp = record && plan->fp[0];
     size_t nkeys = plan->n + fp;
     for (size_t i = 0; i < plan->n; i++)
         nkeys += (plan->ops[i].policy->block_s > 0) + grows(&plan->ops[i]);
@@ -212,7 +218,7 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
      * allocation, below 1 KiB for up to four policies, so that malloc
      * serves it from its per-thread cache rather than its shared arena. */
     ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) + 192 * plan->n);
-    ag_redis_cmd_command(&b, 3 + nkeys + 4 + 2 * plan->n);
+    ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * record + 2 * plan->n);
     if (fcall) {
         ag_redis_cmd_str(&b, "FCALL");
         ag_redis_cmd_str(&b, s->code.function);
@@ -242,9 +248,11 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     if (fp)
         ag_redis_cmd_str(&b, plan->fp_key);
     ag_redis_cmd_arg(&b, nonce, nlen);
-    ag_redis_cmd_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
-    ag_redis_cmd_str(&b, fp ? plan->fp : "");
-    ag_redis_cmd_uint(&b, fp ? (uint64_t)plan->fp_window_s * 1000 : 0);
+    ag_redis_cmd_str(&b, record ? "record" : "check");
+    if (record) {
+        ag_redis_cmd_str(&b, fp ? plan->fp : "");
+        ag_redis_cmd_uint(&b, fp ? (uint64_t)plan->fp_window_s * 1000 : 0);
+    }
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         char spec[SPEC_MAX];
