@@ -12,18 +12,29 @@
 -- gateway, so it is charged to no policy. A denying policy with block_ms
 -- sets its block key.
 -- Mode "record" (a reported login failure): each policy records the event
--- unless it is already full or blocked; none depends on another.
+-- unless it is already full or blocked; none depends on another. A
+-- failure whose password fingerprint (ARGV[3]) is one of the user's last
+-- three within its window records in no policy (fingerprint_seen).
 --
--- KEYS: per policy in order, its state key and then, only if its block_ms
---   is above 0, its block key
+-- KEYS: per policy in order, its state key; then, only if its block_ms is
+--   above 0, its block key; then, only if its growth is also above 1, its
+--   level key. Last, only if ARGV[3] is not empty, the user's fingerprint
+--   set.
 -- ARGV[1] nonce, unique per request    ARGV[2] mode
--- ARGV[1 + 2i] policy i's spec: "algorithm limit window_ms block_ms charge
---   shadow", numbers in decimal, the last two 0 or 1 (see spec_of)
+-- Record mode only (a check's arguments are as they were before there
+-- were fingerprints): ARGV[3] the keyed digest of the user and the
+-- password fingerprint, or empty; ARGV[4] how long it is remembered, ms.
+-- ARGV[b + 2i], b = 1 for a check and 3 for a record: policy i's spec,
+--   "algorithm limit window_ms block_ms charge shadow", then, only if
+--   block_ms is above 0, " growth block_max_ms"; numbers in decimal (see
+--   spec_of)
 --   algorithm: its enum ag_algorithm value (service/ag_policy.h), the
 --              code the service registers its table under
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
--- ARGV[2 + 2i] policy i's member: distinct only, the keyed hash of the
+--   growth:    each block of a row lasts this many times the one before
+--              (0 or 1: no growth, no level key), up to block_max_ms
+-- ARGV[b + 1 + 2i] policy i's member: distinct only, the keyed hash of the
 --   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms.
@@ -35,10 +46,16 @@ local log_member = ARGV[1]
 if #ARGV % 2 ~= 0 then
   error('bad argument count: ' .. #ARGV)
 end
-local n = (#ARGV - 2) / 2
 local record = ARGV[2] == 'record'
+local b = record and 3 or 1 -- where the policies' arguments begin
+local n = (#ARGV - b - 1) / 2
 now_text = clock()
 local now = tonumber(now_text)
+-- A failure with a repeated fingerprint charges nothing: as if every
+-- policy's charge were 0.
+local repeated = record and ARGV[3] ~= '' and
+  fingerprint_seen(KEYS[#KEYS], ARGV[3], tonumber(ARGV[4]) * 1000, ARGV[4],
+                   now)
 
 -- Two flat arrays carry the policies from the first pass to the second:
 -- out is the reply (allowed, remaining, retry_ms, reset_ms per policy;
@@ -54,7 +71,7 @@ local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
 local k = 1 -- the next policy's first key
 for i = 1, n do
-  local spec = ARGV[1 + 2 * i]
+  local spec = ARGV[b + 2 * i]
   local p = specs[spec] or spec_of(spec)
   local key = KEYS[k]
   local blocked_ms = 0
@@ -62,9 +79,9 @@ for i = 1, n do
     k = k + 1
   else
     blocked_ms = blocked_ms_of(KEYS[k + 1], now)
-    k = k + 2
+    k = k + (p[8] > 1 and 3 or 2)
   end
-  local member = ARGV[2 + 2 * i]
+  local member = ARGV[b + 1 + 2 * i]
   if member == '' then
     member = log_member
   end
@@ -92,12 +109,18 @@ for i = 1, n do
   local p = kept[s - 5]
   local algorithm = p[1]
   local key = KEYS[k]
-  local block = p[5]
-  local block_key = block ~= '0' and KEYS[k + 1]
-  k = k + (block_key and 2 or 1)
+  local block_key, level_key = p[5] ~= '0' and KEYS[k + 1], false
+  if not block_key then
+    k = k + 1
+  elseif p[8] > 1 then
+    level_key = KEYS[k + 2]
+    k = k + 3
+  else
+    k = k + 2
+  end
   local allowed = out[o - 3]
-  if (record or not denied) and allowed and p[6] then
-    local member = ARGV[2 + 2 * i]
+  if (record or not denied) and allowed and p[6] and not repeated then
+    local member = ARGV[b + 1 + 2 * i]
     if member == '' then
       member = log_member
     end
@@ -106,8 +129,7 @@ for i = 1, n do
                        kept[s - 2], kept[s - 1], kept[s])
   elseif not record and not allowed and not p[7] and block_key
       and kept[s - 4] <= 0 then
-    block_for(block_key, block, now)
-    out[o - 1] = math.max(out[o - 1], tonumber(block))
+    out[o - 1] = math.max(out[o - 1], block_for(block_key, level_key, p, now))
   end
   if not out[o] then
     out[o] = algorithm.reset(key, p[3], now)

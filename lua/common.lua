@@ -64,10 +64,12 @@ end
 -- microseconds as integer text, set once by the driver.
 local now_text
 
--- A policy's spec, its ARGV text "algorithm limit window_ms block_ms
--- charge shadow" (the check.lua layout), as an array: the algorithm's
--- table, limit, window in microseconds, window_ms and block_ms as text,
--- charge and shadow as booleans. The function library, which Redis loads
+-- A policy's spec, its ARGV text "algorithm limit window_ms block_ms charge
+-- shadow[ growth block_max_ms]" (the check.lua layout), as an array: the
+-- algorithm's table, limit, window in microseconds, window_ms and block_ms
+-- as text, charge and shadow as booleans, then growth and block_max_ms as
+-- numbers (block_max_ms never below block_ms: a cap under the first block
+-- would shorten it; 1 and 0 without blocks). The function library, which Redis loads
 -- once, remembers specs: a check then reads its policies without a
 -- tonumber (glibc's strtod, about a thousand instructions) or a pattern
 -- match, and the texts come from the policies, a small set (should it
@@ -78,13 +80,25 @@ local library = redis.register_function ~= nil
 -- The driver looks a spec up in specs and calls spec_of only on a miss.
 local specs, nspecs = {}, 0
 local function spec_of(text)
-  local a, limit, window_ms, block_ms, charge, shadow =
-    string.match(text, '^(%d) (%d+) (%d+) (%d+) ([01]) ([01])$')
-  if not a or not algorithms[a] then
+  local a, limit, window_ms, block_ms, charge, shadow, rest =
+    string.match(text, '^(%d) (%d+) (%d+) (%d+) ([01]) ([01])(.*)$')
+  -- Only a policy with blocks has (and needs) the growth: a login check
+  -- of policies without sends what it sent before there was one, and a
+  -- script, which parses every spec of every check, parses no more.
+  local growth, max_ms
+  if rest and rest ~= '' then
+    growth, max_ms = string.match(rest, '^ (%d+) (%d+)$')
+  end
+  if not a or not algorithms[a] or (block_ms == '0') ~= (rest == '') or
+      (rest ~= '' and not growth) then
     error('bad policy spec: ' .. text)
   end
   local p = {algorithms[a], tonumber(limit), tonumber(window_ms) * 1000,
-             window_ms, block_ms, charge == '1', shadow == '1'}
+             window_ms, block_ms, charge == '1', shadow == '1', 1, 0}
+  if growth then
+    p[8] = tonumber(growth)
+    p[9] = math.max(tonumber(max_ms), tonumber(block_ms))
+  end
   if library then
     if nspecs >= 4096 then
       specs, nspecs = {}, 0
@@ -192,9 +206,61 @@ local function blocked_ms_of(key, now)
   return left > 0 and ms(left) or 0
 end
 
--- Blocks key for block_ms (ARGV text) from now.
-local function block_for(key, block_ms, now)
-  local until_us = now + tonumber(block_ms) * 1000
-  rcall('SET', key, int(until_us))
-  expire_at(key, until_us)
+-- How long after its block ends a key's block level is remembered, in
+-- microseconds: AG_BLOCK_LEVEL_S, which ag_redis_code.c writes in right
+-- after this file so that the number has one home, the C header.
+local block_level_us
+
+-- Blocks policy p's key from now, setting block_key, and returns the
+-- block's milliseconds. Where its blocks grow (p[8] above 1, level_key
+-- given), the level key holds "<n> <end_us>": n blocks in a row so far,
+-- the last ending at end_us. A block that starts before end_us plus
+-- block_level_us is the next of the row and lasts block_ms * growth^n, at
+-- most block_max_ms; a later one starts the row again. Judged by the time
+-- kept in the key, not by the key's expiry, which only frees it.
+local function block_for(block_key, level_key, p, now)
+  local d = tonumber(p[5])
+  local n = 0
+  if level_key then
+    local count, last = string.match(rcall('GET', level_key) or '',
+                                     '^(%d+) (%d+)$')
+    if count and now < tonumber(last) + block_level_us then
+      n = tonumber(count)
+    end
+    -- A loop, not growth^n: n is small, and the sum stays an exact
+    -- integer that the C store reproduces digit for digit.
+    local max_ms = p[9]
+    for _ = 1, n do
+      if d >= max_ms then
+        break
+      end
+      d = d * p[8]
+    end
+    d = math.min(d, max_ms)
+  end
+  local until_us = now + d * 1000
+  rcall('SET', block_key, int(until_us))
+  expire_at(block_key, until_us)
+  if level_key then
+    rcall('SET', level_key, int(n + 1) .. ' ' .. int(until_us))
+    expire_at(level_key, until_us + block_level_us)
+  end
+  return d
+end
+
+-- The same wrong password counted once. key is the user's sorted set of
+-- the keyed digests of the fingerprints they last reported, scored by
+-- when, of which the newest three within window_us are remembered. Returns
+-- whether fp is one of them, and records it as the newest either way (a
+-- stale password retried all night stays forgiven while it is retried
+-- within each window).
+local function fingerprint_seen(key, fp, window_us, window_ms, now)
+  rcall('ZREMRANGEBYSCORE', key, '-inf', int(now - window_us))
+  local seen = rcall('ZSCORE', key, fp) ~= false
+  rcall('ZADD', key, now_text, fp)
+  if not seen then
+    rcall('ZREMRANGEBYRANK', key, 0, -4)
+  end
+  rcall('PEXPIRE', key, window_ms)
+  return seen
 end

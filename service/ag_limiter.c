@@ -22,8 +22,13 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
     case AG_PLAN_FAILURE:
         return p->counts == AG_COUNTS_FAILURES;
     case AG_PLAN_SUCCESS:
-        return p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
-               has_key(p, AG_KEY_IP);
+        /* A success clears consecutive failures of every key it can fill
+         * (NIST: a success ends the row), and of the others only those of
+         * this user from this address: a success from one address forgives
+         * no other address's failures. */
+        return p->algorithm == AG_ALG_CONSECUTIVE ||
+               (p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
+                has_key(p, AG_KEY_IP));
     }
     return false;
 }
@@ -109,6 +114,9 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     plan->kind = kind;
     plan->trusted = d->req->trusted;
     plan->n = 0;
+    /* No fingerprint unless the service adds one to a failure plan. */
+    plan->fp[0] = plan->fp_key[0] = '\0';
+    plan->fp_window_s = 0;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))
@@ -195,4 +203,12 @@ size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out)
     memcpy(out, op->key, n);
     memcpy(out + n, AG_BLOCK_SUFFIX, AG_BLOCK_SUFFIX_LEN + 1);
     return n + AG_BLOCK_SUFFIX_LEN;
+}
+
+size_t ag_limiter_level_key(const struct ag_limit_op *op, char *out)
+{
+    size_t n = strlen(op->key);
+    memcpy(out, op->key, n);
+    memcpy(out + n, AG_LEVEL_SUFFIX, AG_LEVEL_SUFFIX_LEN + 1);
+    return n + AG_LEVEL_SUFFIX_LEN;
 }

@@ -32,6 +32,16 @@
 /* A policy's block key is its state key and this. */
 #define AG_BLOCK_SUFFIX ":b"
 #define AG_BLOCK_SUFFIX_LEN (sizeof AG_BLOCK_SUFFIX - 1)
+/* Its block level key (how many blocks in a row, and when the last ends:
+ * for block_growth) is its state key and this. */
+#define AG_LEVEL_SUFFIX ":l"
+#define AG_LEVEL_SUFFIX_LEN (sizeof AG_LEVEL_SUFFIX - 1)
+/* A user's set of password fingerprint digests: "ag::fp:" and the user's
+ * digest. The empty policy name keeps it apart from every policy's key. */
+#define AG_FP_KEY_PREFIX "ag::fp:"
+/* Fingerprints of a user remembered at most: a repeat of one charges
+ * nothing. */
+#define AG_FP_KEEP 3
 
 struct ag_limit_op {
     const struct ag_policy *policy; /* borrowed from the set */
@@ -52,7 +62,8 @@ enum ag_plan_kind {
      * login policies, each charged unless full or blocked. */
     AG_PLAN_FAILURE,
     /* A successful login: the failure-counting login policies whose key
-     * holds both user and ip, to be cleared. */
+     * holds both user and ip, and every consecutive policy, to be
+     * cleared. */
     AG_PLAN_SUCCESS,
 };
 
@@ -61,6 +72,15 @@ struct ag_plan {
     bool trusted; /* the lane it was planned for */
     size_t n;
     struct ag_limit_op ops[AG_PLAN_MAX];
+    /* AG_PLAN_FAILURE only, and set by whoever makes one (the login
+     * report; ag_limiter_plan leaves them alone): the keyed digest of the
+     * user and the password fingerprint ("" for none: every failure
+     * charges), the user's set of the last AG_FP_KEEP (AG_FP_KEY_PREFIX),
+     * and how long one is remembered. A failure whose digest is in the set
+     * charges no policy. Stores read them in no other plan. */
+    char fp[AG_DIGEST_HEX + 1];
+    char fp_key[AG_STORE_KEY_MAX];
+    uint32_t fp_window_s;
 };
 
 /* What one policy said about one check. */
@@ -120,6 +140,10 @@ void ag_limiter_decide(const struct ag_plan *plan,
 /* Writes op's block key (its key, then AG_BLOCK_SUFFIX) into out, which
  * holds AG_STORE_KEY_MAX bytes; returns its length. */
 size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out);
+
+/* Writes op's block level key (its key, then AG_LEVEL_SUFFIX) into out,
+ * which holds AG_STORE_KEY_MAX bytes; returns its length. */
+size_t ag_limiter_level_key(const struct ag_limit_op *op, char *out);
 
 /* Whole seconds for a millisecond wait: rounded up, at least 1. */
 uint32_t ag_limiter_seconds(uint64_t ms);

@@ -13,6 +13,7 @@ static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_SLIDING_WINDOW] = "sliding_window",
     [AG_ALG_TOKEN_BUCKET] = "token_bucket",
     [AG_ALG_DISTINCT] = "distinct",
+    [AG_ALG_CONSECUTIVE] = "consecutive",
 };
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
@@ -274,6 +275,10 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     if (p.counts == AG_COUNTS_FAILURES && p.endpoint != AG_EP_LOGIN)
         return refuse(err, "counts",
                       "\"failures\" is only for the login endpoint");
+    /* Only a failure report records consecutive failures, and a check of
+     * a policy that counts attempts would charge it. */
+    if (p.algorithm == AG_ALG_CONSECUTIVE && p.counts != AG_COUNTS_FAILURES)
+        return refuse(err, "counts", "must be \"failures\" for consecutive");
     if ((rc = get_enum(obj, "fail", fail_names, COUNT(fail_names), 0, &e, err)))
         return rc;
     p.fail = (enum ag_fail)e;

@@ -43,6 +43,8 @@ enum ag_algorithm {
     AG_ALG_SLIDING_WINDOW,
     AG_ALG_TOKEN_BUCKET,
     AG_ALG_DISTINCT, /* distinct subjects (ag_endpoint_subject) per key */
+    /* Failures in a row, cleared by a success; counts failures only. */
+    AG_ALG_CONSECUTIVE,
     AG_ALG_COUNT
 };
 

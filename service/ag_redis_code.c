@@ -48,7 +48,7 @@ static int append_piece(char *s, size_t *at, const struct ag_embedded_file *f,
 }
 
 /* Lua code for the algorithms in mask: common.lua (and clock.lua, if files
- * hold one), each algorithm's file
+ * hold one), the value of block_level_us, each algorithm's file
  * and its registration under its enum value, then driver_head and the
  * driver, which sees the others' locals. NUL-terminated, its length in
  * *len; NULL with *rc set if a piece is missing or memory is out. The
@@ -58,7 +58,7 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
                      int *rc)
 {
     size_t head = strlen(driver_head);
-    size_t total = 1 + head + (size_t)AG_ALG_COUNT * WRAP_MAX;
+    size_t total = 1 + head + (size_t)(AG_ALG_COUNT + 1) * WRAP_MAX;
     for (size_t i = 0; i < n; i++)
         total += files[i].len + 1;
     char *s = malloc(total);
@@ -70,6 +70,10 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
     *rc = append_piece(s, &at, files, n, COMMON_PIECE);
     if (!*rc && piece(files, n, CLOCK_PIECE))
         *rc = append_piece(s, &at, files, n, CLOCK_PIECE);
+    /* The constant common.lua leaves unset, from its one home. */
+    if (!*rc)
+        at += (size_t)snprintf(s + at, WRAP_MAX, "block_level_us = %llu\n",
+                               (unsigned long long)AG_BLOCK_LEVEL_S * 1000000);
     for (int a = 0; !*rc && a < AG_ALG_COUNT; a++) {
         if (!(mask & (1u << a)))
             continue;

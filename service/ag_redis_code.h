@@ -5,7 +5,9 @@
  * FUNCTION is refused), so a check of three sliding logs does not pay for
  * the algorithms it does not use.
  *
- * Each text is common.lua, then for each algorithm it holds
+ * Each text is common.lua, then the assignment of common.lua's
+ * block_level_us (AG_BLOCK_LEVEL_S, in microseconds), then for each
+ * algorithm it holds
  * <ag_algorithm_name>.lua followed by that table's registration in
  * `algorithms` under its enum ag_algorithm value (the code a policy's spec
  * carries), then check.lua, the driver. The registrations are written here

@@ -393,6 +393,35 @@ static int issue_token(struct ag_service *s, const struct ag_request *req,
     return ag_http_response_device_token(resp, token, s->device_ttl_s);
 }
 
+/* The same wrong password counted once (issue 14): a failure report's
+ * fingerprint for the store (ag_plan's fp). Only the keyed digest of the
+ * user and the fingerprint leaves here, in the user's set, remembered as
+ * long as the longest window of the report's policies: while any of them
+ * may still hold the failure the fingerprint was first charged in, a
+ * repeat is that failure again. Empty without a fingerprint. */
+static void plan_password_fp(const struct ag_service *s,
+                             const struct ag_request *req, struct ag_digests *d,
+                             struct ag_plan *p)
+{
+    p->fp[0] = '\0';
+    p->fp_key[0] = '\0';
+    p->fp_window_s = 0;
+    const char *user = ag_digests_get(d, AG_KEY_USER);
+    if (!req->password_fp[0] || !user)
+        return;
+    struct ag_ident_part parts[] = {
+        {"user", ag_request_value(req, AG_KEY_USER)},
+        {"password_fp", req->password_fp},
+    };
+    ag_hasher_digest(s->o.hasher, parts, 2, p->fp);
+    size_t prefix = sizeof AG_FP_KEY_PREFIX - 1;
+    memcpy(p->fp_key, AG_FP_KEY_PREFIX, prefix);
+    memcpy(p->fp_key + prefix, user, AG_DIGEST_HEX + 1);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ops[i].policy->window_s > p->fp_window_s)
+            p->fp_window_s = p->ops[i].policy->window_s;
+}
+
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_http_response *resp)
 {
@@ -407,6 +436,8 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &d, &set,
              &p, resp))
         return AG_OK;
+    if (!req.success)
+        plan_password_fp(s, &req, &d, &p);
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
     struct ag_limit_result res[AG_PLAN_MAX];

@@ -51,8 +51,15 @@ struct member {
     uint64_t at; /* microseconds: the sorted set's score */
 };
 
-/* What a key holds, as a Redis key has a type. */
-enum kind { KIND_NONE, KIND_SET, KIND_HASH };
+/* A password fingerprint digest in a user's set, scored by when. */
+struct fp {
+    uint64_t at;
+    char digest[AG_DIGEST_HEX + 1];
+};
+
+/* What a key holds, as a Redis key has a type. KIND_NONE: a block or a
+ * block level, whose slot's fields say all. */
+enum kind { KIND_NONE, KIND_SET, KIND_HASH, KIND_FPS };
 
 struct slot {
     char key[AG_STORE_KEY_MAX];
@@ -70,9 +77,16 @@ struct slot {
     struct {
         double t, ts; /* tokens (14 digits), time of the last update */
     } bucket;
+    struct {
+        double f, l; /* failures in a row, time of the last one */
+    } consecutive;
+    struct {
+        uint64_t n, end; /* blocks in a row, when the last one ends (us) */
+    } level;
     struct member *set; /* KIND_SET */
-    uint32_t n, cap;
-    uint64_t pin; /* the check (mem_store.check) that holds it, if any */
+    struct fp *fps;     /* KIND_FPS: AG_FP_KEEP of them */
+    uint32_t n, cap;    /* members (or fps) used, allocated */
+    uint64_t pin;       /* the check (mem_store.check) that holds it, if any */
 };
 
 struct mem_store {
@@ -116,6 +130,7 @@ static void release(struct mem_store *s, struct slot *sl)
 {
     s->members -= sl->cap;
     free(sl->set);
+    free(sl->fps);
     memset(sl, 0, sizeof *sl);
 }
 
@@ -472,6 +487,37 @@ static void distinct_charge(struct mem_store *s, struct eval *e, double now)
     e->res->reset_after_ms = ms(e->window);
 }
 
+/* consecutive (lua/consecutive.lua). */
+
+static void consecutive_peek(struct eval *e, double now)
+{
+    e->count = 0;
+    e->res->reset_after_ms = 0;
+    e->reset_known = true;
+    if (!has_fields(e, AG_ALG_CONSECUTIVE) ||
+        now >= e->sl->consecutive.l + e->window) {
+        answer(e, true, e->limit, 0);
+        return;
+    }
+    e->count = e->sl->consecutive.f;
+    double left_us = e->sl->consecutive.l + e->window - now;
+    e->res->reset_after_ms = ms(left_us);
+    if (e->count < e->limit)
+        answer(e, true, e->limit - e->count, 0);
+    else
+        answer(e, false, 0, left_us);
+}
+
+static void consecutive_charge(struct mem_store *s, struct eval *e, double now)
+{
+    struct slot *sl = hash_slot(s, e, 1u << AG_ALG_CONSECUTIVE, now);
+    sl->consecutive.f = e->count + 1;
+    sl->consecutive.l = now;
+    sl->expire = expiry_at(now + e->window);
+    e->res->remaining = (uint32_t)(e->limit - sl->consecutive.f);
+    e->res->reset_after_ms = ms(e->window);
+}
+
 /* The algorithms by enum ag_algorithm, as lua/common.lua's `algorithms`
  * by ARGV code. kind is the type of Redis key each keeps; reset is NULL
  * where peek always knows reset_ms. */
@@ -490,7 +536,108 @@ static const struct algorithm {
     [AG_ALG_TOKEN_BUCKET] = {KIND_HASH, token_bucket_peek, token_bucket_charge,
                              NULL},
     [AG_ALG_DISTINCT] = {KIND_SET, distinct_peek, distinct_charge, set_reset},
+    [AG_ALG_CONSECUTIVE] = {KIND_HASH, consecutive_peek, consecutive_charge,
+                            NULL},
 };
+
+#define LEVEL_US ((uint64_t)AG_BLOCK_LEVEL_S * 1000000u)
+
+/* common.lua's block_for: blocks op's key from now, for block_s, or where
+ * its blocks grow for block_s * growth^n of a row of n before it, at most
+ * block_max_s; returns the block's milliseconds. The same integer steps
+ * as the Lua's. */
+static uint64_t block_for(struct mem_store *s, const struct ag_limit_op *op,
+                          uint64_t now)
+{
+    const struct ag_policy *p = op->policy;
+    bool grows = p->block_growth > 1;
+    uint64_t d = (uint64_t)p->block_s * 1000;
+    uint64_t n = 0;
+    char key[AG_STORE_KEY_MAX];
+    if (grows) {
+        ag_limiter_level_key(op, key);
+        const struct slot *l = find(s, key, now);
+        if (l && now < l->level.end + LEVEL_US)
+            n = l->level.n;
+        uint64_t max = (uint64_t)p->block_max_s * 1000;
+        if (max < d)
+            max = d;
+        for (uint64_t i = 0; i < n && d < max; i++)
+            d *= p->block_growth;
+        if (d > max)
+            d = max;
+    }
+    uint64_t until = now + d * 1000;
+    ag_limiter_block_key(op, key);
+    claim(s, key, now)->expire = until;
+    if (grows) {
+        ag_limiter_level_key(op, key);
+        struct slot *l = claim(s, key, now);
+        l->level.n = n + 1;
+        l->level.end = until;
+        l->expire = until + LEVEL_US;
+    }
+    return d;
+}
+
+/* Orders fingerprints as a Redis sorted set does: by score, then by
+ * member's bytes. */
+static bool fp_before(const struct fp *a, const struct fp *b)
+{
+    return a->at != b->at ? a->at < b->at : strcmp(a->digest, b->digest) < 0;
+}
+
+/* common.lua's fingerprint_seen, for a failure plan with a fingerprint:
+ * whether it is one of the user's last AG_FP_KEEP within the window; it
+ * is the newest from now on. Over the memory bound nothing is seen or
+ * kept. */
+static bool fingerprint_seen(struct mem_store *s, const struct ag_plan *plan,
+                             uint64_t now)
+{
+    uint64_t window = (uint64_t)plan->fp_window_s * 1000000u;
+    struct slot *sl = find(s, plan->fp_key, now);
+    if (sl && sl->kind != KIND_FPS)
+        release(s, sl);
+    sl = claim(s, plan->fp_key, now);
+    if (!sl->fps) {
+        if (s->members + AG_FP_KEEP > s->max_members ||
+            !(sl->fps = calloc(AG_FP_KEEP, sizeof *sl->fps))) {
+            release(s, sl);
+            return false;
+        }
+        sl->kind = KIND_FPS;
+        sl->cap = AG_FP_KEEP;
+        s->members += AG_FP_KEEP;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < sl->n; i++)
+        if (sl->fps[i].at + window > now)
+            sl->fps[k++] = sl->fps[i];
+    sl->n = k;
+    uint32_t i = 0;
+    while (i < sl->n && strcmp(sl->fps[i].digest, plan->fp) != 0)
+        i++;
+    bool seen = i < sl->n;
+    struct fp added = {.at = now};
+    snprintf(added.digest, sizeof added.digest, "%s", plan->fp);
+    if (!seen && sl->n == AG_FP_KEEP) {
+        /* Full: of the three and the new one the oldest goes, which is the
+         * new one only if three others came in the same microsecond and
+         * sort before it (Redis: ZADD, then ZREMRANGEBYRANK). */
+        i = 0;
+        for (uint32_t j = 1; j < sl->n; j++)
+            if (fp_before(&sl->fps[j], &sl->fps[i]))
+                i = j;
+        if (fp_before(&added, &sl->fps[i]))
+            i = AG_FP_KEEP;
+    } else if (!seen) {
+        i = sl->n++;
+    }
+    if (i < AG_FP_KEEP)
+        sl->fps[i] = added;
+    sl->expire = now + window;
+    return seen;
+}
 
 /* The slot of key if it holds state of kind; state of the other kind is
  * dropped, as common.lua's read drops a key of the wrong type. */
@@ -517,6 +664,8 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
     pthread_mutex_lock(&s->lock);
     s->check++;
     uint64_t now = s->clock(s->clock_ctx);
+    /* A failure with a repeated fingerprint charges nothing. */
+    bool repeated = record && plan->fp[0] && fingerprint_seen(s, plan, now);
     for (size_t i = 0; i < plan->n; i++) {
         struct eval *e = &ev[i];
         const struct ag_limit_op *op = &plan->ops[i];
@@ -552,17 +701,14 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         struct eval *e = &ev[i];
         const struct ag_limit_op *op = &plan->ops[i];
         const struct algorithm *a = &algorithms[op->policy->algorithm];
-        uint64_t block_us = (uint64_t)op->policy->block_s * 1000000u;
-        if ((record || !denied) && res[i].allowed && op->charge) {
+        if ((record || !denied) && res[i].allowed && op->charge && !repeated) {
             a->charge(s, e, (double)now);
             e->reset_known = true;
-        } else if (!record && !res[i].allowed && !op->shadow && block_us &&
-                   blocked_ms[i] == 0) {
-            char bkey[AG_STORE_KEY_MAX];
-            ag_limiter_block_key(op, bkey);
-            claim(s, bkey, now)->expire = now + block_us;
-            if (block_us / 1000 > res[i].retry_after_ms)
-                res[i].retry_after_ms = block_us / 1000;
+        } else if (!record && !res[i].allowed && !op->shadow &&
+                   op->policy->block_s && blocked_ms[i] == 0) {
+            uint64_t block_ms = block_for(s, op, now);
+            if (block_ms > res[i].retry_after_ms)
+                res[i].retry_after_ms = block_ms;
         }
         if (!e->reset_known)
             res[i].reset_after_ms = a->reset(e, (double)now);
@@ -577,13 +723,15 @@ static int mem_clear(struct ag_store *base, const struct ag_plan *plan)
     pthread_mutex_lock(&s->lock);
     uint64_t now = s->clock(s->clock_ctx);
     for (size_t i = 0; i < plan->n; i++) {
-        char bkey[AG_STORE_KEY_MAX];
+        char bkey[AG_STORE_KEY_MAX], lkey[AG_STORE_KEY_MAX];
         ag_limiter_block_key(&plan->ops[i], bkey);
-        struct slot *sl = find(s, plan->ops[i].key, now);
-        if (sl)
-            release(s, sl);
-        if ((sl = find(s, bkey, now)))
-            release(s, sl);
+        ag_limiter_level_key(&plan->ops[i], lkey);
+        const char *keys[] = {plan->ops[i].key, bkey, lkey};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            struct slot *sl = find(s, keys[k], now);
+            if (sl)
+                release(s, sl);
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return AG_OK;
@@ -598,9 +746,12 @@ static int mem_ping(struct ag_store *base)
 static void mem_destroy(struct ag_store *base)
 {
     struct mem_store *s = (struct mem_store *)base;
-    for (size_t i = 0; i < s->nslots; i++)
+    for (size_t i = 0; i < s->nslots; i++) {
         free(s->slots[i].set);
+        free(s->slots[i].fps);
+    }
     free(s->scratch.set);
+    free(s->scratch.fps);
     free(s->slots);
     pthread_mutex_destroy(&s->lock);
     free(s);

@@ -55,8 +55,9 @@
  * connection has loaded it) and AG_PLAN_MAX policies' keys and values. */
 #define CHECK_CMD_MAX (1u << 20)
 /* A policy's spec, one argument (lua/check.lua): "algorithm limit
- * window_ms block_ms charge shadow". */
-#define SPEC_MAX (6 * (AG_UINT_TEXT + 1))
+ * window_ms block_ms charge shadow", and " growth block_max_ms" for a
+ * policy with blocks. */
+#define SPEC_MAX (8 * (AG_UINT_TEXT + 1))
 
 struct redis_store {
     struct ag_store base;
@@ -101,6 +102,7 @@ struct waiting {
 static unsigned plan_mask(const struct ag_plan *plan);
 static size_t spec_uint(char *at, uint64_t v, char sep);
 static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op);
+static bool grows(const struct ag_limit_op *op);
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               bool library, char **cmd, bool *fcall_out);
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
@@ -148,7 +150,9 @@ static size_t spec_uint(char *at, uint64_t v, char sep)
     return len + 1;
 }
 
-/* The library parses each distinct spec once and remembers it. */
+/* The library parses each distinct spec once and remembers it. Only a
+ * policy with blocks carries their growth: the specs of the others, and so
+ * a login check's command, stay as short as before growth existed. */
 static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
 {
     const struct ag_policy *p = op->policy;
@@ -157,7 +161,17 @@ static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
     n += spec_uint(spec + n, (uint64_t)p->window_s * 1000, ' ');
     n += spec_uint(spec + n, (uint64_t)p->block_s * 1000, ' ');
     n += spec_uint(spec + n, op->charge, ' ');
-    return n + spec_uint(spec + n, op->shadow, '\0') - 1;
+    if (p->block_s == 0)
+        return n + spec_uint(spec + n, op->shadow, '\0') - 1;
+    n += spec_uint(spec + n, op->shadow, ' ');
+    n += spec_uint(spec + n, p->block_growth, ' ');
+    return n + spec_uint(spec + n, (uint64_t)p->block_max_s * 1000, '\0') - 1;
+}
+
+/* Whether op's blocks grow, and so pass their level key. */
+static bool grows(const struct ag_limit_op *op)
+{
+    return op->policy->block_s > 0 && op->policy->block_growth > 1;
 }
 
 /* Formats the check of plan as one RESP command (FCALL if library is set
@@ -165,7 +179,9 @@ static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
  * script before any connection has loaded it) into *cmd, which the
  * caller frees. Returns its length, or -1. The arguments are laid out as
  * lua/check.lua describes; a block key is passed only for a policy with
- * block_s. Built with ag_redis_cmd: no printf, one growing allocation. */
+ * block_s, a level key only for one whose blocks grow, the fingerprint
+ * set only for a failure with a fingerprint. Built with ag_redis_cmd: no
+ * printf, one growing allocation. */
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
                               bool library, char **cmd, bool *fcall_out)
 {
@@ -178,9 +194,11 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     sha[0] = '\0';
     if (!fcall)
         ag_redis_pipe_sha(s->pipe, mask, sha);
-    size_t nkeys = plan->n;
+    bool record = plan->kind == AG_PLAN_FAILURE;
+    bool fp = record && plan->fp[0];
+    size_t nkeys = plan->n + fp;
     for (size_t i = 0; i < plan->n; i++)
-        nkeys += plan->ops[i].policy->block_s > 0;
+        nkeys += (plan->ops[i].policy->block_s > 0) + grows(&plan->ops[i]);
     /* The nonce: the instance id, then the sequence number in hex (least
      * significant digit first: unique all the same). */
     char nonce[sizeof s->instance + 16];
@@ -200,7 +218,7 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
      * allocation, below 1 KiB for up to four policies, so that malloc
      * serves it from its per-thread cache rather than its shared arena. */
     ag_buf_reserve(&b, (fcall || sha[0] ? 128 : sc->len + 128) + 192 * plan->n);
-    ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * plan->n);
+    ag_redis_cmd_command(&b, 3 + nkeys + 2 + 2 * record + 2 * plan->n);
     if (fcall) {
         ag_redis_cmd_str(&b, "FCALL");
         ag_redis_cmd_str(&b, s->code.function);
@@ -221,9 +239,20 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
             size_t blen = ag_limiter_block_key(&plan->ops[i], block_key);
             ag_redis_cmd_arg(&b, block_key, blen);
         }
+        if (grows(&plan->ops[i])) {
+            char level_key[AG_STORE_KEY_MAX];
+            size_t llen = ag_limiter_level_key(&plan->ops[i], level_key);
+            ag_redis_cmd_arg(&b, level_key, llen);
+        }
     }
+    if (fp)
+        ag_redis_cmd_str(&b, plan->fp_key);
     ag_redis_cmd_arg(&b, nonce, nlen);
-    ag_redis_cmd_str(&b, plan->kind == AG_PLAN_FAILURE ? "record" : "check");
+    ag_redis_cmd_str(&b, record ? "record" : "check");
+    if (record) {
+        ag_redis_cmd_str(&b, fp ? plan->fp : "");
+        ag_redis_cmd_uint(&b, fp ? (uint64_t)plan->fp_window_s * 1000 : 0);
+    }
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         char spec[SPEC_MAX];
@@ -447,18 +476,22 @@ static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
     struct redis_store *s = (struct redis_store *)base;
     if (plan->n == 0)
         return AG_OK;
-    const char *argv[1 + 2 * AG_PLAN_MAX];
-    size_t lens[1 + 2 * AG_PLAN_MAX];
+    /* Every key of each op, whatever its policy says now: an admin may
+     * have turned its blocks or their growth off since they were set. */
+    const char *argv[1 + 3 * AG_PLAN_MAX];
+    size_t lens[1 + 3 * AG_PLAN_MAX];
     char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
+    char level_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
     int argc = 0;
     argv[argc] = "DEL";
     lens[argc++] = 3;
     for (size_t i = 0; i < plan->n; i++) {
-        ag_limiter_block_key(&plan->ops[i], block_keys[i]);
         argv[argc] = plan->ops[i].key;
         lens[argc++] = strlen(plan->ops[i].key);
         argv[argc] = block_keys[i];
-        lens[argc++] = strlen(block_keys[i]);
+        lens[argc++] = ag_limiter_block_key(&plan->ops[i], block_keys[i]);
+        argv[argc] = level_keys[i];
+        lens[argc++] = ag_limiter_level_key(&plan->ops[i], level_keys[i]);
     }
     return simple(s, argc, argv, lens, REDIS_REPLY_INTEGER);
 }

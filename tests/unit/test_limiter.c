@@ -328,6 +328,53 @@ static void failure_plan_charges_only_failure_policies(void **state)
     ag_ruleset_unref(s);
 }
 
+static void
+success_plan_clears_every_consecutive_policy_it_can_key(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy ps[] = {
+        ag_test_policy("{\"name\":\"c.user\",\"endpoint\":\"login\","
+                       "\"key\":[\"user\"],\"algorithm\":\"consecutive\","
+                       "\"limit\":100,\"window_s\":86400,"
+                       "\"counts\":\"failures\"}"),
+        ag_test_policy("{\"name\":\"c.device\",\"endpoint\":\"login\","
+                       "\"key\":[\"device\"],\"algorithm\":\"consecutive\","
+                       "\"limit\":20,\"window_s\":86400,"
+                       "\"counts\":\"failures\"}"),
+        policy("f.user", "login", "[\"user\"]", 5, ",\"counts\":\"failures\""),
+        policy("f.user_ip", "login", "[\"user\",\"ip\"]", 3,
+               ",\"counts\":\"failures\""),
+    };
+    struct ag_ruleset *s = ag_ruleset_new(ps, sizeof ps / sizeof ps[0], 1);
+    assert_non_null(s);
+    struct ag_request r;
+    request(AG_EP_LOGIN, full_login, &r);
+    struct ag_plan plan;
+    assert_int_equal(plan_of(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    static const char *const want[] = {"c.device", "c.user", "f.user_ip"};
+    expect_plan(&plan, s, want, 3);
+    /* Without a device the device's row cannot be named, so stays. */
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_int_equal(plan_of(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    static const char *const want_no_device[] = {"c.user", "f.user_ip"};
+    expect_plan(&plan, s, want_no_device, 2);
+    ag_ruleset_unref(s);
+}
+
+static void level_key_is_the_state_key_and_its_suffix(void **state)
+{
+    (void)state;
+    struct ag_limit_op op;
+    memset(&op, 0, sizeof op);
+    snprintf(op.key, sizeof op.key, "ag:login.user:0123");
+    char out[AG_STORE_KEY_MAX];
+    assert_int_equal(ag_limiter_level_key(&op, out),
+                     strlen("ag:login.user:0123:l"));
+    assert_string_equal(out, "ag:login.user:0123:l");
+}
+
 static void success_plan_clears_only_user_and_ip_failure_policies(void **state)
 {
     (void)state;
@@ -858,6 +905,9 @@ int main(void)
         cmocka_unit_test(shadow_policy_is_flagged),
         cmocka_unit_test(failure_plan_charges_only_failure_policies),
         cmocka_unit_test(success_plan_clears_only_user_and_ip_failure_policies),
+        cmocka_unit_test(
+            success_plan_clears_every_consecutive_policy_it_can_key),
+        cmocka_unit_test(level_key_is_the_state_key_and_its_suffix),
         cmocka_unit_test(distinct_op_carries_the_subjects_digest),
 
         cmocka_unit_test(untrusted_request_plans_only_its_lane),

@@ -926,6 +926,38 @@ static void distinct_round_trips(void **state)
     json_decref(out);
 }
 
+static const char consecutive_base[] =
+    "{\"name\":\"login.cap\",\"endpoint\":\"login\",\"key\":[\"user\"],"
+    "\"algorithm\":\"consecutive\",\"limit\":100,\"window_s\":86400,"
+    "\"counts\":\"failures\"}";
+
+static void consecutive_needs_counts_failures(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(consecutive_base, "counts", "\"failures\"", &p);
+    assert_int_equal(p.algorithm, AG_ALG_CONSECUTIVE);
+    expect_refused_saying(consecutive_base, "counts", "\"attempts\"", "counts",
+                          "must be \"failures\" for consecutive");
+    expect_refused_saying(consecutive_base, "counts", NULL, "counts",
+                          "must be \"failures\" for consecutive");
+}
+
+static void consecutive_round_trips(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(consecutive_base, "limit", "100", &p);
+    json_t *out = ag_policy_to_json(&p);
+    assert_string_equal(json_string_value(json_object_get(out, "algorithm")),
+                        "consecutive");
+    struct ag_policy back;
+    struct ag_error err;
+    assert_int_equal(ag_policy_from_json(out, NULL, &back, &err), AG_OK);
+    assert_memory_equal(&back, &p, sizeof p);
+    json_decref(out);
+}
+
 static void distinct_limit_over_10000_is_refused(void **state)
 {
     (void)state;
@@ -1003,6 +1035,8 @@ int main(void)
         cmocka_unit_test(distinct_must_not_key_on_what_it_counts),
         cmocka_unit_test(distinct_limit_over_10000_is_refused),
         cmocka_unit_test(distinct_round_trips),
+        cmocka_unit_test(consecutive_needs_counts_failures),
+        cmocka_unit_test(consecutive_round_trips),
         cmocka_unit_test(prefix_kinds_follow_the_endpoint),
         cmocka_unit_test(full_record_round_trips_through_json),
         cmocka_unit_test(every_algorithm_round_trips),

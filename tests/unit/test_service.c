@@ -467,6 +467,37 @@ static void report_during_an_outage_is_recorded_in_the_fallback(void **state)
     world_free(w);
 }
 
+static void repeated_password_fingerprint_is_charged_once(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {FAILURES};
+    struct world *w = world_new(false, ps, 1);
+    /* The fallback, a real store, judges: the fake one is down. */
+    w->store.rc = AG_ESTORE;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    static const char *const fps[] = {"stale", "stale", "stale",
+                                      "stale", "stale", "other"};
+    char fail[160];
+    for (size_t i = 0; i < sizeof fps / sizeof fps[0]; i++) {
+        snprintf(fail, sizeof fail,
+                 "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+                 "\"success\":false,\"password_fp\":\"%s\"}",
+                 fps[i]);
+        assert_int_equal(
+            ag_service_report_login(w->svc, fail, strlen(fail), &r), AG_OK);
+    }
+    /* Six failures, two passwords: two charged of the limit of three. */
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    const char *third = "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+                        "\"success\":false}";
+    assert_int_equal(ag_service_report_login(w->svc, third, strlen(third), &r),
+                     AG_OK);
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
 static void abandoned_check_releases_its_ruleset(void **state)
 {
     (void)state;
@@ -945,6 +976,7 @@ int main(void)
             a_refused_body_names_its_field_and_never_reaches_the_store),
         cmocka_unit_test(report_failure_charges_the_failure_policies),
         cmocka_unit_test(report_during_an_outage_is_recorded_in_the_fallback),
+        cmocka_unit_test(repeated_password_fingerprint_is_charged_once),
         cmocka_unit_test(abandoned_check_releases_its_ruleset),
         cmocka_unit_test(
             reset_during_an_outage_clears_the_fallback_and_later_the_store),

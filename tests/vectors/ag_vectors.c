@@ -73,6 +73,8 @@ static size_t policies_of(const json_t *v, const char *prefix,
         p[i].limit = uint_field(o, "limit", -1);
         p[i].window_s = uint_field(o, "window_s", -1);
         p[i].block_s = uint_field(o, "block_s", 0);
+        p[i].block_growth = uint_field(o, "block_growth", 1);
+        p[i].block_max_s = uint_field(o, "block_max_s", p[i].block_s);
         p[i].enabled = true;
         snprintf(keys[i], AG_STORE_KEY_MAX, "ag:%s:%s", prefix,
                  key ? key : name);
@@ -100,16 +102,34 @@ void ag_vectors_result_text(const struct ag_limit_result *r, char *out,
 
 /* The plan of one step: its "ops", each a policy's name or an object
  * {"policy", "member", "charge" (default true), "shadow" (default
- * false)}. */
-static void plan_of(const json_t *step, const struct ag_policy *p, size_t np,
+ * false)}; a failure's "fp" and "fp_window_s", its fingerprint set being
+ * the vector's own key (prefix). */
+static void plan_of(const json_t *step, const char *prefix,
+                    const struct ag_policy *p, size_t np,
                     char keys[][AG_STORE_KEY_MAX], struct ag_plan *plan)
 {
+    static const char *const kinds[] = {"check", "failure", "clear"};
+    static const enum ag_plan_kind kind_of[] = {AG_PLAN_CHECK, AG_PLAN_FAILURE,
+                                                AG_PLAN_SUCCESS};
     const char *kind = json_string_value(json_object_get(step, "plan"));
     memset(plan, 0, sizeof *plan);
-    plan->kind =
-        kind && strcmp(kind, "failure") == 0 ? AG_PLAN_FAILURE : AG_PLAN_CHECK;
-    if (kind && strcmp(kind, "failure") != 0 && strcmp(kind, "check") != 0)
-        die("plan: \"check\" or \"failure\"", kind);
+    size_t k = 0;
+    while (kind && k < 3 && strcmp(kind, kinds[k]) != 0)
+        k++;
+    if (k == 3)
+        die("plan: \"check\", \"failure\" or \"clear\"", kind);
+    plan->kind = kind_of[k];
+    const char *fp = json_string_value(json_object_get(step, "fp"));
+    if (fp && plan->kind != AG_PLAN_FAILURE)
+        die("only a failure has a fingerprint", fp);
+    if (fp) {
+        snprintf(plan->fp, sizeof plan->fp, "%s", fp);
+        snprintf(plan->fp_key, sizeof plan->fp_key, "%s%s", AG_FP_KEY_PREFIX,
+                 prefix);
+        if (!json_object_get(step, "fp_window_s"))
+            die("a fingerprint needs fp_window_s", fp);
+        plan->fp_window_s = uint_field(step, "fp_window_s", 0);
+    }
     const json_t *ops = json_object_get(step, "ops");
     size_t i;
     const json_t *o;
@@ -153,14 +173,21 @@ int ag_vectors_run(const json_t *v, struct ag_store *s, const char *prefix,
         if (!json_is_integer(t))
             die("a step without t_us", vname);
         struct ag_plan plan;
-        plan_of(step, p, np, keys, &plan);
-        if (json_array_size(expect) != plan.n)
-            die("expect needs one result per op", vname);
+        plan_of(step, prefix, p, np, keys, &plan);
+        bool clear = plan.kind == AG_PLAN_SUCCESS;
+        if (json_array_size(expect) != (clear ? 0 : plan.n))
+            die("expect needs one result per op (none for a clear)", vname);
         uint64_t now =
             (uint64_t)(json_integer_value(epoch) + json_integer_value(t));
         set_time(ctx, now);
         struct ag_limit_result res[AG_PLAN_MAX];
         memset(res, 0, sizeof res);
+        if (clear && ag_store_clear(s, &plan) != AG_OK) {
+            snprintf(why, why_len, "%s step %zu: the clear failed", vname, i);
+            return -1;
+        }
+        if (clear)
+            continue;
         if (ag_store_check(s, &plan, res) != AG_OK) {
             snprintf(why, why_len, "%s step %zu: the store failed", vname, i);
             return -1;
