@@ -132,6 +132,35 @@ class LockoutTest(ServiceTest):
             self.decision(r, "login.user_consecutive")["remaining"], 97)
 
 
+    def test_otp_attacks_never_hold_back_a_trusted_device(self):
+        svc = self.service()
+        trusted = self.token(svc)
+        phone = "+48600100200"
+        # The attacker asks for codes to the user's phone and guesses.
+        r = self.otp(svc, phone, "198.51.100.1")
+        self.assertEqual(r.status, 200, r.raw)
+        r = self.otp(svc, phone, "198.51.100.2")
+        self.assertEqual(r.status, 429, r.raw)  # 30 s between two codes
+        for i in range(6):
+            svc.post("/check-otp-verify",
+                     {"phone": phone, "ip": "198.51.100.%d" % (10 + i)})
+        r = svc.post("/check-otp-verify", {"phone": phone, "ip": "198.51.100.9"})
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertEqual(r.json["policy"], "otp_verify.phone")
+        # The user's trusted device gets its code and may type it in.
+        body = {"phone": phone, "ip": HOME, "user": USER,
+                "device_token": trusted}
+        r = svc.post("/check-otp", body)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["device"], "trusted")
+        r = svc.post("/check-otp-verify", body)
+        self.assertEqual(r.status, 200, r.raw)
+        # And is itself limited: a second code within 30 s is refused.
+        r = svc.post("/check-otp", body)
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertEqual(r.json["policy"], "otp.device_interval")
+
+
 class EscalationTest(PolicyTest):
     def test_blocks_escalate_one_two_four_then_cap(self):
         (svc,) = self.seeded([policy(
