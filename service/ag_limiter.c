@@ -22,13 +22,14 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
     case AG_PLAN_FAILURE:
         return p->counts == AG_COUNTS_FAILURES;
     case AG_PLAN_SUCCESS:
-        /* A success clears consecutive failures of every key it can fill
-         * (NIST: a success ends the row), and of the others only those of
-         * this user from this address: a success from one address forgives
-         * no other address's failures. */
-        return p->algorithm == AG_ALG_CONSECUTIVE ||
-               (p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
-                has_key(p, AG_KEY_IP));
+        /* A success ends the row of consecutive failures of this user (NIST)
+         * — of a key that holds the user: one keyed on an address alone is
+         * not the user's to forgive, or an attacker spraying from there
+         * would reset it by logging into an account of their own. Of the
+         * others, only those of this user from this address: a success
+         * from one address forgives no other address's failures. */
+        return p->counts == AG_COUNTS_FAILURES && has_key(p, AG_KEY_USER) &&
+               (p->algorithm == AG_ALG_CONSECUTIVE || has_key(p, AG_KEY_IP));
     }
     return false;
 }

@@ -340,8 +340,16 @@ success_plan_clears_every_consecutive_policy_it_can_key(void **state)
                        "\"limit\":100,\"window_s\":86400,"
                        "\"counts\":\"failures\"}"),
         ag_test_policy("{\"name\":\"c.device\",\"endpoint\":\"login\","
-                       "\"key\":[\"device\"],\"algorithm\":\"consecutive\","
+                       "\"key\":[\"user\",\"device\"],"
+                       "\"algorithm\":\"consecutive\","
                        "\"limit\":20,\"window_s\":86400,"
+                       "\"counts\":\"failures\"}"),
+        /* An address's row is not the user's to forgive: an attacker
+         * spraying from there would reset it with an account of their
+         * own. */
+        ag_test_policy("{\"name\":\"c.ip\",\"endpoint\":\"login\","
+                       "\"key\":[\"ip\"],\"algorithm\":\"consecutive\","
+                       "\"limit\":50,\"window_s\":86400,"
                        "\"counts\":\"failures\"}"),
         policy("f.user", "login", "[\"user\"]", 5, ",\"counts\":\"failures\""),
         policy("f.user_ip", "login", "[\"user\",\"ip\"]", 3,
