@@ -36,8 +36,9 @@
  * for block_growth) is its state key and this. */
 #define AG_LEVEL_SUFFIX ":l"
 #define AG_LEVEL_SUFFIX_LEN (sizeof AG_LEVEL_SUFFIX - 1)
-/* A user's set of password fingerprint digests: "ag::fp:" and the user's
- * digest. The empty policy name keeps it apart from every policy's key. */
+/* A set of password fingerprint digests: "ag::fp:" and the user's digest
+ * (the untrusted lane), or the digest of the user and one trusted device.
+ * The empty policy name keeps it apart from every policy's key. */
 #define AG_FP_KEY_PREFIX "ag::fp:"
 /* Fingerprints of a user remembered at most: a repeat of one charges
  * nothing. */
@@ -73,9 +74,9 @@ struct ag_plan {
     size_t n;
     struct ag_limit_op ops[AG_PLAN_MAX];
     /* AG_PLAN_FAILURE only, and set by whoever makes one (the login
-     * report; ag_limiter_plan leaves them alone): the keyed digest of the
+     * report; ag_limiter_plan clears them): the keyed digest of the
      * user and the password fingerprint ("" for none: every failure
-     * charges), the user's set of the last AG_FP_KEEP (AG_FP_KEY_PREFIX),
+     * charges), the lane's set of the last AG_FP_KEEP (AG_FP_KEY_PREFIX),
      * and how long one is remembered. A failure whose digest is in the set
      * charges no policy. Stores read them in no other plan. */
     char fp[AG_DIGEST_HEX + 1];

@@ -395,10 +395,13 @@ static int issue_token(struct ag_service *s, const struct ag_request *req,
 
 /* The same wrong password counted once (issue 14): a failure report's
  * fingerprint for the store (ag_plan's fp). Only the keyed digest of the
- * user and the fingerprint leaves here, in the user's set, remembered as
- * long as the longest window of the report's policies: while any of them
- * may still hold the failure the fingerprint was first charged in, a
- * repeat is that failure again. Empty without a fingerprint. */
+ * user and the fingerprint leaves here, in a set remembered as long as the
+ * longest window of the report's policies: while any of them may still
+ * hold the failure the fingerprint was first charged in, a repeat is that
+ * failure again. The set is the untrusted lane's for the user, or one
+ * trusted device's: an attacker reporting wrong passwords of their own
+ * must not push a device's stale password out of its set, or its every
+ * retry would count again. Empty without a fingerprint. */
 static void plan_password_fp(const struct ag_service *s,
                              const struct ag_request *req, struct ag_digests *d,
                              struct ag_plan *p)
@@ -414,9 +417,20 @@ static void plan_password_fp(const struct ag_service *s,
         {"password_fp", req->password_fp},
     };
     ag_hasher_digest(s->o.hasher, parts, 2, p->fp);
+    char device_set[AG_DIGEST_HEX + 1];
+    const char *set = user;
+    const char *device = ag_request_value(req, AG_KEY_DEVICE_TOKEN);
+    if (device) {
+        struct ag_ident_part owner[] = {
+            {"user", ag_request_value(req, AG_KEY_USER)},
+            {"device_token", device},
+        };
+        ag_hasher_digest(s->o.hasher, owner, 2, device_set);
+        set = device_set;
+    }
     size_t prefix = sizeof AG_FP_KEY_PREFIX - 1;
     memcpy(p->fp_key, AG_FP_KEY_PREFIX, prefix);
-    memcpy(p->fp_key + prefix, user, AG_DIGEST_HEX + 1);
+    memcpy(p->fp_key + prefix, set, AG_DIGEST_HEX + 1);
     for (size_t i = 0; i < p->n; i++)
         if (p->ops[i].policy->window_s > p->fp_window_s)
             p->fp_window_s = p->ops[i].policy->window_s;

@@ -86,6 +86,8 @@ class LockoutTest(ServiceTest):
                 self.assertEqual(r.json["policy"], "login.user_consecutive",
                                  r.raw)
         self.assertIsNotNone(denied_at, "the cap never denied")
+        # Denied after no more than 100 reported failures (the 30 first
+        # attempts reported theirs until challenged).
         self.assertEqual(denied_at.json["policy"], "login.user_consecutive")
         cap = self.decision(denied_at, "login.user_consecutive")
         self.assertLessEqual(cap["limit"], 100)
@@ -117,6 +119,23 @@ class LockoutTest(ServiceTest):
         r = self.login(svc, USER, HOME, device_token=phone)
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual(r.json["device"], "trusted")
+
+    def test_an_attackers_passwords_never_push_out_a_devices_fingerprint(
+            self):
+        svc = self.service()
+        phone = self.token(svc)
+        for i in range(25):
+            # The device retries its stale password all night ...
+            self.assertEqual(self.report(svc, False, device_token=phone,
+                                         password_fp="stale").status, 204)
+            # ... while an attacker reports three new wrong ones between.
+            for k in range(3):
+                self.report(svc, False, ip=attacker_ip(i * 3 + k),
+                            password_fp="guess-%d-%d" % (i, k))
+        r = self.login(svc, USER, HOME, device_token=phone)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.decision(r, "login.device_fail")["remaining"],
+                         19)
 
     def test_the_same_wrong_password_is_counted_once(self):
         svc = self.service()
@@ -158,7 +177,43 @@ class LockoutTest(ServiceTest):
         # And is itself limited: a second code within 30 s is refused.
         r = svc.post("/check-otp", body)
         self.assertEqual(r.status, 429, r.raw)
-        self.assertEqual(r.json["policy"], "otp.device_interval")
+        self.assertEqual(r.json["policy"], "otp.user_phone_interval")
+
+    def test_tokens_of_the_attackers_own_account_do_not_multiply_sends(self):
+        svc = self.service()
+        victim = "+48600100299"
+        attacker = "mallory@example.com"
+        tokens = []
+        for i in range(4):  # one login per "device" of the attacker
+            r = svc.post("/report-login", {"user": attacker,
+                                           "ip": "198.51.100.%d" % (40 + i),
+                                           "success": True})
+            tokens.append(r.json["device_token"])
+        sent = 0
+        for i, t in enumerate(tokens * 2):
+            r = svc.post("/check-otp", {"phone": victim, "user": attacker,
+                                        "ip": "198.51.100.%d" % (60 + i),
+                                        "device_token": t})
+            self.assertEqual(r.json["device"], "trusted")
+            sent += r.status == 200
+        # Keyed on phone and user, not device: one code per 30 s for the
+        # pair, however many tokens the attacker holds.
+        self.assertEqual(sent, 1)
+
+    def test_attacks_from_the_users_own_address_spare_the_trusted_device(self):
+        svc = self.service()
+        trusted = self.token(svc)
+        # An attacker behind the user's own (shared) address tries many
+        # accounts and many passwords: the per-address policies trip and
+        # block that address for untrusted requests.
+        for i in range(30):
+            r = svc.post("/check-login", {"user": "u%d@example.com" % i,
+                                          "ip": HOME})
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertIn(r.json["policy"], ("login.ip_users", "login.ip"))
+        r = self.login(svc, USER, HOME, device_token=trusted)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["device"], "trusted")
 
 
 class EscalationTest(PolicyTest):
