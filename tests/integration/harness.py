@@ -263,7 +263,13 @@ class ServiceTest(unittest.TestCase):
     def open_every_connection(self, svc):
         """Concurrent checks (of users no test uses), so that every Redis
         dispatcher connection of svc is open and loaded with the scripts
-        before a test times or counts anything."""
+        before a test times or counts anything. First one check must be
+        answered by Redis: on a loaded machine a new connection's code load
+        can outlast a short --redis-timeout-ms, and the warm-up would then
+        only have opened the breaker."""
+        self.assertTrue(wait_until(
+            lambda: "degraded" not in self.login(svc, "w-ready@x.org").json,
+            10.0, 0.05), "the service never reached Redis")
         warm = [threading.Thread(target=self.login,
                                  args=(svc, "w%d@x.org" % i))
                 for i in range(16)]

@@ -77,10 +77,14 @@ class ModelTest(PolicyTest):
                 slack = max(slack, (after - before) // 2 + EPS_US)
 
         # The schedule must exercise both answers, and few requests may
-        # fall on a boundary where both answers are right.
+        # fall on a boundary where both answers are right. Every answer was
+        # judged above; this only guards that the run still tested
+        # something, so it allows for the wider brackets of a loaded
+        # machine (a quarter of the requests; four of 24 were seen under
+        # the whole suite on two cores).
         self.assertGreater(allowed_count, limit)
         self.assertLess(allowed_count, len(offsets))
-        self.assertLessEqual(ambiguous, 3)
+        self.assertLessEqual(ambiguous, len(offsets) // 4)
 
     def keep_off_window_edges(self, window_s):
         """Waits out the last and first EDGE_US of an epoch-aligned window.
