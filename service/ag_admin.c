@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 #include <sodium.h>
@@ -61,16 +62,27 @@ void ag_admin_free(struct ag_admin *a)
 
 /* Compares the presented token with ours in time independent of where
  * they differ and of their lengths: both are hashed to a fixed size
- * first, then compared with sodium_memcmp. */
+ * first, then compared with sodium_memcmp. The scheme is matched without
+ * regard to case and white space may follow the token (RFC 7235 section
+ * 2.1, RFC 9110 section 5.5): a client or proxy that spells it "bearer" or
+ * pads the field is not refused. */
 static bool authorized(const struct ag_admin *a, const char *header)
 {
-    static const char prefix[] = "Bearer ";
-    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
+    static const char scheme[] = "Bearer";
+    if (!header || strncasecmp(header, scheme, sizeof scheme - 1) != 0)
         return false;
-    const char *token = header + sizeof prefix - 1;
+    const char *token = header + sizeof scheme - 1;
+    if (*token != ' ')
+        return false;
+    while (*token == ' ')
+        token++;
+    size_t len = strlen(token);
+    while (len > 0 && (token[len - 1] == ' ' || token[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return false;
     unsigned char h[crypto_generichash_BYTES];
-    crypto_generichash(h, sizeof h, (const unsigned char *)token, strlen(token),
-                       NULL, 0);
+    crypto_generichash(h, sizeof h, (const unsigned char *)token, len, NULL, 0);
     return sodium_memcmp(h, a->token_hash, sizeof h) == 0;
 }
 

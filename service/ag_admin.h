@@ -1,8 +1,9 @@
 /*
  * The admin API: policy edits, counter resets, the audit log and the allow
  * and deny lists, as JSON over HTTP. Every route needs
- * "Authorization: Bearer <token>", compared in constant time; a missing or
- * wrong token is a 401 with WWW-Authenticate. Every write goes through the
+ * "Authorization: Bearer <token>" (scheme in any case, trailing white space
+ * allowed), compared in constant time; a missing or wrong token is a 401
+ * with WWW-Authenticate. Every write goes through the
  * same validation as every other path (ag_policy_from_json,
  * ag_list_entry_from_json), is one SQLite transaction with its audit row,
  * and waits for the reload watcher to apply it on this instance (the

@@ -60,6 +60,23 @@ class AuthTest(AdminTest):
         self.assertIn("login.user",
                       [p["name"] for p in r.json["policies"]])
 
+    def test_bearer_scheme_in_any_case_with_trailing_space_is_accepted(self):
+        svc = self.admin_service()
+        for value in ["bearer " + TOKEN, "BEARER " + TOKEN,
+                      "bEaReR " + TOKEN, "Bearer " + TOKEN + "  ",
+                      "Bearer " + TOKEN + " \t", "Bearer  " + TOKEN]:
+            with self.subTest(value=value):
+                r = self.call(svc, "GET", "/admin/policies",
+                              headers={"Authorization": value})
+                self.assertEqual(r.status, 200)
+        # Only white space may follow: the token itself is still whole.
+        for value in ["bearer " + TOKEN + " x", "Bearer" + TOKEN,
+                      "Bearer " + TOKEN.upper(), "Bearer   "]:
+            with self.subTest(value=value):
+                r = self.call(svc, "GET", "/admin/policies",
+                              headers={"Authorization": value})
+                self.assertEqual(r.status, 401)
+
     def test_unauthenticated_writes_change_nothing(self):
         svc = self.admin_service()
         r = self.call(svc, "PUT", "/admin/policies/login.x", NEW_POLICY,
