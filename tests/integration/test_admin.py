@@ -77,6 +77,32 @@ class AuthTest(AdminTest):
                               headers={"Authorization": value})
                 self.assertEqual(r.status, 401)
 
+    def test_ten_failures_throttle_one_address_and_not_another(self):
+        svc = self.admin_service()
+        wrong = {"Authorization": "Bearer guess-0123456789abcdef"}
+        for i in range(10):
+            r = svc.request("GET", "/admin/policies", headers=wrong,
+                            source="127.0.0.2")
+            self.assertEqual(r.status, 401, i)
+        for headers in [wrong, AUTH]:
+            r = svc.request("GET", "/admin/policies", headers=headers,
+                            source="127.0.0.2")
+            self.assertEqual(r.status, 429)
+            self.assertTrue(1 <= int(r.header("Retry-After")) <= 60)
+        r = svc.request("GET", "/admin/policies", headers=wrong,
+                        source="127.0.0.3")
+        self.assertEqual(r.status, 401)
+        r = svc.request("GET", "/admin/policies", headers=AUTH,
+                        source="127.0.0.3")
+        self.assertEqual(r.status, 200)
+        log = svc.log_text()
+        failed = [line for line in log.splitlines()
+                  if '"admin_auth_failed"' in line]
+        self.assertEqual(len(failed), 11, log)
+        self.assertEqual(sum("127.0.0.2" in line for line in failed), 10)
+        self.assertNotIn("guess-0123456789abcdef", log)
+        self.assertNotIn(TOKEN, log)
+
     def test_unauthenticated_writes_change_nothing(self):
         svc = self.admin_service()
         r = self.call(svc, "PUT", "/admin/policies/login.x", NEW_POLICY,
