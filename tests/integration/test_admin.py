@@ -458,6 +458,33 @@ class ListsTest(AdminTest):
         self.assertNotIn("600999111", dump)
         self.assertNotIn("600 999 111", dump)
 
+    def test_allow_network_for_nearly_everyone_needs_force(self):
+        svc = self.admin_service()
+        for value in ["0.0.0.0/0", "::/0", "0.0.0.0/7", "2000::/15"]:
+            with self.subTest(value=value):
+                r = self.add(svc, "allow", {"kind": "ip", "value": value})
+                self.assertEqual(r.status, 400)
+                self.assertEqual(r.json["field"], "value")
+                self.assertIn('"force": true', r.json["error"])
+        self.assertEqual(self.call(svc, "GET", "/admin/lists/allow")
+                         .json["entries"], [])
+        # Deny lists may be broad; a forced allow entry is taken and its
+        # audit row says it was forced.
+        self.assertEqual(self.add(svc, "deny", {"kind": "ip",
+                                                "value": "::/0"}).status, 201)
+        r = self.add(svc, "allow", {"kind": "ip", "value": "0.0.0.0/0",
+                                    "force": True})
+        self.assertEqual(r.status, 201)
+        self.assertIs(r.json["entry"]["force"], True)
+        self.assertEqual(self.add(svc, "allow", {"kind": "ip",
+                                                 "value": "10.0.0.0/8"})
+                         .status, 201)
+        audit = self.call(svc, "GET", "/admin/audit").json["entries"]
+        forced = {e["after"]["value"]: e["after"].get("force")
+                  for e in audit if e["action"] == "list_add"}
+        self.assertEqual(forced, {"0.0.0.0/0": True, "10.0.0.0/8": None,
+                                  "::/0": None})
+
     def test_bad_entries_name_the_field(self):
         svc = self.admin_service()
         for entry, field in [({"kind": "mac", "value": "x"}, "kind"),
