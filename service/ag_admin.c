@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <sodium.h>
 
+#include "ag_admin_auth.h"
 #include "ag_db.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
@@ -23,8 +23,8 @@ struct ag_admin {
     const struct ag_hasher *hasher;
     struct ag_reload *reload;
     struct ag_db *db;
-    pthread_mutex_t lock; /* guards db */
-    unsigned char token_hash[crypto_generichash_BYTES];
+    pthread_mutex_t lock;       /* guards db */
+    struct ag_admin_auth *auth; /* owned */
 };
 
 int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
@@ -34,8 +34,14 @@ int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
     struct ag_admin *a = calloc(1, sizeof *a);
     if (!a)
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
-    int rc = ag_db_open(db_path, NULL, 0, &a->db, err);
+    int rc = ag_admin_auth_new(token, NULL, NULL, &a->auth, err);
     if (rc) {
+        free(a);
+        return rc;
+    }
+    rc = ag_db_open(db_path, NULL, 0, &a->db, err);
+    if (rc) {
+        ag_admin_auth_free(a->auth);
         free(a);
         return rc;
     }
@@ -43,8 +49,6 @@ int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
     a->hasher = hasher;
     a->reload = reload;
     pthread_mutex_init(&a->lock, NULL);
-    crypto_generichash(a->token_hash, sizeof a->token_hash,
-                       (const unsigned char *)token, strlen(token), NULL, 0);
     *out = a;
     return AG_OK;
 }
@@ -55,23 +59,8 @@ void ag_admin_free(struct ag_admin *a)
         return;
     ag_db_close(a->db);
     pthread_mutex_destroy(&a->lock);
-    sodium_memzero(a->token_hash, sizeof a->token_hash);
+    ag_admin_auth_free(a->auth);
     free(a);
-}
-
-/* Compares the presented token with ours in time independent of where
- * they differ and of their lengths: both are hashed to a fixed size
- * first, then compared with sodium_memcmp. */
-static bool authorized(const struct ag_admin *a, const char *header)
-{
-    static const char prefix[] = "Bearer ";
-    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
-        return false;
-    const char *token = header + sizeof prefix - 1;
-    unsigned char h[crypto_generichash_BYTES];
-    crypto_generichash(h, sizeof h, (const unsigned char *)token, strlen(token),
-                       NULL, 0);
-    return sodium_memcmp(h, a->token_hash, sizeof h) == 0;
 }
 
 static int not_allowed(struct ag_http_response *r, const char *allow)
@@ -444,10 +433,19 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
 int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
                     struct ag_http_response *r)
 {
-    if (!authorized(a, req->authorization)) {
+    uint32_t retry_after_s = 0;
+    switch (ag_admin_auth_check(a->auth, req->client, req->authorization,
+                                &retry_after_s)) {
+    case AG_ADMIN_AUTH_OK:
+        break;
+    case AG_ADMIN_AUTH_DENIED:
         r->www_authenticate = true;
         return ag_http_response_error(r, 401,
                                       "a valid bearer token is required");
+    case AG_ADMIN_AUTH_THROTTLED:
+        r->retry_after = retry_after_s;
+        return ag_http_response_error(
+            r, 429, "too many failed admin authentications from this address");
     }
     const char *path = req->path + strlen("/admin");
     if (strcmp(path, "/policies") == 0) {

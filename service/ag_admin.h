@@ -1,8 +1,10 @@
 /*
  * The admin API: policy edits, counter resets, the audit log and the allow
  * and deny lists, as JSON over HTTP. Every route needs
- * "Authorization: Bearer <token>", compared in constant time; a missing or
- * wrong token is a 401 with WWW-Authenticate. Every write goes through the
+ * "Authorization: Bearer <token>" (ag_admin_auth.h); a missing or wrong
+ * token is a 401 with WWW-Authenticate, and an address with too many
+ * failures is answered 429 with Retry-After, whatever its token. Every
+ * write goes through the
  * same validation as every other path (ag_policy_from_json,
  * ag_list_entry_from_json), is one SQLite transaction with its audit row,
  * and waits for the reload watcher to apply it on this instance (the
@@ -44,6 +46,7 @@ struct ag_admin_request {
     const char *method;
     const char *path;          /* starts with "/admin/" */
     const char *authorization; /* the header's value, or NULL */
+    const char *client;        /* the peer's address as text, or NULL */
     const char *limit;         /* query argument, or NULL */
     const char *before;        /* query argument, or NULL */
     const char *body;

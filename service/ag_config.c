@@ -328,7 +328,10 @@ static int read_file(const char *path, unsigned char *buf, size_t cap,
                      size_t *len, bool need_private, const char *what,
                      struct ag_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK so that opening a FIFO returns at once instead of waiting
+     * for a writer that may never come; the type check below then refuses
+     * it. On a regular file the flag changes nothing. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         return ag_error_set(err, AG_EIO, what + 2, "%s '%s': %s", what, path,
                             strerror(errno));
@@ -336,8 +339,8 @@ static int read_file(const char *path, unsigned char *buf, size_t cap,
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         close(fd);
-        return ag_error_set(err, AG_EIO, what + 2,
-                            "%s '%s': not a regular file", what, path);
+        return ag_error_set(err, AG_EINVAL, what + 2,
+                            "%s '%s' is not a regular file", what, path);
     }
     if (need_private && (st.st_mode & 077)) {
         close(fd);
@@ -392,6 +395,21 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
                             "> %s)",
                             path, *len, AG_SECRET_MIN, AG_SECRET_MIN, path);
     }
+    /* One byte repeated (a file of zeros from a botched copy, or from
+     * head -c on /dev/zero) is long enough but is no secret: anyone can
+     * guess it and test a Redis dump against a list of phone numbers. */
+    size_t i = 1;
+    while (i < *len && key[i] == key[0])
+        i++;
+    if (i == *len) {
+        unsigned byte = key[0];
+        sodium_memzero(key, *len);
+        return ag_error_set(err, AG_EINVAL, "secret-file",
+                            "--secret-file '%s' is one byte (0x%02x) repeated; "
+                            "fill it with random bytes (head -c %d "
+                            "/dev/urandom > %s)",
+                            path, byte, AG_SECRET_MIN, path);
+    }
     return AG_OK;
 }
 
@@ -407,12 +425,12 @@ int ag_config_read_token(const char *path, char *token, struct ag_error *err)
         return rc;
     while (len > 0 && isspace((unsigned char)buf[len - 1]))
         len--;
-    if (len == 0 || len > AG_TOKEN_MAX || memchr(buf, '\0', len)) {
+    if (len < AG_TOKEN_MIN || len > AG_TOKEN_MAX || memchr(buf, '\0', len)) {
         return ag_error_set(
             err, AG_EINVAL, "admin-token-file",
-            "--admin-token-file '%s' must hold 1 to %d bytes of token "
+            "--admin-token-file '%s' must hold %d to %d bytes of token "
             "text",
-            path, AG_TOKEN_MAX);
+            path, AG_TOKEN_MIN, AG_TOKEN_MAX);
     }
     memcpy(token, buf, len);
     token[len] = '\0';

@@ -17,6 +17,7 @@
 
 #define AG_SECRET_MIN 32   /* bytes a secret file must hold at least */
 #define AG_SECRET_MAX 4096 /* bytes read from a secret file at most */
+#define AG_TOKEN_MIN 16    /* bytes of admin token at least */
 #define AG_TOKEN_MAX 1024  /* bytes of admin token at most */
 
 enum ag_redis_kind { AG_REDIS_TCP, AG_REDIS_UNIX };
@@ -60,14 +61,15 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
 /* Writes the usage text, listing every flag, its variable and default. */
 void ag_config_usage(FILE *out);
 
-/* Reads a secret file: refuses one that is missing, unreadable, shorter than
- * AG_SECRET_MIN bytes, or readable or writable by group or others. key must
- * hold AG_SECRET_MAX bytes; *len receives the length. The caller should
- * sodium_memzero the key when done. */
+/* Reads a secret file: refuses one that is missing, unreadable, not a
+ * regular file (a FIFO is refused at once, never waited on), shorter than
+ * AG_SECRET_MIN bytes, one byte repeated (all zeros), or readable or
+ * writable by group or others. key must hold AG_SECRET_MAX bytes; *len
+ * receives the length. The caller should sodium_memzero the key when done. */
 int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
                           struct ag_error *err);
-/* Reads the admin token: the file's content with trailing whitespace
- * trimmed, non-empty, at most AG_TOKEN_MAX bytes. token must hold
+/* Reads the admin token: a regular file's content with trailing whitespace
+ * trimmed, AG_TOKEN_MIN to AG_TOKEN_MAX bytes. token must hold
  * AG_TOKEN_MAX + 1 bytes. */
 int ag_config_read_token(const char *path, char *token, struct ag_error *err);
 

@@ -214,15 +214,37 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
     return ret;
 }
 
+/* The peer's address as text in buf, for the admin API's throttle and
+ * log; NULL when libmicrohttpd has none or it is not IP. */
+static const char *client_address(struct MHD_Connection *conn, char *buf,
+                                  socklen_t size)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return NULL;
+    const struct sockaddr *sa = ci->client_addr;
+    const void *addr = NULL;
+    if (sa->sa_family == AF_INET)
+        addr = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+    else if (sa->sa_family == AF_INET6)
+        addr = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    if (!addr || !inet_ntop(sa->sa_family, addr, buf, size))
+        return NULL;
+    return buf;
+}
+
 static enum MHD_Result serve_admin(struct ag_http *h,
                                    struct MHD_Connection *conn, const char *url,
                                    const char *method, struct request *req)
 {
     if (req->too_big)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+    char client[INET6_ADDRSTRLEN];
     struct ag_admin_request ar = {
         .method = method,
         .path = url,
+        .client = client_address(conn, client, sizeof client),
         .authorization = MHD_lookup_connection_value(
             conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
         .limit =

@@ -84,11 +84,23 @@ static int parse_network(const char *s, struct ag_list_entry *e)
     return AG_OK;
 }
 
+/* An allow entry exempts its network from every policy: one this broad is
+ * far more likely a slip (0.0.0.0/0 for 10.0.0.0/8) than an intent, and
+ * would switch the limiter off for most of the Internet. A deny entry
+ * may be broad: its mistake is loud, not silent. */
+static bool too_broad(const struct ag_list_entry *e)
+{
+    return e->bits < (e->family == AF_INET ? AG_LIST_ALLOW_MIN_BITS_V4
+                                           : AG_LIST_ALLOW_MIN_BITS_V6);
+}
+
 int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                             const struct ag_hasher *h,
                             struct ag_list_entry *out, struct ag_error *err)
 {
-    static const char *const known[] = {"kind", "value", "endpoint", "note"};
+    static const char *const known[] = {"kind", "value", "endpoint", "note",
+                                        "force"};
+    static const size_t nknown = sizeof known / sizeof *known;
     struct ag_list_entry e;
     memset(&e, 0, sizeof e);
     memset(err, 0, sizeof *err);
@@ -101,13 +113,17 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
     json_object_foreach((json_t *)obj, field, v)
     {
         size_t i = 0;
-        while (i < 4 && strcmp(field, known[i]) != 0)
+        while (i < nknown && strcmp(field, known[i]) != 0)
             i++;
-        if (i == 4)
+        if (i == nknown)
             return refuse(err, "entry",
-                          "has an unknown field (kind, value, endpoint and "
-                          "note are allowed)");
+                          "has an unknown field (kind, value, endpoint, note "
+                          "and force are allowed)");
     }
+    v = json_object_get(obj, "force");
+    if (v && !json_is_boolean(v))
+        return refuse(err, "force", "must be true or false");
+    e.force = json_is_true(v);
     v = json_object_get(obj, "kind");
     int kind = json_is_string(v) ? kind_parse(json_string_value(v)) : -1;
     if (kind < 0)
@@ -141,6 +157,14 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
             return refuse(err, "value",
                           "must be an IP address or a network such as "
                           "203.0.113.0/24 (host bits zero)");
+        if (list == AG_LIST_ALLOW && too_broad(&e) && !e.force)
+            return ag_error_set(
+                err, AG_EINVAL, "value",
+                "value %s would exempt %s from every policy; an allow "
+                "entry shorter than /%u (IPv4) or /%u (IPv6) needs "
+                "\"force\": true",
+                e.value, e.bits ? "a large part of the Internet" : "everyone",
+                AG_LIST_ALLOW_MIN_BITS_V4, AG_LIST_ALLOW_MIN_BITS_V6);
         break;
     case AG_LK_USER:
     case AG_LK_PHONE:
@@ -189,12 +213,19 @@ int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,
 
 json_t *ag_list_entry_to_json(const struct ag_list_entry *e)
 {
-    return json_pack(
+    json_t *o = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:s}", "id", (json_int_t)e->id, "list",
         list_names[e->list], "kind", kind_names[e->kind],
         e->kind == AG_LK_IP ? "value" : "hash", e->value, "endpoint",
         e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint),
         "note", e->note);
+    /* Only when given, so that the audit row of a forced entry says so and
+     * every other entry keeps its shape. */
+    if (o && e->force && json_object_set_new(o, "force", json_true())) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static bool in_network(const struct ag_list_entry *e, const struct ag_ip *ip)

@@ -25,6 +25,9 @@
 
 #define AG_LISTS_MAX 10000 /* entries, allow and deny together */
 #define AG_LIST_NOTE_MAX 200
+/* The shortest prefix of an allow network that needs no "force". */
+#define AG_LIST_ALLOW_MIN_BITS_V4 8u
+#define AG_LIST_ALLOW_MIN_BITS_V6 16u
 
 enum ag_list { AG_LIST_ALLOW, AG_LIST_DENY };
 enum ag_list_kind { AG_LK_IP, AG_LK_USER, AG_LK_PHONE };
@@ -38,6 +41,10 @@ struct ag_list_entry {
     char value[AG_IP_PREFIX_MAX > AG_DIGEST_HEX + 1 ? AG_IP_PREFIX_MAX
                                                     : AG_DIGEST_HEX + 1];
     char note[AG_LIST_NOTE_MAX + 1];
+    /* The admin body said "force": true (a broad allow network). Not
+     * stored with the entry: it reaches the audit row of the addition
+     * through ag_list_entry_to_json, and entries read back lack it. */
+    bool force;
     /* ip only, for matching: the network and its prefix length. */
     int family;
     unsigned char addr[16];
@@ -51,9 +58,12 @@ const char *ag_list_kind_name(enum ag_list_kind k);
 
 /* Builds an entry of list from an admin body {"kind": "ip"|"user"|"phone",
  * "value": "...", "endpoint": "login" (optional), "note": "..."
- * (optional)}. IPs and networks are canonicalised (host bits must be zero);
- * users and phones are normalised and hashed with h, and only the digest is
- * kept. On refusal returns AG_EINVAL with err naming the field. */
+ * (optional), "force": true (optional)}. IPs and networks are canonicalised
+ * (host bits must be zero); an allow network shorter than
+ * AG_LIST_ALLOW_MIN_BITS_V4 or _V6 (0.0.0.0/0 and ::/0 among them) is
+ * refused unless forced. Users and phones are normalised and hashed with h,
+ * and only the digest is kept. On refusal returns AG_EINVAL with err naming the
+ * field. */
 int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                             const struct ag_hasher *h,
                             struct ag_list_entry *out, struct ag_error *err);
@@ -62,7 +72,8 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
 int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,
                            const char *value, const char *endpoint,
                            const char *note, struct ag_list_entry *out);
-/* A new JSON object for e; caller owns it. */
+/* A new JSON object for e, with "force": true if e was forced; caller owns
+ * it. NULL only when out of memory. */
 json_t *ag_list_entry_to_json(const struct ag_list_entry *e);
 
 /* The entry that settles req, or NULL: the first deny entry that matches,

@@ -2,9 +2,11 @@
  * Structured logging: one JSON object a line on stderr,
  * {"ts":"2026-12-02T14:20:21.123Z","level":"info","event":"...","msg":"..."}.
  * Callers must never pass a plaintext identifier (user, phone, IP, device):
- * log the keyed hash instead. Lines below the configured level are dropped,
- * and so are lines below "error" past AG_LOG_PER_SECOND in one second, so a
- * flood of denials cannot flood the log; the next second starts with one
+ * log the keyed hash instead. The one exception is the client address of
+ * a failed admin authentication (ag_admin_auth.h), a lead for the operator.
+ * Lines below the configured level are dropped, and so are lines below
+ * "error" past AG_LOG_PER_SECOND in one second, so a flood of denials
+ * cannot flood the log; the next second starts with one
  * "log_suppressed" line saying how many were dropped.
  * Thread-safe: each line is written with one write(2).
  */

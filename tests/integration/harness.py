@@ -170,9 +170,13 @@ class Service:
         except OSError:
             return False
 
-    def request(self, method, path, body=None, headers=None, timeout=10):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port,
-                                          timeout=timeout)
+    def request(self, method, path, body=None, headers=None, timeout=10,
+                source=None):
+        """One request on a new connection; source (such as "127.0.0.2")
+        is the client's address, any loopback one on Linux."""
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=timeout,
+            source_address=(source, 0) if source else None)
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)

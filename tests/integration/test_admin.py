@@ -60,6 +60,49 @@ class AuthTest(AdminTest):
         self.assertIn("login.user",
                       [p["name"] for p in r.json["policies"]])
 
+    def test_bearer_scheme_in_any_case_with_trailing_space_is_accepted(self):
+        svc = self.admin_service()
+        for value in ["bearer " + TOKEN, "BEARER " + TOKEN,
+                      "bEaReR " + TOKEN, "Bearer " + TOKEN + "  ",
+                      "Bearer " + TOKEN + " \t", "Bearer  " + TOKEN]:
+            with self.subTest(value=value):
+                r = self.call(svc, "GET", "/admin/policies",
+                              headers={"Authorization": value})
+                self.assertEqual(r.status, 200)
+        # Only white space may follow: the token itself is still whole.
+        for value in ["bearer " + TOKEN + " x", "Bearer" + TOKEN,
+                      "Bearer " + TOKEN.upper(), "Bearer   "]:
+            with self.subTest(value=value):
+                r = self.call(svc, "GET", "/admin/policies",
+                              headers={"Authorization": value})
+                self.assertEqual(r.status, 401)
+
+    def test_ten_failures_throttle_one_address_and_not_another(self):
+        svc = self.admin_service()
+        wrong = {"Authorization": "Bearer guess-0123456789abcdef"}
+        for i in range(10):
+            r = svc.request("GET", "/admin/policies", headers=wrong,
+                            source="127.0.0.2")
+            self.assertEqual(r.status, 401, i)
+        for headers in [wrong, AUTH]:
+            r = svc.request("GET", "/admin/policies", headers=headers,
+                            source="127.0.0.2")
+            self.assertEqual(r.status, 429)
+            self.assertTrue(1 <= int(r.header("Retry-After")) <= 60)
+        r = svc.request("GET", "/admin/policies", headers=wrong,
+                        source="127.0.0.3")
+        self.assertEqual(r.status, 401)
+        r = svc.request("GET", "/admin/policies", headers=AUTH,
+                        source="127.0.0.3")
+        self.assertEqual(r.status, 200)
+        log = svc.log_text()
+        failed = [line for line in log.splitlines()
+                  if '"admin_auth_failed"' in line]
+        self.assertEqual(len(failed), 11, log)
+        self.assertEqual(sum("127.0.0.2" in line for line in failed), 10)
+        self.assertNotIn("guess-0123456789abcdef", log)
+        self.assertNotIn(TOKEN, log)
+
     def test_unauthenticated_writes_change_nothing(self):
         svc = self.admin_service()
         r = self.call(svc, "PUT", "/admin/policies/login.x", NEW_POLICY,
@@ -414,6 +457,33 @@ class ListsTest(AdminTest):
         con.close()
         self.assertNotIn("600999111", dump)
         self.assertNotIn("600 999 111", dump)
+
+    def test_allow_network_for_nearly_everyone_needs_force(self):
+        svc = self.admin_service()
+        for value in ["0.0.0.0/0", "::/0", "0.0.0.0/7", "2000::/15"]:
+            with self.subTest(value=value):
+                r = self.add(svc, "allow", {"kind": "ip", "value": value})
+                self.assertEqual(r.status, 400)
+                self.assertEqual(r.json["field"], "value")
+                self.assertIn('"force": true', r.json["error"])
+        self.assertEqual(self.call(svc, "GET", "/admin/lists/allow")
+                         .json["entries"], [])
+        # Deny lists may be broad; a forced allow entry is taken and its
+        # audit row says it was forced.
+        self.assertEqual(self.add(svc, "deny", {"kind": "ip",
+                                                "value": "::/0"}).status, 201)
+        r = self.add(svc, "allow", {"kind": "ip", "value": "0.0.0.0/0",
+                                    "force": True})
+        self.assertEqual(r.status, 201)
+        self.assertIs(r.json["entry"]["force"], True)
+        self.assertEqual(self.add(svc, "allow", {"kind": "ip",
+                                                 "value": "10.0.0.0/8"})
+                         .status, 201)
+        audit = self.call(svc, "GET", "/admin/audit").json["entries"]
+        forced = {e["after"]["value"]: e["after"].get("force")
+                  for e in audit if e["action"] == "list_add"}
+        self.assertEqual(forced, {"0.0.0.0/0": True, "10.0.0.0/8": None,
+                                  "::/0": None})
 
     def test_bad_entries_name_the_field(self):
         svc = self.admin_service()

@@ -80,6 +80,30 @@ class RefusalTest(unittest.TestCase):
             with self.subTest(secret=secret):
                 self.assert_refused(self.base(secret), needle)
 
+    def test_fifo_secret_is_refused_at_once_not_waited_on(self):
+        fifo = os.path.join(self.dir, "fifo.key")
+        os.mkfifo(fifo, 0o600)
+        started = time.monotonic()
+        r = run(self.base(fifo), timeout=5)
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--secret-file", r.stderr)
+        self.assertIn("not a regular file", r.stderr)
+
+    def test_secret_of_one_repeated_byte_is_refused(self):
+        for content in [b"\0" * 32, b"a" * 64]:
+            with self.subTest(content=content[:1]):
+                path = make_secret(self.dir, content, name="same.key")
+                self.assert_refused(self.base(path), "--secret-file")
+                self.assert_refused(self.base(path), "repeated")
+
+    def test_admin_token_shorter_than_16_bytes_is_refused(self):
+        path = os.path.join(self.dir, "admin.token")
+        with open(path, "w") as f:
+            f.write("x" * 15 + "\n")
+        self.assert_refused(self.base() + ["--admin-token-file", path],
+                            "--admin-token-file")
+
     def test_redis_password_does_not_appear_in_errors(self):
         r = run(self.base() + ["--redis", "redis://:hunter2@host"])
         self.assertEqual(r.returncode, 2)

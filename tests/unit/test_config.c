@@ -578,12 +578,12 @@ static void secret_of_the_cap_is_read_and_longer_refused(void **state)
 
 static void token_trailing_whitespace_is_trimmed(void **state)
 {
-    const char text[] = "tok-123 abc \t\r\n\n";
+    const char text[] = "tok-1234567890 abc \t\r\n\n";
     const char *path = tmp_file(state, text, sizeof text - 1, 0600);
     char token[AG_TOKEN_MAX + 1];
     char err[ERRSZ] = "";
     assert_int_equal(read_token(path, token, err), AG_OK);
-    assert_string_equal(token, "tok-123 abc");
+    assert_string_equal(token, "tok-1234567890 abc");
 }
 
 static void empty_token_file_is_refused(void **state)
@@ -678,11 +678,68 @@ static void redis_url_takes_a_bracketed_ipv6_host(void **state)
 
 static void token_with_nul_byte_is_refused(void **state)
 {
-    const char text[] = "abc\0def";
+    const char text[] = "abcdefghij\0klmnopqrst";
     const char *path = tmp_file(state, text, sizeof text - 1, 0600);
     char token[AG_TOKEN_MAX + 1];
     char err[ERRSZ] = "";
     assert_int_equal(read_token(path, token, err), AG_EINVAL);
+}
+
+static void token_shorter_than_16_bytes_is_refused(void **state)
+{
+    char text[AG_TOKEN_MIN + 1];
+    memset(text, 'k', sizeof text);
+    const char *path = tmp_file(state, text, AG_TOKEN_MIN - 1, 0600);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(read_token(path, token, err), AG_EINVAL);
+    assert_non_null(strstr(err, "--admin-token-file"));
+    assert_non_null(strstr(err, "16 to"));
+    unlink(path);
+    path = tmp_file(state, text, AG_TOKEN_MIN, 0600);
+    assert_int_equal(read_token(path, token, err), AG_OK);
+}
+
+static void secret_of_one_repeated_byte_is_refused(void **state)
+{
+    unsigned char data[64];
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    memset(data, 0, sizeof data);
+    const char *path = tmp_file(state, data, sizeof data, 0600);
+    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
+    assert_non_null(strstr(err, "--secret-file"));
+    assert_non_null(strstr(err, "repeated"));
+    unlink(path);
+    memset(data, 0xa5, sizeof data);
+    path = tmp_file(state, data, sizeof data, 0600);
+    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
+    /* One differing byte is enough to pass this check; it only catches
+     * files that were never filled with anything. */
+    unlink(path);
+    data[63] = 0;
+    path = tmp_file(state, data, sizeof data, 0600);
+    assert_int_equal(read_secret(path, key, &len, err), AG_OK);
+}
+
+static void secret_fifo_is_refused_without_waiting_for_a_writer(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ag-unit-fifo-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    unsigned char key[AG_SECRET_MAX];
+    size_t len = 0;
+    char err[ERRSZ] = "";
+    int rc = read_secret(path, key, &len, err);
+    unlink(path);
+    assert_int_equal(rc, AG_EINVAL);
+    assert_non_null(strstr(err, "--secret-file"));
+    assert_non_null(strstr(err, "not a regular file"));
 }
 
 static void token_file_missing_is_refused(void **state)
@@ -737,6 +794,9 @@ int main(void)
         ENV_TEST(redis_url_error_names_the_variable),
         ENV_TEST(redis_url_takes_a_bracketed_ipv6_host),
         FILE_TEST(token_file_missing_is_refused),
+        FILE_TEST(token_shorter_than_16_bytes_is_refused),
+        FILE_TEST(secret_of_one_repeated_byte_is_refused),
+        FILE_TEST(secret_fifo_is_refused_without_waiting_for_a_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

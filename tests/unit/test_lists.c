@@ -143,6 +143,64 @@ static void deny_beats_allow_and_endpoints_scope_entries(void **state)
     assert_null(ag_lists_match(es, 3, &r, eve, NULL));
 }
 
+static int ip_entry(enum ag_list list, const char *value, const char *force,
+                    struct ag_list_entry *e, struct ag_error *err)
+{
+    char json[160];
+    snprintf(json, sizeof json, "{\"kind\":\"ip\",\"value\":\"%s\"%s%s}", value,
+             force ? ",\"force\":" : "", force ? force : "");
+    return entry(list, json, e, err);
+}
+
+static void broad_allow_networks_are_refused_unless_forced(void **state)
+{
+    (void)state;
+    static const char *const broad[] = {"0.0.0.0/0", "::/0", "8.0.0.0/7",
+                                        "2000::/15", "::ffff:0.0.0.0/96"};
+    struct ag_list_entry e;
+    struct ag_error err;
+    for (size_t i = 0; i < sizeof broad / sizeof broad[0]; i++) {
+        assert_int_equal(ip_entry(AG_LIST_ALLOW, broad[i], NULL, &e, &err),
+                         AG_EINVAL);
+        assert_string_equal(err.field, "value");
+        assert_non_null(strstr(err.msg, "\"force\": true"));
+        assert_int_equal(ip_entry(AG_LIST_ALLOW, broad[i], "false", &e, &err),
+                         AG_EINVAL);
+        assert_int_equal(ip_entry(AG_LIST_ALLOW, broad[i], "true", &e, &err),
+                         AG_OK);
+        assert_true(e.force);
+        /* A deny entry may be as broad as it likes. */
+        assert_int_equal(ip_entry(AG_LIST_DENY, broad[i], NULL, &e, &err),
+                         AG_OK);
+    }
+    static const char *const narrow[] = {"10.0.0.0/8", "2001::/16",
+                                         "203.0.113.7"};
+    for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++) {
+        assert_int_equal(ip_entry(AG_LIST_ALLOW, narrow[i], NULL, &e, &err),
+                         AG_OK);
+        assert_false(e.force);
+    }
+    assert_int_equal(ip_entry(AG_LIST_ALLOW, "0.0.0.0/0", "1", &e, &err),
+                     AG_EINVAL);
+    assert_string_equal(err.field, "force");
+}
+
+static void forced_entry_says_so_in_its_json(void **state)
+{
+    (void)state;
+    struct ag_list_entry e;
+    struct ag_error err;
+    assert_int_equal(ip_entry(AG_LIST_ALLOW, "::/0", "true", &e, &err), AG_OK);
+    json_t *o = ag_list_entry_to_json(&e);
+    assert_true(json_is_true(json_object_get(o, "force")));
+    json_decref(o);
+    assert_int_equal(ip_entry(AG_LIST_ALLOW, "10.0.0.0/8", NULL, &e, &err),
+                     AG_OK);
+    o = ag_list_entry_to_json(&e);
+    assert_null(json_object_get(o, "force"));
+    json_decref(o);
+}
+
 static void rows_round_trip(void **state)
 {
     (void)state;
@@ -167,6 +225,8 @@ int main(void)
         cmocka_unit_test(networks_are_canonical_and_need_zero_host_bits),
         cmocka_unit_test(users_and_phones_keep_only_their_digest),
         cmocka_unit_test(deny_beats_allow_and_endpoints_scope_entries),
+        cmocka_unit_test(broad_allow_networks_are_refused_unless_forced),
+        cmocka_unit_test(forced_entry_says_so_in_its_json),
         cmocka_unit_test(rows_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
