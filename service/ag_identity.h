@@ -19,7 +19,7 @@
 
 #include "ag_error.h"
 
-#define AG_USER_MAX 256 /* bytes of a user or device after trimming */
+#define AG_USER_MAX 256 /* bytes of a normalised user or device */
 #define AG_PHONE_DIGITS_MIN 8
 #define AG_PHONE_DIGITS_MAX 15                 /* E.164 */
 #define AG_PHONE_MAX (1 + AG_PHONE_DIGITS_MAX) /* '+' and the digits */
@@ -55,12 +55,22 @@ struct ag_ip {
  * naming field, the JSON field the text came from ("user", or "value" in a
  * list entry): "user is empty".
  *
- * User: surrounding white space trimmed, ASCII letters folded to lower case.
- * Refuses empty, over AG_USER_MAX bytes, or holding control characters.
+ * User: Unicode white space (White_Space: NBSP, U+3000, ...) trimmed,
+ * default-ignorable code points (zero-width space, soft hyphen, ...)
+ * removed, then NFKC case folding (libunistring's u8_casefold with
+ * UNINORM_NFKC, language-independent), after the PRECIS UsernameCaseMapped
+ * profile (RFC 8265): "ÀNA", "àna", its NFD form and fullwidth "ａｎａ" are
+ * one user. '+' tags and dots are kept: they can be different accounts.
+ * Refuses empty, invalid UTF-8, C0 and C1 controls, U+2028 and U+2029,
+ * bidirectional controls, code points unassigned in libunistring's
+ * Unicode version, and a result over AG_USER_MAX bytes (folding can
+ * lengthen a user). Normalising a normalised user gives it back.
  * out holds AG_USER_MAX + 1 bytes. */
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err);
-/* Device: like user but case is kept (device ids are opaque tokens). */
+/* Device: ASCII white space trimmed, case and bytes kept (device ids are
+ * opaque tokens); refuses empty, over AG_USER_MAX bytes, or holding ASCII
+ * control characters. */
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err);
 /* Phone: spaces, dashes, dots and parentheses removed; the rest must be
