@@ -181,6 +181,15 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c = in[i];
+        /* "+44 (0)7911 123456": the parenthesised trunk zero that national
+         * dialling needs and international dialling drops. Only the exact
+         * "(0)", and only right after a country code (one to three digits),
+         * so that a zero anywhere else stays a digit of the number. */
+        if (c == '(' && len - i >= 3 && in[i + 1] == '0' && in[i + 2] == ')' &&
+            n >= 2 && n <= 4 && out[0] == '+') {
+            i += 2;
+            continue;
+        }
         if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')')
             continue;
         if (c == '+' && n == 0) {

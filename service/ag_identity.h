@@ -73,8 +73,10 @@ int ag_identity_user(const char *in, size_t len, char *out, const char *field,
  * control characters. */
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err);
-/* Phone: spaces, dashes, dots and parentheses removed; the rest must be
- * E.164: '+', a non-zero digit, then 7 to 14 more digits (8 to 15 in all).
+/* Phone: spaces, dashes, dots and parentheses removed, and a trunk zero
+ * "(0)" right after the country code dropped ("+44 (0)7911 123456" is
+ * +447911123456); the rest must be E.164: '+', a non-zero digit, then 7 to
+ * 14 more digits (8 to 15 in all).
  * out holds AG_PHONE_MAX + 1 bytes. */
 int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
                       struct ag_error *err);

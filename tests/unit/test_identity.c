@@ -417,6 +417,28 @@ static void phone_dashes_dots_and_parentheses_are_removed(void **state)
     expect_phone("+48 (600) 100-200", "+48600100200");
 }
 
+static void phone_trunk_zero_after_country_code_is_dropped(void **state)
+{
+    (void)state;
+    expect_phone("+44 (0)7911 123456", "+447911123456");
+    expect_phone("+44(0)7911123456", "+447911123456");
+    expect_phone("+44 (0) 7911 123456", "+447911123456");
+    expect_phone("+49 (0)30 1234567", "+49301234567");
+    expect_phone("+7(0)9161234567", "+79161234567");
+    expect_phone("+358 (0)40 1234567", "+358401234567");
+}
+
+static void phone_zero_elsewhere_in_parentheses_is_kept(void **state)
+{
+    (void)state;
+    /* Past the country code a "(0)" is a digit of the number. */
+    expect_phone("+44 7911 (0)23456", "+447911023456");
+    expect_phone("+4479 (0)11123456", "+4479011123456");
+    /* Only the exact "(0)" is a trunk zero. */
+    expect_phone("+44 (00)7911 12345", "+4400791112345");
+    expect_phone("+44 ( 0 )7911 123456", "+4407911123456");
+}
+
 static void phone_without_plus_is_refused(void **state)
 {
     (void)state;
@@ -747,6 +769,8 @@ int main(void)
         cmocka_unit_test(device_is_trimmed_and_keeps_case),
         cmocka_unit_test(phone_spaces_are_removed),
         cmocka_unit_test(phone_dashes_dots_and_parentheses_are_removed),
+        cmocka_unit_test(phone_trunk_zero_after_country_code_is_dropped),
+        cmocka_unit_test(phone_zero_elsewhere_in_parentheses_is_kept),
         cmocka_unit_test(phone_without_plus_is_refused),
         cmocka_unit_test(phone_with_plus_not_first_is_refused),
         cmocka_unit_test(phone_country_code_starting_with_zero_is_refused),
