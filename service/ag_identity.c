@@ -265,13 +265,31 @@ int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,
     return AG_OK;
 }
 
-void ag_identity_ip_prefix(const struct ag_ip *ip, char *out)
+unsigned ag_ip_bits(int family)
 {
-    unsigned char net[16] = {0};
-    int bits = ip->family == AF_INET ? 24 : 64;
-    memcpy(net, ip->addr, (size_t)bits / 8);
+    return family == AF_INET ? 32 : 128;
+}
+
+void ag_ip_mask(const unsigned char *addr, unsigned bits, unsigned char *out)
+{
+    memset(out, 0, 16);
+    memcpy(out, addr, bits / 8);
+    if (bits % 8)
+        out[bits / 8] =
+            (unsigned char)(addr[bits / 8] & (0xff << (8 - bits % 8)));
+}
+
+void ag_identity_ip_net(const struct ag_ip *ip, unsigned bits, char *out)
+{
+    unsigned max = ag_ip_bits(ip->family);
+    if (bits >= max) {
+        memcpy(out, ip->text, strlen(ip->text) + 1);
+        return;
+    }
+    unsigned char net[16];
+    ag_ip_mask(ip->addr, bits, net);
     size_t n = ip_text(ip->family, net, out);
-    memcpy(out + n, bits == 24 ? "/24" : "/64", 4);
+    snprintf(out + n, AG_IP_PREFIX_MAX - n, "/%u", bits);
 }
 
 void ag_identity_phone_prefix(const char *phone, unsigned digits, char *out)

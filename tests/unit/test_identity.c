@@ -541,7 +541,7 @@ static void ipv4_text_matches_inet_ntop(void **state)
             unsigned char net[4] = {a[0], a[1], a[2], 0};
             assert_non_null(inet_ntop(AF_INET, net, want_prefix, sizeof want));
             strcat(want_prefix, "/24");
-            ag_identity_ip_prefix(&ip, prefix);
+            ag_identity_ip_net(&ip, 24, prefix);
             assert_string_equal(prefix, want_prefix);
         }
     }
@@ -713,23 +713,36 @@ static void wiped_hasher_holds_no_key(void **state)
     assert_memory_equal(h.key, zero, sizeof zero);
 }
 
-static void ip_prefix_is_the_slash24_or_slash64(void **state)
+static void expect_ip_net(const char *in, unsigned bits, const char *want)
 {
-    (void)state;
     struct ag_ip ip;
     struct ag_error why = {0};
     char out[AG_IP_PREFIX_MAX];
-    assert_int_equal(ag_identity_ip("203.0.113.77", &ip, "ip", &why), AG_OK);
-    ag_identity_ip_prefix(&ip, out);
-    assert_string_equal(out, "203.0.113.0/24");
-    assert_int_equal(ag_identity_ip("2001:db8:1:2:ffff::9", &ip, "ip", &why),
-                     AG_OK);
-    ag_identity_ip_prefix(&ip, out);
-    assert_string_equal(out, "2001:db8:1:2::/64");
-    assert_int_equal(ag_identity_ip("::ffff:198.51.100.200", &ip, "ip", &why),
-                     AG_OK);
-    ag_identity_ip_prefix(&ip, out);
-    assert_string_equal(out, "198.51.100.0/24");
+    assert_int_equal(ag_identity_ip(in, &ip, "ip", &why), AG_OK);
+    ag_identity_ip_net(&ip, bits, out);
+    if (strcmp(out, want) != 0)
+        fail_msg("%s/%u is '%s', want '%s'", in, bits, out, want);
+}
+
+static void ip_net_is_the_network_of_the_given_prefix(void **state)
+{
+    (void)state;
+    expect_ip_net("203.0.113.77", 24, "203.0.113.0/24");
+    expect_ip_net("::ffff:198.51.100.200", 24, "198.51.100.0/24");
+    expect_ip_net("2001:db8:1:2:ffff::9", 64, "2001:db8:1:2::/64");
+    expect_ip_net("2001:db8:1:2:ffff::9", 48, "2001:db8:1::/48");
+    /* Prefixes that end inside a byte. */
+    expect_ip_net("203.0.113.77", 20, "203.0.112.0/20");
+    expect_ip_net("2001:db8:1:2ff::9", 56, "2001:db8:1:200::/56");
+    expect_ip_net("2001:db8:abcd::1", 36, "2001:db8:a000::/36");
+}
+
+static void ip_net_of_a_whole_address_is_the_address(void **state)
+{
+    (void)state;
+    /* An IPv4 ip key stays the address, as before IPv6 counted by /64. */
+    expect_ip_net("192.0.2.1", 32, "192.0.2.1");
+    expect_ip_net("2001:db8::1", 128, "2001:db8::1");
 }
 
 static void phone_prefix_keeps_the_first_digits(void **state)
@@ -745,7 +758,8 @@ static void phone_prefix_keeps_the_first_digits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ip_prefix_is_the_slash24_or_slash64),
+        cmocka_unit_test(ip_net_is_the_network_of_the_given_prefix),
+        cmocka_unit_test(ip_net_of_a_whole_address_is_the_address),
         cmocka_unit_test(phone_prefix_keeps_the_first_digits),
         cmocka_unit_test(user_is_trimmed_and_case_folded),
         cmocka_unit_test(unicode_spellings_of_one_user_are_one_user),
