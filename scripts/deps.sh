@@ -5,7 +5,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
-          libsqlite3-dev libsodium-dev libjansson-dev libcmocka-dev
+          libsqlite3-dev libsodium-dev libjansson-dev libunistring-dev
+          libcmocka-dev
           redis-server python3 curl clang-format)
 missing=()
 for p in "${packages[@]}"; do

@@ -16,6 +16,7 @@
 #include "ag_db.h"
 #include "ag_device.h"
 #include "ag_error.h"
+#include "ag_identity.h"
 #include "ag_log.h"
 
 enum kind { K_STR, K_UINT, K_LISTEN, K_REDIS, K_LEVEL, K_FLAG };
@@ -66,6 +67,16 @@ static const struct flag flags[] = {
      "Redis connect and command timeout in milliseconds"},
     {"phone-prefix-digits", K_UINT, F(phone_prefix_digits), 0, 2, 15, "7",
      "digits (country code included) that make a phone_prefix key"},
+    /* Shorter than these would lump an ISP's customers into one key. */
+    {"ipv6-ip-prefix", K_UINT, F(ipv6_ip_prefix), 0, 32, 128,
+     STR(AG_IPV6_IP_PREFIX_DEFAULT),
+     "bits of an IPv6 address its ip key counts (one host owns a /64)"},
+    {"ipv6-group-prefix", K_UINT, F(ipv6_group_prefix), 0, 16, 128,
+     STR(AG_IPV6_GROUP_PREFIX_DEFAULT),
+     "bits of an IPv6 address its ip_prefix key counts (one site, a /48)"},
+    {"ipv4-group-prefix", K_UINT, F(ipv4_group_prefix), 0, 8, 32,
+     STR(AG_IPV4_GROUP_PREFIX_DEFAULT),
+     "bits of an IPv4 address its ip_prefix key counts"},
     /* From a minute (tests, drills) to 400 days: a token is a remembered
      * login, not a permanent credential. */
     {"device-token-ttl-s", K_UINT, F(device_token_ttl_s), 0, 60, 34560000,
@@ -321,6 +332,13 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         if (val && set_value(c, f, val, origin, err))
             return AG_EINVAL;
     }
+    /* The group holds the addresses it groups: a longer group prefix than
+     * the ip key's would split one key over several groups. */
+    if (c->ipv6_group_prefix > c->ipv6_ip_prefix)
+        return ag_error_set(err, AG_EINVAL, "ipv6-group-prefix",
+                            "--ipv6-group-prefix (%u) must not be longer "
+                            "than --ipv6-ip-prefix (%u)",
+                            c->ipv6_group_prefix, c->ipv6_ip_prefix);
     return AG_OK;
 }
 

@@ -45,6 +45,9 @@ struct ag_config {
     unsigned threads;             /* HTTP worker threads; 0 = 2 per core */
     unsigned redis_timeout_ms;    /* connect and command timeout */
     unsigned phone_prefix_digits; /* digits in a phone_prefix key */
+    unsigned ipv6_ip_prefix;      /* bits of an IPv6 ip key */
+    unsigned ipv6_group_prefix;   /* bits of an IPv6 ip_prefix key */
+    unsigned ipv4_group_prefix;   /* bits of an IPv4 ip_prefix key */
     unsigned device_token_ttl_s;  /* seconds a device token lives */
     int log_level;                /* enum ag_log_level */
     bool help;                    /* --help was given */

@@ -1,9 +1,16 @@
 #include "ag_identity.h"
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <unicase.h>
+#include <unictype.h>
+#include <uninorm.h>
+#include <unistr.h>
 
 #include "ag_error.h"
 
@@ -18,9 +25,16 @@ static int refuse(struct ag_error *err, const char *field, const char *why)
     return ag_error_set(err, AG_EINVAL, field, "%s %s", field, why);
 }
 
-/* Trims, checks and copies a free-text identifier, folding case if asked. */
-static int text_ident(const char *in, size_t len, char *out, int fold,
-                      const char *field, struct ag_error *err)
+static int too_long(struct ag_error *err, const char *field)
+{
+    return ag_error_set(err, AG_EINVAL, field, "%s is longer than %d bytes",
+                        field, AG_USER_MAX);
+}
+
+/* Trims, checks and copies a device id: ASCII rules, case kept, because a
+ * device id is an opaque token that no account lookup folds. */
+static int ascii_ident(const char *in, size_t len, char *out, const char *field,
+                       struct ag_error *err)
 {
     while (len > 0 && is_space((unsigned char)in[0])) {
         in++;
@@ -32,32 +46,133 @@ static int text_ident(const char *in, size_t len, char *out, int fold,
         return refuse(err, field, "is empty");
     }
     if (len > AG_USER_MAX) {
-        return ag_error_set(err, AG_EINVAL, field, "%s is longer than %d bytes",
-                            field, AG_USER_MAX);
+        return too_long(err, field);
     }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
         if (c < 0x20 || c == 0x7f) {
             return refuse(err, field, "contains a control character");
         }
-        if (fold && c >= 'A' && c <= 'Z')
-            c = (unsigned char)(c - 'A' + 'a');
         out[i] = (char)c;
     }
     out[len] = '\0';
     return AG_OK;
 }
 
+/* The longest user read before normalising: four bytes for every code
+ * point of a user at the cap, so that no spelling of a user that fits
+ * (fullwidth, decomposed) is refused for its spelling, while the work one
+ * request can ask for stays bounded. */
+#define USER_INPUT_MAX (4 * AG_USER_MAX)
+
+/* Unicode White_Space, trimmed around a user, except NEL, U+2028 and
+ * U+2029: they end lines in logs and in JavaScript, so they are refused
+ * wherever they stand. */
+static bool is_trimmed_space(ucs4_t c)
+{
+    return c != 0x85 && c != 0x2028 && c != 0x2029 &&
+           uc_is_property_white_space(c);
+}
+
+/* Why c may not be part of a user, or NULL. Bidi controls are refused
+ * rather than removed as the other default-ignorables are: they are how a
+ * log line or an admin console is made to show one name for another. */
+static const char *forbidden(ucs4_t c)
+{
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f))
+        return "contains a control character";
+    if (c == 0x2028 || c == 0x2029)
+        return "contains a line or paragraph separator";
+    if ((c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) ||
+        c == 0x200e || c == 0x200f || c == 0x061c)
+        return "contains a bidirectional control character";
+    if (uc_is_general_category(c, UC_CATEGORY_Cn))
+        return "contains an unassigned code point";
+    return NULL;
+}
+
+/* Trims is_trimmed_space code points from both ends of valid UTF-8. */
+static void trim_unicode(const uint8_t **s, size_t *len)
+{
+    while (*len > 0) {
+        ucs4_t c;
+        int n = u8_mbtouc_unsafe(&c, *s, *len);
+        if (!is_trimmed_space(c))
+            break;
+        *s += n;
+        *len -= (size_t)n;
+    }
+    while (*len > 0) {
+        ucs4_t c;
+        const uint8_t *last = u8_prev(&c, *s + *len, *s);
+        if (!last || !is_trimmed_space(c))
+            break;
+        *len = (size_t)(last - *s);
+    }
+}
+
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err)
 {
-    return text_ident(in, len, out, 1, field, err);
+    const uint8_t *s = (const uint8_t *)in;
+    if (u8_check(s, len))
+        return refuse(err, field, "is not valid UTF-8");
+    trim_unicode(&s, &len);
+    if (len == 0)
+        return refuse(err, field, "is empty");
+    if (len > USER_INPUT_MAX)
+        return too_long(err, field);
+    /* Default-ignorable code points (zero-width spaces and joiners, soft
+     * hyphens, variation selectors) go before folding, not after: one
+     * between two combining marks keeps them apart, and removing it later
+     * would leave them out of canonical order. */
+    uint8_t kept[USER_INPUT_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        ucs4_t c;
+        int k = u8_mbtouc_unsafe(&c, s + i, len - i);
+        const char *why = forbidden(c);
+        if (why)
+            return refuse(err, field, why);
+        if (!uc_is_property_default_ignorable_code_point(c)) {
+            memcpy(kept + n, s + i, (size_t)k);
+            n += (size_t)k;
+        }
+        i += (size_t)k;
+    }
+    if (n == 0)
+        return refuse(err, field, "is empty");
+    /* libunistring decomposes with NFKD before it folds and composes with
+     * NFKC after, so one round is a fixed point (the test
+     * normalising_twice_equals_once_for_every_code_point proves it). */
+    uint8_t buf[USER_INPUT_MAX];
+    size_t flen = sizeof buf;
+    uint8_t *f = u8_casefold(kept, n, NULL, UNINORM_NFKC, buf, &flen);
+    if (!f)
+        return ag_error_set(err, AG_ENOMEM, field,
+                            "%s could not be normalised: out of memory", field);
+    /* NFKC turns a spacing accent (U+00A8) into a space and a combining
+     * mark, so the folded text is trimmed again. */
+    const uint8_t *t = f;
+    trim_unicode(&t, &flen);
+    int rc = AG_OK;
+    if (flen == 0)
+        rc = refuse(err, field, "is empty");
+    else if (flen > AG_USER_MAX)
+        rc = too_long(err, field);
+    if (rc == AG_OK) {
+        memcpy(out, t, flen);
+        out[flen] = '\0';
+    }
+    if (f != buf)
+        free(f);
+    return rc;
 }
 
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err)
 {
-    return text_ident(in, len, out, 0, field, err);
+    return ascii_ident(in, len, out, field, err);
 }
 
 int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
@@ -66,6 +181,15 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c = in[i];
+        /* "+44 (0)7911 123456": the parenthesised trunk zero that national
+         * dialling needs and international dialling drops. Only the exact
+         * "(0)", and only right after a country code (one to three digits),
+         * so that a zero anywhere else stays a digit of the number. */
+        if (c == '(' && len - i >= 3 && in[i + 1] == '0' && in[i + 2] == ')' &&
+            n >= 2 && n <= 4 && out[0] == '+') {
+            i += 2;
+            continue;
+        }
         if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')')
             continue;
         if (c == '+' && n == 0) {
@@ -141,13 +265,31 @@ int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,
     return AG_OK;
 }
 
-void ag_identity_ip_prefix(const struct ag_ip *ip, char *out)
+unsigned ag_ip_bits(int family)
 {
-    unsigned char net[16] = {0};
-    int bits = ip->family == AF_INET ? 24 : 64;
-    memcpy(net, ip->addr, (size_t)bits / 8);
+    return family == AF_INET ? 32 : 128;
+}
+
+void ag_ip_mask(const unsigned char *addr, unsigned bits, unsigned char *out)
+{
+    memset(out, 0, 16);
+    memcpy(out, addr, bits / 8);
+    if (bits % 8)
+        out[bits / 8] =
+            (unsigned char)(addr[bits / 8] & (0xff << (8 - bits % 8)));
+}
+
+void ag_identity_ip_net(const struct ag_ip *ip, unsigned bits, char *out)
+{
+    unsigned max = ag_ip_bits(ip->family);
+    if (bits >= max) {
+        memcpy(out, ip->text, strlen(ip->text) + 1);
+        return;
+    }
+    unsigned char net[16];
+    ag_ip_mask(ip->addr, bits, net);
     size_t n = ip_text(ip->family, net, out);
-    memcpy(out + n, bits == 24 ? "/24" : "/64", 4);
+    snprintf(out + n, AG_IP_PREFIX_MAX - n, "/%u", bits);
 }
 
 void ag_identity_phone_prefix(const char *phone, unsigned digits, char *out)

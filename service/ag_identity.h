@@ -19,7 +19,7 @@
 
 #include "ag_error.h"
 
-#define AG_USER_MAX 256 /* bytes of a user or device after trimming */
+#define AG_USER_MAX 256 /* bytes of a normalised user or device */
 #define AG_PHONE_DIGITS_MIN 8
 #define AG_PHONE_DIGITS_MAX 15                 /* E.164 */
 #define AG_PHONE_MAX (1 + AG_PHONE_DIGITS_MAX) /* '+' and the digits */
@@ -30,10 +30,10 @@
 /* The kinds of identifier a key can be made of. */
 enum ag_key_kind {
     AG_KEY_USER,
-    AG_KEY_IP,
+    AG_KEY_IP, /* an IPv4 address, or an IPv6 one's --ipv6-ip-prefix network */
     AG_KEY_PHONE,
     AG_KEY_DEVICE,
-    AG_KEY_IP_PREFIX,    /* the /24 of an IPv4 address, /64 of an IPv6 one */
+    AG_KEY_IP_PREFIX,    /* by default the /24 of IPv4, the /48 of IPv6 */
     AG_KEY_PHONE_PREFIX, /* '+' and the first --phone-prefix-digits */
     /* The id of a device token the service verified for the request's
      * user (ag_device); a request without a trusted token has none. */
@@ -55,16 +55,28 @@ struct ag_ip {
  * naming field, the JSON field the text came from ("user", or "value" in a
  * list entry): "user is empty".
  *
- * User: surrounding white space trimmed, ASCII letters folded to lower case.
- * Refuses empty, over AG_USER_MAX bytes, or holding control characters.
+ * User: Unicode white space (White_Space: NBSP, U+3000, ...) trimmed,
+ * default-ignorable code points (zero-width space, soft hyphen, ...)
+ * removed, then NFKC case folding (libunistring's u8_casefold with
+ * UNINORM_NFKC, language-independent), after the PRECIS UsernameCaseMapped
+ * profile (RFC 8265): "ÀNA", "àna", its NFD form and fullwidth "ａｎａ" are
+ * one user. '+' tags and dots are kept: they can be different accounts.
+ * Refuses empty, invalid UTF-8, C0 and C1 controls, U+2028 and U+2029,
+ * bidirectional controls, code points unassigned in libunistring's
+ * Unicode version, and a result over AG_USER_MAX bytes (folding can
+ * lengthen a user). Normalising a normalised user gives it back.
  * out holds AG_USER_MAX + 1 bytes. */
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err);
-/* Device: like user but case is kept (device ids are opaque tokens). */
+/* Device: ASCII white space trimmed, case and bytes kept (device ids are
+ * opaque tokens); refuses empty, over AG_USER_MAX bytes, or holding ASCII
+ * control characters. */
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err);
-/* Phone: spaces, dashes, dots and parentheses removed; the rest must be
- * E.164: '+', a non-zero digit, then 7 to 14 more digits (8 to 15 in all).
+/* Phone: spaces, dashes, dots and parentheses removed, and a trunk zero
+ * "(0)" right after the country code dropped ("+44 (0)7911 123456" is
+ * +447911123456); the rest must be E.164: '+', a non-zero digit, then 7 to
+ * 14 more digits (8 to 15 in all).
  * out holds AG_PHONE_MAX + 1 bytes. */
 int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
                       struct ag_error *err);
@@ -73,11 +85,26 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
 int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,
                    struct ag_error *err);
 
-#define AG_IP_PREFIX_MAX (AG_IP_TEXT_MAX + 4) /* text and "/NN" */
-/* The network an address belongs to for ip_prefix keys: its /24 for IPv4,
- * its /64 for IPv6, in text such as "203.0.113.0/24" or "2001:db8::/64".
- * out holds AG_IP_PREFIX_MAX bytes. */
-void ag_identity_ip_prefix(const struct ag_ip *ip, char *out);
+/* One host owns an IPv6 /64 and one site a /48, so per-address limits
+ * count an IPv6 address's /64 (its ip key) and group it by its /48 (its
+ * ip_prefix key); an IPv4 address is its own ip key, grouped by its /24.
+ * These are the defaults of --ipv6-ip-prefix, --ipv6-group-prefix and
+ * --ipv4-group-prefix. */
+#define AG_IPV6_IP_PREFIX_DEFAULT 64
+#define AG_IPV6_GROUP_PREFIX_DEFAULT 48
+#define AG_IPV4_GROUP_PREFIX_DEFAULT 24
+
+/* The prefix length of a whole address of family: 32 or 128. */
+unsigned ag_ip_bits(int family);
+/* Copies the first bits bits of addr (16 bytes) into out (16 bytes), the
+ * rest zero. */
+void ag_ip_mask(const unsigned char *addr, unsigned bits, unsigned char *out);
+
+#define AG_IP_PREFIX_MAX (AG_IP_TEXT_MAX + 4) /* text and "/NNN" */
+/* The network of ip's first bits bits, as key text: "203.0.113.0/24" or
+ * "2001:db8:1::/48"; the address's own text when bits covers all of it
+ * ("192.0.2.1", never "192.0.2.1/32"). out holds AG_IP_PREFIX_MAX bytes. */
+void ag_identity_ip_net(const struct ag_ip *ip, unsigned bits, char *out);
 
 #define AG_PHONE_PREFIX_DEFAULT 7 /* digits, the country code included */
 /* The number range a normalised phone belongs to for phone_prefix keys: '+'

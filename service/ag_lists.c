@@ -228,17 +228,24 @@ json_t *ag_list_entry_to_json(const struct ag_list_entry *e)
     return o;
 }
 
-static bool in_network(const struct ag_list_entry *e, const struct ag_ip *ip)
+/* Whether ip is in e's network. An entry of one whole address matches
+ * the way the ip key counts: a request whose ip key is the network
+ * req_bits long that holds it (an IPv6 address's /64 by default), so that
+ * denying the one address a client was seen at denies that client, not
+ * only the address it will rotate away from. A request built without
+ * ag_request_parse (req_bits 0) matches by the whole address. */
+static bool in_network(const struct ag_list_entry *e, const struct ag_ip *ip,
+                       unsigned req_bits)
 {
     if (e->family != ip->family)
         return false;
-    unsigned full = e->bits / 8, rest = e->bits % 8;
-    if (memcmp(e->addr, ip->addr, full) != 0)
-        return false;
-    if (!rest)
-        return true;
-    unsigned char mask = (unsigned char)(0xff << (8 - rest));
-    return (e->addr[full] & mask) == (ip->addr[full] & mask);
+    unsigned bits = e->bits;
+    if (bits == ag_ip_bits(e->family) && req_bits && req_bits < bits)
+        bits = req_bits;
+    unsigned char a[16], b[16];
+    ag_ip_mask(e->addr, bits, a);
+    ag_ip_mask(ip->addr, bits, b);
+    return memcmp(a, b, sizeof a) == 0;
 }
 
 static bool matches(const struct ag_list_entry *e, const struct ag_request *req,
@@ -248,7 +255,8 @@ static bool matches(const struct ag_list_entry *e, const struct ag_request *req,
         return false;
     switch (e->kind) {
     case AG_LK_IP:
-        return (req->have & 1u << AG_KEY_IP) && in_network(e, &req->ip);
+        return (req->have & 1u << AG_KEY_IP) &&
+               in_network(e, &req->ip, req->ip_key_bits);
     case AG_LK_USER:
         return user_digest && strcmp(e->value, user_digest) == 0;
     case AG_LK_PHONE:

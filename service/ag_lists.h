@@ -5,6 +5,11 @@
  * keyed digests (the same digest their policy keys use), so a list holds no
  * plaintext identifier.
  *
+ * An entry of one address matches the way the ip key counts: an IPv6
+ * address stands for its /64 (--ipv6-ip-prefix), so denying or allowing
+ * it denies or allows the client that owns that /64. A network entry
+ * matches by its own prefix, shorter or longer.
+ *
  * A request matched by a deny entry is denied; else one matched by an allow
  * entry is allowed; else the policies decide. Deny wins so that one bad
  * user can be shut out of an allow-listed office network.

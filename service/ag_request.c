@@ -1,5 +1,6 @@
 #include "ag_request.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,17 +91,32 @@ static int read_password_fp(const json_t *root, struct ag_request *out,
     return AG_OK;
 }
 
-/* Fills the identifiers derived from others: the prefixes. */
+static unsigned opt_or(unsigned v, unsigned def)
+{
+    return v ? v : def;
+}
+
+/* Fills the identifiers derived from others: the ip key's network and the
+ * prefixes. */
 static void derive(struct ag_request *r, const struct ag_request_opts *opts)
 {
+    static const struct ag_request_opts none = {0};
+    if (!opts)
+        opts = &none;
     if (r->have & 1u << AG_KEY_IP) {
-        ag_identity_ip_prefix(&r->ip, r->ip_prefix);
+        bool v6 = r->ip.family == AF_INET6;
+        r->ip_key_bits =
+            v6 ? opt_or(opts->ipv6_ip_prefix, AG_IPV6_IP_PREFIX_DEFAULT) : 32;
+        unsigned group =
+            v6 ? opt_or(opts->ipv6_group_prefix, AG_IPV6_GROUP_PREFIX_DEFAULT)
+               : opt_or(opts->ipv4_group_prefix, AG_IPV4_GROUP_PREFIX_DEFAULT);
+        ag_identity_ip_net(&r->ip, r->ip_key_bits, r->ip_key);
+        ag_identity_ip_net(&r->ip, group, r->ip_prefix);
         r->have |= 1u << AG_KEY_IP_PREFIX;
     }
     if (r->have & 1u << AG_KEY_PHONE) {
-        unsigned digits = opts && opts->phone_prefix_digits
-                              ? opts->phone_prefix_digits
-                              : AG_PHONE_PREFIX_DEFAULT;
+        unsigned digits =
+            opt_or(opts->phone_prefix_digits, AG_PHONE_PREFIX_DEFAULT);
         ag_identity_phone_prefix(r->phone, digits, r->phone_prefix);
         r->have |= 1u << AG_KEY_PHONE_PREFIX;
     }
@@ -200,7 +216,7 @@ const char *ag_request_value(const struct ag_request *req,
     case AG_KEY_USER:
         return req->user;
     case AG_KEY_IP:
-        return req->ip.text;
+        return req->ip_key;
     case AG_KEY_PHONE:
         return req->phone;
     case AG_KEY_DEVICE:

@@ -26,7 +26,9 @@ struct ag_request {
     char user[AG_USER_MAX + 1];
     char device[AG_USER_MAX + 1];
     char phone[AG_PHONE_MAX + 1];
-    struct ag_ip ip;
+    struct ag_ip ip;                     /* the address as sent */
+    char ip_key[AG_IP_PREFIX_MAX];       /* derived: the ip key's network */
+    unsigned ip_key_bits;                /* its prefix length */
     char ip_prefix[AG_IP_PREFIX_MAX];    /* derived from ip */
     char phone_prefix[AG_PHONE_MAX + 1]; /* derived from phone */
     bool success; /* /report-login only: the login succeeded */
@@ -44,8 +46,12 @@ struct ag_request {
 /* What a body is for: a check of an endpoint, or a login report. */
 enum ag_request_kind { AG_REQ_CHECK, AG_REQ_REPORT };
 
+/* Each 0 = the default (AG_PHONE_PREFIX_DEFAULT, AG_IPV*_DEFAULT). */
 struct ag_request_opts {
-    unsigned phone_prefix_digits; /* for phone_prefix; 0 = the default */
+    unsigned phone_prefix_digits; /* for phone_prefix */
+    unsigned ipv6_ip_prefix;      /* bits of an IPv6 address in its ip key */
+    unsigned ipv6_group_prefix;   /* bits of an IPv6 ip_prefix key */
+    unsigned ipv4_group_prefix;   /* bits of an IPv4 ip_prefix key */
 };
 
 /* Parses body for endpoint: the identifiers its table in ag_endpoint names
@@ -72,8 +78,9 @@ int ag_request_parse_report(const char *body, size_t len,
  * and id (AG_DEVICE_ID_BYTES) becomes its device_token identifier. */
 void ag_request_trust(struct ag_request *req, const unsigned char *id);
 
-/* The normalised text of one identifier, or NULL if the request lacks it.
- * Valid as long as req is. */
+/* The normalised text of one identifier, or NULL if the request lacks it:
+ * for ip, the network of ip_key ("2001:db8:1:2::/64", or an IPv4
+ * address). Valid as long as req is. */
 const char *ag_request_value(const struct ag_request *req,
                              enum ag_key_kind kind);
 

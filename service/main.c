@@ -122,7 +122,13 @@ int main(int argc, char **argv)
         .store = store,
         .fallback = fallback,
         .metrics = metrics,
-        .request = {.phone_prefix_digits = cfg.phone_prefix_digits},
+        .request =
+            {
+                .phone_prefix_digits = cfg.phone_prefix_digits,
+                .ipv6_ip_prefix = cfg.ipv6_ip_prefix,
+                .ipv6_group_prefix = cfg.ipv6_group_prefix,
+                .ipv4_group_prefix = cfg.ipv4_group_prefix,
+            },
         .device_token_ttl_s = cfg.device_token_ttl_s,
     };
     struct ag_service *svc = NULL;

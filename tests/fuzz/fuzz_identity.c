@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct ag_ip ip, ip2;
         if (ag_identity_ip(text, &ip, "ip", &why) == 0) {
             char prefix[AG_IP_PREFIX_MAX];
-            ag_identity_ip_prefix(&ip, prefix);
+            for (unsigned bits = 0; bits <= ag_ip_bits(ip.family); bits++)
+                ag_identity_ip_net(&ip, bits, prefix);
             if (ag_identity_ip(ip.text, &ip2, "ip", &why) != 0 ||
                 strcmp(ip.text, ip2.text) != 0)
                 __builtin_trap();

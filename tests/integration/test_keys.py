@@ -18,16 +18,16 @@ class PrefixTest(PolicyTest):
         self.assertEqual(self.login(svc, "u5@x.org", "203.0.114.1").status,
                          200)
 
-    def test_ipv6_addresses_in_one_slash64_share_a_key(self):
+    def test_ipv6_addresses_in_one_slash48_share_a_key(self):
         (svc,) = self.seeded([policy("p.net6", key=("ip_prefix",), limit=2)])
         self.assertEqual(self.login(svc, "a@x.org", "2001:db8:1:2::1")
                          .status, 200)
         self.assertEqual(self.login(svc, "b@x.org",
-                                    "2001:db8:1:2:ffff:ffff:ffff:ffff")
+                                    "2001:db8:1:ffff:ffff:ffff:ffff:ffff")
                          .status, 200)
-        self.assertEqual(self.login(svc, "c@x.org", "2001:db8:1:2::3")
+        self.assertEqual(self.login(svc, "c@x.org", "2001:db8:1:3::3")
                          .status, 429)
-        self.assertEqual(self.login(svc, "d@x.org", "2001:db8:1:3::1")
+        self.assertEqual(self.login(svc, "d@x.org", "2001:db8:2::1")
                          .status, 200)
 
     def test_phone_prefix_groups_a_number_range(self):

@@ -148,6 +148,9 @@ static void defaults_apply_without_flags_or_environment(void **state)
     assert_int_equal(c.threads, 0);
     assert_int_equal(c.redis_timeout_ms, 50);
     assert_int_equal(c.device_token_ttl_s, 7776000); /* 90 days */
+    assert_int_equal(c.ipv6_ip_prefix, 64);
+    assert_int_equal(c.ipv6_group_prefix, 48);
+    assert_int_equal(c.ipv4_group_prefix, 24);
     assert_int_equal(c.log_level, AG_LOG_INFO);
     assert_false(c.help);
 }
@@ -284,6 +287,44 @@ static void bad_numeric_values_are_refused_naming_the_flag(void **state)
     expect_flag_refused("--device-token-ttl-s", "34560001");
 }
 
+static void
+ip_prefix_lengths_out_of_range_are_refused_naming_the_flag(void **state)
+{
+    (void)state;
+    expect_flag_refused("--ipv6-ip-prefix", "31");
+    expect_flag_refused("--ipv6-ip-prefix", "129");
+    expect_flag_refused("--ipv6-group-prefix", "15");
+    expect_flag_refused("--ipv6-group-prefix", "129");
+    expect_flag_refused("--ipv4-group-prefix", "7");
+    expect_flag_refused("--ipv4-group-prefix", "33");
+    /* Longer than the default ip key's /64. */
+    expect_flag_refused("--ipv6-group-prefix", "65");
+}
+
+static void ip_prefix_lengths_are_set_by_flag_and_environment(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(setenv("ABUSEGUARD_IPV6_IP_PREFIX", "56", 1), 0);
+    assert_int_equal(setenv("ABUSEGUARD_IPV4_GROUP_PREFIX", "16", 1), 0);
+    assert_int_equal(parse(&c, err, "--ipv6-group-prefix", "40", (char *)NULL),
+                     AG_OK);
+    assert_int_equal(c.ipv6_ip_prefix, 56);
+    assert_int_equal(c.ipv6_group_prefix, 40);
+    assert_int_equal(c.ipv4_group_prefix, 16);
+    /* Per address, and grouped by the whole address too. */
+    assert_int_equal(parse(&c, err, "--ipv6-ip-prefix", "128",
+                           "--ipv6-group-prefix", "128", (char *)NULL),
+                     AG_OK);
+    assert_int_equal(c.ipv6_group_prefix, 128);
+    /* The shortest ip key, with a group that holds it. */
+    assert_int_equal(parse(&c, err, "--ipv6-ip-prefix", "32",
+                           "--ipv6-group-prefix", "16", (char *)NULL),
+                     AG_OK);
+    assert_int_equal(c.ipv6_ip_prefix, 32);
+}
+
 static void numeric_range_bounds_are_accepted(void **state)
 {
     (void)state;
@@ -296,6 +337,10 @@ static void numeric_range_bounds_are_accepted(void **state)
     expect_flag_accepted("--conn-timeout-s", "3600");
     expect_flag_accepted("--device-token-ttl-s", "60");
     expect_flag_accepted("--device-token-ttl-s", "34560000");
+    expect_flag_accepted("--ipv6-ip-prefix", "128");
+    expect_flag_accepted("--ipv6-group-prefix", "16");
+    expect_flag_accepted("--ipv4-group-prefix", "8");
+    expect_flag_accepted("--ipv4-group-prefix", "32");
 }
 
 static void bad_listen_and_log_level_are_refused_naming_the_flag(void **state)
@@ -766,6 +811,8 @@ int main(void)
         ENV_TEST(environment_variables_set_values),
         ENV_TEST(command_line_flag_wins_over_environment),
         ENV_TEST(bad_numeric_values_are_refused_naming_the_flag),
+        ENV_TEST(ip_prefix_lengths_out_of_range_are_refused_naming_the_flag),
+        ENV_TEST(ip_prefix_lengths_are_set_by_flag_and_environment),
         ENV_TEST(numeric_range_bounds_are_accepted),
         ENV_TEST(bad_listen_and_log_level_are_refused_naming_the_flag),
         ENV_TEST(too_long_path_is_refused_naming_the_flag),

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ag_error.h"
@@ -99,16 +100,234 @@ static void user_is_trimmed_and_case_folded(void **state)
     assert_string_equal(out, "bob smith");
 }
 
-static void user_case_folding_is_ascii_only(void **state)
+static void expect_user(const char *in, const char *want)
 {
-    (void)state;
     char out[AG_USER_MAX + 1];
     struct ag_error why = {0};
-    /* "ÀNA" and "ÉMILE": the non-ASCII letters keep their bytes. */
-    assert_int_equal(user("\xc3\x80NA", out, &why), AG_OK);
-    assert_string_equal(out, "\xc3\x80na");
-    assert_int_equal(user("\xc3\x89MILE", out, &why), AG_OK);
-    assert_string_equal(out, "\xc3\x89mile");
+    int rc = user(in, out, &why);
+    if (rc != AG_OK)
+        fail_msg("user '%s': rc %d (%s)", in, rc, why.msg);
+    if (strcmp(out, want) != 0)
+        fail_msg("user '%s' is '%s', want '%s'", in, out, want);
+}
+
+static void unicode_spellings_of_one_user_are_one_user(void **state)
+{
+    (void)state;
+    const char *want = "\xc3\xa0na@example.com"; /* "àna@example.com" */
+    expect_user("\xc3\x80NA@example.com", want); /* "ÀNA", composed */
+    expect_user("\xc3\xa0na@example.com", want);
+    expect_user("a\xcc\x80na@example.com", want); /* NFD: a, U+0300 */
+    expect_user("A\xcc\x80NA@EXAMPLE.COM", want);
+    /* Fullwidth "ａｎａ" and "＠" (U+FF41, U+FF4E, U+FF20). */
+    expect_user("\xef\xbd\x81\xef\xbd\x8e\xef\xbd\x81@example.com",
+                "ana@example.com");
+    expect_user("\xef\xbc\xa1NA\xef\xbc\xa0"
+                "example.com",
+                "ana@example.com");
+    /* A zero-width space, joiner and soft hyphen inside. */
+    expect_user("an\xe2\x80\x8b"
+                "a@example.com",
+                "ana@example.com");
+    expect_user("a\xe2\x80\x8dn\xc2\xad"
+                "a@example.com",
+                "ana@example.com");
+    /* NBSP before, U+3000 ideographic space after, U+2003 em space. */
+    expect_user("\xc2\xa0"
+                "ana@example.com\xe3\x80\x80",
+                "ana@example.com");
+    expect_user("\xe2\x80\x83"
+                "ANA@example.com\t",
+                "ana@example.com");
+    /* Case folding, not lower-casing: the sharp s folds to "ss". */
+    expect_user("STRA\xc3\x9f"
+                "E",
+                "strasse");
+    expect_user("strasse", "strasse");
+}
+
+static void user_plus_tags_and_dots_are_kept(void **state)
+{
+    (void)state;
+    expect_user("Ana+Shop@example.com", "ana+shop@example.com");
+    expect_user("a.na@example.com", "a.na@example.com");
+    expect_user("ana@example.com.", "ana@example.com.");
+    expect_user("ana..@example.com", "ana..@example.com");
+}
+
+static void user_inner_unicode_space_becomes_a_space(void **state)
+{
+    (void)state;
+    expect_user("Bob\xc2\xa0Smith", "bob smith");
+    expect_user("Bob\xe3\x80\x80Smith", "bob smith");
+}
+
+static void user_of_invalid_utf8_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("ana\xff", 4, "UTF-8");
+    expect_user_refused("ana\xc3", 4, "UTF-8"); /* cut short */
+    expect_user_refused("\x80"
+                        "ana",
+                        4, "UTF-8"); /* lone continuation */
+    expect_user_refused("\xc0\xaf"
+                        "ana",
+                        5, "UTF-8"); /* overlong '/' */
+    expect_user_refused("\xed\xa0\x80"
+                        "a",
+                        4, "UTF-8");                     /* a surrogate */
+    expect_user_refused("\xf4\x90\x80\x80", 4, "UTF-8"); /* past U+10FFFF */
+}
+
+static void user_with_c1_control_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("ana\xc2\x85x", 6, "control"); /* NEL */
+    expect_user_refused("ana\xc2\x9b", 5, "control");  /* CSI */
+    expect_user_refused("\xc2\x85"
+                        "ana",
+                        5, "control");
+    expect_user_refused("ana\xc2\x80", 5, "control");
+}
+
+static void user_with_line_or_paragraph_separator_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("ana\xe2\x80\xa8x", 7, "separator");
+    expect_user_refused("ana\xe2\x80\xa9", 6, "separator");
+    /* Not trimmed either, though they are white space. */
+    expect_user_refused("\xe2\x80\xa8"
+                        "ana",
+                        6, "separator");
+}
+
+static void user_with_bidi_control_is_refused(void **state)
+{
+    (void)state;
+    static const char *const bidi[] = {
+        "\xe2\x80\xaa", "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad",
+        "\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8",
+        "\xe2\x81\xa9", "\xe2\x80\x8e", "\xe2\x80\x8f", "\xd8\x9c",
+    };
+    for (size_t i = 0; i < sizeof bidi / sizeof bidi[0]; i++) {
+        char in[32];
+        int n = snprintf(in, sizeof in, "an%sa@example.com", bidi[i]);
+        expect_user_refused(in, (size_t)n, "bidirectional");
+    }
+}
+
+static void user_with_unassigned_code_point_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("ana\xcd\xb8", 5, "unassigned");     /* U+0378 */
+    expect_user_refused("ana\xef\xb7\x90", 6, "unassigned"); /* U+FDD0 */
+    expect_user_refused("\xf4\x8f\xbf\xbf"
+                        "a",
+                        5, "unassigned"); /* U+10FFFF */
+}
+
+static void user_made_only_of_ignorables_is_refused(void **state)
+{
+    (void)state;
+    expect_user_refused("\xe2\x80\x8b\xc2\xad", 5, "empty");
+    expect_user_refused("\xc2\xa0\xe3\x80\x80", 5, "empty");
+}
+
+static void user_longer_than_256_bytes_once_folded_is_refused(void **state)
+{
+    (void)state;
+    /* U+0149 is two bytes and folds to three (U+02BC 'n'): 200 bytes in,
+     * 300 out. */
+    char in[201];
+    for (size_t i = 0; i < 200; i += 2)
+        memcpy(in + i, "\xc5\x89", 2);
+    in[200] = '\0';
+    expect_user_refused(in, 200, "256");
+}
+
+static void fullwidth_user_of_256_letters_is_accepted(void **state)
+{
+    (void)state;
+    /* 768 bytes of U+FF41 are the 256 bytes of "aaa...". */
+    char in[3 * AG_USER_MAX + 1];
+    for (size_t i = 0; i < 3 * AG_USER_MAX; i += 3)
+        memcpy(in + i, "\xef\xbd\x81", 3);
+    in[3 * AG_USER_MAX] = '\0';
+    char out[AG_USER_MAX + 1];
+    struct ag_error why = {0};
+    assert_int_equal(user(in, out, &why), AG_OK);
+    assert_int_equal(strlen(out), AG_USER_MAX);
+    assert_int_equal(out[0], 'a');
+    assert_int_equal(out[AG_USER_MAX - 1], 'a');
+}
+
+static void user_over_1024_bytes_is_refused_before_folding(void **state)
+{
+    (void)state;
+    char in[4 * AG_USER_MAX + 2];
+    memset(in, 'a', sizeof in - 1);
+    in[sizeof in - 1] = '\0';
+    expect_user_refused(in, sizeof in - 1, "256");
+}
+
+/* Puts c into out as UTF-8; its length. */
+static size_t utf8_of(unsigned c, char *out)
+{
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xc0 | c >> 6);
+        out[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xe0 | c >> 12);
+        out[1] = (char)(0x80 | (c >> 6 & 0x3f));
+        out[2] = (char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | c >> 18);
+    out[1] = (char)(0x80 | (c >> 12 & 0x3f));
+    out[2] = (char)(0x80 | (c >> 6 & 0x3f));
+    out[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+static void normalising_twice_equals_once_for_every_code_point(void **state)
+{
+    (void)state;
+    /* Each code point alone, after a letter, and before a combining mark
+     * (where reordering and composition happen). */
+    static const char *const around[][2] = {
+        {"", ""}, {"A", "b"}, {"", "\xcc\x81"}, {"\xc2\xa8", "\xcd\x85"}};
+    size_t accepted = 0;
+    for (unsigned c = 0; c <= 0x10ffff; c++) {
+        if (c >= 0xd800 && c <= 0xdfff)
+            continue;
+        for (size_t a = 0; a < sizeof around / sizeof around[0]; a++) {
+            char in[16];
+            size_t n = strlen(around[a][0]);
+            memcpy(in, around[a][0], n);
+            n += utf8_of(c, in + n);
+            size_t m = strlen(around[a][1]);
+            memcpy(in + n, around[a][1], m);
+            n += m;
+            char once[AG_USER_MAX + 1], twice[AG_USER_MAX + 1];
+            struct ag_error why;
+            if (ag_identity_user(in, n, once, "user", &why) != AG_OK)
+                continue;
+            accepted++;
+            if (ag_identity_user(once, strlen(once), twice, "user", &why) !=
+                AG_OK)
+                fail_msg("U+%04X (%zu): '%s' refused: %s", c, a, once, why.msg);
+            if (strcmp(once, twice) != 0)
+                fail_msg("U+%04X (%zu): '%s' then '%s'", c, a, once, twice);
+        }
+    }
+    /* Most of Unicode is assigned: the loop did test something. */
+    assert_true(accepted > 500000);
 }
 
 static void user_of_256_bytes_is_accepted(void **state)
@@ -196,6 +415,28 @@ static void phone_dashes_dots_and_parentheses_are_removed(void **state)
     expect_phone("+1 (415) 555-0100", "+14155550100");
     expect_phone("+48.600.100.200", "+48600100200");
     expect_phone("+48 (600) 100-200", "+48600100200");
+}
+
+static void phone_trunk_zero_after_country_code_is_dropped(void **state)
+{
+    (void)state;
+    expect_phone("+44 (0)7911 123456", "+447911123456");
+    expect_phone("+44(0)7911123456", "+447911123456");
+    expect_phone("+44 (0) 7911 123456", "+447911123456");
+    expect_phone("+49 (0)30 1234567", "+49301234567");
+    expect_phone("+7(0)9161234567", "+79161234567");
+    expect_phone("+358 (0)40 1234567", "+358401234567");
+}
+
+static void phone_zero_elsewhere_in_parentheses_is_kept(void **state)
+{
+    (void)state;
+    /* Past the country code a "(0)" is a digit of the number. */
+    expect_phone("+44 7911 (0)23456", "+447911023456");
+    expect_phone("+4479 (0)11123456", "+4479011123456");
+    /* Only the exact "(0)" is a trunk zero. */
+    expect_phone("+44 (00)7911 12345", "+4400791112345");
+    expect_phone("+44 ( 0 )7911 123456", "+4407911123456");
 }
 
 static void phone_without_plus_is_refused(void **state)
@@ -300,7 +541,7 @@ static void ipv4_text_matches_inet_ntop(void **state)
             unsigned char net[4] = {a[0], a[1], a[2], 0};
             assert_non_null(inet_ntop(AF_INET, net, want_prefix, sizeof want));
             strcat(want_prefix, "/24");
-            ag_identity_ip_prefix(&ip, prefix);
+            ag_identity_ip_net(&ip, 24, prefix);
             assert_string_equal(prefix, want_prefix);
         }
     }
@@ -472,23 +713,36 @@ static void wiped_hasher_holds_no_key(void **state)
     assert_memory_equal(h.key, zero, sizeof zero);
 }
 
-static void ip_prefix_is_the_slash24_or_slash64(void **state)
+static void expect_ip_net(const char *in, unsigned bits, const char *want)
 {
-    (void)state;
     struct ag_ip ip;
     struct ag_error why = {0};
     char out[AG_IP_PREFIX_MAX];
-    assert_int_equal(ag_identity_ip("203.0.113.77", &ip, "ip", &why), AG_OK);
-    ag_identity_ip_prefix(&ip, out);
-    assert_string_equal(out, "203.0.113.0/24");
-    assert_int_equal(ag_identity_ip("2001:db8:1:2:ffff::9", &ip, "ip", &why),
-                     AG_OK);
-    ag_identity_ip_prefix(&ip, out);
-    assert_string_equal(out, "2001:db8:1:2::/64");
-    assert_int_equal(ag_identity_ip("::ffff:198.51.100.200", &ip, "ip", &why),
-                     AG_OK);
-    ag_identity_ip_prefix(&ip, out);
-    assert_string_equal(out, "198.51.100.0/24");
+    assert_int_equal(ag_identity_ip(in, &ip, "ip", &why), AG_OK);
+    ag_identity_ip_net(&ip, bits, out);
+    if (strcmp(out, want) != 0)
+        fail_msg("%s/%u is '%s', want '%s'", in, bits, out, want);
+}
+
+static void ip_net_is_the_network_of_the_given_prefix(void **state)
+{
+    (void)state;
+    expect_ip_net("203.0.113.77", 24, "203.0.113.0/24");
+    expect_ip_net("::ffff:198.51.100.200", 24, "198.51.100.0/24");
+    expect_ip_net("2001:db8:1:2:ffff::9", 64, "2001:db8:1:2::/64");
+    expect_ip_net("2001:db8:1:2:ffff::9", 48, "2001:db8:1::/48");
+    /* Prefixes that end inside a byte. */
+    expect_ip_net("203.0.113.77", 20, "203.0.112.0/20");
+    expect_ip_net("2001:db8:1:2ff::9", 56, "2001:db8:1:200::/56");
+    expect_ip_net("2001:db8:abcd::1", 36, "2001:db8:a000::/36");
+}
+
+static void ip_net_of_a_whole_address_is_the_address(void **state)
+{
+    (void)state;
+    /* An IPv4 ip key stays the address, as before IPv6 counted by /64. */
+    expect_ip_net("192.0.2.1", 32, "192.0.2.1");
+    expect_ip_net("2001:db8::1", 128, "2001:db8::1");
 }
 
 static void phone_prefix_keeps_the_first_digits(void **state)
@@ -504,10 +758,23 @@ static void phone_prefix_keeps_the_first_digits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ip_prefix_is_the_slash24_or_slash64),
+        cmocka_unit_test(ip_net_is_the_network_of_the_given_prefix),
+        cmocka_unit_test(ip_net_of_a_whole_address_is_the_address),
         cmocka_unit_test(phone_prefix_keeps_the_first_digits),
         cmocka_unit_test(user_is_trimmed_and_case_folded),
-        cmocka_unit_test(user_case_folding_is_ascii_only),
+        cmocka_unit_test(unicode_spellings_of_one_user_are_one_user),
+        cmocka_unit_test(user_plus_tags_and_dots_are_kept),
+        cmocka_unit_test(user_inner_unicode_space_becomes_a_space),
+        cmocka_unit_test(user_of_invalid_utf8_is_refused),
+        cmocka_unit_test(user_with_c1_control_is_refused),
+        cmocka_unit_test(user_with_line_or_paragraph_separator_is_refused),
+        cmocka_unit_test(user_with_bidi_control_is_refused),
+        cmocka_unit_test(user_with_unassigned_code_point_is_refused),
+        cmocka_unit_test(user_made_only_of_ignorables_is_refused),
+        cmocka_unit_test(user_longer_than_256_bytes_once_folded_is_refused),
+        cmocka_unit_test(fullwidth_user_of_256_letters_is_accepted),
+        cmocka_unit_test(user_over_1024_bytes_is_refused_before_folding),
+        cmocka_unit_test(normalising_twice_equals_once_for_every_code_point),
         cmocka_unit_test(user_of_256_bytes_is_accepted),
         cmocka_unit_test(user_of_257_bytes_is_refused),
         cmocka_unit_test(user_with_control_character_is_refused),
@@ -516,6 +783,8 @@ int main(void)
         cmocka_unit_test(device_is_trimmed_and_keeps_case),
         cmocka_unit_test(phone_spaces_are_removed),
         cmocka_unit_test(phone_dashes_dots_and_parentheses_are_removed),
+        cmocka_unit_test(phone_trunk_zero_after_country_code_is_dropped),
+        cmocka_unit_test(phone_zero_elsewhere_in_parentheses_is_kept),
         cmocka_unit_test(phone_without_plus_is_refused),
         cmocka_unit_test(phone_with_plus_not_first_is_refused),
         cmocka_unit_test(phone_country_code_starting_with_zero_is_refused),

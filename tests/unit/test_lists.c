@@ -16,6 +16,7 @@
 #include "ag_error.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
+#include <stdbool.h>
 
 static struct ag_hasher hasher;
 
@@ -201,6 +202,63 @@ static void forced_entry_says_so_in_its_json(void **state)
     json_decref(o);
 }
 
+/* The list entry of one IP value, and whether a login from ip matches it;
+ * opts as the service would pass them (NULL for the defaults). */
+static bool ip_entry_matches(const char *value, const char *ip,
+                             const struct ag_request_opts *opts)
+{
+    struct ag_list_entry e;
+    struct ag_error err;
+    char json[128], body[128];
+    snprintf(json, sizeof json, "{\"kind\":\"ip\",\"value\":\"%s\"}", value);
+    assert_int_equal(entry(AG_LIST_DENY, json, &e, &err), AG_OK);
+    snprintf(body, sizeof body, "{\"user\":\"ann\",\"ip\":\"%s\"}", ip);
+    struct ag_request r;
+    assert_int_equal(
+        ag_request_parse(AG_EP_LOGIN, body, strlen(body), opts, &r, &err),
+        AG_OK);
+    return ag_lists_match(&e, 1, &r, NULL, NULL) != NULL;
+}
+
+static void ipv6_address_entry_matches_its_whole_slash64(void **state)
+{
+    (void)state;
+    assert_true(ip_entry_matches("2001:db8:1:2::1", "2001:db8:1:2::1", NULL));
+    assert_true(
+        ip_entry_matches("2001:db8:1:2::1", "2001:db8:1:2:ffff::9", NULL));
+    assert_false(ip_entry_matches("2001:db8:1:2::1", "2001:db8:1:3::1", NULL));
+    /* With --ipv6-ip-prefix 128 an address is only itself. */
+    const struct ag_request_opts per_address = {.ipv6_ip_prefix = 128,
+                                                .ipv6_group_prefix = 48};
+    assert_true(
+        ip_entry_matches("2001:db8:1:2::1", "2001:db8:1:2::1", &per_address));
+    assert_false(
+        ip_entry_matches("2001:db8:1:2::1", "2001:db8:1:2::2", &per_address));
+}
+
+static void ipv4_address_entry_matches_only_itself(void **state)
+{
+    (void)state;
+    assert_true(ip_entry_matches("192.0.2.1", "192.0.2.1", NULL));
+    assert_true(ip_entry_matches("192.0.2.1", "::ffff:192.0.2.1", NULL));
+    assert_false(ip_entry_matches("192.0.2.1", "192.0.2.2", NULL));
+}
+
+static void network_entries_match_by_their_own_prefix(void **state)
+{
+    (void)state;
+    /* Longer than the ip key's /64: only its own /96. */
+    assert_true(
+        ip_entry_matches("2001:db8:1:2::/96", "2001:db8:1:2::ffff", NULL));
+    assert_false(
+        ip_entry_matches("2001:db8:1:2::/96", "2001:db8:1:2:0:1::1", NULL));
+    /* Shorter: the whole /48. */
+    assert_true(ip_entry_matches("2001:db8:1::/48", "2001:db8:1:ff::1", NULL));
+    assert_false(ip_entry_matches("2001:db8:1::/48", "2001:db8:2::1", NULL));
+    assert_true(ip_entry_matches("192.0.2.128/25", "192.0.2.200", NULL));
+    assert_false(ip_entry_matches("192.0.2.128/25", "192.0.2.100", NULL));
+}
+
 static void rows_round_trip(void **state)
 {
     (void)state;
@@ -227,6 +285,9 @@ int main(void)
         cmocka_unit_test(deny_beats_allow_and_endpoints_scope_entries),
         cmocka_unit_test(broad_allow_networks_are_refused_unless_forced),
         cmocka_unit_test(forced_entry_says_so_in_its_json),
+        cmocka_unit_test(ipv6_address_entry_matches_its_whole_slash64),
+        cmocka_unit_test(ipv4_address_entry_matches_only_itself),
+        cmocka_unit_test(network_entries_match_by_their_own_prefix),
         cmocka_unit_test(rows_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

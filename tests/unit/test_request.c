@@ -115,14 +115,38 @@ static void otp_body_is_normalised(void **state)
                                  HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP_PREFIX) |
                                  HAVE(AG_KEY_PHONE_PREFIX));
     assert_string_equal(ag_request_value(&r, AG_KEY_PHONE), "+48600100200");
-    assert_string_equal(ag_request_value(&r, AG_KEY_IP), "2001:db8::1");
+    /* The ip key of an IPv6 address is its /64, its ip_prefix the /48. */
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP), "2001:db8::/64");
+    assert_string_equal(r.ip.text, "2001:db8::1");
     assert_int_equal(r.ip.family, AF_INET6);
     assert_string_equal(ag_request_value(&r, AG_KEY_USER), "bob");
     assert_string_equal(ag_request_value(&r, AG_KEY_IP_PREFIX),
-                        "2001:db8::/64");
+                        "2001:db8::/48");
     /* The default prefix: '+' and 7 digits. */
     assert_string_equal(ag_request_value(&r, AG_KEY_PHONE_PREFIX), "+4860010");
     assert_null(ag_request_value(&r, AG_KEY_DEVICE));
+}
+
+static void ip_prefix_lengths_come_from_the_options(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    struct ag_error err;
+    const struct ag_request_opts opts = {
+        .ipv6_ip_prefix = 56, .ipv6_group_prefix = 32, .ipv4_group_prefix = 16};
+    const char *v6 =
+        "{\"phone\":\"+48600100200\",\"ip\":\"2001:db8:1:2ff::9\"}";
+    assert_int_equal(
+        ag_request_parse(AG_EP_OTP, v6, strlen(v6), &opts, &r, &err), AG_OK);
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP), "2001:db8:1:200::/56");
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP_PREFIX),
+                        "2001:db8::/32");
+    const char *v4 = "{\"phone\":\"+48600100200\",\"ip\":\"203.0.113.9\"}";
+    assert_int_equal(
+        ag_request_parse(AG_EP_OTP, v4, strlen(v4), &opts, &r, &err), AG_OK);
+    /* IPv4 is counted per address whatever the options. */
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP), "203.0.113.9");
+    assert_string_equal(ag_request_value(&r, AG_KEY_IP_PREFIX), "203.0.0.0/16");
 }
 
 static void otp_user_is_optional(void **state)
@@ -495,6 +519,7 @@ int main(void)
         cmocka_unit_test(login_body_is_normalised),
         cmocka_unit_test(login_device_is_optional),
         cmocka_unit_test(otp_body_is_normalised),
+        cmocka_unit_test(ip_prefix_lengths_come_from_the_options),
         cmocka_unit_test(otp_user_is_optional),
         cmocka_unit_test(missing_required_field_is_named),
         cmocka_unit_test(non_string_field_is_named),

@@ -1,0 +1,104 @@
+"""Identity evasion: spellings and addresses an attacker rotates through
+must land on one counter. IPv6 addresses count per /64 and group per /48,
+with the shipped default policies; Unicode spellings of one user are one
+user."""
+import random
+import unittest
+
+from harness import PolicyTest, ServiceTest, policy
+
+
+def random_phones(rng, n):
+    """n distinct UK mobile numbers, spread over many number ranges."""
+    phones = set()
+    while len(phones) < n:
+        phones.add("+447%09d" % rng.randrange(10**9))
+    return sorted(phones)
+
+
+def random_host(rng, net64):
+    """A random address inside the /64 whose first four groups are net64."""
+    return net64 + ":" + ":".join("%x" % rng.randrange(1 << 16)
+                                  for _ in range(4))
+
+
+class Ipv6Test(ServiceTest):
+    def test_sixty_sends_from_one_slash64_to_random_numbers_are_limited(self):
+        svc = self.service()
+        rng = random.Random(15)
+        allowed, denied_by = 0, set()
+        for phone in random_phones(rng, 60):
+            r = self.otp(svc, phone, random_host(rng, "2001:db8:1:2"))
+            if r.status == 200:
+                allowed += 1
+            else:
+                self.assertEqual(r.status, 429, r.json)
+                denied_by.add(r.json["policy"])
+        # otp.ip_phones lets one /64 reach ten numbers a day.
+        self.assertEqual(allowed, 10)
+        self.assertEqual(denied_by, {"otp.ip_phones"})
+        # Another /64 is another client.
+        r = self.otp(svc, "+447700900123", "2001:db8:1:3::1")
+        self.assertEqual(r.status, 200, r.json)
+
+    def test_rotating_slash64s_inside_one_slash48_trips_ip_prefix(self):
+        svc = self.service()
+        rng = random.Random(48)
+        phones = iter(random_phones(rng, 101))
+        sent = 0
+        # Five sends per /64 stay under every per-/64 policy; 100 sends in
+        # an hour are what otp.ip_prefix allows one /48.
+        for net in range(21):
+            for _ in range(5):
+                if sent == 100:
+                    break
+                r = self.otp(svc, next(phones),
+                             random_host(rng, "2001:db8:5:%x" % net))
+                self.assertEqual(r.status, 200, r.json)
+                sent += 1
+        r = self.otp(svc, next(phones), "2001:db8:5:ffff::1")
+        self.assertEqual(r.status, 429, r.json)
+        self.assertEqual(r.json["policy"], "otp.ip_prefix")
+        r = self.otp(svc, "+447700900123", "2001:db8:6::1")
+        self.assertEqual(r.status, 200, r.json)
+
+
+# One user, spelled seven ways: composed and upper case, composed, NFD,
+# fullwidth with a combining accent, a zero-width space inside, NBSP and
+# U+3000 around it, and NFD in upper case.
+SPELLINGS = [
+    "\u00c0NA@Example.com",
+    "\u00e0na@example.com",
+    "a\u0300na@example.com",
+    "\uff41\u0300\uff4e\uff41@example.com",
+    "\u00e0n\u200ba@example.com",
+    "\u00a0\u00e0na@example.com\u3000",
+    "A\u0300NA@EXAMPLE.COM",
+]
+
+
+class UnicodeUserTest(PolicyTest):
+    def test_unicode_spellings_of_one_user_share_one_counter(self):
+        (svc,) = self.seeded([policy("p.user", limit=len(SPELLINGS) - 1,
+                                     window_s=600)])
+        for i, user in enumerate(SPELLINGS[:-1]):
+            r = self.login(svc, user, "192.0.2.%d" % (i + 1))
+            self.assertEqual(r.status, 200, (user, r.json))
+            self.assertEqual(self.decision(r, "p.user")["remaining"],
+                             len(SPELLINGS) - 2 - i)
+        r = self.login(svc, SPELLINGS[-1], "192.0.2.100")
+        self.assertEqual(r.status, 429, r.json)
+        self.assertEqual(r.json["policy"], "p.user")
+        # Without the accent it is another user.
+        r = self.login(svc, "ana@example.com", "192.0.2.101")
+        self.assertEqual(r.status, 200, r.json)
+
+    def test_bidi_override_in_a_user_is_a_400_naming_user(self):
+        (svc,) = self.seeded([policy("p.user")])
+        r = self.login(svc, "ana\u202e@example.com")
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["field"], "user")
+
+
+if __name__ == "__main__":
+    unittest.main()
