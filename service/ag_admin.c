@@ -221,7 +221,8 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     }
     if (strcmp(req->method, "DELETE") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_policy_delete(a->db, name, ACTOR, &err);
+        rc = ag_db_follow(a->db, &err);
+        rc = rc ? rc : ag_db_policy_delete(a->db, name, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
@@ -242,7 +243,8 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
+    rc = ag_db_follow(a->db, &err);
+    rc = rc ? rc : ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
         return ag_http_response_refusal(r, 400, &err);
@@ -388,7 +390,9 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_field_error(r, 400,
                                                 "id must be an entry id", "id");
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, &err);
+        rc = ag_db_follow(a->db, &err);
+        rc = rc ? rc
+                : ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such entry");
@@ -426,7 +430,8 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_list_add(a->db, &e, ACTOR, &id, &err);
+    rc = ag_db_follow(a->db, &err);
+    rc = rc ? rc : ag_db_list_add(a->db, &e, ACTOR, &id, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
         return ag_http_response_refusal(r, 400, &err);

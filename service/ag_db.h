@@ -45,6 +45,28 @@ int ag_db_open_seeded(const char *path, const char *seed_dir,
                       struct ag_db **out, struct ag_error *err);
 void ag_db_close(struct ag_db *db);
 
+/*
+ * The file under the connection. An operator who deletes or replaces the
+ * file while instances run would otherwise have edits go into the
+ * unlinked file (lost at the next start) and instances answer from it as
+ * if nothing happened. The file is known by the device and inode its path
+ * had when the connection was opened.
+ */
+
+/* AG_OK if db's path still names the file db has open; AG_ENOTFOUND if the
+ * path names no file; AG_ECONFLICT if it names another one (replaced).
+ * err names the path. A cheap stat(2): no SQL runs. */
+int ag_db_file_check(struct ag_db *db, struct ag_error *err);
+/* Opens a new connection on the file now at db's path, which must exist
+ * (it is never created here), migrates it and puts it in place of the old
+ * one. On failure db keeps its old connection and err says why. */
+int ag_db_reopen(struct ag_db *db, struct ag_error *err);
+/* For a writer: ag_db_file_check, then ag_db_reopen if the file was
+ * replaced, so that a write goes into the file at the path or fails.
+ * AG_EIO (not AG_ENOTFOUND, which callers read as "no such row") while the
+ * path names no file. */
+int ag_db_follow(struct ag_db *db, struct ag_error *err);
+
 /* The schema version now recorded (the newest migration applied). */
 int ag_db_schema_version(struct ag_db *db);
 

@@ -33,6 +33,7 @@ struct ag_reload {
     int64_t data_version; /* watcher thread only */
     uint64_t loads;       /* watcher thread only (and start) */
     bool failing;         /* the last load failed; watcher thread only */
+    bool missing;         /* the path names no file; watcher thread only */
 };
 
 /* Loads policies and lists and publishes them. */
@@ -57,18 +58,38 @@ static int load(struct ag_reload *r, struct ag_error *err)
 }
 
 /* Loads if the database changed (or a sync asked); false if a load was
- * needed and failed. */
+ * needed and failed, or the file is missing. */
 static bool tick(struct ag_reload *r, bool poked)
 {
-    int64_t v;
     struct ag_error err;
-    int rc = ag_db_data_version(r->db, &v);
-    if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
+    int rc = ag_db_file_check(r->db, &err);
+    if (rc == AG_ENOTFOUND) {
+        if (!r->missing)
+            ag_log(AG_LOG_ERROR, "policy_db_missing",
+                   "%s; keeping the last loaded policies", err.msg);
+        r->missing = true;
+        r->failing = true;
+        ag_metrics_set(r->metrics, AG_M_POLICIES_STALE, 1);
+        return false;
+    }
+    r->missing = false;
+    bool needed = poked || r->failing;
+    /* A replaced file is another database. And after a failed load the
+     * connection may hold what it read of a corrupt file (a file restored
+     * in place does not change data_version), so it is not trusted to
+     * load the restored one: a new connection either way. */
+    if (rc == AG_ECONFLICT || r->failing) {
+        rc = ag_db_reopen(r->db, &err);
+        needed = true;
+    }
+    int64_t v = r->data_version;
+    if (!rc && ag_db_data_version(r->db, &v))
+        rc = ag_error_set(&err, AG_EIO, NULL,
+                          "policy database: data_version failed");
+    if (!rc && v == r->data_version && !needed)
         return true;
-    if (rc == AG_OK)
+    if (!rc)
         rc = load(r, &err);
-    else
-        ag_error_fill(&err, rc, NULL, "policy database: data_version failed");
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",

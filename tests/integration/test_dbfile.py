@@ -1,0 +1,120 @@
+"""The policy database file under operator faults: deleted, replaced by
+another file, corrupted and restored, while instances run."""
+import os
+import shutil
+import sqlite3
+import unittest
+
+from harness import PolicyTest, policy, wait_until
+from test_resilience import metric
+
+TOKEN = "tok-" + "5" * 40
+AUTH = {"Authorization": "Bearer " + TOKEN}
+FIRST = policy("f.first", limit=3)
+NEW = {"endpoint": "login", "key": ["user"], "algorithm": "fixed_window",
+       "limit": 2, "window_s": 60}
+
+
+class DatabaseFileTest(PolicyTest):
+    def setUp(self):
+        super().setUp()
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write(TOKEN + "\n")
+        (self.svc,) = self.seeded([FIRST], extra=[
+            "--admin-token-file", token])
+
+    def put(self, name, body=NEW):
+        return self.svc.request("PUT", "/admin/policies/" + name, body,
+                                headers=AUTH)
+
+    def limit_of(self, name, user):
+        # A new user each time, so that waiting for a change is not a
+        # flood of denials.
+        self.logins = getattr(self, "logins", 0) + 1
+        r = self.login(self.svc, "%d.%s" % (self.logins, user))
+        for d in r.json["decisions"]:
+            if d["policy"] == name:
+                return d["limit"]
+        return None
+
+    def move_aside(self):
+        """Moves the database and its WAL files away, as an operator's
+        mistaken mv or rm would; returns the directory they went to."""
+        aside = os.path.join(self.workdir, "aside")
+        os.mkdir(aside)
+        for suffix in ("", "-wal", "-shm"):
+            path = self.svc.db + suffix
+            if os.path.exists(path):
+                shutil.move(path, aside)
+        return aside
+
+    def test_a_deleted_database_is_stale_and_refuses_admin_writes(self):
+        self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
+        aside = self.move_aside()
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 1, 5.0),
+            self.svc.log_text())
+        self.assertEqual(self.svc.log_text().count("policy_db_missing"), 1)
+        # Checks go on with the last policies; an edit would be lost, so
+        # it is refused rather than written into the unlinked file.
+        self.assertEqual(self.limit_of("f.first", "d1@x.org"), 3)
+        r = self.put("f.lost")
+        self.assertEqual(r.status, 503, r.raw)
+        r = self.svc.request("DELETE", "/admin/policies/f.first",
+                             headers=AUTH)
+        self.assertEqual(r.status, 503)
+        self.assertFalse(os.path.exists(self.svc.db))
+        # Back in place: fresh again, and edits apply.
+        for name in os.listdir(aside):
+            shutil.move(os.path.join(aside, name), self.svc.db + name[
+                len(os.path.basename(self.svc.db)):])
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 0, 5.0),
+            self.svc.log_text())
+        self.assertEqual(self.put("f.back").status, 201)
+        self.assertEqual(self.limit_of("f.back", "d2@x.org"), 2)
+        self.assertEqual(self.svc.log_text().count("policy_db_missing"), 1)
+
+    def test_a_replaced_database_is_reopened_and_loaded(self):
+        other = os.path.join(self.workdir, "other.db")
+        shutil.copy(self.svc.db, other)
+        con = sqlite3.connect(other)
+        con.execute("UPDATE policies SET \"limit\" = 7")
+        con.commit()
+        con.close()
+        os.rename(other, self.svc.db)
+        self.assertTrue(wait_until(
+            lambda: self.limit_of("f.first", "r1@x.org") == 7, 5.0),
+            self.svc.log_text())
+        self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
+        # The admin API writes into the new file, not the replaced one.
+        self.assertEqual(self.put("f.new").status, 201)
+        con = sqlite3.connect(self.svc.db)
+        names = [n for (n,) in con.execute("SELECT name FROM policies")]
+        con.close()
+        self.assertIn("f.new", names)
+
+    def test_a_corrupt_file_restored_in_place_is_loaded_again(self):
+        con = sqlite3.connect(self.svc.db)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+        with open(self.svc.db, "rb") as f:
+            good = f.read()
+        # Overwritten in place (same inode), as a bad restore would.
+        with open(self.svc.db, "r+b") as f:
+            f.write(b"\xa5" * len(good))
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 1, 5.0),
+            self.svc.log_text())
+        with open(self.svc.db, "r+b") as f:
+            f.write(good)
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 0, 5.0),
+            self.svc.log_text())
+        self.assertEqual(self.put("f.after").status, 201)
+        self.assertEqual(self.limit_of("f.after", "c1@x.org"), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
