@@ -76,6 +76,24 @@ int ag_db_schema_version(struct ag_db *db);
 int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
                         struct ag_error *err);
 
+/* A policy row that fails validation (a hand edit, a file from another
+ * version), as a lenient load reports it. */
+struct ag_db_invalid {
+    char name[AG_POLICY_NAME_MAX + 1];
+    char error[AG_ERROR_MSG_MAX]; /* the validator's sentence */
+    bool kept;                    /* its last valid version stands in for it */
+};
+
+/* ag_db_policies_load for whoever must go on when one row is bad (the
+ * watcher, the admin listing): a row that fails validation is no error.
+ * Its last valid version, the record of the newest change to it in the
+ * audit log if that validates, stands in for it in *out; without one it
+ * stays out. *bad is a malloc'd array of the *nbad invalid rows (NULL
+ * when there are none) the caller frees. */
+int ag_db_policies_load_lenient(struct ag_db *db, struct ag_policy **out,
+                                size_t *n, struct ag_db_invalid **bad,
+                                size_t *nbad, struct ag_error *err);
+
 /* Inserts or replaces one policy (already validated), without an audit row:
  * for callers inside their own transaction. Prefer ag_db_policy_save. */
 int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p,
@@ -127,9 +145,11 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
                      struct ag_error *err);
 
-/* Loads the policies and the lists from one read transaction, so that they
- * belong together. Arrays as for ag_db_policies_load and _lists_load. */
+/* Loads the policies (leniently) and the lists from one read transaction,
+ * so that they belong together. Arrays as for ag_db_policies_load_lenient
+ * and ag_db_lists_load. */
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
+                   struct ag_db_invalid **bad, size_t *nbad,
                    struct ag_list_entry **lists, size_t *nlists,
                    struct ag_error *err);
 

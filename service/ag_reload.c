@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "ag_error.h"
@@ -30,27 +31,54 @@ struct ag_reload {
     uint64_t served;      /* syncs the watcher has loaded for */
     uint64_t served_ok;   /* the last sync a successful load served */
     bool stopping;
-    int64_t data_version; /* watcher thread only */
-    uint64_t loads;       /* watcher thread only (and start) */
-    bool failing;         /* the last load failed; watcher thread only */
-    bool missing;         /* the path names no file; watcher thread only */
+    int64_t data_version;      /* watcher thread only */
+    uint64_t loads;            /* watcher thread only (and start) */
+    bool failing;              /* the last load failed; watcher thread only */
+    bool missing;              /* the path names no file; watcher thread only */
+    struct ag_db_invalid *bad; /* the last load's invalid rows, logged */
+    size_t nbad;               /* watcher thread only (and start) */
 };
+
+/* Logs each invalid row the previous load did not have (by name and
+ * error), so that a row is logged once however many loads see it. */
+static void log_invalid(const struct ag_reload *r,
+                        const struct ag_db_invalid *bad, size_t nbad)
+{
+    for (size_t i = 0; i < nbad; i++) {
+        bool known = false;
+        for (size_t k = 0; !known && k < r->nbad; k++)
+            known = strcmp(r->bad[k].name, bad[i].name) == 0 &&
+                    strcmp(r->bad[k].error, bad[i].error) == 0;
+        if (!known)
+            ag_log(AG_LOG_ERROR, "policy_invalid", "row '%s': %s; %s",
+                   bad[i].name, bad[i].error,
+                   bad[i].kept ? "its last valid version stays in force"
+                               : "it has no valid version and is left out");
+    }
+}
 
 /* Loads policies and lists and publishes them. */
 static int load(struct ag_reload *r, struct ag_error *err)
 {
     struct ag_policy *ps = NULL;
     struct ag_list_entry *lists = NULL;
-    size_t n = 0, nl = 0;
-    int rc = ag_db_load_all(r->db, &ps, &n, &lists, &nl, err);
+    struct ag_db_invalid *bad = NULL;
+    size_t n = 0, nl = 0, nbad = 0;
+    int rc = ag_db_load_all(r->db, &ps, &n, &bad, &nbad, &lists, &nl, err);
     if (rc)
         return rc;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
     free(ps);
     if (!set) {
+        free(bad);
         free(lists);
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     }
+    log_invalid(r, bad, nbad);
+    free(r->bad);
+    r->bad = bad;
+    r->nbad = nbad;
+    ag_metrics_set(r->metrics, AG_M_POLICIES_INVALID, (int64_t)nbad);
     ag_ruleset_adopt_lists(set, lists, nl);
     r->publish(r->publish_ctx, set);
     ag_metrics_count(r->metrics, AG_M_RELOADS);
@@ -160,6 +188,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
         rc = load(r, err);
     if (rc) {
         ag_db_close(r->db);
+        free(r->bad);
         free(r);
         return rc;
     }
@@ -176,6 +205,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
         pthread_cond_destroy(&r->done);
         pthread_mutex_destroy(&r->lock);
         ag_db_close(r->db);
+        free(r->bad);
         free(r);
         return ag_error_set(err, AG_ENOMEM, NULL,
                             "cannot start the policy watcher thread");
@@ -224,5 +254,6 @@ void ag_reload_stop(struct ag_reload *r)
 
     pthread_mutex_destroy(&r->lock);
     ag_db_close(r->db);
+    free(r->bad);
     free(r);
 }

@@ -115,6 +115,42 @@ class DatabaseFileTest(PolicyTest):
         self.assertEqual(self.put("f.after").status, 201)
         self.assertEqual(self.limit_of("f.after", "c1@x.org"), 2)
 
+    def test_an_invalid_row_keeps_its_last_version_and_blocks_no_edit(self):
+        con = sqlite3.connect(self.svc.db)
+        # Hand edits no validator saw: one of a policy with a valid
+        # history, one of a row that never had one.
+        con.execute("UPDATE policies SET algorithm = 'bogus'")
+        con.execute("INSERT INTO policies (name, endpoint, key, algorithm,"
+                    " \"limit\", window_s) VALUES ('f.never', 'login',"
+                    " '[\"user\"]', 'bogus', 1, 60)")
+        con.commit()
+        con.close()
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_policies_invalid") == 2,
+            5.0), self.svc.log_text())
+        self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
+        r = self.login(self.svc, "inv1@x.org")
+        names = [d["policy"] for d in r.json["decisions"]]
+        self.assertEqual(names, ["f.first"])
+        self.assertEqual(self.decision(r, "f.first")["limit"], 3)
+        # The operator can list them, and sees which are invalid and why.
+        r = self.svc.request("GET", "/admin/policies", headers=AUTH)
+        self.assertEqual(r.status, 200, r.raw)
+        listed = {p["name"]: p for p in r.json["policies"]}
+        self.assertIn("algorithm", listed["f.first"]["invalid"])
+        self.assertEqual(listed["f.first"]["limit"], 3)
+        self.assertIn("algorithm", listed["f.never"]["invalid"])
+        # Every other edit applies as usual.
+        self.assertEqual(self.put("f.edit").status, 201)
+        self.assertEqual(self.limit_of("f.edit", "inv2@x.org"), 2)
+        self.assertEqual(self.put("f.first").status, 200)
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_policies_invalid") == 1,
+            5.0))
+        self.assertEqual(self.limit_of("f.first", "inv3@x.org"), 2)
+        log = self.svc.log_text()
+        self.assertEqual(log.count('"policy_invalid"'), 2, log)
+
 
 if __name__ == "__main__":
     unittest.main()
