@@ -132,6 +132,13 @@ int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
 int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
                      json_t **out, int64_t *next, struct ag_error *err);
 
+/* Deletes the audit rows older than days days, but for the newest change
+ * of each policy that exists: that record is the policy's last valid
+ * version (ag_db_policies_load_lenient). *deleted (may be NULL) receives
+ * how many rows went. */
+int ag_db_audit_prune(struct ag_db *db, unsigned days, int64_t *deleted,
+                      struct ag_error *err);
+
 /* Adds a list entry (the digest, never a plaintext, for users and phones);
  * *id receives its id. AG_ECONFLICT if the same entry exists, AG_ETOOBIG
  * if the lists already hold AG_LISTS_MAX entries (checked in the

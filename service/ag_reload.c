@@ -35,6 +35,8 @@ struct ag_reload {
     uint64_t loads;            /* watcher thread only (and start) */
     bool failing;              /* the last load failed; watcher thread only */
     bool missing;              /* the path names no file; watcher thread only */
+    unsigned retention_days;   /* audit rows older are pruned; 0: never */
+    time_t next_prune;         /* CLOCK_MONOTONIC seconds; watcher only */
     struct ag_db_invalid *bad; /* the last load's invalid rows, logged */
     size_t nbad;               /* watcher thread only (and start) */
 };
@@ -138,6 +140,25 @@ static bool tick(struct ag_reload *r, bool poked)
     return true;
 }
 
+/* Prunes the audit log when it is time to. A failure is logged and tried
+ * again at the next interval: the log grows, nothing else is at stake. */
+static void prune(struct ag_reload *r)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!r->retention_days || now.tv_sec < r->next_prune)
+        return;
+    r->next_prune = now.tv_sec + AG_RELOAD_PRUNE_INTERVAL_S;
+    struct ag_error err;
+    int64_t deleted = 0;
+    if (ag_db_audit_prune(r->db, r->retention_days, &deleted, &err))
+        ag_log(AG_LOG_WARN, "audit_prune_failed", "%s", err.msg);
+    else if (deleted > 0)
+        ag_log(AG_LOG_INFO, "audit_pruned",
+               "%lld audit rows older than %u days deleted", (long long)deleted,
+               r->retention_days);
+}
+
 static void *watch(void *arg)
 {
     struct ag_reload *r = arg;
@@ -157,6 +178,8 @@ static void *watch(void *arg)
         bool poked = asked != r->served;
         pthread_mutex_unlock(&r->lock);
         bool ok = tick(r, poked);
+        if (ok)
+            prune(r);
         pthread_mutex_lock(&r->lock);
         r->served = asked;
         if (ok)
@@ -170,7 +193,8 @@ static void *watch(void *arg)
 int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
                     void *publish_ctx, struct ag_metrics *metrics,
                     unsigned interval_ms, unsigned sync_timeout_ms,
-                    struct ag_reload **out, struct ag_error *err)
+                    unsigned audit_retention_days, struct ag_reload **out,
+                    struct ag_error *err)
 {
     struct ag_reload *r = calloc(1, sizeof *r);
     if (!r)
@@ -180,6 +204,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
     r->metrics = metrics;
     r->interval_ms = interval_ms;
     r->sync_timeout_ms = sync_timeout_ms;
+    r->retention_days = audit_retention_days;
     int rc = ag_db_open(db_path, NULL, 0, &r->db, err);
     if (!rc && ag_db_data_version(r->db, &r->data_version))
         rc = ag_error_set(err, AG_EIO, NULL,

@@ -152,5 +152,53 @@ class DatabaseFileTest(PolicyTest):
         self.assertEqual(log.count('"policy_invalid"'), 2, log)
 
 
+class AuditRetentionTest(PolicyTest):
+    def age_rows(self, db, rows):
+        """Adds audit rows of the given (action, name, age in days), and
+        ages the seed's row of f.first by 1000 days."""
+        con = sqlite3.connect(db)
+        for action, name, days in rows:
+            con.execute("INSERT INTO audit (at, action, name, actor) VALUES"
+                        " (strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1),"
+                        " ?2, ?3, 'cli')", ("-%d days" % days, action, name))
+        con.execute("UPDATE audit SET at = '2020-01-01T00:00:00.000Z'"
+                    " WHERE name = 'f.first'")
+        con.commit()
+        con.close()
+
+    def audited(self, db):
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT action, name FROM audit").fetchall()
+        con.close()
+        return sorted(rows)
+
+    def start_aged(self, rows, extra=()):
+        """Seeds a database, ages its audit log with rows, then starts an
+        instance on it with extra flags: the watcher prunes at its first
+        tick. Returns the database's path."""
+        (svc,) = self.seeded([FIRST])
+        self.assertEqual(svc.stop(), 0)
+        self.age_rows(svc.db, rows)
+        self.service(db=svc.db, extra=list(extra))
+        return svc.db
+
+    def test_rows_older_than_the_retention_are_pruned(self):
+        db = self.start_aged([("update", "f.old", 400),
+                              ("list_add", "deny", 366),
+                              ("update", "f.recent", 300)])
+        # The default is 365 days; f.first keeps its newest change, the
+        # record its last valid version is read from.
+        want = [("create", "f.first"), ("update", "f.recent")]
+        self.assertTrue(wait_until(lambda: self.audited(db) == want, 5.0),
+                        self.audited(db))
+
+    def test_the_retention_is_a_flag(self):
+        db = self.start_aged([("update", "f.old", 3), ("reset", "f.first", 3),
+                              ("update", "f.recent", 1)],
+                             ["--audit-retention-days", "2"])
+        want = [("create", "f.first"), ("update", "f.recent")]
+        self.assertTrue(wait_until(lambda: self.audited(db) == want, 5.0),
+                        self.audited(db))
+
 if __name__ == "__main__":
     unittest.main()

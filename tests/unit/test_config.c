@@ -148,6 +148,7 @@ static void defaults_apply_without_flags_or_environment(void **state)
     assert_int_equal(c.threads, 0);
     assert_int_equal(c.redis_timeout_ms, 50);
     assert_int_equal(c.device_token_ttl_s, 7776000); /* 90 days */
+    assert_int_equal(c.audit_retention_days, 365);
     assert_int_equal(c.log_level, AG_LOG_INFO);
     assert_false(c.help);
 }
@@ -282,6 +283,8 @@ static void bad_numeric_values_are_refused_naming_the_flag(void **state)
     expect_flag_refused("--redis-timeout-ms", "+5");
     expect_flag_refused("--device-token-ttl-s", "59");
     expect_flag_refused("--device-token-ttl-s", "34560001");
+    expect_flag_refused("--audit-retention-days", "0");
+    expect_flag_refused("--audit-retention-days", "36501");
 }
 
 static void numeric_range_bounds_are_accepted(void **state)
@@ -296,6 +299,8 @@ static void numeric_range_bounds_are_accepted(void **state)
     expect_flag_accepted("--conn-timeout-s", "3600");
     expect_flag_accepted("--device-token-ttl-s", "60");
     expect_flag_accepted("--device-token-ttl-s", "34560000");
+    expect_flag_accepted("--audit-retention-days", "1");
+    expect_flag_accepted("--audit-retention-days", "36500");
 }
 
 static void bad_listen_and_log_level_are_refused_naming_the_flag(void **state)

@@ -57,7 +57,7 @@ static int fixture_setup(void **state)
     ag_db_close(open_db(f->db.path, seed, 1));
     struct ag_error err = {0};
     if (ag_reload_start(f->db.path, publish, f, NULL, WATCH_INTERVAL_MS,
-                        SYNC_TIMEOUT_MS, &f->reload, &err))
+                        SYNC_TIMEOUT_MS, 0, &f->reload, &err))
         fail_msg("reload start: %s", err.msg);
     *state = f;
     return 0;
