@@ -175,20 +175,45 @@ static int wrap_policy(struct ag_http_response *r, int status,
                      json_pack("{s:o}", "policy", ag_policy_to_json(p)));
 }
 
+/* The record listed for policy p: with "invalid" added when its row in
+ * the database fails validation and p is its last valid version. */
+static json_t *listed(const struct ag_policy *p,
+                      const struct ag_db_invalid *bad, size_t nbad)
+{
+    json_t *o = ag_policy_to_json(p);
+    for (size_t k = 0; o && k < nbad; k++)
+        if (bad[k].kept && strcmp(bad[k].name, p->name) == 0 &&
+            json_object_set_new(o, "invalid", json_string(bad[k].error))) {
+            json_decref(o);
+            o = NULL;
+        }
+    return o;
+}
+
+/* Lists every policy in force, an invalid row with its last valid version
+ * (or its name alone) and "invalid": the validator's error, so that the
+ * operator can find and fix it. */
 static int list_policies(struct ag_admin *a, struct ag_http_response *r)
 {
     struct ag_policy *ps;
-    size_t n;
+    struct ag_db_invalid *bad;
+    size_t n, nbad;
     struct ag_error err;
     pthread_mutex_lock(&a->lock);
-    int rc = ag_db_policies_load(a->db, &ps, &n, &err);
+    int rc = ag_db_policies_load_lenient(a->db, &ps, &n, &bad, &nbad, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc)
         return db_error(r, &err);
     json_t *list = json_array();
     for (size_t i = 0; list && i < n; i++)
-        list = append_or_drop(list, ag_policy_to_json(&ps[i]));
+        list = append_or_drop(list, listed(&ps[i], bad, nbad));
+    for (size_t k = 0; list && k < nbad; k++)
+        if (!bad[k].kept)
+            list = append_or_drop(list,
+                                  json_pack("{s:s, s:s}", "name", bad[k].name,
+                                            "invalid", bad[k].error));
     free(ps);
+    free(bad);
     return send_json(r, 200, json_pack("{s:o}", "policies", list));
 }
 
@@ -210,7 +235,8 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     }
     if (strcmp(req->method, "DELETE") == 0) {
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_policy_delete(a->db, name, ACTOR, &err);
+        rc = ag_db_follow(a->db, &err);
+        rc = rc ? rc : ag_db_policy_delete(a->db, name, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such policy");
@@ -231,7 +257,8 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     bool created = false;
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
+    rc = ag_db_follow(a->db, &err);
+    rc = rc ? rc : ag_db_policy_save(a->db, &p, ACTOR, &created, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
         return ag_http_response_refusal(r, 400, &err);
@@ -377,7 +404,9 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_field_error(r, 400,
                                                 "id must be an entry id", "id");
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, &err);
+        rc = ag_db_follow(a->db, &err);
+        rc = rc ? rc
+                : ag_db_list_delete(a->db, (enum ag_list)list, id, ACTOR, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc == AG_ENOTFOUND)
             return ag_http_response_error(r, 404, "no such entry");
@@ -415,7 +444,8 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_field_error(r, 400, perr.msg, perr.field);
     int64_t id = 0;
     pthread_mutex_lock(&a->lock);
-    rc = ag_db_list_add(a->db, &e, ACTOR, &id, &err);
+    rc = ag_db_follow(a->db, &err);
+    rc = rc ? rc : ag_db_list_add(a->db, &e, ACTOR, &id, &err);
     pthread_mutex_unlock(&a->lock);
     if (rc == AG_ETOOBIG)
         return ag_http_response_refusal(r, 400, &err);

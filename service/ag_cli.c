@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -20,7 +21,7 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: abuseguard policy list|get NAME|put NAME FILE|"
-                    "delete NAME|export|import FILE [--db PATH]\n");
+                    "delete NAME|export|import FILE [--db PATH] [--create]\n");
     return EXIT_USAGE;
 }
 
@@ -158,8 +159,11 @@ int ag_cli_main(int argc, char **argv)
     const char *seed_dir = getenv("ABUSEGUARD_SEED_DIR");
     const char *pos[3] = {NULL, NULL, NULL};
     int npos = 0;
+    bool create = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--create") == 0)
+            create = true;
+        else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
             db_path = argv[++i];
         else if (strncmp(argv[i], "--db=", 5) == 0)
             db_path = argv[i] + 5;
@@ -170,10 +174,22 @@ int ag_cli_main(int argc, char **argv)
     }
     if (!pos[0])
         return usage();
+    if (!db_path)
+        db_path = AG_DB_DEFAULT_PATH;
+    /* A mistyped path would otherwise be a new, seeded database that
+     * takes the edit and tells no one: it is a usage error unless asked
+     * for. */
+    struct stat st;
+    if (!create && stat(db_path, &st) != 0) {
+        fprintf(stderr,
+                "abuseguard policy: no database at %s (--create makes "
+                "a new one)\n",
+                db_path);
+        return EXIT_USAGE;
+    }
     struct ag_error err = {0};
     struct ag_db *db;
-    if (ag_db_open_seeded(db_path ? db_path : AG_DB_DEFAULT_PATH, seed_dir, &db,
-                          &err)) {
+    if (ag_db_open_seeded(db_path, seed_dir, &db, &err)) {
         fprintf(stderr, "abuseguard policy: %s\n", err.msg);
         return EXIT_FAIL;
     }

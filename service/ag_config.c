@@ -82,6 +82,8 @@ static const struct flag flags[] = {
     {"device-token-ttl-s", K_UINT, F(device_token_ttl_s), 0, 60, 34560000,
      STR(AG_DEVICE_TTL_DEFAULT_S),
      "seconds a device token from a successful login is trusted"},
+    {"audit-retention-days", K_UINT, F(audit_retention_days), 0, 1, 36500,
+     "365", "days audit rows are kept (the newest of each policy stays)"},
     {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
     {"help", K_FLAG, F(help), 0, 0, 0, NULL, "print this help and exit"},

@@ -37,20 +37,21 @@ struct ag_config {
     struct ag_redis_addr redis;
     char db_path[1024];
     char secret_file[1024];
-    char admin_token_file[1024];  /* empty: admin API off */
-    char seed_dir[1024];          /* empty: seed the compiled-in policies */
-    unsigned conn_timeout_s;      /* idle or slow connection timeout */
-    unsigned max_conns;           /* concurrent connections at most */
-    unsigned max_header_bytes;    /* per-connection memory for headers */
-    unsigned threads;             /* HTTP worker threads; 0 = 2 per core */
-    unsigned redis_timeout_ms;    /* connect and command timeout */
-    unsigned phone_prefix_digits; /* digits in a phone_prefix key */
-    unsigned ipv6_ip_prefix;      /* bits of an IPv6 ip key */
-    unsigned ipv6_group_prefix;   /* bits of an IPv6 ip_prefix key */
-    unsigned ipv4_group_prefix;   /* bits of an IPv4 ip_prefix key */
-    unsigned device_token_ttl_s;  /* seconds a device token lives */
-    int log_level;                /* enum ag_log_level */
-    bool help;                    /* --help was given */
+    char admin_token_file[1024];   /* empty: admin API off */
+    char seed_dir[1024];           /* empty: seed the compiled-in policies */
+    unsigned conn_timeout_s;       /* idle or slow connection timeout */
+    unsigned max_conns;            /* concurrent connections at most */
+    unsigned max_header_bytes;     /* per-connection memory for headers */
+    unsigned threads;              /* HTTP worker threads; 0 = 2 per core */
+    unsigned redis_timeout_ms;     /* connect and command timeout */
+    unsigned phone_prefix_digits;  /* digits in a phone_prefix key */
+    unsigned ipv6_ip_prefix;       /* bits of an IPv6 ip key */
+    unsigned ipv6_group_prefix;    /* bits of an IPv6 ip_prefix key */
+    unsigned ipv4_group_prefix;    /* bits of an IPv4 ip_prefix key */
+    unsigned device_token_ttl_s;   /* seconds a device token lives */
+    unsigned audit_retention_days; /* audit rows older are pruned */
+    int log_level;                 /* enum ag_log_level */
+    bool help;                     /* --help was given */
 };
 
 /* Fills c from defaults, the environment and argv (argv[0] is skipped).

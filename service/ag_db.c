@@ -298,34 +298,67 @@ static void make_parent_dir(const char *path)
     }
 }
 
+/* Opens and migrates a connection on path, creating the file only if
+ * create; on success *out is the connection and *st the file it has open. */
+static int open_conn(const char *path, const struct ag_policy *seed, size_t n,
+                     bool create, sqlite3 **out, struct stat *st,
+                     struct ag_error *err)
+{
+    sqlite3 *db = NULL;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+    if (create)
+        flags |= SQLITE_OPEN_CREATE;
+    int rc = AG_OK;
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK)
+        rc = ag_db__fail(db, path, err);
+    if (!rc) {
+        sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+        rc = ag_db__exec(db, "PRAGMA journal_mode=WAL", err);
+    }
+    if (!rc)
+        rc = ag_db__exec(db, "BEGIN IMMEDIATE", err);
+    if (!rc) {
+        struct ag_db tmp = {.db = db};
+        rc = migrate(&tmp, seed, n, err);
+        rc = rc ? rc : ag_db__exec(db, "COMMIT", err);
+        if (rc)
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    /* Taken after the open, so a file replaced in between is taken for
+     * the one opened; the next check then sees the path as it is and
+     * the file is opened again: one load too many, never one too few. */
+    if (!rc && stat(path, st) != 0)
+        rc = ag_error_set(err, AG_EIO, NULL, "policy database: %s: %s", path,
+                          strerror(errno));
+    if (rc) {
+        sqlite3_close(db);
+        return rc;
+    }
+    *out = db;
+    return AG_OK;
+}
+
 int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
                struct ag_db **out, struct ag_error *err)
 {
     struct ag_db *pdb = calloc(1, sizeof *pdb);
-    if (!pdb)
+    char *copy = strdup(path);
+    if (!pdb || !copy) {
+        free(pdb);
+        free(copy);
         return ag_db__nomem(err);
+    }
     make_parent_dir(path);
-    int flags =
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int rc = AG_OK;
-    if (sqlite3_open_v2(path, &pdb->db, flags, NULL) != SQLITE_OK)
-        rc = ag_db__fail(pdb->db, path, err);
-    if (!rc) {
-        sqlite3_busy_timeout(pdb->db, BUSY_TIMEOUT_MS);
-        rc = ag_db__exec(pdb->db, "PRAGMA journal_mode=WAL", err);
-    }
-    if (!rc)
-        rc = ag_db__exec(pdb->db, "BEGIN IMMEDIATE", err);
-    if (!rc) {
-        rc = migrate(pdb, seed, n, err);
-        rc = rc ? rc : ag_db__exec(pdb->db, "COMMIT", err);
-        if (rc)
-            sqlite3_exec(pdb->db, "ROLLBACK", NULL, NULL, NULL);
-    }
+    struct stat st;
+    int rc = open_conn(path, seed, n, true, &pdb->db, &st, err);
     if (rc) {
-        ag_db_close(pdb);
+        free(copy);
+        free(pdb);
         return rc;
     }
+    pdb->path = copy;
+    pdb->dev = st.st_dev;
+    pdb->ino = st.st_ino;
     *out = pdb;
     return AG_OK;
 }
@@ -335,7 +368,53 @@ void ag_db_close(struct ag_db *db)
     if (!db)
         return;
     sqlite3_close(db->db);
+    free(db->path);
     free(db);
+}
+
+int ag_db_file_check(struct ag_db *db, struct ag_error *err)
+{
+    struct stat st;
+    if (stat(db->path, &st) != 0)
+        return ag_error_set(err, AG_ENOTFOUND, NULL, "policy database: %s: %s",
+                            db->path, strerror(errno));
+    if (st.st_dev != db->dev || st.st_ino != db->ino)
+        return ag_error_set(err, AG_ECONFLICT, NULL,
+                            "policy database: %s is another file now",
+                            db->path);
+    return AG_OK;
+}
+
+int ag_db_reopen(struct ag_db *db, struct ag_error *err)
+{
+    /* The path's -wal and -shm files still belong to the old file when it
+     * was replaced, and a new connection would read the old file's pages
+     * from them as the new one's. The old connection copies them into
+     * its own file and empties the WAL first. Best effort: while another
+     * process still reads the old file the WAL cannot be emptied (see
+     * docs/decisions.md, replacing the database file). */
+    if (ag_db_file_check(db, NULL) == AG_ECONFLICT)
+        sqlite3_exec(db->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL,
+                     NULL);
+    sqlite3 *conn;
+    struct stat st;
+    int rc = open_conn(db->path, NULL, 0, false, &conn, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_close(db->db);
+    db->db = conn;
+    db->dev = st.st_dev;
+    db->ino = st.st_ino;
+    return AG_OK;
+}
+
+int ag_db_follow(struct ag_db *db, struct ag_error *err)
+{
+    int rc = ag_db_file_check(db, err);
+    if (rc == AG_ECONFLICT)
+        return ag_db_reopen(db, err);
+    /* Not AG_ENOTFOUND, which a caller takes for "no such row". */
+    return rc == AG_ENOTFOUND ? AG_EIO : rc;
 }
 
 int ag_db__begin(struct ag_db *db, struct ag_error *err)
@@ -376,17 +455,20 @@ int ag_db_data_version(struct ag_db *db, int64_t *version)
 }
 
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
+                   struct ag_db_invalid **bad, size_t *nbad,
                    struct ag_list_entry **lists, size_t *nlists,
                    struct ag_error *err)
 {
     int rc = ag_db__exec(db->db, "BEGIN", err);
     if (rc)
         return rc;
-    rc = ag_db_policies_load(db, ps, n, err);
+    rc = ag_db_policies_load_lenient(db, ps, n, bad, nbad, err);
     if (!rc) {
         rc = ag_db_lists_load(db, lists, nlists, err);
-        if (rc)
+        if (rc) {
             free(*ps);
+            free(*bad);
+        }
     }
     /* A read transaction left open would hold this connection's snapshot
      * and make every later BEGIN fail: the watcher would never load again.
@@ -396,6 +478,7 @@ int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
         if (!rc) {
             free(*ps);
+            free(*bad);
             free(*lists);
             rc = end;
         }

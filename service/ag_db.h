@@ -45,6 +45,28 @@ int ag_db_open_seeded(const char *path, const char *seed_dir,
                       struct ag_db **out, struct ag_error *err);
 void ag_db_close(struct ag_db *db);
 
+/*
+ * The file under the connection. An operator who deletes or replaces the
+ * file while instances run would otherwise have edits go into the
+ * unlinked file (lost at the next start) and instances answer from it as
+ * if nothing happened. The file is known by the device and inode its path
+ * had when the connection was opened.
+ */
+
+/* AG_OK if db's path still names the file db has open; AG_ENOTFOUND if the
+ * path names no file; AG_ECONFLICT if it names another one (replaced).
+ * err names the path. A cheap stat(2): no SQL runs. */
+int ag_db_file_check(struct ag_db *db, struct ag_error *err);
+/* Opens a new connection on the file now at db's path, which must exist
+ * (it is never created here), migrates it and puts it in place of the old
+ * one. On failure db keeps its old connection and err says why. */
+int ag_db_reopen(struct ag_db *db, struct ag_error *err);
+/* For a writer: ag_db_file_check, then ag_db_reopen if the file was
+ * replaced, so that a write goes into the file at the path or fails.
+ * AG_EIO (not AG_ENOTFOUND, which callers read as "no such row") while the
+ * path names no file. */
+int ag_db_follow(struct ag_db *db, struct ag_error *err);
+
 /* The schema version now recorded (the newest migration applied). */
 int ag_db_schema_version(struct ag_db *db);
 
@@ -53,6 +75,24 @@ int ag_db_schema_version(struct ag_db *db);
  * error naming the policy. */
 int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
                         struct ag_error *err);
+
+/* A policy row that fails validation (a hand edit, a file from another
+ * version), as a lenient load reports it. */
+struct ag_db_invalid {
+    char name[AG_POLICY_NAME_MAX + 1];
+    char error[AG_ERROR_MSG_MAX]; /* the validator's sentence */
+    bool kept;                    /* its last valid version stands in for it */
+};
+
+/* ag_db_policies_load for whoever must go on when one row is bad (the
+ * watcher, the admin listing): a row that fails validation is no error.
+ * Its last valid version, the record of the newest change to it in the
+ * audit log if that validates, stands in for it in *out; without one it
+ * stays out. *bad is a malloc'd array of the *nbad invalid rows (NULL
+ * when there are none) the caller frees. */
+int ag_db_policies_load_lenient(struct ag_db *db, struct ag_policy **out,
+                                size_t *n, struct ag_db_invalid **bad,
+                                size_t *nbad, struct ag_error *err);
 
 /* Inserts or replaces one policy (already validated), without an audit row:
  * for callers inside their own transaction. Prefer ag_db_policy_save. */
@@ -92,6 +132,13 @@ int ag_db_audit_note(struct ag_db *db, const char *action, const char *name,
 int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
                      json_t **out, int64_t *next, struct ag_error *err);
 
+/* Deletes the audit rows older than days days, but for the newest change
+ * of each policy that exists: that record is the policy's last valid
+ * version (ag_db_policies_load_lenient). *deleted (may be NULL) receives
+ * how many rows went. */
+int ag_db_audit_prune(struct ag_db *db, unsigned days, int64_t *deleted,
+                      struct ag_error *err);
+
 /* Adds a list entry (the digest, never a plaintext, for users and phones);
  * *id receives its id. AG_ECONFLICT if the same entry exists, AG_ETOOBIG
  * if the lists already hold AG_LISTS_MAX entries (checked in the
@@ -105,9 +152,11 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
                      struct ag_error *err);
 
-/* Loads the policies and the lists from one read transaction, so that they
- * belong together. Arrays as for ag_db_policies_load and _lists_load. */
+/* Loads the policies (leniently) and the lists from one read transaction,
+ * so that they belong together. Arrays as for ag_db_policies_load_lenient
+ * and ag_db_lists_load. */
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
+                   struct ag_db_invalid **bad, size_t *nbad,
                    struct ag_list_entry **lists, size_t *nlists,
                    struct ag_error *err);
 

@@ -106,3 +106,26 @@ int ag_db_audit_page(struct ag_db *db, int64_t before_id, int limit,
     *out = entries;
     return AG_OK;
 }
+
+int ag_db_audit_prune(struct ag_db *db, unsigned days, int64_t *deleted,
+                      struct ag_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(
+            db->db,
+            "DELETE FROM audit WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ',"
+            " 'now', '-' || ?1 || ' days') AND id NOT IN"
+            " (SELECT max(id) FROM audit WHERE action IN"
+            " ('create', 'update', 'delete') AND name IN"
+            " (SELECT name FROM policies) GROUP BY name)",
+            -1, &st, NULL) != SQLITE_OK)
+        return ag_db__fail(db->db, "pruning the audit log", err);
+    sqlite3_bind_int64(st, 1, days);
+    int rc = sqlite3_step(st) == SQLITE_DONE
+                 ? AG_OK
+                 : ag_db__fail(db->db, "pruning the audit log", err);
+    sqlite3_finalize(st);
+    if (!rc && deleted)
+        *deleted = sqlite3_changes64(db->db);
+    return rc;
+}

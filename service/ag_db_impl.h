@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <sqlite3.h>
@@ -19,6 +20,9 @@
 
 struct ag_db {
     sqlite3 *db;
+    char *path; /* as opened, for ag_db_file_check and ag_db_reopen */
+    dev_t dev;  /* the file the connection has open, taken at open */
+    ino_t ino;
 };
 
 /* Fills err with what failed and SQLite's own message; returns AG_EIO. */

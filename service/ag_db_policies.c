@@ -3,10 +3,12 @@
  */
 #include "ag_db.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "ag_db_impl.h"
@@ -30,9 +32,10 @@ static const struct ag_db_table policies = {"policies", policy_columns,
                                                 sizeof policy_columns[0]};
 
 /* The validated policy of the current row; a row that fails validation is
- * AG_EINVAL naming the policy. */
+ * AG_EINVAL naming the policy in err, and the validator's own error in why
+ * (which may be NULL). */
 static int row_to_policy(sqlite3_stmt *st, struct ag_policy *out,
-                         struct ag_error *err)
+                         struct ag_error *why, struct ag_error *err)
 {
     const char *name = (const char *)sqlite3_column_text(st, 0);
     json_t *o;
@@ -44,14 +47,67 @@ static int row_to_policy(sqlite3_stmt *st, struct ag_policy *out,
     }
     if (rc == AG_ENOMEM)
         return ag_db__nomem(err);
+    if (rc && why)
+        *why = perr;
     if (rc)
         return ag_error_set(err, rc, NULL, "policy database: row '%.*s': %s",
                             AG_POLICY_NAME_MAX, name ? name : "", perr.msg);
     return AG_OK;
 }
 
-int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
-                        struct ag_error *err)
+/* The last valid version of the named policy: the record the newest
+ * change to it left in the audit log. *found is false when there is none
+ * (never audited, deleted last, or a record that no longer validates). */
+static int last_valid(struct ag_db *db, const char *name, struct ag_policy *out,
+                      bool *found, struct ag_error *err)
+{
+    *found = false;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->db,
+                           "SELECT after FROM audit WHERE name = ?1 AND action"
+                           " IN ('create', 'update', 'delete')"
+                           " ORDER BY id DESC LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ag_db__fail(db->db, "reading the audit log", err);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int rc = AG_OK;
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT) {
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+        json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+        struct ag_error perr;
+        const json_t *named = json_object_get(o, "name");
+        *found = json_is_string(named) &&
+                 strcmp(json_string_value(named), name) == 0 &&
+                 ag_policy_from_json(o, NULL, out, &perr) == AG_OK;
+        json_decref(o);
+    } else if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        rc = ag_db__fail(db->db, "reading the audit log", err);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Notes an invalid row in *bad, growing it; AG_ENOMEM if it cannot. */
+static int note_invalid(struct ag_db_invalid **bad, size_t *nbad,
+                        const char *name, const char *error, bool kept)
+{
+    struct ag_db_invalid *bigger = realloc(*bad, (*nbad + 1) * sizeof **bad);
+    if (!bigger)
+        return AG_ENOMEM;
+    *bad = bigger;
+    struct ag_db_invalid *b = &bigger[(*nbad)++];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    snprintf(b->error, sizeof b->error, "%s", error);
+    b->kept = kept;
+    return AG_OK;
+}
+
+/* Loads every row; with lenient, an invalid row is noted in *bad and its
+ * last valid version taken instead, else it fails the load. */
+static int load(struct ag_db *db, bool lenient, struct ag_policy **out,
+                size_t *n, struct ag_db_invalid **bad, size_t *nbad,
+                struct ag_error *err)
 {
     sqlite3_stmt *st;
     int rc = ag_db__prepare_select(db, &policies, "ORDER BY name", &st, err);
@@ -71,8 +127,26 @@ int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
             ps = bigger;
             cap *= 2;
         }
-        rc = row_to_policy(st, &ps[count], err);
-        count++;
+        struct ag_error why, rerr;
+        rc = row_to_policy(st, &ps[count], &why, &rerr);
+        if (rc == AG_EINVAL && lenient) {
+            /* The row's name, copied: the audit read below may move the
+             * statement's text. */
+            char name[AG_POLICY_NAME_MAX + 1];
+            const char *text = (const char *)sqlite3_column_text(st, 0);
+            snprintf(name, sizeof name, "%s", text ? text : "");
+            bool kept;
+            rc = last_valid(db, name, &ps[count], &kept, err);
+            if (!rc && note_invalid(bad, nbad, name, why.msg, kept))
+                rc = ag_db__nomem(err);
+            if (!rc && kept)
+                count++;
+            continue;
+        }
+        if (rc)
+            *err = rerr;
+        else
+            count++;
     }
     if (!rc && step != SQLITE_DONE)
         rc = ag_db__fail(db->db, "loading policies", err);
@@ -84,6 +158,27 @@ int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
     *out = ps;
     *n = count;
     return AG_OK;
+}
+
+int ag_db_policies_load(struct ag_db *db, struct ag_policy **out, size_t *n,
+                        struct ag_error *err)
+{
+    return load(db, false, out, n, NULL, NULL, err);
+}
+
+int ag_db_policies_load_lenient(struct ag_db *db, struct ag_policy **out,
+                                size_t *n, struct ag_db_invalid **bad,
+                                size_t *nbad, struct ag_error *err)
+{
+    *bad = NULL;
+    *nbad = 0;
+    int rc = load(db, true, out, n, bad, nbad, err);
+    if (rc) {
+        free(*bad);
+        *bad = NULL;
+        *nbad = 0;
+    }
+    return rc;
 }
 
 int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p,
@@ -114,7 +209,7 @@ int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW)
-        rc = row_to_policy(st, out, err);
+        rc = row_to_policy(st, out, NULL, err);
     else if (step == SQLITE_DONE)
         rc = AG_ENOTFOUND;
     else

@@ -78,6 +78,9 @@ static const struct {
                               "Loads that failed (the last set stays)."},
     [AG_M_POLICIES_STALE] = {"abuseguard_policies_stale", "gauge",
                              "1 while the policy database cannot be read."},
+    [AG_M_POLICIES_INVALID] = {"abuseguard_policies_invalid", "gauge",
+                               "Policy rows that fail validation (each keeps "
+                               "its last valid version, if any)."},
 };
 
 struct ag_metrics *ag_metrics_new(void)

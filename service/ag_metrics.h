@@ -29,13 +29,14 @@ enum ag_outcome {
 /* The metrics that are one number each: counters only go up, gauges are
  * set. Their names and help texts are one table in ag_metrics.c. */
 enum ag_metric {
-    AG_M_REDIS_ERRORS,    /* counter */
-    AG_M_REDIS_TIMEOUTS,  /* counter */
-    AG_M_BREAKER_OPEN,    /* gauge: 1 while checks skip Redis */
-    AG_M_BREAKER_OPENS,   /* counter */
-    AG_M_RELOADS,         /* counter */
-    AG_M_RELOAD_FAILURES, /* counter */
-    AG_M_POLICIES_STALE,  /* gauge: 1 while the database cannot be read */
+    AG_M_REDIS_ERRORS,     /* counter */
+    AG_M_REDIS_TIMEOUTS,   /* counter */
+    AG_M_BREAKER_OPEN,     /* gauge: 1 while checks skip Redis */
+    AG_M_BREAKER_OPENS,    /* counter */
+    AG_M_RELOADS,          /* counter */
+    AG_M_RELOAD_FAILURES,  /* counter */
+    AG_M_POLICIES_STALE,   /* gauge: 1 while the database cannot be read */
+    AG_M_POLICIES_INVALID, /* gauge: policy rows that fail validation */
     AG_M_COUNT
 };
 

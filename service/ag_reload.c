@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "ag_error.h"
@@ -30,26 +31,56 @@ struct ag_reload {
     uint64_t served;      /* syncs the watcher has loaded for */
     uint64_t served_ok;   /* the last sync a successful load served */
     bool stopping;
-    int64_t data_version; /* watcher thread only */
-    uint64_t loads;       /* watcher thread only (and start) */
-    bool failing;         /* the last load failed; watcher thread only */
+    int64_t data_version;      /* watcher thread only */
+    uint64_t loads;            /* watcher thread only (and start) */
+    bool failing;              /* the last load failed; watcher thread only */
+    bool missing;              /* the path names no file; watcher thread only */
+    unsigned retention_days;   /* audit rows older are pruned; 0: never */
+    time_t next_prune;         /* CLOCK_MONOTONIC seconds; watcher only */
+    struct ag_db_invalid *bad; /* the last load's invalid rows, logged */
+    size_t nbad;               /* watcher thread only (and start) */
 };
+
+/* Logs each invalid row the previous load did not have (by name and
+ * error), so that a row is logged once however many loads see it. */
+static void log_invalid(const struct ag_reload *r,
+                        const struct ag_db_invalid *bad, size_t nbad)
+{
+    for (size_t i = 0; i < nbad; i++) {
+        bool known = false;
+        for (size_t k = 0; !known && k < r->nbad; k++)
+            known = strcmp(r->bad[k].name, bad[i].name) == 0 &&
+                    strcmp(r->bad[k].error, bad[i].error) == 0;
+        if (!known)
+            ag_log(AG_LOG_ERROR, "policy_invalid", "row '%s': %s; %s",
+                   bad[i].name, bad[i].error,
+                   bad[i].kept ? "its last valid version stays in force"
+                               : "it has no valid version and is left out");
+    }
+}
 
 /* Loads policies and lists and publishes them. */
 static int load(struct ag_reload *r, struct ag_error *err)
 {
     struct ag_policy *ps = NULL;
     struct ag_list_entry *lists = NULL;
-    size_t n = 0, nl = 0;
-    int rc = ag_db_load_all(r->db, &ps, &n, &lists, &nl, err);
+    struct ag_db_invalid *bad = NULL;
+    size_t n = 0, nl = 0, nbad = 0;
+    int rc = ag_db_load_all(r->db, &ps, &n, &bad, &nbad, &lists, &nl, err);
     if (rc)
         return rc;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
     free(ps);
     if (!set) {
+        free(bad);
         free(lists);
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     }
+    log_invalid(r, bad, nbad);
+    free(r->bad);
+    r->bad = bad;
+    r->nbad = nbad;
+    ag_metrics_set(r->metrics, AG_M_POLICIES_INVALID, (int64_t)nbad);
     ag_ruleset_adopt_lists(set, lists, nl);
     r->publish(r->publish_ctx, set);
     ag_metrics_count(r->metrics, AG_M_RELOADS);
@@ -57,18 +88,38 @@ static int load(struct ag_reload *r, struct ag_error *err)
 }
 
 /* Loads if the database changed (or a sync asked); false if a load was
- * needed and failed. */
+ * needed and failed, or the file is missing. */
 static bool tick(struct ag_reload *r, bool poked)
 {
-    int64_t v;
     struct ag_error err;
-    int rc = ag_db_data_version(r->db, &v);
-    if (rc == AG_OK && v == r->data_version && !poked && !r->failing)
+    int rc = ag_db_file_check(r->db, &err);
+    if (rc == AG_ENOTFOUND) {
+        if (!r->missing)
+            ag_log(AG_LOG_ERROR, "policy_db_missing",
+                   "%s; keeping the last loaded policies", err.msg);
+        r->missing = true;
+        r->failing = true;
+        ag_metrics_set(r->metrics, AG_M_POLICIES_STALE, 1);
+        return false;
+    }
+    r->missing = false;
+    bool needed = poked || r->failing;
+    /* A replaced file is another database. And after a failed load the
+     * connection may hold what it read of a corrupt file (a file restored
+     * in place does not change data_version), so it is not trusted to
+     * load the restored one: a new connection either way. */
+    if (rc == AG_ECONFLICT || r->failing) {
+        rc = ag_db_reopen(r->db, &err);
+        needed = true;
+    }
+    int64_t v = r->data_version;
+    if (!rc && ag_db_data_version(r->db, &v))
+        rc = ag_error_set(&err, AG_EIO, NULL,
+                          "policy database: data_version failed");
+    if (!rc && v == r->data_version && !needed)
         return true;
-    if (rc == AG_OK)
+    if (!rc)
         rc = load(r, &err);
-    else
-        ag_error_fill(&err, rc, NULL, "policy database: data_version failed");
     if (rc) {
         if (!r->failing)
             ag_log(AG_LOG_ERROR, "policy_reload_failed",
@@ -87,6 +138,25 @@ static bool tick(struct ag_reload *r, bool poked)
     ag_log(AG_LOG_INFO, "policies_reloaded", "policy set %llu",
            (unsigned long long)r->loads);
     return true;
+}
+
+/* Prunes the audit log when it is time to. A failure is logged and tried
+ * again at the next interval: the log grows, nothing else is at stake. */
+static void prune(struct ag_reload *r)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!r->retention_days || now.tv_sec < r->next_prune)
+        return;
+    r->next_prune = now.tv_sec + AG_RELOAD_PRUNE_INTERVAL_S;
+    struct ag_error err;
+    int64_t deleted = 0;
+    if (ag_db_audit_prune(r->db, r->retention_days, &deleted, &err))
+        ag_log(AG_LOG_WARN, "audit_prune_failed", "%s", err.msg);
+    else if (deleted > 0)
+        ag_log(AG_LOG_INFO, "audit_pruned",
+               "%lld audit rows older than %u days deleted", (long long)deleted,
+               r->retention_days);
 }
 
 static void *watch(void *arg)
@@ -108,6 +178,8 @@ static void *watch(void *arg)
         bool poked = asked != r->served;
         pthread_mutex_unlock(&r->lock);
         bool ok = tick(r, poked);
+        if (ok)
+            prune(r);
         pthread_mutex_lock(&r->lock);
         r->served = asked;
         if (ok)
@@ -121,7 +193,8 @@ static void *watch(void *arg)
 int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
                     void *publish_ctx, struct ag_metrics *metrics,
                     unsigned interval_ms, unsigned sync_timeout_ms,
-                    struct ag_reload **out, struct ag_error *err)
+                    unsigned audit_retention_days, struct ag_reload **out,
+                    struct ag_error *err)
 {
     struct ag_reload *r = calloc(1, sizeof *r);
     if (!r)
@@ -131,6 +204,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
     r->metrics = metrics;
     r->interval_ms = interval_ms;
     r->sync_timeout_ms = sync_timeout_ms;
+    r->retention_days = audit_retention_days;
     int rc = ag_db_open(db_path, NULL, 0, &r->db, err);
     if (!rc && ag_db_data_version(r->db, &r->data_version))
         rc = ag_error_set(err, AG_EIO, NULL,
@@ -139,6 +213,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
         rc = load(r, err);
     if (rc) {
         ag_db_close(r->db);
+        free(r->bad);
         free(r);
         return rc;
     }
@@ -155,6 +230,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
         pthread_cond_destroy(&r->done);
         pthread_mutex_destroy(&r->lock);
         ag_db_close(r->db);
+        free(r->bad);
         free(r);
         return ag_error_set(err, AG_ENOMEM, NULL,
                             "cannot start the policy watcher thread");
@@ -203,5 +279,6 @@ void ag_reload_stop(struct ag_reload *r)
 
     pthread_mutex_destroy(&r->lock);
     ag_db_close(r->db);
+    free(r->bad);
     free(r);
 }

@@ -35,14 +35,20 @@ struct ag_metrics;
  * the caller's for the first set. */
 typedef void (*ag_reload_publish_fn)(void *ctx, struct ag_ruleset *set);
 
+/* How often the watcher prunes the audit log (and once at its first
+ * tick). */
+#define AG_RELOAD_PRUNE_INTERVAL_S 3600
+
 /* Opens db_path, loads and publishes the first set before it returns, then
  * starts the watcher. metrics (reloads, failures, staleness) may be NULL;
- * it and publish_ctx are borrowed. Returns 0, or a negative code with err
- * filled. */
+ * it and publish_ctx are borrowed. The watcher also deletes audit rows
+ * older than audit_retention_days (ag_db_audit_prune; 0: never). Returns
+ * 0, or a negative code with err filled. */
 int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
                     void *publish_ctx, struct ag_metrics *metrics,
                     unsigned interval_ms, unsigned sync_timeout_ms,
-                    struct ag_reload **out, struct ag_error *err);
+                    unsigned audit_retention_days, struct ag_reload **out,
+                    struct ag_error *err);
 /* Asks the watcher to load now rather than at its next tick, and waits (up
  * to sync_timeout_ms) until it has: after an edit made through this
  * process, so that the edit's response can say whether this instance

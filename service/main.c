@@ -142,7 +142,8 @@ int main(int argc, char **argv)
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
     if (ag_reload_start(cfg.db_path, publish, svc, metrics, RELOAD_INTERVAL_MS,
-                        AG_RELOAD_SYNC_TIMEOUT_MS, &reload, &cerr) ||
+                        AG_RELOAD_SYNC_TIMEOUT_MS, cfg.audit_retention_days,
+                        &reload, &cerr) ||
         (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, svc, &hasher,
                                         reload, &admin, &cerr)) ||
         ag_http_start(&cfg, svc, metrics, admin, &http, &cerr)) {

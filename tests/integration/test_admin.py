@@ -250,10 +250,10 @@ class LifecycleTest(AdminTest):
     def test_an_edit_this_instance_cannot_apply_is_202_not_201(self):
         svc = self.admin_service()
         con = sqlite3.connect(svc.db)
-        # A hand edit that no longer validates: every load fails from now
-        # on, and this instance keeps the policies it had.
-        con.execute("UPDATE policies SET algorithm = 'bogus' "
-                    "WHERE name = 'otp.ip'")
+        # A list entry edited by hand that does not parse: every load fails
+        # from now on, and this instance keeps the policies it had.
+        con.execute("INSERT INTO lists (list, kind, value) "
+                    "VALUES ('deny', 'ip', 'not-an-address')")
         con.commit()
         con.close()
         r = self.put(svc, "login.new", NEW_POLICY)

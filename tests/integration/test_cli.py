@@ -15,10 +15,16 @@ class CliTest(ServiceTest):
         super().setUp()
         self.db = os.path.join(self.workdir, "cli.db")
 
-    def cli(self, *args, stdin=None):
-        return subprocess.run([BINARY, "policy", *args, "--db", self.db],
+    def cli(self, *args, stdin=None, db=None):
+        return subprocess.run([BINARY, "policy", *args, "--db",
+                               db or self.db],
                               capture_output=True, text=True, input=stdin,
                               timeout=30)
+
+    def create(self):
+        r = self.cli("list", "--create")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
 
     def write(self, name, obj):
         path = os.path.join(self.workdir, name)
@@ -30,7 +36,7 @@ class CliTest(ServiceTest):
         path = self.write("p.json", {"endpoint": "otp", "key": ["phone"],
                                      "algorithm": "token_bucket",
                                      "limit": 4, "window_s": 60})
-        r = self.cli("put", "otp.cli", path)
+        r = self.cli("put", "otp.cli", path, "--create")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("created", r.stderr)
         r = self.cli("get", "otp.cli")
@@ -53,6 +59,7 @@ class CliTest(ServiceTest):
         path = self.write("bad.json", {"endpoint": "otp", "key": ["phone"],
                                        "algorithm": "sliding_log",
                                        "limit": 0, "window_s": 60})
+        self.create()
         r = self.cli("put", "otp.bad", path)
         self.assertEqual(r.returncode, 2)
         self.assertIn("limit", r.stderr)
@@ -60,7 +67,7 @@ class CliTest(ServiceTest):
         self.assertEqual(self.cli("frobnicate").returncode, 2)
 
     def test_import_is_all_or_nothing_and_audited(self):
-        self.cli("list")  # create the database
+        self.create()
         good = {"name": "login.imp1", "endpoint": "login", "key": ["ip"],
                 "algorithm": "fixed_window", "limit": 7, "window_s": 60}
         bad = dict(good, name="login.imp2", window_s=0)
@@ -81,7 +88,7 @@ class CliTest(ServiceTest):
     def test_enabled_policies_per_endpoint_are_capped(self):
         # A check applies at most 32 policies: the 33rd enabled one of an
         # endpoint is refused, by the CLI as by the admin API.
-        self.cli("list")
+        self.create()
         have = sum(1 for line in self.cli("list").stdout.splitlines()
                    if json.loads(line)["endpoint"] == "login")
         path = self.write("p.json", {"endpoint": "login", "key": ["user"],
@@ -97,6 +104,28 @@ class CliTest(ServiceTest):
         svc = self.service(db=self.db)
         self.assertEqual(self.login(svc, "cap@example.com", "192.0.2.1")
                          .status, 200)
+
+    def test_a_missing_database_is_refused_unless_create_is_given(self):
+        path = self.write("p.json", {"endpoint": "login", "key": ["user"],
+                                     "algorithm": "sliding_log", "limit": 1,
+                                     "window_s": 60})
+        typo = os.path.join(self.workdir, "polices.db")
+        for args in (("list",), ("put", "login.typo", path),
+                     ("import", path)):
+            with self.subTest(args=args):
+                r = self.cli(*args, db=typo)
+                self.assertEqual(r.returncode, 2)
+                self.assertIn(typo, r.stderr)
+                self.assertIn("--create", r.stderr)
+                self.assertEqual(r.stdout, "")
+                self.assertFalse(os.path.exists(typo))
+        r = self.cli("put", "login.typo", path, "--create", db=typo)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(typo))
+        # An existing database needs no flag, and --create changes nothing.
+        self.assertEqual(self.cli("get", "login.typo", db=typo).returncode, 0)
+        r = self.cli("get", "login.typo", "--create", db=typo)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_running_service_follows_a_cli_edit(self):
 

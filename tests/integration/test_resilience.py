@@ -254,14 +254,15 @@ class ResilienceTest(PolicyTest):
         self.assertGreaterEqual(
             metric(svc, "abuseguard_policy_reload_failures_total"), 1)
 
-    def test_invalid_row_keeps_the_last_policies(self):
+    def test_invalid_row_keeps_its_last_valid_version(self):
         (svc,) = self.start([OPEN])
         con = sqlite3.connect(svc.db)
         con.execute("UPDATE policies SET algorithm = 'bogus'")
         con.commit()
         con.close()
         self.assertTrue(wait_until(
-            lambda: metric(svc, "abuseguard_policies_stale") == 1, 5.0))
+            lambda: metric(svc, "abuseguard_policies_invalid") == 1, 5.0))
+        self.assertEqual(metric(svc, "abuseguard_policies_stale"), 0)
         r = self.login(svc, "i@x.org")
         self.assertEqual(self.decision(r, "r.open")["limit"], 3)
         # Fixed by hand: the service picks it up and says so.
@@ -271,7 +272,7 @@ class ResilienceTest(PolicyTest):
         con.commit()
         con.close()
         self.assertTrue(wait_until(
-            lambda: metric(svc, "abuseguard_policies_stale") == 0, 5.0))
+            lambda: metric(svc, "abuseguard_policies_invalid") == 0, 5.0))
         r = self.login(svc, "j@x.org")
         self.assertEqual(self.decision(r, "r.open")["limit"], 4)
 

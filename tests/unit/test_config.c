@@ -151,6 +151,7 @@ static void defaults_apply_without_flags_or_environment(void **state)
     assert_int_equal(c.ipv6_ip_prefix, 64);
     assert_int_equal(c.ipv6_group_prefix, 48);
     assert_int_equal(c.ipv4_group_prefix, 24);
+    assert_int_equal(c.audit_retention_days, 365);
     assert_int_equal(c.log_level, AG_LOG_INFO);
     assert_false(c.help);
 }
@@ -285,6 +286,8 @@ static void bad_numeric_values_are_refused_naming_the_flag(void **state)
     expect_flag_refused("--redis-timeout-ms", "+5");
     expect_flag_refused("--device-token-ttl-s", "59");
     expect_flag_refused("--device-token-ttl-s", "34560001");
+    expect_flag_refused("--audit-retention-days", "0");
+    expect_flag_refused("--audit-retention-days", "36501");
 }
 
 static void
@@ -341,6 +344,8 @@ static void numeric_range_bounds_are_accepted(void **state)
     expect_flag_accepted("--ipv6-group-prefix", "16");
     expect_flag_accepted("--ipv4-group-prefix", "8");
     expect_flag_accepted("--ipv4-group-prefix", "32");
+    expect_flag_accepted("--audit-retention-days", "1");
+    expect_flag_accepted("--audit-retention-days", "36500");
 }
 
 static void bad_listen_and_log_level_are_refused_naming_the_flag(void **state)

@@ -100,6 +100,38 @@ static void failed_open_leaves_out_untouched(void **state)
     assert_true(err.msg[0] != '\0');
 }
 
+/* The file under a connection: the same, another one, none; a writer
+ * follows a replaced file and never creates a missing one. */
+static void file_check_tells_same_replaced_and_missing_apart(void **state)
+{
+    struct tmpdb *t = *state;
+    struct ag_db *db = open_db(t->path, NULL, 0);
+    struct ag_error err = {0};
+    assert_int_equal(ag_db_file_check(db, &err), AG_OK);
+
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.db", t->dir);
+    const struct ag_policy seed[] = {simple("login.other", 3)};
+    ag_db_close(open_db(other, seed, 1));
+    assert_int_equal(rename(other, t->path), 0);
+    assert_int_equal(ag_db_file_check(db, &err), AG_ECONFLICT);
+    assert_int_equal(ag_db_follow(db, &err), AG_OK);
+    assert_int_equal(ag_db_file_check(db, &err), AG_OK);
+    size_t n;
+    struct ag_policy *ps = load_all(db, &n);
+    assert_non_null(find(ps, n, "login.other"));
+    free(ps);
+
+    assert_int_equal(unlink(t->path), 0);
+    assert_int_equal(ag_db_file_check(db, &err), AG_ENOTFOUND);
+    assert_non_null(strstr(err.msg, t->path));
+    assert_int_equal(ag_db_follow(db, &err), AG_EIO);
+    assert_int_equal(ag_db_reopen(db, &err), AG_EIO);
+    struct stat st;
+    assert_int_not_equal(stat(t->path, &st), 0);
+    ag_db_close(db);
+}
+
 /* A database made by the version before migration 003: its rows keep
  * their behaviour (every lane, deny, no block growth), whatever block_s
  * they have. */
@@ -154,6 +186,7 @@ int main(void)
         DB_TEST(a_database_of_schema_2_keeps_its_policies_behaviour),
         DB_TEST(emptied_database_is_not_reseeded),
         DB_TEST(failed_open_leaves_out_untouched),
+        DB_TEST(file_check_tells_same_replaced_and_missing_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

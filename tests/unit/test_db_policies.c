@@ -107,12 +107,50 @@ static void invalid_row_fails_load_naming_the_policy(void **state)
     ag_db_close(db);
 }
 
+/* A lenient load takes an invalid row's last audited version, leaves out
+ * a row that never had one, and says why for both. */
+static void
+lenient_load_keeps_the_last_valid_version_of_invalid_rows(void **state)
+{
+    struct tmpdb *t = *state;
+    const struct ag_policy seed[] = {simple("login.user", 10),
+                                     simple("login.other", 4)};
+    ag_db_close(open_db(t->path, seed, 2));
+    exec_sql(t->path, "UPDATE policies SET algorithm = 'bogus' WHERE name = "
+                      "'login.user'");
+    exec_sql(t->path,
+             "INSERT INTO policies (name, endpoint, key, algorithm, \"limit\","
+             " window_s) VALUES ('login.hand_edit', 'login', '[\"user\"]',"
+             " 'leaky_bucket', 5, 60)");
+    struct ag_db *db = open_db(t->path, NULL, 0);
+    struct ag_policy *ps = NULL;
+    struct ag_db_invalid *bad = NULL;
+    size_t n = 0, nbad = 0;
+    struct ag_error err = {0};
+    assert_int_equal(
+        ag_db_policies_load_lenient(db, &ps, &n, &bad, &nbad, &err), AG_OK);
+    assert_int_equal(n, 2);
+    expect_same_policy(find(ps, n, "login.user"), &seed[0]);
+    expect_same_policy(find(ps, n, "login.other"), &seed[1]);
+    assert_null(find(ps, n, "login.hand_edit"));
+    assert_int_equal(nbad, 2);
+    assert_string_equal(bad[0].name, "login.hand_edit");
+    assert_false(bad[0].kept);
+    assert_string_equal(bad[1].name, "login.user");
+    assert_true(bad[1].kept);
+    assert_non_null(strstr(bad[1].error, "algorithm"));
+    free(ps);
+    free(bad);
+    ag_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         DB_TEST(put_replaces_a_policy_of_the_same_name),
         DB_TEST(load_round_trips_every_field),
         DB_TEST(invalid_row_fails_load_naming_the_policy),
+        DB_TEST(lenient_load_keeps_the_last_valid_version_of_invalid_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

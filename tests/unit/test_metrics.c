@@ -63,6 +63,7 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_policy_reloads_total",
         "abuseguard_policy_reload_failures_total",
         "abuseguard_policies_stale",
+        "abuseguard_policies_invalid",
     };
     assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
     for (size_t i = 0; i < AG_M_COUNT; i++) {

@@ -57,7 +57,7 @@ static int fixture_setup(void **state)
     ag_db_close(open_db(f->db.path, seed, 1));
     struct ag_error err = {0};
     if (ag_reload_start(f->db.path, publish, f, NULL, WATCH_INTERVAL_MS,
-                        SYNC_TIMEOUT_MS, &f->reload, &err))
+                        SYNC_TIMEOUT_MS, 0, &f->reload, &err))
         fail_msg("reload start: %s", err.msg);
     *state = f;
     return 0;
@@ -115,10 +115,22 @@ static void sync_reports_a_load_that_failed(void **state)
 {
     struct fixture *f = *state;
     uint64_t before = set_version(f);
-    exec_sql(f->db.path, "UPDATE policies SET algorithm = 'bogus'");
+    exec_sql(f->db.path, "DROP TABLE policies");
     assert_int_equal(ag_reload_sync(f->reload), AG_EIO);
     /* The last good set stays in force. */
     assert_int_equal(set_version(f), before);
+}
+
+/* An invalid row fails no load: its last valid version is published. */
+static void sync_applies_a_change_beside_an_invalid_row(void **state)
+{
+    struct fixture *f = *state;
+    exec_sql(f->db.path, "UPDATE policies SET algorithm = 'bogus'");
+    assert_int_equal(ag_reload_sync(f->reload), AG_OK);
+    pthread_mutex_lock(&f->lock);
+    assert_int_equal(f->set->count, 1);
+    assert_int_equal(f->set->policies[0].limit, 10);
+    pthread_mutex_unlock(&f->lock);
 }
 
 #define RELOAD_TEST(f)                                                         \
@@ -130,6 +142,7 @@ int main(void)
         RELOAD_TEST(sync_reports_a_change_applied),
         RELOAD_TEST(sync_reports_a_timeout_while_the_watcher_is_held_up),
         RELOAD_TEST(sync_reports_a_load_that_failed),
+        RELOAD_TEST(sync_applies_a_change_beside_an_invalid_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
