@@ -1,7 +1,7 @@
 /*
  * The Redis store's circuit breaker: after AG_REDIS_BREAKER_THRESHOLD
  * failed operations in a row it opens, and the store fails every operation
- * at once, without touching Redis, until a probe reaches Redis again. The
+ * at once, without touching Redis, until a probe runs a check again. The
  * first probe is due AG_REDIS_PROBE_MIN_MS after opening; each failed one
  * doubles the wait up to AG_REDIS_PROBE_MAX_MS, so Redis is back in use
  * within about a second of its return. A probe that succeeds closes it.

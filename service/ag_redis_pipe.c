@@ -404,12 +404,25 @@ int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
                      mask ? mask + 1 : 1);
 }
 
-bool ag_redis_pipe_probe(struct ag_redis_pipe *p)
+redisReply *ag_redis_pipe_probe(struct ag_redis_pipe *p, ag_redis_probe_fmt fmt,
+                                void *arg)
 {
     redisContext *ctx = connect_redis(p);
-    bool up = ctx != NULL;
+    if (!ctx)
+        return NULL;
+    char *cmd = NULL;
+    long long len = fmt(arg, &cmd);
+    void *reply = NULL;
+    if (len < 0 ||
+        redisAppendFormattedCommand(ctx, cmd, (size_t)len) != REDIS_OK) {
+        ag_log(AG_LOG_ERROR, "redis_error", "probe: out of memory");
+    } else if (redisGetReply(ctx, &reply) != REDIS_OK) {
+        failed(p, ctx);
+        reply = NULL;
+    }
+    free(cmd);
     drop(&ctx);
-    return up;
+    return reply;
 }
 
 /* Stops the dispatchers that started, after the queued jobs. */

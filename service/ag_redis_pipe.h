@@ -91,8 +91,16 @@ void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41]);
  * the connection dropped. Only from a job's done. */
 int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask);
 
-/* Whether a fresh connection (AUTH, SELECT and the code load) succeeds
- * now; it is closed again. For the breaker's probe. */
-bool ag_redis_pipe_probe(struct ag_redis_pipe *p);
+/* Formats a probe's command into *cmd (the caller frees it with free()):
+ * its length, or -1. Called once the probe's connection has loaded the
+ * code, so that it can choose FCALL or a script as a check would. */
+typedef long long (*ag_redis_probe_fmt)(void *arg, char **cmd);
+
+/* For the breaker's probe: a fresh connection (AUTH, SELECT and the code
+ * load), then the command fmt formats, and the connection is closed again.
+ * Returns the command's reply (free it with ag_redis_reply_free; it may be
+ * an error reply, which the caller judges), or NULL if any step failed. */
+redisReply *ag_redis_pipe_probe(struct ag_redis_pipe *p, ag_redis_probe_fmt fmt,
+                                void *arg);
 
 #endif

@@ -24,6 +24,9 @@
  * - Each check's outcome counts toward the breaker, except a check that
  *   failed only because an earlier command of its batch did: a batch whose
  *   connection fails counts once.
+ * - The breaker closes only when its probe's check succeeds (a write, on
+ *   a key no policy uses): a Redis that answers but refuses writes, as one
+ *   out of memory does, keeps it open.
  */
 #include "ag_store.h"
 
@@ -58,6 +61,9 @@
  * window_ms block_ms charge shadow", and " growth block_max_ms" for a
  * policy with blocks. */
 #define SPEC_MAX (8 * (AG_UINT_TEXT + 1))
+/* The key the breaker's probe checks. Policy names are not empty, so no
+ * policy's "ag:<policy>:<digest>" key can be it (as AG_FP_KEY_PREFIX). */
+#define PROBE_KEY "ag::probe"
 
 struct redis_store {
     struct ag_store base;
@@ -71,6 +77,12 @@ struct redis_store {
     pthread_cond_t wake;        /* the probe waits on it */
     bool stopping;
     pthread_t probe;
+    /* The probe's check: one fixed-window policy on PROBE_KEY, one second
+     * long, so that its key expires within a second, with a limit no
+     * number of instances probing reaches, so that it is always allowed
+     * and so always written. */
+    struct ag_policy probe_policy;
+    struct ag_plan probe_plan;
 };
 
 /* One check in flight: its job in the pipe, and where its answer goes. A
@@ -126,6 +138,8 @@ static int simple(struct redis_store *s, int argc, const char **argv,
                   const size_t *lens, int type);
 static int redis_clear(struct ag_store *base, const struct ag_plan *plan);
 static int redis_ping(struct ag_store *base);
+static long long format_probe(void *arg, char **cmd);
+static bool probe_check(struct redis_store *s);
 static void *probe(void *arg);
 static void stop_probe(struct redis_store *s);
 static void free_store(struct redis_store *s);
@@ -504,9 +518,33 @@ static int redis_ping(struct ag_store *base)
                   REDIS_REPLY_STATUS);
 }
 
-/* The probe thread: while the breaker is open, tries a fresh connection
- * (with AUTH, SELECT and the code load) on the breaker's schedule, and
- * closes the breaker when one succeeds. */
+static long long format_probe(void *arg, char **cmd)
+{
+    struct redis_store *s = arg;
+    bool fcall;
+    return format_check(s, &s->probe_plan, true, cmd, &fcall);
+}
+
+/* Whether Redis runs checks again: the probe's check, formatted as every
+ * check is (FCALL, or a script where FUNCTION is refused), on a fresh
+ * connection. A PING or the code load would not do: a Redis out of memory
+ * (maxmemory with noeviction) answers both and refuses every check, and
+ * the breaker would close only to open again a few checks later. */
+static bool probe_check(struct redis_store *s)
+{
+    redisReply *r = ag_redis_pipe_probe(s->pipe, format_probe, s);
+    struct ag_limit_result res;
+    bool up = r && parse_reply(r, &s->probe_plan, &res) == AG_OK && res.allowed;
+    if (r && !up)
+        ag_log(AG_LOG_WARN, "redis_probe_failed", "%s",
+               r->type == REDIS_REPLY_ERROR ? r->str
+                                            : "unexpected reply shape");
+    ag_redis_reply_free(r);
+    return up;
+}
+
+/* The probe thread: while the breaker is open, runs the probe's check on
+ * the breaker's schedule, and closes the breaker when one succeeds. */
 static void *probe(void *arg)
 {
     struct redis_store *s = arg;
@@ -528,7 +566,7 @@ static void *probe(void *arg)
             continue;
         }
         pthread_mutex_unlock(&s->lock);
-        bool up = ag_redis_pipe_probe(s->pipe);
+        bool up = probe_check(s);
         pthread_mutex_lock(&s->lock);
         if (ag_redis_breaker_probed(&s->breaker, up)) {
             ag_metrics_set(s->metrics, AG_M_BREAKER_OPEN, 0);
@@ -594,6 +632,16 @@ struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *o)
     sodium_bin2hex(s->instance, sizeof s->instance, id, sizeof id);
     atomic_init(&s->seq, 0);
     ag_redis_breaker_init(&s->breaker, NULL, NULL);
+    s->probe_policy = (struct ag_policy){.algorithm = AG_ALG_FIXED_WINDOW,
+                                         .limit = 1000000000,
+                                         .window_s = 1,
+                                         .block_growth = 1};
+    s->probe_plan.kind = AG_PLAN_CHECK;
+    s->probe_plan.n = 1;
+    s->probe_plan.ops[0].policy = &s->probe_policy;
+    s->probe_plan.ops[0].charge = true;
+    memcpy(s->probe_plan.ops[0].key, PROBE_KEY, sizeof PROBE_KEY);
+    memcpy(s->probe_plan.ops[0].member, "probe", sizeof "probe");
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);

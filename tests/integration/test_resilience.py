@@ -139,6 +139,53 @@ class ResilienceTest(PolicyTest):
         self.assertIn(self.redis.cmd("ZCARD", key), (1, 2))
 
 
+    def fill_until_writes_fail(self):
+        """Makes Redis refuse every write with OOM, as a full Redis with
+        noeviction does: a maxmemory a little above what it uses, then
+        values written until one is refused (bounded)."""
+        used = int(re.search(r"used_memory:(\d+)",
+                             self.redis.cmd("INFO", "memory")).group(1))
+        self.redis.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        self.redis.cmd("CONFIG", "SET", "maxmemory", used + (1 << 20))
+        for i in range(1000):
+            try:
+                self.redis.cmd("SET", "fill:%d" % i, "x" * 65536)
+            except RuntimeError as e:
+                self.assertTrue(str(e).startswith("OOM"), e)
+                return
+        self.fail("Redis never refused a write")
+
+    def test_a_full_redis_keeps_the_breaker_open_until_writes_work(self):
+        # A Redis out of memory answers PING and loads code but refuses
+        # every check: the probe must prove a write, or the breaker opens
+        # and closes again every few checks and floods the log.
+        (svc,) = self.start([OPEN])
+        self.open_every_connection(svc)
+        self.fill_until_writes_fail()
+        logged = len(svc.log_text())
+        end = time.monotonic() + 3.0
+        checks = 0
+        while time.monotonic() < end:
+            r = self.login(svc, "oom%d@x.org" % checks)
+            self.assertEqual(r.status, 200)
+            checks += 1
+        self.assertGreater(checks, 30)
+        opens = metric(svc, "abuseguard_circuit_breaker_opens_total")
+        self.assertGreaterEqual(opens, 1)
+        self.assertLessEqual(opens, 3, "%d opens in 3 s" % opens)
+        self.assertNotIn("redis_breaker_closed", svc.log_text()[logged:])
+
+        # Room again: the next probe's check succeeds, and checks are back
+        # on Redis within about a second (the probe's longest wait).
+        self.redis.cmd("CONFIG", "SET", "maxmemory", 0)
+        start = time.monotonic()
+        self.assertTrue(wait_until(
+            lambda: "degraded" not in self.login(svc, "back@x.org").json,
+            3.0, 0.02))
+        self.assertLess(time.monotonic() - start, 1.3)
+        self.assertIn("redis_breaker_closed", svc.log_text()[logged:])
+        self.assertEqual(metric(svc, "abuseguard_circuit_breaker_open"), 0)
+
     def test_connections_redis_closed_are_replaced_before_use(self):
         # Redis closing idle connections (a restart, its idle timeout,
         # CLIENT KILL) must cost no check: a dispatcher notices the close
