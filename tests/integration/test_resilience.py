@@ -185,6 +185,10 @@ class ResilienceTest(PolicyTest):
         self.assertLess(time.monotonic() - start, 1.3)
         self.assertIn("redis_breaker_closed", svc.log_text()[logged:])
         self.assertEqual(metric(svc, "abuseguard_circuit_breaker_open"), 0)
+        # The probe's key, which no policy's can be, is gone within a
+        # second (-2: already gone; -1 would be a key that never expires).
+        self.assertTrue(-2 <= self.redis.cmd("PTTL", "ag::probe") <= 1000)
+        self.assertNotEqual(self.redis.cmd("PTTL", "ag::probe"), -1)
 
     def test_connections_redis_closed_are_replaced_before_use(self):
         # Redis closing idle connections (a restart, its idle timeout,
