@@ -416,6 +416,7 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_conns_per_ip,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
         completed, h, MHD_OPTION_END);

@@ -3,6 +3,7 @@ creation and seeding, probes."""
 import json
 import os
 
+import select
 import socket
 import sqlite3
 import subprocess
@@ -219,7 +220,10 @@ class StartupTest(ServiceTest):
 
 class ConnectionTest(ServiceTest):
     def test_half_open_connections_do_not_starve_clients(self):
-        svc = self.service(extra=["--conn-timeout-s", "2"])
+        # All from one address, over its default cap: this test is about
+        # the timeout, the next one about the cap.
+        svc = self.service(extra=["--conn-timeout-s", "2",
+                                  "--max-conns-per-ip", "400"])
         idle = []
         for _ in range(300):
             s = socket.create_connection(("127.0.0.1", svc.port), 5)
@@ -243,6 +247,39 @@ class ConnectionTest(ServiceTest):
             self.assertEqual(closed, 300)
         finally:
             for s in idle:
+                s.close()
+
+    def test_one_address_over_its_cap_does_not_starve_another(self):
+        # Without the per-address cap, 30 of the 40 would take every
+        # connection the service has.
+        svc = self.service(extra=["--max-conns", "30",
+                                  "--max-conns-per-ip", "20"])
+        flood = [socket.create_connection(("127.0.0.1", svc.port), 5,
+                                          source_address=("127.0.0.2", 0))
+                 for _ in range(40)]
+        try:
+            time.sleep(0.3)
+            start = time.monotonic()
+            r = svc.request("GET", "/healthz", timeout=5,
+                            source="127.0.0.3")
+            self.assertEqual(r.status, 200)
+            self.assertLess(time.monotonic() - start, 1.0)
+            # The excess was closed at once, not left in the backlog.
+            closed = 0
+            deadline = time.monotonic() + 2
+            pending = list(flood)
+            while pending and time.monotonic() < deadline:
+                ready, _, _ = select.select(pending, [], [], 0.2)
+                for s in ready:
+                    pending.remove(s)
+                    try:
+                        if s.recv(1) == b"":
+                            closed += 1
+                    except OSError:
+                        closed += 1
+            self.assertEqual(closed, 20)
+        finally:
+            for s in flood:
                 s.close()
 
     def test_connection_cap_refuses_the_excess(self):
