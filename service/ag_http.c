@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -376,6 +377,45 @@ static unsigned cores(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+/* Checks wait for Redis suspended, not blocking their worker; two
+ * workers a core measured best (the admin API and probes still block on
+ * SQLite or Redis for a moment). */
+static unsigned worker_count(const struct ag_config *cfg)
+{
+    return cfg->threads ? cfg->threads : 2 * cores();
+}
+
+int ag_http_reserve_fds(const struct ag_config *cfg, struct ag_error *err)
+{
+    /* Beyond the connections: the listener, stdio, the Redis dispatchers
+     * and probe, the SQLite files of the watcher and the admin API with
+     * their journals, with room to spare; and each worker's epoll and
+     * wake-up descriptors. */
+    enum { FIXED = 64, PER_WORKER = 3 };
+    rlim_t need =
+        (rlim_t)cfg->max_conns + FIXED + (rlim_t)PER_WORKER * worker_count(cfg);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return ag_error_set(err, AG_EIO, "max-conns",
+                            "cannot read the open-files limit: %s",
+                            strerror(errno));
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return AG_OK;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return ag_error_set(
+            err, AG_EINVAL, "max-conns",
+            "--max-conns %u needs %llu open files, but the hard limit "
+            "(ulimit -Hn) is %llu; lower --max-conns or raise the limit",
+            cfg->max_conns, (unsigned long long)need,
+            (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return ag_error_set(err, AG_EIO, "max-conns",
+                            "cannot raise the open-files limit to %llu: %s",
+                            (unsigned long long)need, strerror(errno));
+    return AG_OK;
+}
+
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
                   struct ag_metrics *metrics, struct ag_admin *admin,
                   struct ag_http **out, struct ag_error *err)
@@ -406,10 +446,7 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
         v6->sin6_port = htons((uint16_t)cfg->listen_port);
         flags |= MHD_USE_IPv6;
     }
-    /* Checks wait for Redis suspended, not blocking their worker; two
-     * workers a core measured best (the admin API and probes still
-     * block on SQLite or Redis for a moment). */
-    unsigned threads = cfg->threads ? cfg->threads : 2 * cores();
+    unsigned threads = worker_count(cfg);
 
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,

@@ -3,6 +3,7 @@ creation and seeding, probes."""
 import json
 import os
 
+import resource
 import select
 import socket
 import sqlite3
@@ -16,9 +17,18 @@ from harness import (BINARY, Redis, Service, ServiceTest, free_port, wait_until,
                      make_secret)
 
 
-def run(args, env=None, timeout=10):
+def run(args, env=None, timeout=10, preexec_fn=None):
     return subprocess.run([BINARY, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env, preexec_fn=preexec_fn)
+
+
+def open_files_limit(pid):
+    """The soft RLIMIT_NOFILE of a running process."""
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+    raise AssertionError("no open-files line in /proc/%d/limits" % pid)
 
 
 class RefusalTest(unittest.TestCase):
@@ -105,6 +115,17 @@ class RefusalTest(unittest.TestCase):
         self.assert_refused(self.base() + ["--admin-token-file", path],
                             "--admin-token-file")
 
+    def test_max_conns_over_the_hard_open_files_limit_is_refused(self):
+        def low_hard_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        r = run(self.base() + ["--max-conns", "5000"],
+                preexec_fn=low_hard_limit)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("--max-conns 5000", lines[0])
+        self.assertIn("hard limit (ulimit -Hn) is 1024", lines[0])
+
     def test_redis_password_does_not_appear_in_errors(self):
         r = run(self.base() + ["--redis", "redis://:hunter2@host"])
         self.assertEqual(r.returncode, 2)
@@ -188,6 +209,18 @@ class StartupTest(ServiceTest):
 
         self.assertEqual(self.login(svc, "a@example.com", "1.2.3.4").status,
                          200)
+
+    def test_soft_open_files_limit_is_raised_for_max_conns(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 2000:
+            self.skipTest("hard open-files limit %d is below 2000" % hard)
+        # The service inherits this test's limits.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
+                        (soft, hard))
+        svc = self.service(extra=["--max-conns", "1500"])
+        self.assertGreater(open_files_limit(svc.proc.pid), 1500)
+        self.assertEqual(svc.request("GET", "/healthz").status, 200)
 
     def test_unix_socket_redis(self):
         sock = self.workdir + "/redis.sock"
