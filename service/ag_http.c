@@ -27,6 +27,12 @@
 #define TOO_LARGE_TEXT(n) "body is larger than " STR(n) " KiB"
 #define TOO_LARGE TOO_LARGE_TEXT(AG_BODY_MAX_KIB)
 
+/* A refused body is read and dropped, so that the connection can carry
+ * the next request, up to this declared length; past it the answer goes
+ * at once and the connection closes, as reading megabytes to save a TCP
+ * handshake is a bad trade. */
+#define DISCARD_MAX (1024 * 1024)
+
 struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
@@ -37,7 +43,7 @@ struct ag_http {
 };
 
 enum route {
-    R_NOT_FOUND,
+    R_ERROR, /* an answer decided from the headers alone */
     R_CHECK, /* of the route's endpoint */
     R_REPORT_LOGIN,
     R_HEALTHZ,
@@ -68,7 +74,14 @@ static const struct route_def routes[] = {
 struct request {
     enum route route;
     enum ag_endpoint endpoint; /* R_CHECK */
-    int too_big; /* the body passed AG_BODY_MAX; it is being discarded */
+    /* R_ERROR: the answer. libmicrohttpd closes the connection after a
+     * response queued before the request was read in full, so even this
+     * one waits for the end of the request. */
+    int status;
+    const char *msg;   /* static */
+    const char *allow; /* static; NULL: no Allow header */
+    int too_big;       /* the body passed AG_BODY_MAX; it is being discarded */
+    int discard;       /* the body is not wanted; it is read and dropped */
     struct ag_buf body;
     /* A check waiting for the store: the service suspends the connection
      * through waiter and resumes it when the answer is ready. */
@@ -266,21 +279,30 @@ static enum MHD_Result serve_admin(struct ag_http *h,
     return ret;
 }
 
-static enum MHD_Result begin_body(struct ag_http *h, const struct route_def *rd,
-                                  void **con_cls)
+static struct request *new_request(struct ag_http *h, void **con_cls)
 {
     struct request *req = calloc(1, sizeof *req);
     if (!req)
-        return MHD_NO;
-    req->route = rd->route;
-    req->endpoint = rd->endpoint;
+        return NULL;
     ag_buf_init(&req->body, AG_BODY_MAX);
     *con_cls = req;
     atomic_fetch_add(&h->in_flight, 1);
+    return req;
+}
+
+static enum MHD_Result defer_error(struct request *req, int status,
+                                   const char *msg, const char *allow)
+{
+    req->route = R_ERROR;
+    req->status = status;
+    req->msg = msg;
+    req->allow = allow;
+    req->discard = 1;
     return MHD_YES;
 }
 
-/* First call for a request: route it, answer what needs no body. */
+/* First call for a request: route it. Every answer but the draining 503
+ * waits for the end of the request (see struct request). */
 static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
                              const char *url, const char *method,
                              void **con_cls)
@@ -299,33 +321,42 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         ag_http_response_free(&r);
         return ret;
     }
+    struct request *req = new_request(h, con_cls);
+    if (!req)
+        return MHD_NO;
     if (strncmp(url, "/admin/", 7) == 0) {
         if (!h->admin)
-            return reply_error(conn, MHD_HTTP_NOT_FOUND,
+            return defer_error(req, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
                                NULL);
-        static const struct route_def admin = {"/admin/", R_ADMIN, NULL,
-                                               AG_EP_LOGIN};
-        return begin_body(h, &admin, con_cls);
+        req->route = R_ADMIN;
+        return MHD_YES;
     }
     const struct route_def *rd = find_route(url);
     if (!rd)
-        return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+        return defer_error(req, MHD_HTTP_NOT_FOUND, "no such path", NULL);
 
     int get = strcmp(rd->method, "GET") == 0;
     if (strcmp(method, rd->method) != 0 &&
         !(get && strcmp(method, "HEAD") == 0))
-        return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+        return defer_error(req, MHD_HTTP_METHOD_NOT_ALLOWED,
                            "method not allowed",
                            get ? "GET, HEAD" : rd->method);
-    if (get)
-        return serve_probe(h, conn, rd->route);
+    req->route = rd->route;
+    req->endpoint = rd->endpoint;
+    if (get) {
+        req->discard = 1;
+        return MHD_YES;
+    }
 
     const char *cl = MHD_lookup_connection_value(
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    if (declared > DISCARD_MAX)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
-    return begin_body(h, rd, con_cls);
+    if (declared > AG_BODY_MAX)
+        return defer_error(req, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+    return MHD_YES;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
@@ -339,7 +370,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     if (!req)
         return begin(h, conn, url, method, con_cls);
     if (*upload_size) {
-        if (!req->too_big &&
+        if (!req->too_big && !req->discard &&
             ag_buf_append(&req->body, upload, *upload_size) != AG_OK) {
             req->too_big = 1;
             ag_buf_free(&req->body);
@@ -347,8 +378,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
-    if (req->route == R_ADMIN)
+    switch (req->route) {
+    case R_ERROR:
+        return reply_error(conn, req->status, req->msg, req->allow);
+    case R_HEALTHZ:
+    case R_READYZ:
+    case R_METRICS:
+        return serve_probe(h, conn, req->route);
+    case R_ADMIN:
         return serve_admin(h, conn, url, method, req);
+    case R_CHECK:
+    case R_REPORT_LOGIN:
+        break;
+    }
     return serve_check(h, conn, req);
 }
 

@@ -1,5 +1,6 @@
 """Bad input: every malformed request is a 4xx naming the field, never a
 5xx, a crash or a hang; and it changes nothing in Redis."""
+import http.client
 import socket
 import unittest
 
@@ -97,6 +98,57 @@ class InputTest(ServiceTest):
         r = self.svc.request("POST", "/healthz", "{}")
         self.assertEqual(r.status, 405)
         self.assertIn("GET", r.header("Allow"))
+
+    def test_get_and_early_answers_keep_the_connection_open(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.svc.port,
+                                          timeout=5)
+        self.addCleanup(conn.close)
+        big = '{"user": "%s", "ip": "203.0.113.7"}' % ("u" * 70000)
+        steps = [("GET", "/healthz", None, 200),
+                 ("GET", "/readyz", None, 200),
+                 ("GET", "/metrics", None, 200),
+                 ("HEAD", "/healthz", None, 200),
+                 ("GET", "/nope", None, 404),
+                 ("POST", "/nope", "{}", 404),
+                 ("POST", "/healthz", "{}", 405),
+                 ("POST", "/check-login", big, 413),
+                 ("GET", "/healthz", None, 200)]
+        sock = None
+        for method, path, body, status in steps:
+            with self.subTest(method=method, path=path):
+                conn.request(method, path, body=body)
+                r = conn.getresponse()
+                r.read()
+                self.assertEqual(r.status, status)
+                self.assertNotEqual(
+                    (r.getheader("Connection") or "").lower(), "close")
+                # http.client opens a new socket silently when the server
+                # closed the last one.
+                if sock is None:
+                    sock = conn.sock
+                self.assertIs(conn.sock, sock)
+
+    def test_request_pipelined_after_a_get_is_answered(self):
+        with socket.create_connection(("127.0.0.1", self.svc.port), 5) as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            f = s.makefile("rb")
+            statuses = []
+            for _ in range(2):
+                line = f.readline()
+                self.assertTrue(line, "closed after answers %r" % statuses)
+                statuses.append(int(line.split(b" ")[1]))
+                length = 0
+                while True:
+                    line = f.readline()
+                    if line in (b"\r\n", b""):
+                        break
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                f.read(length)
+            f.close()
+        self.assertEqual(statuses, [200, 404])
 
     def test_oversized_headers_are_refused_with_4xx(self):
         # Raw socket: the server may answer and close before the client
