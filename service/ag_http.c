@@ -79,6 +79,7 @@ struct request {
      * one waits for the end of the request. */
     int status;
     const char *msg;   /* static */
+    const char *field; /* static; NULL: no field at fault */
     const char *allow; /* static; NULL: no Allow header */
     int too_big;       /* the body passed AG_BODY_MAX; it is being discarded */
     int discard;       /* the body is not wanted; it is read and dropped */
@@ -131,18 +132,40 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     return ret;
 }
 
-/* Builds and sends a response in one go; the usual end of a request. */
+/* Builds and sends a response in one go; the usual end of a request.
+ * field (NULL: none) is the part of the request at fault. */
 static enum MHD_Result reply_error(struct MHD_Connection *conn, int status,
-                                   const char *msg, const char *allow)
+                                   const char *msg, const char *field,
+                                   const char *allow)
 {
     struct ag_http_response r;
     ag_http_response_init(&r);
     r.allow = allow;
-    enum MHD_Result ret = ag_http_response_error(&r, status, msg) == AG_OK
-                              ? send_response(conn, &r)
-                              : MHD_NO;
+    enum MHD_Result ret =
+        ag_http_response_field_error(&r, status, msg, field) == AG_OK
+            ? send_response(conn, &r)
+            : MHD_NO;
     ag_http_response_free(&r);
     return ret;
+}
+
+/* libmicrohttpd hands the handler the decoded path as a C string, so a
+ * %00 would cut it short: /admin/policies/a%00b would name the policy a,
+ * /healthz%00abc would be /healthz. A decoded NUL turns the whole string
+ * (the path, or one query argument) into NUL_MARK instead, which no
+ * route matches and begin() answers with a 400. The mark fits: the
+ * string held at least the three bytes of its %00. */
+#define NUL_MARK "%00"
+
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    size_t len = MHD_http_unescape(s);
+    if (!memchr(s, '\0', len))
+        return len;
+    memcpy(s, NUL_MARK, sizeof NUL_MARK);
+    return sizeof NUL_MARK - 1;
 }
 
 static const struct route_def *find_route(const char *url)
@@ -193,7 +216,8 @@ static enum MHD_Result
 serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
 {
     if (req->too_big)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     struct ag_http_response r;
     ag_http_response_init(&r);
     const char *body = req->body.p ? req->body.p : "";
@@ -222,7 +246,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
         ret = send_response(conn, &r);
     } else {
         ag_log(AG_LOG_ERROR, "response", "could not build a response (%d)", rc);
-        ret = reply_error(conn, 500, "internal error", NULL);
+        ret = reply_error(conn, 500, "internal error", NULL, NULL);
     }
     ag_http_response_free(&r);
     return ret;
@@ -253,7 +277,8 @@ static enum MHD_Result serve_admin(struct ag_http *h,
                                    const char *method, struct request *req)
 {
     if (req->too_big)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     char client[INET6_ADDRSTRLEN];
     struct ag_admin_request ar = {
         .method = method,
@@ -271,10 +296,11 @@ static enum MHD_Result serve_admin(struct ag_http *h,
     struct ag_http_response r;
     ag_http_response_init(&r);
     ag_buf_init(&r.body, AG_ADMIN_RESPONSE_MAX);
-    enum MHD_Result ret = ag_admin_handle(h->admin, &ar, &r) == AG_OK
+    enum MHD_Result ret =
+        ag_admin_handle(h->admin, &ar, &r) == AG_OK
 
-                              ? send_response(conn, &r)
-                              : reply_error(conn, 500, "internal error", NULL);
+            ? send_response(conn, &r)
+            : reply_error(conn, 500, "internal error", NULL, NULL);
     ag_http_response_free(&r);
     return ret;
 }
@@ -291,11 +317,13 @@ static struct request *new_request(struct ag_http *h, void **con_cls)
 }
 
 static enum MHD_Result defer_error(struct request *req, int status,
-                                   const char *msg, const char *allow)
+                                   const char *msg, const char *field,
+                                   const char *allow)
 {
     req->route = R_ERROR;
     req->status = status;
     req->msg = msg;
+    req->field = field;
     req->allow = allow;
     req->discard = 1;
     return MHD_YES;
@@ -324,23 +352,26 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
     struct request *req = new_request(h, con_cls);
     if (!req)
         return MHD_NO;
+    if (strcmp(url, NUL_MARK) == 0)
+        return defer_error(req, 400, "path holds an encoded NUL (%00)", "path",
+                           NULL);
     if (strncmp(url, "/admin/", 7) == 0) {
         if (!h->admin)
             return defer_error(req, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
-                               NULL);
+                               NULL, NULL);
         req->route = R_ADMIN;
         return MHD_YES;
     }
     const struct route_def *rd = find_route(url);
     if (!rd)
-        return defer_error(req, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+        return defer_error(req, MHD_HTTP_NOT_FOUND, "no such path", NULL, NULL);
 
     int get = strcmp(rd->method, "GET") == 0;
     if (strcmp(method, rd->method) != 0 &&
         !(get && strcmp(method, "HEAD") == 0))
         return defer_error(req, MHD_HTTP_METHOD_NOT_ALLOWED,
-                           "method not allowed",
+                           "method not allowed", NULL,
                            get ? "GET, HEAD" : rd->method);
     req->route = rd->route;
     req->endpoint = rd->endpoint;
@@ -353,9 +384,11 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
     if (declared > DISCARD_MAX)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     if (declared > AG_BODY_MAX)
-        return defer_error(req, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+        return defer_error(req, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     return MHD_YES;
 }
 
@@ -380,7 +413,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     }
     switch (req->route) {
     case R_ERROR:
-        return reply_error(conn, req->status, req->msg, req->allow);
+        return reply_error(conn, req->status, req->msg, req->field, req->allow);
     case R_HEALTHZ:
     case R_READYZ:
     case R_METRICS:
@@ -497,8 +530,9 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
         cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_conns_per_ip,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, h, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK,
+        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_END);
     if (!h->daemon) {
         ag_error_fill(err, AG_EIO, "listen", "cannot listen on %s:%d: %s",
                       cfg->listen_host, cfg->listen_port, strerror(errno));

@@ -1,6 +1,8 @@
 """Bad input: every malformed request is a 4xx naming the field, never a
 5xx, a crash or a hang; and it changes nothing in Redis."""
 import http.client
+import json
+import os
 import socket
 import unittest
 
@@ -187,6 +189,55 @@ class InputTest(ServiceTest):
                     status = int(data.split(b" ")[1])
                     self.assertTrue(400 <= status < 500, data[:80])
         self.assertEqual(self.svc.request("GET", "/healthz").status, 200)
+
+
+ADMIN_TOKEN = "tok-" + "7" * 40
+ADMIN_AUTH = {"Authorization": "Bearer " + ADMIN_TOKEN}
+
+
+class NulInPathTest(ServiceTest):
+    """A %00 would cut the decoded path short where C strings end."""
+
+    def setUp(self):
+        super().setUp()
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write(ADMIN_TOKEN)
+        self.svc = self.service(extra=["--admin-token-file", token])
+
+    def assert_nul_refused(self, r):
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertEqual(r.json["field"], "path")
+        self.assertTrue(r.json["error"].startswith("path"), r.json)
+
+    def test_encoded_nul_in_a_probe_path_is_400_not_the_probe(self):
+        self.assert_nul_refused(self.svc.request("GET", "/healthz%00abc"))
+        self.assert_nul_refused(self.svc.request("GET", "/metrics%00"))
+
+    def test_encoded_nul_in_a_policy_name_creates_nothing(self):
+        policy = {"endpoint": "login", "key": ["user"],
+                  "algorithm": "fixed_window", "limit": 2, "window_s": 60}
+        for path in ["/admin/policies/a%00b", "/admin/policies/login.user%00x"]:
+            with self.subTest(path=path):
+                r = self.svc.request("PUT", path, json.dumps(policy),
+                                     headers=ADMIN_AUTH)
+                self.assert_nul_refused(r)
+        self.assertEqual(self.svc.request("GET", "/admin/policies/a",
+                                          headers=ADMIN_AUTH).status, 404)
+        r = self.svc.request("GET", "/admin/policies/login.user",
+                             headers=ADMIN_AUTH)
+        self.assertEqual(r.status, 200)
+        self.assertNotEqual(r.json.get("algorithm"), "fixed_window", r.json)
+
+    def test_encoded_nul_in_a_query_argument_is_not_cut_short(self):
+        r = self.svc.request("GET", "/admin/audit?limit=1%002",
+                             headers=ADMIN_AUTH)
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertEqual(r.json["field"], "limit")
+
+    def test_encoded_percent_before_zeros_is_not_a_nul(self):
+        # %2500 decodes to the text "%00", which is no NUL: an unknown path.
+        self.assertEqual(self.svc.request("GET", "/healthz%2500").status, 404)
 
 
 if __name__ == "__main__":
