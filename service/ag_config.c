@@ -58,6 +58,10 @@ static const struct flag flags[] = {
      "seconds an idle or slow connection may stay open"},
     {"max-conns", K_UINT, F(max_conns), 0, 1, 100000, "1024",
      "concurrent HTTP connections at most"},
+    /* Well above what a pooled auth backend holds open from one address,
+     * well below --max-conns: one flooding client cannot take them all. */
+    {"max-conns-per-ip", K_UINT, F(max_conns_per_ip), 0, 1, 100000, "256",
+     "concurrent HTTP connections from one client address at most"},
     {"max-header-bytes", K_UINT, F(max_header_bytes), 0, 4096, 1048576, "16384",
      "memory per connection for request headers; more is a 431"},
     {"threads", K_UINT, F(threads), 0, 0, 256, "0",

@@ -41,6 +41,7 @@ struct ag_config {
     char seed_dir[1024];           /* empty: seed the compiled-in policies */
     unsigned conn_timeout_s;       /* idle or slow connection timeout */
     unsigned max_conns;            /* concurrent connections at most */
+    unsigned max_conns_per_ip;     /* of them from one address at most */
     unsigned max_header_bytes;     /* per-connection memory for headers */
     unsigned threads;              /* HTTP worker threads; 0 = 2 per core */
     unsigned redis_timeout_ms;     /* connect and command timeout */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,12 @@
 #define TOO_LARGE_TEXT(n) "body is larger than " STR(n) " KiB"
 #define TOO_LARGE TOO_LARGE_TEXT(AG_BODY_MAX_KIB)
 
+/* A refused body is read and dropped, so that the connection can carry
+ * the next request, up to this declared length; past it the answer goes
+ * at once and the connection closes, as reading megabytes to save a TCP
+ * handshake is a bad trade. */
+#define DISCARD_MAX (1024 * 1024)
+
 struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
@@ -36,7 +43,7 @@ struct ag_http {
 };
 
 enum route {
-    R_NOT_FOUND,
+    R_ERROR, /* an answer decided from the headers alone */
     R_CHECK, /* of the route's endpoint */
     R_REPORT_LOGIN,
     R_HEALTHZ,
@@ -67,7 +74,15 @@ static const struct route_def routes[] = {
 struct request {
     enum route route;
     enum ag_endpoint endpoint; /* R_CHECK */
-    int too_big; /* the body passed AG_BODY_MAX; it is being discarded */
+    /* R_ERROR: the answer. libmicrohttpd closes the connection after a
+     * response queued before the request was read in full, so even this
+     * one waits for the end of the request. */
+    int status;
+    const char *msg;   /* static */
+    const char *field; /* static; NULL: no field at fault */
+    const char *allow; /* static; NULL: no Allow header */
+    int too_big;       /* the body passed AG_BODY_MAX; it is being discarded */
+    int discard;       /* the body is not wanted; it is read and dropped */
     struct ag_buf body;
     /* A check waiting for the store: the service suspends the connection
      * through waiter and resumes it when the answer is ready. */
@@ -117,18 +132,40 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     return ret;
 }
 
-/* Builds and sends a response in one go; the usual end of a request. */
+/* Builds and sends a response in one go; the usual end of a request.
+ * field (NULL: none) is the part of the request at fault. */
 static enum MHD_Result reply_error(struct MHD_Connection *conn, int status,
-                                   const char *msg, const char *allow)
+                                   const char *msg, const char *field,
+                                   const char *allow)
 {
     struct ag_http_response r;
     ag_http_response_init(&r);
     r.allow = allow;
-    enum MHD_Result ret = ag_http_response_error(&r, status, msg) == AG_OK
-                              ? send_response(conn, &r)
-                              : MHD_NO;
+    enum MHD_Result ret =
+        ag_http_response_field_error(&r, status, msg, field) == AG_OK
+            ? send_response(conn, &r)
+            : MHD_NO;
     ag_http_response_free(&r);
     return ret;
+}
+
+/* libmicrohttpd hands the handler the decoded path as a C string, so a
+ * %00 would cut it short: /admin/policies/a%00b would name the policy a,
+ * /healthz%00abc would be /healthz. A decoded NUL turns the whole string
+ * (the path, or one query argument) into NUL_MARK instead, which no
+ * route matches and begin() answers with a 400. The mark fits: the
+ * string held at least the three bytes of its %00. */
+#define NUL_MARK "%00"
+
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    size_t len = MHD_http_unescape(s);
+    if (!memchr(s, '\0', len))
+        return len;
+    memcpy(s, NUL_MARK, sizeof NUL_MARK);
+    return sizeof NUL_MARK - 1;
 }
 
 static const struct route_def *find_route(const char *url)
@@ -179,7 +216,8 @@ static enum MHD_Result
 serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
 {
     if (req->too_big)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     struct ag_http_response r;
     ag_http_response_init(&r);
     const char *body = req->body.p ? req->body.p : "";
@@ -208,7 +246,7 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
         ret = send_response(conn, &r);
     } else {
         ag_log(AG_LOG_ERROR, "response", "could not build a response (%d)", rc);
-        ret = reply_error(conn, 500, "internal error", NULL);
+        ret = reply_error(conn, 500, "internal error", NULL, NULL);
     }
     ag_http_response_free(&r);
     return ret;
@@ -239,7 +277,8 @@ static enum MHD_Result serve_admin(struct ag_http *h,
                                    const char *method, struct request *req)
 {
     if (req->too_big)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     char client[INET6_ADDRSTRLEN];
     struct ag_admin_request ar = {
         .method = method,
@@ -257,29 +296,41 @@ static enum MHD_Result serve_admin(struct ag_http *h,
     struct ag_http_response r;
     ag_http_response_init(&r);
     ag_buf_init(&r.body, AG_ADMIN_RESPONSE_MAX);
-    enum MHD_Result ret = ag_admin_handle(h->admin, &ar, &r) == AG_OK
+    enum MHD_Result ret =
+        ag_admin_handle(h->admin, &ar, &r) == AG_OK
 
-                              ? send_response(conn, &r)
-                              : reply_error(conn, 500, "internal error", NULL);
+            ? send_response(conn, &r)
+            : reply_error(conn, 500, "internal error", NULL, NULL);
     ag_http_response_free(&r);
     return ret;
 }
 
-static enum MHD_Result begin_body(struct ag_http *h, const struct route_def *rd,
-                                  void **con_cls)
+static struct request *new_request(struct ag_http *h, void **con_cls)
 {
     struct request *req = calloc(1, sizeof *req);
     if (!req)
-        return MHD_NO;
-    req->route = rd->route;
-    req->endpoint = rd->endpoint;
+        return NULL;
     ag_buf_init(&req->body, AG_BODY_MAX);
     *con_cls = req;
     atomic_fetch_add(&h->in_flight, 1);
+    return req;
+}
+
+static enum MHD_Result defer_error(struct request *req, int status,
+                                   const char *msg, const char *field,
+                                   const char *allow)
+{
+    req->route = R_ERROR;
+    req->status = status;
+    req->msg = msg;
+    req->field = field;
+    req->allow = allow;
+    req->discard = 1;
     return MHD_YES;
 }
 
-/* First call for a request: route it, answer what needs no body. */
+/* First call for a request: route it. Every answer but the draining 503
+ * waits for the end of the request (see struct request). */
 static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
                              const char *url, const char *method,
                              void **con_cls)
@@ -298,33 +349,47 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         ag_http_response_free(&r);
         return ret;
     }
+    struct request *req = new_request(h, con_cls);
+    if (!req)
+        return MHD_NO;
+    if (strcmp(url, NUL_MARK) == 0)
+        return defer_error(req, 400, "path holds an encoded NUL (%00)", "path",
+                           NULL);
     if (strncmp(url, "/admin/", 7) == 0) {
         if (!h->admin)
-            return reply_error(conn, MHD_HTTP_NOT_FOUND,
+            return defer_error(req, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
-                               NULL);
-        static const struct route_def admin = {"/admin/", R_ADMIN, NULL,
-                                               AG_EP_LOGIN};
-        return begin_body(h, &admin, con_cls);
+                               NULL, NULL);
+        req->route = R_ADMIN;
+        return MHD_YES;
     }
     const struct route_def *rd = find_route(url);
     if (!rd)
-        return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+        return defer_error(req, MHD_HTTP_NOT_FOUND, "no such path", NULL, NULL);
 
     int get = strcmp(rd->method, "GET") == 0;
     if (strcmp(method, rd->method) != 0 &&
         !(get && strcmp(method, "HEAD") == 0))
-        return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-                           "method not allowed",
+        return defer_error(req, MHD_HTTP_METHOD_NOT_ALLOWED,
+                           "method not allowed", NULL,
                            get ? "GET, HEAD" : rd->method);
-    if (get)
-        return serve_probe(h, conn, rd->route);
+    req->route = rd->route;
+    req->endpoint = rd->endpoint;
+    if (get) {
+        req->discard = 1;
+        return MHD_YES;
+    }
 
     const char *cl = MHD_lookup_connection_value(
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > AG_BODY_MAX)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL);
-    return begin_body(h, rd, con_cls);
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    if (declared > DISCARD_MAX)
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
+    if (declared > AG_BODY_MAX)
+        return defer_error(req, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
+    return MHD_YES;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
@@ -338,7 +403,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     if (!req)
         return begin(h, conn, url, method, con_cls);
     if (*upload_size) {
-        if (!req->too_big &&
+        if (!req->too_big && !req->discard &&
             ag_buf_append(&req->body, upload, *upload_size) != AG_OK) {
             req->too_big = 1;
             ag_buf_free(&req->body);
@@ -346,8 +411,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
-    if (req->route == R_ADMIN)
+    switch (req->route) {
+    case R_ERROR:
+        return reply_error(conn, req->status, req->msg, req->field, req->allow);
+    case R_HEALTHZ:
+    case R_READYZ:
+    case R_METRICS:
+        return serve_probe(h, conn, req->route);
+    case R_ADMIN:
         return serve_admin(h, conn, url, method, req);
+    case R_CHECK:
+    case R_REPORT_LOGIN:
+        break;
+    }
     return serve_check(h, conn, req);
 }
 
@@ -374,6 +450,45 @@ static unsigned cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (unsigned)n : 1;
+}
+
+/* Checks wait for Redis suspended, not blocking their worker; two
+ * workers a core measured best (the admin API and probes still block on
+ * SQLite or Redis for a moment). */
+static unsigned worker_count(const struct ag_config *cfg)
+{
+    return cfg->threads ? cfg->threads : 2 * cores();
+}
+
+int ag_http_reserve_fds(const struct ag_config *cfg, struct ag_error *err)
+{
+    /* Beyond the connections: the listener, stdio, the Redis dispatchers
+     * and probe, the SQLite files of the watcher and the admin API with
+     * their journals, with room to spare; and each worker's epoll and
+     * wake-up descriptors. */
+    enum { FIXED = 64, PER_WORKER = 3 };
+    rlim_t need =
+        (rlim_t)cfg->max_conns + FIXED + (rlim_t)PER_WORKER * worker_count(cfg);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return ag_error_set(err, AG_EIO, "max-conns",
+                            "cannot read the open-files limit: %s",
+                            strerror(errno));
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return AG_OK;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return ag_error_set(
+            err, AG_EINVAL, "max-conns",
+            "--max-conns %u needs %llu open files, but the hard limit "
+            "(ulimit -Hn) is %llu; lower --max-conns or raise the limit",
+            cfg->max_conns, (unsigned long long)need,
+            (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return ag_error_set(err, AG_EIO, "max-conns",
+                            "cannot raise the open-files limit to %llu: %s",
+                            (unsigned long long)need, strerror(errno));
+    return AG_OK;
 }
 
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
@@ -406,19 +521,18 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
         v6->sin6_port = htons((uint16_t)cfg->listen_port);
         flags |= MHD_USE_IPv6;
     }
-    /* Checks wait for Redis suspended, not blocking their worker; two
-     * workers a core measured best (the admin API and probes still
-     * block on SQLite or Redis for a moment). */
-    unsigned threads = cfg->threads ? cfg->threads : 2 * cores();
+    unsigned threads = worker_count(cfg);
 
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_conns_per_ip,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, h, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK,
+        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_END);
     if (!h->daemon) {
         ag_error_fill(err, AG_EIO, "listen", "cannot listen on %s:%d: %s",
                       cfg->listen_host, cfg->listen_port, strerror(errno));

@@ -26,6 +26,12 @@ struct ag_admin;
 
 struct ag_metrics;
 
+/* Raises the process's soft open-files limit (RLIMIT_NOFILE), never
+ * lowering it, to what --max-conns connections need with a margin for
+ * the rest of the process. Returns 0; AG_EINVAL with a message naming
+ * --max-conns when the hard limit is lower than that; AG_EIO when the
+ * limit cannot be read or set. Call it before any thread starts. */
+int ag_http_reserve_fds(const struct ag_config *cfg, struct ag_error *err);
 /* Starts serving on the config's listen address; svc and metrics (for
  * /metrics) are borrowed; admin may be NULL (the /admin/ routes then
  * answer 404). Returns 0 and the server in *out, or a negative code with

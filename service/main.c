@@ -62,6 +62,13 @@ int main(int argc, char **argv)
         return 0;
     }
     ag_log_set_level((enum ag_log_level)cfg.log_level);
+    /* Now, so that a limit too low for --max-conns stops the start before
+     * anything is opened, rather than refusing clients under load. */
+    int rc = ag_http_reserve_fds(&cfg, &cerr);
+    if (rc) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        return rc == AG_EINVAL ? EXIT_CONFIG : 1;
+    }
     if (sodium_init() < 0) {
         fprintf(stderr, "abuseguard: libsodium failed to initialise\n");
         return 1;

@@ -1,5 +1,8 @@
 """Bad input: every malformed request is a 4xx naming the field, never a
 5xx, a crash or a hang; and it changes nothing in Redis."""
+import http.client
+import json
+import os
 import socket
 import unittest
 
@@ -98,6 +101,57 @@ class InputTest(ServiceTest):
         self.assertEqual(r.status, 405)
         self.assertIn("GET", r.header("Allow"))
 
+    def test_get_and_early_answers_keep_the_connection_open(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.svc.port,
+                                          timeout=5)
+        self.addCleanup(conn.close)
+        big = '{"user": "%s", "ip": "203.0.113.7"}' % ("u" * 70000)
+        steps = [("GET", "/healthz", None, 200),
+                 ("GET", "/readyz", None, 200),
+                 ("GET", "/metrics", None, 200),
+                 ("HEAD", "/healthz", None, 200),
+                 ("GET", "/nope", None, 404),
+                 ("POST", "/nope", "{}", 404),
+                 ("POST", "/healthz", "{}", 405),
+                 ("POST", "/check-login", big, 413),
+                 ("GET", "/healthz", None, 200)]
+        sock = None
+        for method, path, body, status in steps:
+            with self.subTest(method=method, path=path):
+                conn.request(method, path, body=body)
+                r = conn.getresponse()
+                r.read()
+                self.assertEqual(r.status, status)
+                self.assertNotEqual(
+                    (r.getheader("Connection") or "").lower(), "close")
+                # http.client opens a new socket silently when the server
+                # closed the last one.
+                if sock is None:
+                    sock = conn.sock
+                self.assertIs(conn.sock, sock)
+
+    def test_request_pipelined_after_a_get_is_answered(self):
+        with socket.create_connection(("127.0.0.1", self.svc.port), 5) as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            f = s.makefile("rb")
+            statuses = []
+            for _ in range(2):
+                line = f.readline()
+                self.assertTrue(line, "closed after answers %r" % statuses)
+                statuses.append(int(line.split(b" ")[1]))
+                length = 0
+                while True:
+                    line = f.readline()
+                    if line in (b"\r\n", b""):
+                        break
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                f.read(length)
+            f.close()
+        self.assertEqual(statuses, [200, 404])
+
     def test_oversized_headers_are_refused_with_4xx(self):
         # Raw socket: the server may answer and close before the client
         # has sent all of the headers, which http.client reports as a
@@ -135,6 +189,55 @@ class InputTest(ServiceTest):
                     status = int(data.split(b" ")[1])
                     self.assertTrue(400 <= status < 500, data[:80])
         self.assertEqual(self.svc.request("GET", "/healthz").status, 200)
+
+
+ADMIN_TOKEN = "tok-" + "7" * 40
+ADMIN_AUTH = {"Authorization": "Bearer " + ADMIN_TOKEN}
+
+
+class NulInPathTest(ServiceTest):
+    """A %00 would cut the decoded path short where C strings end."""
+
+    def setUp(self):
+        super().setUp()
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write(ADMIN_TOKEN)
+        self.svc = self.service(extra=["--admin-token-file", token])
+
+    def assert_nul_refused(self, r):
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertEqual(r.json["field"], "path")
+        self.assertTrue(r.json["error"].startswith("path"), r.json)
+
+    def test_encoded_nul_in_a_probe_path_is_400_not_the_probe(self):
+        self.assert_nul_refused(self.svc.request("GET", "/healthz%00abc"))
+        self.assert_nul_refused(self.svc.request("GET", "/metrics%00"))
+
+    def test_encoded_nul_in_a_policy_name_creates_nothing(self):
+        policy = {"endpoint": "login", "key": ["user"],
+                  "algorithm": "fixed_window", "limit": 2, "window_s": 60}
+        for path in ["/admin/policies/a%00b", "/admin/policies/login.user%00x"]:
+            with self.subTest(path=path):
+                r = self.svc.request("PUT", path, json.dumps(policy),
+                                     headers=ADMIN_AUTH)
+                self.assert_nul_refused(r)
+        self.assertEqual(self.svc.request("GET", "/admin/policies/a",
+                                          headers=ADMIN_AUTH).status, 404)
+        r = self.svc.request("GET", "/admin/policies/login.user",
+                             headers=ADMIN_AUTH)
+        self.assertEqual(r.status, 200)
+        self.assertNotEqual(r.json.get("algorithm"), "fixed_window", r.json)
+
+    def test_encoded_nul_in_a_query_argument_is_not_cut_short(self):
+        r = self.svc.request("GET", "/admin/audit?limit=1%002",
+                             headers=ADMIN_AUTH)
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertEqual(r.json["field"], "limit")
+
+    def test_encoded_percent_before_zeros_is_not_a_nul(self):
+        # %2500 decodes to the text "%00", which is no NUL: an unknown path.
+        self.assertEqual(self.svc.request("GET", "/healthz%2500").status, 404)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ creation and seeding, probes."""
 import json
 import os
 
+import resource
+import select
 import socket
 import sqlite3
 import subprocess
@@ -15,9 +17,18 @@ from harness import (BINARY, Redis, Service, ServiceTest, free_port, wait_until,
                      make_secret)
 
 
-def run(args, env=None, timeout=10):
+def run(args, env=None, timeout=10, preexec_fn=None):
     return subprocess.run([BINARY, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env, preexec_fn=preexec_fn)
+
+
+def open_files_limit(pid):
+    """The soft RLIMIT_NOFILE of a running process."""
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+    raise AssertionError("no open-files line in /proc/%d/limits" % pid)
 
 
 class RefusalTest(unittest.TestCase):
@@ -104,6 +115,17 @@ class RefusalTest(unittest.TestCase):
         self.assert_refused(self.base() + ["--admin-token-file", path],
                             "--admin-token-file")
 
+    def test_max_conns_over_the_hard_open_files_limit_is_refused(self):
+        def low_hard_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        r = run(self.base() + ["--max-conns", "5000"],
+                preexec_fn=low_hard_limit)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("--max-conns 5000", lines[0])
+        self.assertIn("hard limit (ulimit -Hn) is 1024", lines[0])
+
     def test_redis_password_does_not_appear_in_errors(self):
         r = run(self.base() + ["--redis", "redis://:hunter2@host"])
         self.assertEqual(r.returncode, 2)
@@ -188,6 +210,18 @@ class StartupTest(ServiceTest):
         self.assertEqual(self.login(svc, "a@example.com", "1.2.3.4").status,
                          200)
 
+    def test_soft_open_files_limit_is_raised_for_max_conns(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 2000:
+            self.skipTest("hard open-files limit %d is below 2000" % hard)
+        # The service inherits this test's limits.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
+                        (soft, hard))
+        svc = self.service(extra=["--max-conns", "1500"])
+        self.assertGreater(open_files_limit(svc.proc.pid), 1500)
+        self.assertEqual(svc.request("GET", "/healthz").status, 200)
+
     def test_unix_socket_redis(self):
         sock = self.workdir + "/redis.sock"
         proc = subprocess.Popen(
@@ -219,7 +253,10 @@ class StartupTest(ServiceTest):
 
 class ConnectionTest(ServiceTest):
     def test_half_open_connections_do_not_starve_clients(self):
-        svc = self.service(extra=["--conn-timeout-s", "2"])
+        # All from one address, over its default cap: this test is about
+        # the timeout, the next one about the cap.
+        svc = self.service(extra=["--conn-timeout-s", "2",
+                                  "--max-conns-per-ip", "400"])
         idle = []
         for _ in range(300):
             s = socket.create_connection(("127.0.0.1", svc.port), 5)
@@ -243,6 +280,39 @@ class ConnectionTest(ServiceTest):
             self.assertEqual(closed, 300)
         finally:
             for s in idle:
+                s.close()
+
+    def test_one_address_over_its_cap_does_not_starve_another(self):
+        # Without the per-address cap, 30 of the 40 would take every
+        # connection the service has.
+        svc = self.service(extra=["--max-conns", "30",
+                                  "--max-conns-per-ip", "20"])
+        flood = [socket.create_connection(("127.0.0.1", svc.port), 5,
+                                          source_address=("127.0.0.2", 0))
+                 for _ in range(40)]
+        try:
+            time.sleep(0.3)
+            start = time.monotonic()
+            r = svc.request("GET", "/healthz", timeout=5,
+                            source="127.0.0.3")
+            self.assertEqual(r.status, 200)
+            self.assertLess(time.monotonic() - start, 1.0)
+            # The excess was closed at once, not left in the backlog.
+            closed = 0
+            deadline = time.monotonic() + 2
+            pending = list(flood)
+            while pending and time.monotonic() < deadline:
+                ready, _, _ = select.select(pending, [], [], 0.2)
+                for s in ready:
+                    pending.remove(s)
+                    try:
+                        if s.recv(1) == b"":
+                            closed += 1
+                    except OSError:
+                        closed += 1
+            self.assertEqual(closed, 20)
+        finally:
+            for s in flood:
                 s.close()
 
     def test_connection_cap_refuses_the_excess(self):
