@@ -111,8 +111,57 @@ static void trim_unicode(const uint8_t **s, size_t *len)
     }
 }
 
+/* ag_identity_user for input that is all ASCII, the common case: the same
+ * answer as the Unicode path without its cost (about a quarter of a
+ * check's instructions). For ASCII, White_Space is \t-\r and space, no
+ * code point is default-ignorable or unassigned, NFKC changes nothing and
+ * case folding lowers A-Z alone; test_identity checks that the two paths
+ * agree. False, and nothing done, if in is not all ASCII. */
+static bool user_ascii(const char *in, size_t len, char *out, const char *field,
+                       struct ag_error *err, int *rc)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)in[i] >= 0x80)
+            return false;
+    while (len > 0 && is_space((unsigned char)in[0])) {
+        in++;
+        len--;
+    }
+    while (len > 0 && is_space((unsigned char)in[len - 1]))
+        len--;
+    *rc = AG_OK;
+    if (len == 0)
+        *rc = refuse(err, field, "is empty");
+    else if (len > USER_INPUT_MAX)
+        *rc = too_long(err, field);
+    for (size_t i = 0; *rc == AG_OK && i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c < 0x20 || c == 0x7f)
+            *rc = refuse(err, field, "contains a control character");
+    }
+    if (*rc == AG_OK && len > AG_USER_MAX)
+        *rc = too_long(err, field);
+    if (*rc != AG_OK)
+        return true;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    out[len] = '\0';
+    return true;
+}
+
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err)
+{
+    int rc;
+    if (user_ascii(in, len, out, field, err, &rc))
+        return rc;
+    return ag_identity_user_unicode(in, len, out, field, err);
+}
+
+int ag_identity_user_unicode(const char *in, size_t len, char *out,
+                             const char *field, struct ag_error *err)
 {
     const uint8_t *s = (const uint8_t *)in;
     if (u8_check(s, len))

@@ -68,6 +68,10 @@ struct ag_ip {
  * out holds AG_USER_MAX + 1 bytes. */
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err);
+/* The Unicode path of ag_identity_user, for any input. ag_identity_user
+ * takes an ASCII shortcut with the same answer; tests compare the two. */
+int ag_identity_user_unicode(const char *in, size_t len, char *out,
+                             const char *field, struct ag_error *err);
 /* Device: ASCII white space trimmed, case and bytes kept (device ids are
  * opaque tokens); refuses empty, over AG_USER_MAX bytes, or holding ASCII
  * control characters. */

@@ -755,9 +755,47 @@ static void phone_prefix_keeps_the_first_digits(void **state)
     assert_string_equal(out, "+48600100200");
 }
 
+/* ag_identity_user's ASCII shortcut gives what the Unicode path gives:
+ * every byte below 0x80 alone and between letters, around spaces, and
+ * seeded random strings of every length to past the cap. */
+static void ascii_shortcut_agrees_with_the_unicode_path(void **state)
+{
+    (void)state;
+    char in[AG_USER_MAX + 64];
+    char a[AG_USER_MAX + 1], u[AG_USER_MAX + 1];
+    struct ag_error ea, eu;
+    unsigned seed = 12345;
+    for (int round = 0; round < 3000; round++) {
+        size_t len;
+        if (round < 128) {
+            len = (size_t)snprintf(in, sizeof in, " Ab%cZ ", (char)round);
+            if (round == 0)
+                in[3] = '\0'; /* a NUL inside, with its length */
+        } else {
+            len = (size_t)(round % (AG_USER_MAX + 40));
+            for (size_t i = 0; i < len; i++) {
+                seed = seed * 1103515245u + 12345u;
+                in[i] = (char)((seed >> 16) % 0x80);
+            }
+        }
+        memset(&ea, 0, sizeof ea);
+        memset(&eu, 0, sizeof eu);
+        int ra = ag_identity_user(in, len, a, "user", &ea);
+        int ru = ag_identity_user_unicode(in, len, u, "user", &eu);
+        if (ra != ru)
+            fail_msg("round %d (len %zu): shortcut %d, unicode %d (%s)", round,
+                     len, ra, ru, ru ? eu.msg : ea.msg);
+        if (ra == AG_OK)
+            assert_string_equal(a, u);
+        else
+            assert_string_equal(ea.msg, eu.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ascii_shortcut_agrees_with_the_unicode_path),
         cmocka_unit_test(ip_net_is_the_network_of_the_given_prefix),
         cmocka_unit_test(ip_net_of_a_whole_address_is_the_address),
         cmocka_unit_test(phone_prefix_keeps_the_first_digits),
