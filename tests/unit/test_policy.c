@@ -637,8 +637,9 @@ static void every_embedded_policy_file_parses(void **state)
 static void default_policies_match_the_documented_table(void **state)
 {
     (void)state;
-    /* The README's default-policy table, as data: the file must say the
-     * same (issue 14's lanes, challenges and growing blocks included). */
+    /* The default-policy table of docs/policies.md, as data: the file
+     * must say the same (issue 14's lanes, challenges and growing blocks
+     * included). */
     static const struct {
         const char *name;
         enum ag_endpoint endpoint;
