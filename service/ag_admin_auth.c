@@ -1,5 +1,7 @@
 #include "ag_admin_auth.h"
 
+#include <arpa/inet.h>
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -92,8 +94,9 @@ static bool authorized(const struct ag_admin_auth *a, const char *header)
 
 /* A plan of the one policy for client: kind AG_PLAN_CHECK with nothing
  * charged asks whether the address is throttled, AG_PLAN_FAILURE records
- * a failure. The key is the address itself: this store never leaves the
- * process, so there is nothing to hide it from. */
+ * a failure. The key is the address (this store never leaves the process,
+ * so there is nothing to hide it from), an IPv6 one by its /64: one host
+ * owns a /64, and rotating inside it must not buy more guesses. */
 static void plan_for(const struct ag_admin_auth *a, const char *client,
                      enum ag_plan_kind kind, struct ag_plan *plan)
 {
@@ -102,8 +105,21 @@ static void plan_for(const struct ag_admin_auth *a, const char *client,
     plan->n = 1;
     struct ag_limit_op *op = &plan->ops[0];
     op->policy = &a->policy;
-    snprintf(op->key, sizeof op->key, "ag:%s:%s", a->policy.name,
-             client ? client : "");
+    struct ag_ip ip;
+    char net[AG_IP_PREFIX_MAX];
+    const char *who = client ? client : "";
+    if (client && ag_identity_ip(client, &ip, "client", NULL) == AG_OK) {
+        ag_identity_ip_net(&ip,
+                           ip.family == AF_INET6 ? AG_IPV6_IP_PREFIX_DEFAULT
+                                                 : ag_ip_bits(ip.family),
+                           net);
+        who = net;
+    }
+    /* The policy's name is this module's own, short: the key always fits
+     * (a cut one would still be one client's). */
+    if (snprintf(op->key, sizeof op->key, "ag:%s:%s", a->policy.name, who) >=
+        (int)sizeof op->key)
+        op->key[sizeof op->key - 1] = '\0';
     op->charge = kind == AG_PLAN_FAILURE;
 }
 

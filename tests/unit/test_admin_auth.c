@@ -131,6 +131,22 @@ static void successes_do_not_count(void **state)
                          AG_ADMIN_AUTH_DENIED);
 }
 
+/* One IPv6 host owns a /64: rotating addresses inside it is one address
+ * to the throttle, as it is to every per-address policy. */
+static void an_ipv6_host_is_throttled_by_its_slash64(void **state)
+{
+    for (int i = 0; i < AG_ADMIN_AUTH_FAILS; i++) {
+        char client[64];
+        snprintf(client, sizeof client, "2001:db8:1:2::%x", i + 1);
+        assert_int_equal(judge(state, client, "Bearer wrong"),
+                         AG_ADMIN_AUTH_DENIED);
+    }
+    assert_int_equal(judge(state, "2001:db8:1:2:ffff::1", "Bearer " TOKEN),
+                     AG_ADMIN_AUTH_THROTTLED);
+    assert_int_equal(judge(state, "2001:db8:1:3::1", "Bearer " TOKEN),
+                     AG_ADMIN_AUTH_OK);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -142,6 +158,7 @@ int main(void)
         T(throttled_address_leaves_other_addresses_alone),
         T(throttled_requests_do_not_extend_the_throttle),
         T(successes_do_not_count),
+        T(an_ipv6_host_is_throttled_by_its_slash64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
