@@ -42,5 +42,8 @@ void ag_error_fill(struct ag_error *err, int code, const char *field,
  * a macro so that the compiler sees which code comes back. */
 #define ag_error_set(err, code, ...)                                           \
     (ag_error_fill((err), (code), __VA_ARGS__), (code))
+/* The usual refusal: AG_EINVAL, field at fault, "<field> <why>". */
+#define ag_error_refuse(err, field, why)                                       \
+    ag_error_set((err), AG_EINVAL, (field), "%s %s", (field), (why))
 
 #endif

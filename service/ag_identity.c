@@ -20,43 +20,10 @@ static int is_space(unsigned char c)
            c == '\v';
 }
 
-static int refuse(struct ag_error *err, const char *field, const char *why)
-{
-    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, why);
-}
-
 static int too_long(struct ag_error *err, const char *field)
 {
     return ag_error_set(err, AG_EINVAL, field, "%s is longer than %d bytes",
                         field, AG_USER_MAX);
-}
-
-/* Trims, checks and copies a device id: ASCII rules, case kept, because a
- * device id is an opaque token that no account lookup folds. */
-static int ascii_ident(const char *in, size_t len, char *out, const char *field,
-                       struct ag_error *err)
-{
-    while (len > 0 && is_space((unsigned char)in[0])) {
-        in++;
-        len--;
-    }
-    while (len > 0 && is_space((unsigned char)in[len - 1]))
-        len--;
-    if (len == 0) {
-        return refuse(err, field, "is empty");
-    }
-    if (len > AG_USER_MAX) {
-        return too_long(err, field);
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c < 0x20 || c == 0x7f) {
-            return refuse(err, field, "contains a control character");
-        }
-        out[i] = (char)c;
-    }
-    out[len] = '\0';
-    return AG_OK;
 }
 
 /* The longest user read before normalising: four bytes for every code
@@ -111,52 +78,54 @@ static void trim_unicode(const uint8_t **s, size_t *len)
     }
 }
 
-/* ag_identity_user for input that is all ASCII, the common case: the same
- * answer as the Unicode path without its cost (about a quarter of a
- * check's instructions). For ASCII, White_Space is \t-\r and space, no
- * code point is default-ignorable or unassigned, NFKC changes nothing and
- * case folding lowers A-Z alone; test_identity checks that the two paths
- * agree. False, and nothing done, if in is not all ASCII. */
-static bool user_ascii(const char *in, size_t len, char *out, const char *field,
-                       struct ag_error *err, int *rc)
+/* Trims, checks and copies an ASCII identifier: a device id (case kept:
+ * it is an opaque token no account lookup folds), or a user that is all
+ * ASCII, the common case, folded (fold). For ASCII, White_Space is \t-\r
+ * and space, no code point is default-ignorable or unassigned, NFKC
+ * changes nothing and case folding lowers A-Z alone, so a user gets the
+ * Unicode path's answer, checks in its order, without its cost (a quarter
+ * of a check's instructions); test_identity holds the two to it. */
+static int ascii_ident(const char *in, size_t len, char *out, bool fold,
+                       const char *field, struct ag_error *err)
 {
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)in[i] >= 0x80)
-            return false;
     while (len > 0 && is_space((unsigned char)in[0])) {
         in++;
         len--;
     }
     while (len > 0 && is_space((unsigned char)in[len - 1]))
         len--;
-    *rc = AG_OK;
     if (len == 0)
-        *rc = refuse(err, field, "is empty");
-    else if (len > USER_INPUT_MAX)
-        *rc = too_long(err, field);
-    for (size_t i = 0; *rc == AG_OK && i < len; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c < 0x20 || c == 0x7f)
-            *rc = refuse(err, field, "contains a control character");
-    }
-    if (*rc == AG_OK && len > AG_USER_MAX)
-        *rc = too_long(err, field);
-    if (*rc != AG_OK)
-        return true;
+        return ag_error_refuse(err, field, "is empty");
+    if (len > (fold ? USER_INPUT_MAX : AG_USER_MAX))
+        return too_long(err, field);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
-        out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        if (c < 0x20 || c == 0x7f)
+            return ag_error_refuse(err, field, "contains a control character");
+    }
+    if (len > AG_USER_MAX)
+        return too_long(err, field);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        out[i] = (char)(fold && c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
     }
     out[len] = '\0';
+    return AG_OK;
+}
+
+static bool all_ascii(const char *in, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)in[i] >= 0x80)
+            return false;
     return true;
 }
 
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err)
 {
-    int rc;
-    if (user_ascii(in, len, out, field, err, &rc))
-        return rc;
+    if (all_ascii(in, len))
+        return ascii_ident(in, len, out, true, field, err);
     return ag_identity_user_unicode(in, len, out, field, err);
 }
 
@@ -165,10 +134,10 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
 {
     const uint8_t *s = (const uint8_t *)in;
     if (u8_check(s, len))
-        return refuse(err, field, "is not valid UTF-8");
+        return ag_error_refuse(err, field, "is not valid UTF-8");
     trim_unicode(&s, &len);
     if (len == 0)
-        return refuse(err, field, "is empty");
+        return ag_error_refuse(err, field, "is empty");
     if (len > USER_INPUT_MAX)
         return too_long(err, field);
     /* Default-ignorable code points (zero-width spaces and joiners, soft
@@ -182,7 +151,7 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
         int k = u8_mbtouc_unsafe(&c, s + i, len - i);
         const char *why = forbidden(c);
         if (why)
-            return refuse(err, field, why);
+            return ag_error_refuse(err, field, why);
         if (!uc_is_property_default_ignorable_code_point(c)) {
             memcpy(kept + n, s + i, (size_t)k);
             n += (size_t)k;
@@ -190,7 +159,7 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
         i += (size_t)k;
     }
     if (n == 0)
-        return refuse(err, field, "is empty");
+        return ag_error_refuse(err, field, "is empty");
     /* libunistring decomposes with NFKD before it folds and composes with
      * NFKC after, so one round is a fixed point (the test
      * normalising_twice_equals_once_for_every_code_point proves it). */
@@ -206,7 +175,7 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
     trim_unicode(&t, &flen);
     int rc = AG_OK;
     if (flen == 0)
-        rc = refuse(err, field, "is empty");
+        rc = ag_error_refuse(err, field, "is empty");
     else if (flen > AG_USER_MAX)
         rc = too_long(err, field);
     if (rc == AG_OK) {
@@ -221,7 +190,7 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err)
 {
-    return ascii_ident(in, len, out, field, err);
+    return ascii_ident(in, len, out, false, field, err);
 }
 
 int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
@@ -246,8 +215,8 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
             continue;
         }
         if (c < '0' || c > '9') {
-            return refuse(err, field,
-                          "must be an E.164 number such as +48600100200");
+            return ag_error_refuse(
+                err, field, "must be an E.164 number such as +48600100200");
         }
         if (n >= AG_PHONE_MAX) {
             return ag_error_set(err, AG_EINVAL, field,
@@ -306,10 +275,12 @@ int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,
             out->family = AF_INET;
         }
     } else {
-        return refuse(err, field, "is not a valid IPv4 or IPv6 address");
+        return ag_error_refuse(err, field,
+                               "is not a valid IPv4 or IPv6 address");
     }
     if (!ip_text(out->family, out->addr, out->text)) {
-        return refuse(err, field, "is not a valid IPv4 or IPv6 address");
+        return ag_error_refuse(err, field,
+                               "is not a valid IPv4 or IPv6 address");
     }
     return AG_OK;
 }

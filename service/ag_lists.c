@@ -39,11 +39,6 @@ static int kind_parse(const char *s)
     return -1;
 }
 
-static int refuse(struct ag_error *err, const char *field, const char *msg)
-{
-    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, msg);
-}
-
 /* Parses "addr" or "addr/bits" into e (family, addr, bits, value). */
 static int parse_network(const char *s, struct ag_list_entry *e)
 {
@@ -107,7 +102,7 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
     e.list = list;
     e.endpoint = -1;
     if (!json_is_object(obj))
-        return refuse(err, "entry", "must be a JSON object");
+        return ag_error_refuse(err, "entry", "must be a JSON object");
     const char *field;
     json_t *v;
     json_object_foreach((json_t *)obj, field, v)
@@ -116,26 +111,29 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
         while (i < nknown && strcmp(field, known[i]) != 0)
             i++;
         if (i == nknown)
-            return refuse(err, "entry",
-                          "has an unknown field (kind, value, endpoint, note "
-                          "and force are allowed)");
+            return ag_error_refuse(
+                err, "entry",
+                "has an unknown field (kind, value, endpoint, note "
+                "and force are allowed)");
     }
     v = json_object_get(obj, "force");
     if (v && !json_is_boolean(v))
-        return refuse(err, "force", "must be true or false");
+        return ag_error_refuse(err, "force", "must be true or false");
     e.force = json_is_true(v);
     v = json_object_get(obj, "kind");
     int kind = json_is_string(v) ? kind_parse(json_string_value(v)) : -1;
     if (kind < 0)
-        return refuse(err, "kind", "must be \"ip\", \"user\" or \"phone\"");
+        return ag_error_refuse(err, "kind",
+                               "must be \"ip\", \"user\" or \"phone\"");
     e.kind = (enum ag_list_kind)kind;
     v = json_object_get(obj, "endpoint");
     if (v && !json_is_null(v)) {
         e.endpoint =
             json_is_string(v) ? ag_endpoint_parse(json_string_value(v)) : -1;
         if (e.endpoint < 0)
-            return refuse(err, "endpoint",
-                          "must be \"login\", \"otp\" or \"otp_verify\"");
+            return ag_error_refuse(
+                err, "endpoint",
+                "must be \"login\", \"otp\" or \"otp_verify\"");
     }
     v = json_object_get(obj, "note");
     if (v) {
@@ -147,16 +145,16 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
     }
     v = json_object_get(obj, "value");
     if (!json_is_string(v))
-        return refuse(err, "value", "must be a string");
+        return ag_error_refuse(err, "value", "must be a string");
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
     char norm[AG_USER_MAX + 1];
     switch (e.kind) {
     case AG_LK_IP:
         if (parse_network(s, &e))
-            return refuse(err, "value",
-                          "must be an IP address or a network such as "
-                          "203.0.113.0/24 (host bits zero)");
+            return ag_error_refuse(err, "value",
+                                   "must be an IP address or a network such as "
+                                   "203.0.113.0/24 (host bits zero)");
         if (list == AG_LIST_ALLOW && too_broad(&e) && !e.force)
             return ag_error_set(
                 err, AG_EINVAL, "value",

@@ -59,11 +59,6 @@ int ag_policy_name_check(const char *s, struct ag_error *err)
                         AG_POLICY_NAME_MAX);
 }
 
-static int refuse(struct ag_error *err, const char *field, const char *msg)
-{
-    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, msg);
-}
-
 /* Reads an enum-valued string field; absent takes def when def >= 0. */
 static int get_enum(const json_t *obj, const char *field,
                     const char *const *names, size_t n, int def, int *out,
@@ -72,7 +67,7 @@ static int get_enum(const json_t *obj, const char *field,
     const json_t *v = json_object_get(obj, field);
     if (!v) {
         if (def < 0)
-            return refuse(err, field, "is required");
+            return ag_error_refuse(err, field, "is required");
         *out = def;
         return AG_OK;
     }
@@ -83,7 +78,7 @@ static int get_enum(const json_t *obj, const char *field,
         for (size_t k = 0; k < n; k++)
             len += (size_t)snprintf(msg + len, sizeof msg - len, "%s \"%s\"",
                                     k ? "," : "", names[k]);
-        return refuse(err, field, msg);
+        return ag_error_refuse(err, field, msg);
     }
     *out = i;
     return AG_OK;
@@ -96,7 +91,7 @@ static int get_uint(const json_t *obj, const char *field, uint32_t min,
     const json_t *v = json_object_get(obj, field);
     if (!v) {
         if (def < 0)
-            return refuse(err, field, "is required");
+            return ag_error_refuse(err, field, "is required");
         *out = (uint32_t)def;
         return AG_OK;
     }
@@ -109,7 +104,7 @@ static int get_uint(const json_t *obj, const char *field, uint32_t min,
         else
             snprintf(msg, sizeof msg, "must be an integer from %u to %u", min,
                      max);
-        return refuse(err, field, msg);
+        return ag_error_refuse(err, field, msg);
     }
     *out = (uint32_t)json_integer_value(v);
     return AG_OK;
@@ -120,7 +115,7 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
 {
     const json_t *v = json_object_get(obj, "key");
     if (!v)
-        return refuse(err, "key", "is required");
+        return ag_error_refuse(err, "key", "is required");
     if (!json_is_array(v) || json_array_size(v) == 0 ||
         json_array_size(v) > AG_POLICY_KEYS_MAX)
         return ag_error_set(err, AG_EINVAL, "key",
@@ -145,7 +140,7 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
                                      : n == AG_KEY_COUNT - 1 ? " or"
                                                              : ",",
                                      ag_key_kind_names[n]);
-            return refuse(err, "key", msg);
+            return ag_error_refuse(err, "key", msg);
         }
         if (!(ag_endpoint_keys(p->endpoint) & 1u << kind)) {
             char msg[96];
@@ -153,10 +148,10 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
                      "kind \"%s\" is not sent to the %s "
                      "endpoint",
                      ag_key_kind_names[kind], ag_endpoint_name(p->endpoint));
-            return refuse(err, "key", msg);
+            return ag_error_refuse(err, "key", msg);
         }
         if (seen & 1u << kind)
-            return refuse(err, "key", "must not repeat a kind");
+            return ag_error_refuse(err, "key", "must not repeat a kind");
         seen |= 1u << kind;
         p->key[i] = (enum ag_key_kind)kind;
     }
@@ -175,7 +170,7 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
     if (!json_is_object(obj))
-        return refuse(err, "policy", "must be a JSON object");
+        return ag_error_refuse(err, "policy", "must be a JSON object");
     const char *field;
     const json_t *v;
     json_object_foreach((json_t *)obj, field, v)
@@ -199,14 +194,14 @@ int ag_policy_from_json(const json_t *obj, const char *name,
 
     v = json_object_get(obj, "name");
     if (v && !json_is_string(v))
-        return refuse(err, "name", "must be a string");
+        return ag_error_refuse(err, "name", "must be a string");
     const char *body_name = v ? json_string_value(v) : NULL;
     if (name && body_name && strcmp(name, body_name) != 0)
-        return refuse(err, "name", "must match the name in the path");
+        return ag_error_refuse(err, "name", "must match the name in the path");
     if (!name)
         name = body_name;
     if (!name)
-        return refuse(err, "name", "is required");
+        return ag_error_refuse(err, "name", "is required");
     if (ag_policy_name_check(name, err))
         return AG_EINVAL;
     strcpy(p.name, name);
@@ -247,8 +242,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                             "block_max_s must be at least block_s (%u)",
                             p.block_s);
     if (p.block_growth > 1 && p.block_s == 0)
-        return refuse(err, "block_growth",
-                      "needs block_s: there is no block to grow");
+        return ag_error_refuse(err, "block_growth",
+                               "needs block_s: there is no block to grow");
     if (p.algorithm == AG_ALG_SLIDING_LOG && p.limit > AG_SET_LIMIT_MAX)
         return ag_error_set(err, AG_EINVAL, "limit",
                             "limit must be at most %u for sliding_log, which "
@@ -264,21 +259,23 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         enum ag_key_kind subject = ag_endpoint_subject(p.endpoint);
         for (size_t i = 0; i < p.nkeys; i++)
             if (p.key[i] == subject)
-                return refuse(err, "key",
-                              "of a distinct policy must not include what it "
-                              "counts (user on login, phone on otp)");
+                return ag_error_refuse(
+                    err, "key",
+                    "of a distinct policy must not include what it "
+                    "counts (user on login, phone on otp)");
     }
     if ((rc = get_enum(obj, "counts", counts_names, COUNT(counts_names), 0, &e,
                        err)))
         return rc;
     p.counts = (enum ag_counts)e;
     if (p.counts == AG_COUNTS_FAILURES && p.endpoint != AG_EP_LOGIN)
-        return refuse(err, "counts",
-                      "\"failures\" is only for the login endpoint");
+        return ag_error_refuse(err, "counts",
+                               "\"failures\" is only for the login endpoint");
     /* Only a failure report records consecutive failures, and a check of
      * a policy that counts attempts would charge it. */
     if (p.algorithm == AG_ALG_CONSECUTIVE && p.counts != AG_COUNTS_FAILURES)
-        return refuse(err, "counts", "must be \"failures\" for consecutive");
+        return ag_error_refuse(err, "counts",
+                               "must be \"failures\" for consecutive");
     if ((rc = get_enum(obj, "fail", fail_names, COUNT(fail_names), 0, &e, err)))
         return rc;
     p.fail = (enum ag_fail)e;
@@ -295,7 +292,7 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     p.action = (enum ag_action)e;
     v = json_object_get(obj, "enabled");
     if (v && !json_is_boolean(v))
-        return refuse(err, "enabled", "must be true or false");
+        return ag_error_refuse(err, "enabled", "must be true or false");
     p.enabled = v ? json_is_true(v) : true;
     *out = p;
     return AG_OK;
@@ -382,7 +379,7 @@ int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
     const json_t *list = json_object_get(root, "policies");
     if (!json_is_array(list)) {
         json_decref(root);
-        return refuse(err, "policies", "must be a list of policies");
+        return ag_error_refuse(err, "policies", "must be a list of policies");
     }
     size_t count = json_array_size(list);
     struct ag_policy *ps = calloc(count ? count : 1, sizeof *ps);
@@ -395,7 +392,7 @@ int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
         rc = ag_policy_from_json(json_array_get(list, i), NULL, &ps[i], err);
         for (size_t j = 0; j < i && !rc; j++)
             if (strcmp(ps[j].name, ps[i].name) == 0)
-                rc = refuse(err, "name", "must be unique in the file");
+                rc = ag_error_refuse(err, "name", "must be unique in the file");
         if (rc) {
             char msg[sizeof err->msg];
             memcpy(msg, err->msg, sizeof msg);

@@ -11,11 +11,6 @@
 /* parse()'s third kind, beside enum ag_request_kind: every field optional. */
 #define PARSE_ANY 2
 
-static int refuse(struct ag_error *err, const char *field, const char *why)
-{
-    return ag_error_set(err, AG_EINVAL, field, "%s %s", field, why);
-}
-
 /* Reads one identifier the endpoint's table (ag_endpoint) names. */
 static int read_field(const json_t *root, const struct ag_endpoint_field *f,
                       bool any, struct ag_request *out, struct ag_error *err)
@@ -24,11 +19,11 @@ static int read_field(const json_t *root, const struct ag_endpoint_field *f,
     const json_t *v = json_object_get(root, name);
     if (!v || json_is_null(v)) {
         if (f->required && !any)
-            return refuse(err, name, "is required");
+            return ag_error_refuse(err, name, "is required");
         return AG_OK;
     }
     if (!json_is_string(v))
-        return refuse(err, name, "must be a string");
+        return ag_error_refuse(err, name, "must be a string");
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
     int rc = AG_EINVAL;
@@ -139,7 +134,7 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
                             jerr.text, jerr.line, jerr.column);
     int rc = AG_OK;
     if (!json_is_object(root)) {
-        rc = refuse(err, "body", "must be a JSON object");
+        rc = ag_error_refuse(err, "body", "must be a JSON object");
     } else {
         const struct ag_endpoint_def *def = ag_endpoint_def(endpoint);
         for (size_t i = 0; i < def->nfields && !rc; i++)
@@ -148,9 +143,9 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
     if (!rc && kind == AG_REQ_REPORT) {
         const json_t *v = json_object_get(root, "success");
         if (!v)
-            rc = refuse(err, "success", "is required");
+            rc = ag_error_refuse(err, "success", "is required");
         else if (!json_is_boolean(v))
-            rc = refuse(err, "success", "must be true or false");
+            rc = ag_error_refuse(err, "success", "must be true or false");
         else
             out->success = json_is_true(v);
     }
@@ -159,7 +154,8 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
     if (!rc && kind == AG_REQ_CHECK) {
         const json_t *v = json_object_get(root, "challenge_passed");
         if (v && !json_is_boolean(v))
-            rc = refuse(err, "challenge_passed", "must be true or false");
+            rc = ag_error_refuse(err, "challenge_passed",
+                                 "must be true or false");
         out->challenge_passed = v && json_is_true(v);
     }
     if (!rc)
@@ -178,7 +174,7 @@ int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
     int rc = parse(PARSE_ANY, endpoint, body, len, opts, out, err);
     for (int k = 0; !rc && k < AG_KEY_COUNT; k++)
         if ((need & 1u << k) && !(out->have & 1u << k))
-            rc = refuse(
+            rc = ag_error_refuse(
                 err, ag_key_kind_name(ag_key_kind_source((enum ag_key_kind)k)),
                 "is required");
     return rc;
