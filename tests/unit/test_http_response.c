@@ -91,16 +91,22 @@ static void fixture_init(struct fixture *f, size_t n)
     f->res[2] = (struct ag_limit_result){true, 1, 0, 30000};
 }
 
+/* Decides f's results and builds their check response into r. */
+static void render(struct fixture *f, bool degraded, struct ag_http_response *r)
+{
+    ag_limiter_decide(&f->plan, f->res, &f->d);
+    assert_int_equal(
+        ag_http_response_check(r, &f->plan, f->res, &f->d, degraded), AG_OK);
+}
+
 static void allowed_check_body_lists_every_decision(void **state)
 {
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.retry_after, 0);
     json_t *b = body_json(&r);
@@ -157,11 +163,9 @@ static void denied_check_names_policy_and_retry(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     assert_int_equal(r.status, 429);
     assert_int_equal(r.retry_after, 712);
     json_t *b = body_json(&r);
@@ -194,19 +198,15 @@ static void check_body_says_the_lane_it_was_judged_in(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.plan.trusted = true;
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "device"), "trusted");
     json_decref(b);
     /* Denied in the trusted lane says so too. */
     f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     b = body_json(&r);
     assert_string_equal(str_field(b, "device"), "trusted");
     json_decref(b);
@@ -220,11 +220,9 @@ static void tripped_challenge_is_a_429_asking_for_one(void **state)
     fixture_init(&f, 2);
     f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
     f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     assert_int_equal(r.status, 429);
     assert_int_equal(r.retry_after, 30);
     json_t *b = body_json(&r);
@@ -248,11 +246,9 @@ static void passed_challenge_is_marked_in_its_decision(void **state)
     f.plan.ops[0].waived = true;
     f.plan.ops[0].shadow = true;
     f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     assert_int_equal(r.status, 200);
     json_t *b = body_json(&r);
     assert_true(bool_field(b, "allowed"));
@@ -287,11 +283,9 @@ static void degraded_check_says_so(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, true),
-                     AG_OK);
+    render(&f, true, &r);
     json_t *b = body_json(&r);
     assert_true(bool_field(b, "degraded"));
     assert_true(bool_field(b, "allowed"));
@@ -299,9 +293,7 @@ static void degraded_check_says_so(void **state)
     json_decref(b);
     /* Denied and degraded. */
     f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, true),
-                     AG_OK);
+    render(&f, true, &r);
     b = body_json(&r);
     assert_true(bool_field(b, "degraded"));
     assert_false(bool_field(b, "allowed"));
@@ -316,11 +308,9 @@ static void shadow_decision_is_marked_and_does_not_deny(void **state)
     struct fixture f;
     fixture_init(&f, 3);
     f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.retry_after, 0);
     json_t *b = body_json(&r);
@@ -346,11 +336,9 @@ static void empty_window_resets_after_zero(void **state)
     fixture_init(&f, 2);
     f.res[0].reset_after_ms = 0;
     f.res[1] = (struct ag_limit_result){true, 4, 0, 1};
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     json_t *b = body_json(&r);
     const json_t *ds = json_object_get(b, "decisions");
     assert_int_equal(int_field(json_array_get(ds, 0), "reset_after"), 0);
@@ -442,11 +430,9 @@ static void new_body_replaces_the_previous_one(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    ag_limiter_decide(&f.plan, f.res, &f.d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    render(&f, false, &r);
     assert_int_equal(ag_http_response_error(&r, 500, "oops"), AG_OK);
     json_t *b = body_json(&r);
     assert_string_equal(str_field(b, "error"), "oops");
