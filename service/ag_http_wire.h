@@ -35,8 +35,8 @@ enum ag_wire_fault {
     AG_WIRE_OBS_FOLD,  /* a header line beginning with SP or HTAB */
     AG_WIRE_NUL,       /* a NUL byte in the request line or a header */
     AG_WIRE_CL_DUP,    /* more than one Content-Length header */
-    AG_WIRE_CL_BAD,    /* a Content-Length value that is not 1*DIGIT or
-                          is beyond 2^63 */
+    AG_WIRE_CL_BAD,    /* a Content-Length value that is not OWS 1*DIGIT
+                          OWS, or is 2^63 or more */
     AG_WIRE_UNTRACKED, /* Transfer-Encoding seen: not a fault in itself,
                           but nothing after that head is judged */
 };
@@ -44,17 +44,15 @@ enum ag_wire_fault {
 /* The state of one connection's stream. Opaque in spirit; in the header
  * so that it can live inside a connection's slot without an allocation. */
 struct ag_wire {
-    uint8_t state;       /* where in a head or body the stream is */
-    uint8_t fault;       /* enum ag_wire_fault; sticky */
-    uint8_t line_bytes;  /* bytes of the current line seen, capped at 255 */
-    uint8_t name_pos;    /* bytes of a header name matched so far */
-    uint8_t name_kind;   /* which framing header the line may be */
-    uint8_t cl_seen;     /* a Content-Length header in this head */
-    uint8_t cl_digits;   /* digits of the current Content-Length value */
-    uint8_t cl_spaces;   /* trailing white space after its digits */
-    uint64_t cl;         /* the head's Content-Length */
-    uint64_t body_left;  /* body bytes still to pass over */
-    uint64_t requests;   /* complete heads seen */
+    uint8_t state;      /* where in a head or body the stream is */
+    uint8_t fault;      /* enum ag_wire_fault; sticky */
+    uint8_t name_pos;   /* bytes of a header name matched so far */
+    uint8_t name_kind;  /* which framing headers the name may still be */
+    uint8_t cl_seen;    /* a Content-Length header in this head */
+    uint8_t te_seen;    /* a Transfer-Encoding header in this head */
+    uint64_t cl;        /* the head's Content-Length */
+    uint64_t body_left; /* body bytes still to pass over */
+    uint64_t requests;  /* complete heads seen */
 };
 
 void ag_wire_init(struct ag_wire *w);

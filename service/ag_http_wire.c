@@ -1,0 +1,235 @@
+#include "ag_http_wire.h"
+
+/*
+ * One byte at a time, with everything a line needs carried in struct
+ * ag_wire, so that a request split at any byte is judged as if it had
+ * arrived whole. Each state below is where the stream stands before the
+ * next byte; the three *_CR states hold a CR whose LF is still to come,
+ * and which line it ends.
+ */
+enum state {
+    PRE_LINE = 0, /* at the start of a line before a request line */
+    PRE_CR,       /* an empty line before a request line, its CR seen */
+    REQUEST_LINE, /* inside the request line */
+    LINE_CR,      /* the request line or a header line, its CR seen */
+    FIELD_START,  /* at the start of a header line or the empty line */
+    FIELD_NAME,   /* inside a name that may still be a framing header */
+    FIELD_OTHER,  /* the rest of a line that is not judged further */
+    CL_OWS,       /* a Content-Length value, before its digits */
+    CL_DIGITS,    /* a Content-Length value, inside its digits */
+    CL_TAIL,      /* a Content-Length value, white space after its digits */
+    HEAD_END_CR,  /* the empty line that ends a head, its CR seen */
+    BODY,         /* body_left bytes of a body still to pass over */
+};
+
+/* The framing headers, matched case-insensitively and whole. */
+#define KIND_CL 1u
+#define KIND_TE 2u
+static const char CL_NAME[] = "content-length";
+static const char TE_NAME[] = "transfer-encoding";
+#define CL_LEN (sizeof CL_NAME - 1)
+#define TE_LEN (sizeof TE_NAME - 1)
+
+/* 2^63 - 1: a larger Content-Length is refused, so that it fits in an
+ * int64_t (off_t) wherever it goes next. */
+#define CL_MAX UINT64_C(0x7fffffffffffffff)
+
+void ag_wire_init(struct ag_wire *w)
+{
+    w->state = PRE_LINE;
+    w->fault = AG_WIRE_OK;
+    w->name_pos = 0;
+    w->name_kind = 0;
+    w->cl_seen = 0;
+    w->te_seen = 0;
+    w->cl = 0;
+    w->body_left = 0;
+    w->requests = 0;
+}
+
+static int is_ows(unsigned char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static unsigned char lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+/* A head has ended with its empty line: follow it into its body, or stop
+ * following the stream (AG_WIRE_UNTRACKED) if the body's length is not
+ * known. */
+static enum ag_wire_fault end_head(struct ag_wire *w)
+{
+    w->requests++;
+    if (w->te_seen)
+        return AG_WIRE_UNTRACKED;
+    w->body_left = w->cl_seen ? w->cl : 0;
+    w->state = w->body_left ? BODY : PRE_LINE;
+    w->cl_seen = 0;
+    w->te_seen = 0;
+    w->cl = 0;
+    return AG_WIRE_OK;
+}
+
+/* Narrows the names a header name may still be by its next byte c. */
+static void match_name(struct ag_wire *w, unsigned char c)
+{
+    unsigned char l = lower(c);
+    if (w->name_pos >= CL_LEN || CL_NAME[w->name_pos] != l)
+        w->name_kind &= (uint8_t)~KIND_CL;
+    if (w->name_pos >= TE_LEN || TE_NAME[w->name_pos] != l)
+        w->name_kind &= (uint8_t)~KIND_TE;
+    w->name_pos++;
+    if (!w->name_kind)
+        w->state = FIELD_OTHER;
+}
+
+/* The colon after a header name: is the name one of ours, whole? */
+static enum ag_wire_fault end_name(struct ag_wire *w)
+{
+    if ((w->name_kind & KIND_CL) && w->name_pos == CL_LEN) {
+        if (w->cl_seen)
+            return AG_WIRE_CL_DUP;
+        w->cl_seen = 1;
+        w->cl = 0;
+        w->state = CL_OWS;
+    } else if ((w->name_kind & KIND_TE) && w->name_pos == TE_LEN) {
+        w->te_seen = 1;
+        w->state = FIELD_OTHER;
+    } else {
+        w->state = FIELD_OTHER;
+    }
+    return AG_WIRE_OK;
+}
+
+/* The next byte of a Content-Length value (never CR, LF or NUL). */
+static enum ag_wire_fault cl_byte(struct ag_wire *w, unsigned char c)
+{
+    if (is_ows(c)) {
+        if (w->state == CL_DIGITS)
+            w->state = CL_TAIL;
+        return AG_WIRE_OK;
+    }
+    if (c < '0' || c > '9' || w->state == CL_TAIL)
+        return AG_WIRE_CL_BAD;
+    unsigned d = (unsigned)(c - '0');
+    if (w->cl > (CL_MAX - d) / 10)
+        return AG_WIRE_CL_BAD;
+    w->cl = w->cl * 10 + d;
+    w->state = CL_DIGITS;
+    return AG_WIRE_OK;
+}
+
+/* One byte of a head (or of the empty lines before one). */
+static enum ag_wire_fault head_byte(struct ag_wire *w, unsigned char c)
+{
+    switch (w->state) {
+    case PRE_CR:
+    case LINE_CR:
+    case HEAD_END_CR:
+        if (c != '\n')
+            return AG_WIRE_BARE_CR;
+        if (w->state == PRE_CR)
+            w->state = PRE_LINE;
+        else if (w->state == LINE_CR)
+            w->state = FIELD_START;
+        else
+            return end_head(w);
+        return AG_WIRE_OK;
+    default:
+        break;
+    }
+    if (c == '\n')
+        return AG_WIRE_BARE_LF;
+    if (c == '\0')
+        return AG_WIRE_NUL;
+    if (c == '\r') {
+        switch (w->state) {
+        case PRE_LINE:
+            w->state = PRE_CR;
+            break;
+        case FIELD_START:
+            w->state = HEAD_END_CR;
+            break;
+        case CL_OWS:
+            return AG_WIRE_CL_BAD; /* no digits at all */
+        default:
+            w->state = LINE_CR;
+            break;
+        }
+        return AG_WIRE_OK;
+    }
+    switch (w->state) {
+    case PRE_LINE:
+        w->state = REQUEST_LINE;
+        break;
+    case FIELD_START:
+        if (is_ows(c))
+            return AG_WIRE_OBS_FOLD;
+        w->name_pos = 0;
+        w->name_kind = KIND_CL | KIND_TE;
+        w->state = FIELD_NAME;
+        if (c == ':')
+            return end_name(w);
+        match_name(w, c);
+        break;
+    case FIELD_NAME:
+        if (c == ':')
+            return end_name(w);
+        match_name(w, c);
+        break;
+    case CL_OWS:
+    case CL_DIGITS:
+    case CL_TAIL:
+        return cl_byte(w, c);
+    default: /* REQUEST_LINE, FIELD_OTHER */
+        break;
+    }
+    return AG_WIRE_OK;
+}
+
+enum ag_wire_fault ag_wire_feed(struct ag_wire *w, const char *p, size_t n)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    const unsigned char *end = c + n;
+    while (!w->fault && c < end) {
+        if (w->state == BODY) {
+            size_t have = (size_t)(end - c);
+            size_t skip = w->body_left < have ? (size_t)w->body_left : have;
+            c += skip;
+            w->body_left -= skip;
+            if (!w->body_left)
+                w->state = PRE_LINE;
+            continue;
+        }
+        w->fault = (uint8_t)head_byte(w, *c++);
+    }
+    return (enum ag_wire_fault)w->fault;
+}
+
+const char *ag_wire_fault_text(enum ag_wire_fault f)
+{
+    switch (f) {
+    case AG_WIRE_OK:
+        return "the request stream is well framed";
+    case AG_WIRE_BARE_LF:
+        return "a line of the request ends with a bare LF (CRLF is required)";
+    case AG_WIRE_BARE_CR:
+        return "the request holds a CR that is not followed by LF";
+    case AG_WIRE_OBS_FOLD:
+        return "a header line starts with white space (obs-fold is not "
+               "accepted)";
+    case AG_WIRE_NUL:
+        return "the request line or a header holds a NUL byte";
+    case AG_WIRE_CL_DUP:
+        return "more than one Content-Length header";
+    case AG_WIRE_CL_BAD:
+        return "Content-Length is not a decimal number below 2^63";
+    case AG_WIRE_UNTRACKED:
+        return "the request uses Transfer-Encoding, so the stream is not "
+               "followed past its head";
+    }
+    return "the request stream is malformed";
+}
