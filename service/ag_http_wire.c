@@ -14,6 +14,7 @@ enum state {
     LINE_CR,      /* the request line or a header line, its CR seen */
     FIELD_START,  /* at the start of a header line or the empty line */
     FIELD_NAME,   /* inside a name that may still be a framing header */
+    OTHER_NAME,   /* inside a name that is no framing header */
     FIELD_OTHER,  /* the rest of a line that is not judged further */
     CL_OWS,       /* a Content-Length value, before its digits */
     CL_DIGITS,    /* a Content-Length value, inside its digits */
@@ -83,7 +84,7 @@ static void match_name(struct ag_wire *w, unsigned char c)
         w->name_kind &= (uint8_t)~KIND_TE;
     w->name_pos++;
     if (!w->name_kind)
-        w->state = FIELD_OTHER;
+        w->state = OTHER_NAME;
 }
 
 /* The colon after a header name: is the name one of ours, whole? */
@@ -176,9 +177,20 @@ static enum ag_wire_fault head_byte(struct ag_wire *w, unsigned char c)
         match_name(w, c);
         break;
     case FIELD_NAME:
-        if (c == ':')
+    case OTHER_NAME:
+        /* "Content-Length : 5" is read as Content-Length by some
+         * parsers and as another name by others (RFC 9112 5.1). */
+        if (is_ows(c))
+            return AG_WIRE_NAME_SPACE;
+        if (c == ':') {
+            if (w->state == OTHER_NAME) {
+                w->state = FIELD_OTHER;
+                return AG_WIRE_OK;
+            }
             return end_name(w);
-        match_name(w, c);
+        }
+        if (w->state == FIELD_NAME)
+            match_name(w, c);
         break;
     case CL_OWS:
     case CL_DIGITS:
@@ -225,6 +237,9 @@ const char *ag_wire_fault_text(enum ag_wire_fault f)
         return "the request line or a header holds a NUL byte";
     case AG_WIRE_CL_DUP:
         return "more than one Content-Length header";
+    case AG_WIRE_NAME_SPACE:
+        return "a header name holds white space (none is allowed before "
+               "the colon)";
     case AG_WIRE_CL_BAD:
         return "Content-Length is not a decimal number below 2^63";
     case AG_WIRE_UNTRACKED:

@@ -30,15 +30,16 @@
 
 enum ag_wire_fault {
     AG_WIRE_OK = 0,
-    AG_WIRE_BARE_LF,   /* a line ended by LF without CR before it */
-    AG_WIRE_BARE_CR,   /* a CR not followed by LF */
-    AG_WIRE_OBS_FOLD,  /* a header line beginning with SP or HTAB */
-    AG_WIRE_NUL,       /* a NUL byte in the request line or a header */
-    AG_WIRE_CL_DUP,    /* more than one Content-Length header */
-    AG_WIRE_CL_BAD,    /* a Content-Length value that is not OWS 1*DIGIT
-                          OWS, or is 2^63 or more */
-    AG_WIRE_UNTRACKED, /* Transfer-Encoding seen: not a fault in itself,
-                          but nothing after that head is judged */
+    AG_WIRE_BARE_LF,    /* a line ended by LF without CR before it */
+    AG_WIRE_BARE_CR,    /* a CR not followed by LF */
+    AG_WIRE_OBS_FOLD,   /* a header line beginning with SP or HTAB */
+    AG_WIRE_NUL,        /* a NUL byte in the request line or a header */
+    AG_WIRE_CL_DUP,     /* more than one Content-Length header */
+    AG_WIRE_NAME_SPACE, /* white space in a header name, before its colon */
+    AG_WIRE_CL_BAD,     /* a Content-Length value that is not OWS 1*DIGIT
+                           OWS, or is 2^63 or more */
+    AG_WIRE_UNTRACKED,  /* Transfer-Encoding seen: not a fault in itself,
+                           but nothing after that head is judged */
 };
 
 /* The state of one connection's stream. Opaque in spirit; in the header
