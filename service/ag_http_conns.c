@@ -1,0 +1,344 @@
+#include "ag_http_conns.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_error.h"
+
+enum state {
+    S_FREE = 0,
+    S_READY, /* in the ready list, oldest first */
+    S_BUSY,
+    S_ENDED, /* shut by the table; waiting for libmicrohttpd to close it */
+};
+
+/* A client address as counted: the family and the address's first bytes
+ * (IPv4: 4, IPv6: the /64, 8). family 0: counts against nothing. */
+struct addr_key {
+    uint8_t family;
+    uint8_t bytes[8];
+};
+
+struct slot {
+    /* enum state; changed under the lock, read without it by _tag and
+     * _wire */
+    _Atomic uint8_t state;
+    int tag;
+    struct addr_key key;
+    uint64_t ready_ms; /* when it last became READY */
+    int prev, next;    /* the ready list, by descriptor; -1 ends it */
+    struct ag_wire wire;
+};
+
+/* Live connections per address: open addressing with linear probing and
+ * backward-shift deletion; a count of 0 is an empty bucket. */
+struct bucket {
+    struct addr_key key;
+    uint32_t count;
+};
+
+struct ag_http_conns {
+    struct ag_http_conns_opts o;
+    pthread_mutex_t lock;
+    struct slot *slots; /* o.fd_limit of them */
+    int head, tail;     /* the ready list: longest-READY first */
+    struct bucket *buckets;
+    size_t mask; /* buckets - 1, a power of two minus one */
+    size_t live, ready;
+    size_t reclaimed, expired, refused;
+};
+
+static void default_shut(void *arg, int fd)
+{
+    (void)arg;
+    shutdown(fd, SHUT_RDWR);
+}
+
+int ag_http_conns_new(const struct ag_http_conns_opts *opts,
+                      struct ag_http_conns **out)
+{
+    if (!opts || opts->fd_limit <= 0 || !opts->max_conns || !opts->max_per_ip)
+        return AG_EINVAL;
+    struct ag_http_conns *c = calloc(1, sizeof *c);
+    if (!c)
+        return AG_ENOMEM;
+    c->o = *opts;
+    if (!c->o.shut)
+        c->o.shut = default_shut;
+    /* Twice the most addresses there can be keeps the probes short. */
+    size_t n = 16;
+    while (n < 2 * (size_t)opts->fd_limit)
+        n *= 2;
+    c->mask = n - 1;
+    c->slots = calloc((size_t)opts->fd_limit, sizeof *c->slots);
+    c->buckets = calloc(n, sizeof *c->buckets);
+    if (!c->slots || !c->buckets || pthread_mutex_init(&c->lock, NULL)) {
+        free(c->slots);
+        free(c->buckets);
+        free(c);
+        return AG_ENOMEM;
+    }
+    c->head = c->tail = -1;
+    *out = c;
+    return AG_OK;
+}
+
+void ag_http_conns_free(struct ag_http_conns *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->lock);
+    free(c->slots);
+    free(c->buckets);
+    free(c);
+}
+
+static struct addr_key key_of(const struct sockaddr *sa)
+{
+    struct addr_key k;
+    memset(&k, 0, sizeof k);
+    if (!sa)
+        return k;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const void *)sa;
+        k.family = 4;
+        memcpy(k.bytes, &v4->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const void *)sa;
+        const uint8_t *a = v6->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+                                           0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(a, mapped, sizeof mapped) == 0) {
+            k.family = 4; /* ::ffff:a.b.c.d is the IPv4 client a.b.c.d */
+            memcpy(k.bytes, a + 12, 4);
+        } else {
+            k.family = 6;
+            memcpy(k.bytes, a, 8);
+        }
+    }
+    return k;
+}
+
+static size_t hash_key(const struct addr_key *k)
+{
+    /* FNV-1a: addresses are not chosen against this table's hash in a
+     * way that matters, as a probe run is bounded by the live count. */
+    uint64_t h = 1469598103934665603ull ^ k->family;
+    for (size_t i = 0; i < sizeof k->bytes; i++) {
+        h ^= k->bytes[i];
+        h *= 1099511628211ull;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+static bool same_key(const struct addr_key *a, const struct addr_key *b)
+{
+    return a->family == b->family &&
+           memcmp(a->bytes, b->bytes, sizeof a->bytes) == 0;
+}
+
+/* The bucket holding k, or the empty one where it would go. */
+static size_t find_bucket(const struct ag_http_conns *c,
+                          const struct addr_key *k)
+{
+    size_t i = hash_key(k) & c->mask;
+    while (c->buckets[i].count && !same_key(&c->buckets[i].key, k))
+        i = (i + 1) & c->mask;
+    return i;
+}
+
+static uint32_t address_count(const struct ag_http_conns *c,
+                              const struct addr_key *k)
+{
+    return c->buckets[find_bucket(c, k)].count;
+}
+
+static void address_add(struct ag_http_conns *c, const struct addr_key *k)
+{
+    size_t i = find_bucket(c, k);
+    c->buckets[i].key = *k;
+    c->buckets[i].count++;
+}
+
+static void address_drop(struct ag_http_conns *c, const struct addr_key *k)
+{
+    size_t i = find_bucket(c, k);
+    if (!c->buckets[i].count || --c->buckets[i].count)
+        return;
+    /* Emptied: shift later members of its probe run back into the hole,
+     * so that no lookup stops early at it. */
+    size_t hole = i;
+    for (size_t j = (i + 1) & c->mask; c->buckets[j].count;
+         j = (j + 1) & c->mask) {
+        size_t home = hash_key(&c->buckets[j].key) & c->mask;
+        /* j may move to hole unless its home lies cyclically in
+         * (hole, j]. */
+        bool stays =
+            hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (stays)
+            continue;
+        c->buckets[hole] = c->buckets[j];
+        c->buckets[j].count = 0;
+        hole = j;
+    }
+}
+
+static void list_push(struct ag_http_conns *c, int fd, uint64_t now_ms)
+{
+    struct slot *s = &c->slots[fd];
+    s->state = S_READY;
+    s->ready_ms = now_ms;
+    s->next = -1;
+    s->prev = c->tail;
+    if (c->tail >= 0)
+        c->slots[c->tail].next = fd;
+    else
+        c->head = fd;
+    c->tail = fd;
+    c->ready++;
+}
+
+static void list_remove(struct ag_http_conns *c, int fd)
+{
+    struct slot *s = &c->slots[fd];
+    if (s->prev >= 0)
+        c->slots[s->prev].next = s->next;
+    else
+        c->head = s->next;
+    if (s->next >= 0)
+        c->slots[s->next].prev = s->prev;
+    else
+        c->tail = s->prev;
+    s->prev = s->next = -1;
+    c->ready--;
+}
+
+/* Ends a READY connection: out of the list and the live count; its slot
+ * and address count stay until libmicrohttpd reports it closed. */
+static void end_ready(struct ag_http_conns *c, int fd)
+{
+    list_remove(c, fd);
+    c->slots[fd].state = S_ENDED;
+    c->live--;
+    c->o.shut(c->o.shut_arg, fd);
+}
+
+static bool known(const struct ag_http_conns *c, int fd)
+{
+    return fd >= 0 && fd < c->o.fd_limit && c->slots[fd].state != S_FREE;
+}
+
+enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
+                                       const struct sockaddr *sa, int tag,
+                                       uint64_t now_ms)
+{
+    if (fd < 0 || fd >= c->o.fd_limit)
+        return AG_HTTP_BAD_FD;
+    struct addr_key k = key_of(sa);
+    enum ag_http_admit verdict = AG_HTTP_ADMITTED;
+    pthread_mutex_lock(&c->lock);
+    if (c->slots[fd].state != S_FREE) {
+        verdict = AG_HTTP_BAD_FD;
+    } else if (k.family && address_count(c, &k) >= c->o.max_per_ip) {
+        verdict = AG_HTTP_PER_IP_FULL;
+    } else if (c->live >= c->o.max_conns) {
+        if (c->head < 0) {
+            verdict = AG_HTTP_FULL;
+        } else {
+            end_ready(c, c->head);
+            c->reclaimed++;
+        }
+    }
+    if (verdict == AG_HTTP_ADMITTED) {
+        struct slot *s = &c->slots[fd];
+        s->tag = tag;
+        s->key = k;
+        ag_wire_init(&s->wire);
+        if (k.family)
+            address_add(c, &k);
+        list_push(c, fd, now_ms);
+        c->live++;
+    } else if (verdict != AG_HTTP_BAD_FD) {
+        c->refused++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return verdict;
+}
+
+void ag_http_conns_busy(struct ag_http_conns *c, int fd)
+{
+    pthread_mutex_lock(&c->lock);
+    if (known(c, fd) && c->slots[fd].state == S_READY) {
+        list_remove(c, fd);
+        c->slots[fd].state = S_BUSY;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ag_http_conns_ready(struct ag_http_conns *c, int fd, uint64_t now_ms)
+{
+    pthread_mutex_lock(&c->lock);
+    if (known(c, fd) && c->slots[fd].state == S_BUSY)
+        list_push(c, fd, now_ms);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ag_http_conns_closed(struct ag_http_conns *c, int fd)
+{
+    pthread_mutex_lock(&c->lock);
+    if (known(c, fd)) {
+        struct slot *s = &c->slots[fd];
+        if (s->state == S_READY)
+            list_remove(c, fd);
+        if (s->state != S_ENDED)
+            c->live--;
+        if (s->key.family)
+            address_drop(c, &s->key);
+        s->state = S_FREE;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+size_t ag_http_conns_sweep(struct ag_http_conns *c, uint64_t now_ms)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&c->lock);
+    /* The list is in the order connections became READY, so the expired
+     * ones are at its head. */
+    while (c->head >= 0 &&
+           c->slots[c->head].ready_ms + c->o.deadline_ms <= now_ms) {
+        end_ready(c, c->head);
+        n++;
+    }
+    c->expired += n;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+int ag_http_conns_tag(const struct ag_http_conns *c, int fd)
+{
+    return known(c, fd) ? c->slots[fd].tag : -1;
+}
+
+struct ag_wire *ag_http_conns_wire(struct ag_http_conns *c, int fd)
+{
+    return known(c, fd) ? &c->slots[fd].wire : NULL;
+}
+
+void ag_http_conns_stats(struct ag_http_conns *c,
+                         struct ag_http_conns_stats *out)
+{
+    pthread_mutex_lock(&c->lock);
+    *out = (struct ag_http_conns_stats){
+        .live = c->live,
+        .ready = c->ready,
+        .reclaimed = c->reclaimed,
+        .expired = c->expired,
+        .refused = c->refused,
+    };
+    pthread_mutex_unlock(&c->lock);
+}

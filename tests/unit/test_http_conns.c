@@ -1,0 +1,286 @@
+/*
+ * ag_http_conns: a connection must finish its request within the deadline
+ * of becoming ready, however it trickles; at the cap the longest-ready
+ * connection makes room and a busy one never does; one address (an IPv6
+ * /64) holds at most its share; a descriptor is never ended twice or
+ * after it was closed. The shut callback records instead of shutting.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ag_error.h"
+#include "ag_http_conns.h"
+
+struct shuts {
+    int fds[64];
+    size_t n;
+};
+
+static void record(void *arg, int fd)
+{
+    struct shuts *s = arg;
+    assert_true(s->n < 64);
+    s->fds[s->n++] = fd;
+}
+
+static struct ag_http_conns *table(struct shuts *s, unsigned max,
+                                   unsigned per_ip)
+{
+    memset(s, 0, sizeof *s);
+    struct ag_http_conns *c = NULL;
+    assert_int_equal(ag_http_conns_new(
+                         &(struct ag_http_conns_opts){
+                             .max_conns = max,
+                             .max_per_ip = per_ip,
+                             .deadline_ms = 1000,
+                             .fd_limit = 128,
+                             .shut = record,
+                             .shut_arg = s,
+                         },
+                         &c),
+                     AG_OK);
+    return c;
+}
+
+static struct sockaddr_storage v4(const char *a)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    in->sin_family = AF_INET;
+    assert_int_equal(inet_pton(AF_INET, a, &in->sin_addr), 1);
+    return ss;
+}
+
+static struct sockaddr_storage v6(const char *a)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in6 *in = (struct sockaddr_in6 *)&ss;
+    in->sin6_family = AF_INET6;
+    assert_int_equal(inet_pton(AF_INET6, a, &in->sin6_addr), 1);
+    return ss;
+}
+
+static enum ag_http_admit admit(struct ag_http_conns *c, int fd,
+                                struct sockaddr_storage ss, uint64_t now)
+{
+    return ag_http_conns_admit(c, fd, (struct sockaddr *)&ss, 0, now);
+}
+
+static size_t live(struct ag_http_conns *c)
+{
+    struct ag_http_conns_stats st;
+    ag_http_conns_stats(c, &st);
+    return st.live;
+}
+
+static void a_ready_connection_ends_at_its_deadline_not_before(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 8, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 5000), AG_HTTP_ADMITTED);
+    assert_int_equal(ag_http_conns_sweep(c, 5999), 0);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(ag_http_conns_sweep(c, 6000), 1);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.fds[0], 10);
+    /* Ended once: a later sweep does not end it again. */
+    assert_int_equal(ag_http_conns_sweep(c, 9000), 0);
+    assert_int_equal(live(c), 0);
+    ag_http_conns_free(c);
+}
+
+static void a_busy_connection_has_no_deadline_until_ready_again(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 8, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    ag_http_conns_busy(c, 10);
+    assert_int_equal(ag_http_conns_sweep(c, 60000), 0);
+    /* The next request's deadline counts from the response. */
+    ag_http_conns_ready(c, 10, 60000);
+    assert_int_equal(ag_http_conns_sweep(c, 60999), 0);
+    assert_int_equal(ag_http_conns_sweep(c, 61000), 1);
+    assert_int_equal(s.fds[0], 10);
+    ag_http_conns_free(c);
+}
+
+static void at_the_cap_the_longest_ready_connection_makes_room(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 3, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 11, v4("127.0.0.3"), 1), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 12, v4("127.0.0.4"), 2), AG_HTTP_ADMITTED);
+    /* 10 is being answered: it is not the one to go. */
+    ag_http_conns_busy(c, 10);
+    assert_int_equal(admit(c, 13, v4("127.0.0.5"), 3), AG_HTTP_ADMITTED);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.fds[0], 11);
+    assert_int_equal(live(c), 3);
+    struct ag_http_conns_stats st;
+    ag_http_conns_stats(c, &st);
+    assert_int_equal(st.reclaimed, 1);
+    ag_http_conns_free(c);
+}
+
+static void
+at_the_cap_with_every_connection_busy_a_newcomer_is_refused(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 2, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 11, v4("127.0.0.3"), 0), AG_HTTP_ADMITTED);
+    ag_http_conns_busy(c, 10);
+    ag_http_conns_busy(c, 11);
+    assert_int_equal(admit(c, 12, v4("127.0.0.4"), 0), AG_HTTP_FULL);
+    assert_int_equal(s.n, 0);
+    /* One closes: room again. */
+    ag_http_conns_closed(c, 10);
+    assert_int_equal(admit(c, 12, v4("127.0.0.4"), 0), AG_HTTP_ADMITTED);
+    struct ag_http_conns_stats st;
+    ag_http_conns_stats(c, &st);
+    assert_int_equal(st.refused, 1);
+    ag_http_conns_free(c);
+}
+
+static void one_address_holds_at_most_its_share(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 100, 2);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 11, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 12, v4("127.0.0.2"), 0), AG_HTTP_PER_IP_FULL);
+    assert_int_equal(admit(c, 12, v4("127.0.0.3"), 0), AG_HTTP_ADMITTED);
+    /* A closed one gives its place back. */
+    ag_http_conns_closed(c, 10);
+    assert_int_equal(admit(c, 13, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    ag_http_conns_free(c);
+}
+
+static void an_ipv6_host_counts_by_its_64_and_mapped_ipv4_as_ipv4(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 100, 2);
+    assert_int_equal(admit(c, 10, v6("2001:db8:1:2::1"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 11, v6("2001:db8:1:2:ffff::9"), 0),
+                     AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 12, v6("2001:db8:1:2::77"), 0),
+                     AG_HTTP_PER_IP_FULL);
+    assert_int_equal(admit(c, 12, v6("2001:db8:1:3::1"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 13, v4("192.0.2.1"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 14, v6("::ffff:192.0.2.1"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 15, v4("192.0.2.1"), 0), AG_HTTP_PER_IP_FULL);
+    ag_http_conns_free(c);
+}
+
+static void a_unix_socket_client_counts_against_no_address(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 100, 1);
+    struct sockaddr_storage un;
+    memset(&un, 0, sizeof un);
+    un.ss_family = AF_UNIX;
+    for (int fd = 10; fd < 15; fd++)
+        assert_int_equal(admit(c, fd, un, 0), AG_HTTP_ADMITTED);
+    assert_int_equal(ag_http_conns_tag(c, 12), 0);
+    ag_http_conns_free(c);
+}
+
+static void address_counts_survive_many_addresses_coming_and_going(void **state)
+{
+    (void)state;
+    /* Backward-shift deletion: after any order of closes, each address
+     * still finds its own count. */
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 128, 1);
+    char a[32];
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 100; i++) {
+            snprintf(a, sizeof a, "10.0.%d.%d", round, i);
+            assert_int_equal(admit(c, 20 + i, v4(a), 0), AG_HTTP_ADMITTED);
+        }
+        for (int i = 0; i < 100; i++) {
+            snprintf(a, sizeof a, "10.0.%d.%d", round, i);
+            /* Still held: the second from the address is refused. */
+            if ((i * 7 + round) % 3 == 0)
+                assert_int_equal(admit(c, 127, v4(a), 0), AG_HTTP_PER_IP_FULL);
+        }
+        for (int i = 0; i < 100; i++)
+            ag_http_conns_closed(c, 20 + (i * 37 + round) % 100);
+        assert_int_equal(live(c), 0);
+    }
+    ag_http_conns_free(c);
+}
+
+static void
+closed_is_idempotent_and_unknown_descriptors_are_refused(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 8, 8);
+    assert_int_equal(admit(c, 128, v4("127.0.0.2"), 0), AG_HTTP_BAD_FD);
+    assert_int_equal(admit(c, -1, v4("127.0.0.2"), 0), AG_HTTP_BAD_FD);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_BAD_FD);
+    assert_non_null(ag_http_conns_wire(c, 10));
+    ag_http_conns_closed(c, 10);
+    ag_http_conns_closed(c, 10);
+    assert_null(ag_http_conns_wire(c, 10));
+    assert_int_equal(ag_http_conns_tag(c, 10), -1);
+    assert_int_equal(live(c), 0);
+    ag_http_conns_free(c);
+}
+
+static void an_ended_connection_is_not_ended_again_when_it_closes(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 1, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    /* Reclaimed for 11; 10's close then comes from libmicrohttpd. */
+    assert_int_equal(admit(c, 11, v4("127.0.0.3"), 0), AG_HTTP_ADMITTED);
+    ag_http_conns_closed(c, 10);
+    assert_int_equal(live(c), 1);
+    assert_int_equal(ag_http_conns_sweep(c, 5000), 1);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.fds[1], 11);
+    ag_http_conns_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_ready_connection_ends_at_its_deadline_not_before),
+        cmocka_unit_test(a_busy_connection_has_no_deadline_until_ready_again),
+        cmocka_unit_test(at_the_cap_the_longest_ready_connection_makes_room),
+        cmocka_unit_test(
+            at_the_cap_with_every_connection_busy_a_newcomer_is_refused),
+        cmocka_unit_test(one_address_holds_at_most_its_share),
+        cmocka_unit_test(an_ipv6_host_counts_by_its_64_and_mapped_ipv4_as_ipv4),
+        cmocka_unit_test(a_unix_socket_client_counts_against_no_address),
+        cmocka_unit_test(
+            address_counts_survive_many_addresses_coming_and_going),
+        cmocka_unit_test(
+            closed_is_idempotent_and_unknown_descriptors_are_refused),
+        cmocka_unit_test(an_ended_connection_is_not_ended_again_when_it_closes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
