@@ -39,8 +39,11 @@ struct flag {
 #define S(field) sizeof(((struct ag_config *)0)->field)
 
 static const struct flag flags[] = {
-    {"listen", K_LISTEN, 0, 0, 0, 0, "127.0.0.1:8080",
+    {"listen", K_LISTEN, F(listen), 0, 0, 0, "127.0.0.1:8080",
      "address and port to serve HTTP on (HOST:PORT, [V6]:PORT)"},
+    {"admin-listen", K_LISTEN, F(admin_listen), 0, 0, 0, "",
+     "serve the admin API only here (HOST:PORT or unix:///path); empty: "
+     "on --listen"},
     {"redis", K_REDIS, F(redis), 0, 0, 0, "redis://127.0.0.1:6379",
      "redis://[:password@]host:port[/db] or unix:///path/to/socket"},
     {"db", K_STR, F(db_path), S(db_path), 0, 0, AG_DB_DEFAULT_PATH,
@@ -55,7 +58,8 @@ static const struct flag flags[] = {
      "directory of *.json policies seeded into a new database; empty: the "
      "compiled-in policies/"},
     {"conn-timeout-s", K_UINT, F(conn_timeout_s), 0, 1, 3600, "10",
-     "seconds an idle or slow connection may stay open"},
+     "seconds a connection has for a whole request (headers and body) "
+     "from its accept or its last response"},
     {"max-conns", K_UINT, F(max_conns), 0, 1, 100000, "1024",
      "concurrent HTTP connections at most"},
     /* Well above what a pooled auth backend holds open from one address,
@@ -141,8 +145,17 @@ static int parse_port(const char *s, int *port)
     return AG_OK;
 }
 
-static int parse_listen(const char *s, struct ag_config *c)
+static int parse_listen(const char *s, struct ag_listen_addr *out)
 {
+    memset(out, 0, sizeof *out);
+    const char *unix_prefix = "unix://";
+    if (strncmp(s, unix_prefix, strlen(unix_prefix)) == 0) {
+        const char *path = s + strlen(unix_prefix);
+        if (path[0] != '/' || strlen(path) >= sizeof out->path)
+            return AG_EINVAL;
+        strcpy(out->path, path);
+        return AG_OK;
+    }
     const char *colon = strrchr(s, ':');
     if (!colon)
         return AG_EINVAL;
@@ -152,9 +165,9 @@ static int parse_listen(const char *s, struct ag_config *c)
         host++;
         hlen -= 2;
     }
-    if (hlen == 0 || hlen >= sizeof c->listen_host)
+    if (hlen == 0 || hlen >= sizeof out->host)
         return AG_EINVAL;
-    char h[sizeof c->listen_host];
+    char h[sizeof out->host];
     memcpy(h, host, hlen);
     h[hlen] = '\0';
     if (strcmp(h, "localhost") == 0)
@@ -162,9 +175,9 @@ static int parse_listen(const char *s, struct ag_config *c)
     unsigned char addr[16];
     if (inet_pton(AF_INET, h, addr) != 1 && inet_pton(AF_INET6, h, addr) != 1)
         return AG_EINVAL;
-    if (parse_port(colon + 1, &c->listen_port))
+    if (parse_port(colon + 1, &out->port))
         return AG_EINVAL;
-    strcpy(c->listen_host, h);
+    strcpy(out->host, h);
     return AG_OK;
 }
 
@@ -255,11 +268,18 @@ static int set_value(struct ag_config *c, const struct flag *f, const char *val,
         memcpy(base + f->off, &u, sizeof u);
         return AG_OK;
     case K_LISTEN:
-        if (parse_listen(val, c))
+        if (f->off == F(admin_listen) && !*val) {
+            c->admin_listen_set = false;
+            return AG_OK;
+        }
+        if (parse_listen(val, (struct ag_listen_addr *)(base + f->off)))
             return ag_error_set(err, AG_EINVAL, f->name,
                                 "%s: --%s must be a numeric HOST:PORT such as "
-                                "127.0.0.1:8080 or [::1]:8080",
+                                "127.0.0.1:8080 or [::1]:8080, or "
+                                "unix:///absolute/path",
                                 origin, f->name);
+        if (f->off == F(admin_listen))
+            c->admin_listen_set = true;
         return AG_OK;
     case K_REDIS:
         if (ag_config_parse_redis_url(val, &c->redis, err)) {

@@ -31,15 +31,25 @@ struct ag_redis_addr {
     int db;             /* SELECT after connect when non-zero */
 };
 
+/* Where to serve: a numeric TCP address and port, or a unix socket. */
+struct ag_listen_addr {
+    char host[64];  /* numeric address to bind; empty: the unix socket */
+    int port;       /* TCP only */
+    char path[108]; /* unix only: the socket path */
+};
+
 struct ag_config {
-    char listen_host[64]; /* numeric address to bind */
-    int listen_port;
+    struct ag_listen_addr listen;
+    /* Where the admin API lives when admin_listen_set; the public
+     * listener then answers 404 for /admin/. */
+    struct ag_listen_addr admin_listen;
+    bool admin_listen_set;
     struct ag_redis_addr redis;
     char db_path[1024];
     char secret_file[1024];
     char admin_token_file[1024];   /* empty: admin API off */
     char seed_dir[1024];           /* empty: seed the compiled-in policies */
-    unsigned conn_timeout_s;       /* idle or slow connection timeout */
+    unsigned conn_timeout_s;       /* a whole request within it */
     unsigned max_conns;            /* concurrent connections at most */
     unsigned max_conns_per_ip;     /* of them from one address at most */
     unsigned max_header_bytes;     /* per-connection memory for headers */

@@ -1,15 +1,23 @@
+/* accept4(2) and pipe2(2) */
+#define _GNU_SOURCE
+
 #include "ag_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +25,8 @@
 
 #include "ag_admin.h"
 #include "ag_error.h"
+#include "ag_http_conns.h"
+#include "ag_http_recv.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 
@@ -33,13 +43,31 @@
  * handshake is a bad trade. */
 #define DISCARD_MAX (1024 * 1024)
 
+/* The listeners, as tagged in the connection table. */
+enum listener { L_PUBLIC, L_ADMIN, L_COUNT };
+
+/* The canned answers of the accepting thread, which refuses a connection
+ * before libmicrohttpd ever sees it. */
+struct refusal {
+    char text[512];
+    size_t len;
+};
+
 struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
     struct ag_metrics *metrics;
     struct ag_admin *admin; /* NULL: the admin API is off (404) */
+    bool admin_apart;       /* --admin-listen: admin only on L_ADMIN */
     atomic_bool draining;   /* stopping: new requests get a 503 */
     atomic_int in_flight;   /* requests begun and not yet completed */
+    struct ag_http_conns *conns;
+    int listen_fd[L_COUNT];       /* -1: none */
+    char unix_path[L_COUNT][108]; /* unix sockets to unlink at stop */
+    int wake[2];                  /* a pipe that stops the acceptor */
+    pthread_t acceptor;
+    bool acceptor_running;
+    struct refusal full, per_ip; /* 503s for the two refusals */
 };
 
 enum route {
@@ -124,7 +152,12 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     if (r->www_authenticate)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"abuseguard\"");
-    if (r->close)
+    /* The stream after a chunked body is not followed by the framing
+     * validator (ag_http_wire), so such a connection ends with its
+     * request. */
+    if (r->close ||
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                    MHD_HTTP_HEADER_TRANSFER_ENCODING))
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, mr);
@@ -329,6 +362,54 @@ static enum MHD_Result defer_error(struct request *req, int status,
     return MHD_YES;
 }
 
+static int conn_fd(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Why the request's framing is refused, or NULL. Checked before anything
+ * else: a request whose framing is in doubt must not be served, because a
+ * proxy in front may have read the same bytes as another request. */
+static const char *framing_fault(struct ag_http *h, struct MHD_Connection *conn,
+                                 int fd)
+{
+    struct ag_wire *w = ag_http_conns_wire(h->conns, fd);
+    enum ag_wire_fault f = w ? ag_wire_feed(w, NULL, 0) : AG_WIRE_OK;
+    if (f != AG_WIRE_OK && f != AG_WIRE_UNTRACKED)
+        return ag_wire_fault_text(f);
+    if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                    MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                    MHD_HTTP_HEADER_CONTENT_LENGTH))
+        return "Content-Length together with Transfer-Encoding";
+    return NULL;
+}
+
+/* An answer at once, closing the connection after it: for requests whose
+ * body cannot be trusted to end where it claims. */
+static enum MHD_Result reply_closing(struct MHD_Connection *conn, int status,
+                                     const char *msg, const char *field)
+{
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    r.close = true;
+    enum MHD_Result ret =
+        ag_http_response_field_error(&r, status, msg, field) == AG_OK
+            ? send_response(conn, &r)
+            : MHD_NO;
+    ag_http_response_free(&r);
+    return ret;
+}
+
 /* First call for a request: route it. Every answer but the draining 503
  * waits for the end of the request (see struct request). */
 static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
@@ -349,13 +430,31 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         ag_http_response_free(&r);
         return ret;
     }
+    int fd = conn_fd(conn);
+    const char *bad = framing_fault(h, conn, fd);
+    if (bad)
+        return reply_closing(conn, 400, bad, "framing");
+    const char *te = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (te && strcasecmp(te, "chunked") != 0)
+        return reply_closing(conn, 501,
+                             "Transfer-Encoding other than chunked is not "
+                             "supported",
+                             "Transfer-Encoding");
     struct request *req = new_request(h, con_cls);
     if (!req)
         return MHD_NO;
     if (strcmp(url, NUL_MARK) == 0)
         return defer_error(req, 400, "path holds an encoded NUL (%00)", "path",
                            NULL);
-    if (strncmp(url, "/admin/", 7) == 0) {
+    int tag = ag_http_conns_tag(h->conns, fd);
+    bool admin_path = strncmp(url, "/admin/", 7) == 0;
+    if (h->admin_apart && (tag == L_ADMIN) != admin_path)
+        return defer_error(req, MHD_HTTP_NOT_FOUND,
+                           admin_path ? "the admin API is on --admin-listen"
+                                      : "only /admin/ is served here",
+                           NULL, NULL);
+    if (admin_path) {
         if (!h->admin)
             return defer_error(req, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
@@ -411,6 +510,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
+    /* The whole request is in: its deadline stops while it is answered. */
+    ag_http_conns_busy(h->conns, conn_fd(conn));
     switch (req->route) {
     case R_ERROR:
         return reply_error(conn, req->status, req->msg, req->field, req->allow);
@@ -430,9 +531,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     (void)toe;
     struct ag_http *h = cls;
+    /* The next request's deadline starts now. */
+    ag_http_conns_ready(h->conns, conn_fd(conn), now_ms());
     struct request *req = *con_cls;
     if (req) {
         ag_buf_free(&req->body);
@@ -491,6 +593,218 @@ int ag_http_reserve_fds(const struct ag_config *cfg, struct ag_error *err)
     return AG_OK;
 }
 
+static void notify_connection(void *cls, struct MHD_Connection *conn,
+                              void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    (void)socket_context;
+    struct ag_http *h = cls;
+    /* Called before libmicrohttpd closes the descriptor, so the table
+     * never holds a descriptor that may already be another's. */
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        ag_http_conns_closed(h->conns, conn_fd(conn));
+}
+
+static void build_refusal(struct refusal *r, const char *why)
+{
+    char body[256];
+    int blen = snprintf(body, sizeof body, "{\"error\":\"%s\"}", why);
+    int n = snprintf(r->text, sizeof r->text,
+                     "HTTP/1.1 503 Service Unavailable\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Cache-Control: no-store\r\n"
+                     "Retry-After: 1\r\n"
+                     "Connection: close\r\n"
+                     "Content-Length: %d\r\n\r\n%s",
+                     blen, body);
+    r->len = n > 0 ? (size_t)n : 0;
+}
+
+/* Answers a connection the table refused without libmicrohttpd: one
+ * non-blocking send of a canned 503 (a fresh socket's buffer takes it
+ * whole), then the end. What the client sent already is read first, as
+ * closing a socket with unread input resets it and may destroy the
+ * answer on the way. */
+static void refuse(const struct refusal *r, int fd)
+{
+    ssize_t sent = send(fd, r->text, r->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)sent;
+    shutdown(fd, SHUT_WR);
+    char sink[4096];
+    while (read(fd, sink, sizeof sink) > 0)
+        ;
+    close(fd);
+}
+
+/* Accepts what is waiting on one listener, in a bounded batch. Returns
+ * false when the process is out of descriptors. */
+static bool accept_batch(struct ag_http *h, enum listener l)
+{
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept4(h->listen_fd[l], (struct sockaddr *)&ss, &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            return !(errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                     errno == ENOMEM);
+        }
+        switch (ag_http_conns_admit(h->conns, fd, (struct sockaddr *)&ss,
+                                    (int)l, now_ms())) {
+        case AG_HTTP_ADMITTED:
+            /* On failure libmicrohttpd has closed fd. */
+            if (MHD_add_connection(h->daemon, fd, (struct sockaddr *)&ss,
+                                   len) != MHD_YES)
+                ag_http_conns_closed(h->conns, fd);
+            break;
+        case AG_HTTP_FULL:
+            refuse(&h->full, fd);
+            break;
+        case AG_HTTP_PER_IP_FULL:
+            refuse(&h->per_ip, fd);
+            break;
+        case AG_HTTP_BAD_FD:
+            close(fd);
+            break;
+        }
+    }
+    return true;
+}
+
+static void publish_conn_stats(struct ag_http *h)
+{
+    struct ag_http_conns_stats st;
+    ag_http_conns_stats(h->conns, &st);
+    ag_metrics_set(h->metrics, AG_M_HTTP_CONNECTIONS, (int64_t)st.live);
+    ag_metrics_set(h->metrics, AG_M_HTTP_RECLAIMED, (int64_t)st.reclaimed);
+    ag_metrics_set(h->metrics, AG_M_HTTP_EXPIRED, (int64_t)st.expired);
+    ag_metrics_set(h->metrics, AG_M_HTTP_REFUSED, (int64_t)st.refused);
+}
+
+/* The accepting thread: takes new connections to the table and
+ * libmicrohttpd, and ends those past their deadline, every SWEEP_MS. */
+static void *acceptor_main(void *arg)
+{
+    struct ag_http *h = arg;
+    enum { SWEEP_MS = 100, PAUSE_MS = 50 };
+    bool paused = false; /* out of descriptors: listeners not polled */
+    for (;;) {
+        struct pollfd p[L_COUNT + 1];
+        nfds_t n = 0;
+        enum listener which[L_COUNT];
+        p[n++] = (struct pollfd){.fd = h->wake[0], .events = POLLIN};
+        for (int l = 0; l < L_COUNT && !paused; l++)
+            if (h->listen_fd[l] >= 0) {
+                which[n - 1] = (enum listener)l;
+                p[n++] =
+                    (struct pollfd){.fd = h->listen_fd[l], .events = POLLIN};
+            }
+        int ready = poll(p, n, paused ? PAUSE_MS : SWEEP_MS);
+        if (ready > 0 && (p[0].revents & POLLIN))
+            break;
+        ag_http_conns_sweep(h->conns, now_ms());
+        paused = false;
+        for (nfds_t i = 1; i < n && ready > 0; i++)
+            if ((p[i].revents & POLLIN) && !accept_batch(h, which[i - 1])) {
+                /* A descriptor frees when a connection closes; until
+                 * then a readable listener would spin this loop. */
+                paused = true;
+                ag_log(AG_LOG_WARN, "accept_paused",
+                       "out of file descriptors; accepting again in %d ms",
+                       PAUSE_MS);
+            }
+        publish_conn_stats(h);
+    }
+    return NULL;
+}
+
+static int open_listener(const struct ag_listen_addr *a, const char *flag,
+                         char unix_path[108], int *out, struct ag_error *err)
+{
+    int fd = -1;
+    if (!a->host[0]) {
+        struct sockaddr_un un = {.sun_family = AF_UNIX};
+        snprintf(un.sun_path, sizeof un.sun_path, "%s", a->path);
+        /* A socket left by an earlier run is replaced; anything else at
+         * the path is not touched. */
+        struct stat st;
+        if (lstat(a->path, &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(a->path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        /* Only the service's user may connect: the token is the admin
+         * API's lock, the file mode its fence. */
+        mode_t old = umask(0177);
+        int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&un, sizeof un);
+        umask(old);
+        if (rc == 0 && listen(fd, 1024) == 0) {
+            snprintf(unix_path, 108, "%s", a->path);
+            *out = fd;
+            return AG_OK;
+        }
+        ag_error_fill(err, AG_EIO, flag, "--%s: cannot listen on unix://%s: %s",
+                      flag, a->path, strerror(errno));
+    } else {
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof ss);
+        socklen_t len;
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, a->host, &v4->sin_addr) == 1) {
+            v4->sin_family = AF_INET;
+            v4->sin_port = htons((uint16_t)a->port);
+            len = sizeof *v4;
+        } else {
+            inet_pton(AF_INET6, a->host, &v6->sin6_addr);
+            v6->sin6_family = AF_INET6;
+            v6->sin6_port = htons((uint16_t)a->port);
+            len = sizeof *v6;
+        }
+        fd =
+            socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (fd >= 0) {
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (ss.ss_family == AF_INET6)
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        }
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&ss, len) == 0 &&
+            listen(fd, 1024) == 0) {
+            *out = fd;
+            return AG_OK;
+        }
+        ag_error_fill(err, AG_EIO, flag, "--%s: cannot listen on %s:%d: %s",
+                      flag, a->host, a->port, strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd);
+    return AG_EIO;
+}
+
+static void close_listeners(struct ag_http *h)
+{
+    for (int l = 0; l < L_COUNT; l++) {
+        if (h->listen_fd[l] >= 0)
+            close(h->listen_fd[l]);
+        h->listen_fd[l] = -1;
+        if (h->unix_path[l][0])
+            unlink(h->unix_path[l]);
+        h->unix_path[l][0] = '\0';
+    }
+}
+
+static void free_http(struct ag_http *h)
+{
+    close_listeners(h);
+    if (h->wake[0] >= 0) {
+        close(h->wake[0]);
+        close(h->wake[1]);
+    }
+    ag_http_conns_free(h->conns);
+    free(h);
+}
+
 int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
                   struct ag_metrics *metrics, struct ag_admin *admin,
                   struct ag_http **out, struct ag_error *err)
@@ -501,59 +815,97 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
     h->svc = svc;
     h->metrics = metrics;
     h->admin = admin;
-
+    h->admin_apart = cfg->admin_listen_set;
+    h->listen_fd[L_PUBLIC] = h->listen_fd[L_ADMIN] = -1;
+    h->wake[0] = h->wake[1] = -1;
     atomic_init(&h->draining, false);
     atomic_init(&h->in_flight, 0);
+    build_refusal(&h->full, "too many connections; try again");
+    build_refusal(&h->per_ip, "too many connections from this address");
 
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    unsigned flags =
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
-
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, cfg->listen_host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)cfg->listen_port);
-    } else {
-        inet_pton(AF_INET6, cfg->listen_host, &v6->sin6_addr);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)cfg->listen_port);
-        flags |= MHD_USE_IPv6;
-    }
-    unsigned threads = worker_count(cfg);
-
-    h->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, h,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_conns_per_ip,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK,
-        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_END);
-    if (!h->daemon) {
-        ag_error_fill(err, AG_EIO, "listen", "cannot listen on %s:%d: %s",
-                      cfg->listen_host, cfg->listen_port, strerror(errno));
+    /* The table is indexed by descriptor, so it spans the open-files
+     * limit that ag_http_reserve_fds set. */
+    struct rlimit rl;
+    int fd_limit = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        fd_limit = rl.rlim_cur < 1048576 ? (int)rl.rlim_cur : 1048576;
+    int rc = ag_http_conns_new(
+        &(struct ag_http_conns_opts){
+            .max_conns = cfg->max_conns,
+            .max_per_ip = cfg->max_conns_per_ip,
+            .deadline_ms = (uint64_t)cfg->conn_timeout_s * 1000u,
+            .fd_limit = fd_limit,
+        },
+        &h->conns);
+    if (rc) {
         free(h);
+        return rc;
+    }
+    if (pipe2(h->wake, O_CLOEXEC) != 0) {
+        h->wake[0] = h->wake[1] = -1;
+        free_http(h);
+        return ag_error_set(err, AG_EIO, "listen", "pipe: %s", strerror(errno));
+    }
+    if (open_listener(&cfg->listen, "listen", h->unix_path[L_PUBLIC],
+                      &h->listen_fd[L_PUBLIC], err) ||
+        (cfg->admin_listen_set &&
+         open_listener(&cfg->admin_listen, "admin-listen",
+                       h->unix_path[L_ADMIN], &h->listen_fd[L_ADMIN], err))) {
+        free_http(h);
         return AG_EIO;
     }
+
+    /* libmicrohttpd takes connections from the acceptor only; its own
+     * limit is the table's size, so that it never refuses one the table
+     * admitted. */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
+    h->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, h, MHD_OPTION_THREAD_POOL_SIZE,
+        worker_count(cfg), MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)fd_limit,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes,
+        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
+        NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h, MHD_OPTION_END);
+    if (!h->daemon) {
+        ag_error_fill(err, AG_EIO, "listen", "cannot start the HTTP server: %s",
+                      strerror(errno));
+        free_http(h);
+        return AG_EIO;
+    }
+    ag_http_recv_watch(h->conns);
+    if (pthread_create(&h->acceptor, NULL, acceptor_main, h) != 0) {
+        ag_http_recv_watch(NULL);
+        MHD_stop_daemon(h->daemon);
+        free_http(h);
+        return ag_error_set(err, AG_EIO, "listen",
+                            "cannot start the accepting thread");
+    }
+    h->acceptor_running = true;
     *out = h;
     return AG_OK;
 }
 
-/* Not MHD_quiesce_daemon: with a thread pool on epoll, libmicrohttpd
- * 0.9.75 removes the listening socket from a worker's epoll set from two
- * threads at once when that worker is awake, and aborts on the loser's
- * ENOENT (seen once in a few hundred SIGTERMs under load). */
+/* Stops accepting: the acceptor ends and the listeners close, so a load
+ * balancer's next connection goes elsewhere at once; requests on open
+ * connections get a 503 with Connection: close. */
 void ag_http_quiesce(struct ag_http *h)
 {
     atomic_store(&h->draining, true);
+    if (h->acceptor_running) {
+        char one = 1;
+        ssize_t w = write(h->wake[1], &one, 1);
+        (void)w;
+        pthread_join(h->acceptor, NULL);
+        h->acceptor_running = false;
+    }
+    close_listeners(h);
 }
 
 void ag_http_stop(struct ag_http *h)
 {
+    ag_http_quiesce(h);
     /* Let requests already begun finish, for up to DRAIN_MS. */
     enum { DRAIN_MS = 10000, STEP_MS = 5 };
     struct timespec step = {0, STEP_MS * 1000000L};
@@ -570,5 +922,6 @@ void ag_http_stop(struct ag_http *h)
     while (ag_service_waiting(h->svc) > 0)
         nanosleep(&step, NULL);
     MHD_stop_daemon(h->daemon);
-    free(h);
+    ag_http_recv_watch(NULL);
+    free_http(h);
 }

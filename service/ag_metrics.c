@@ -81,6 +81,20 @@ static const struct {
     [AG_M_POLICIES_INVALID] = {"abuseguard_policies_invalid", "gauge",
                                "Policy rows that fail validation (each keeps "
                                "its last valid version, if any)."},
+    [AG_M_HTTP_CONNECTIONS] = {"abuseguard_http_connections", "gauge",
+                               "Open client connections."},
+    [AG_M_HTTP_RECLAIMED] = {"abuseguard_http_connections_reclaimed_total",
+                             "counter",
+                             "Waiting connections closed at --max-conns to "
+                             "make room for a new one."},
+    [AG_M_HTTP_EXPIRED] = {"abuseguard_http_connections_expired_total",
+                           "counter",
+                           "Connections closed for not sending a whole "
+                           "request within --conn-timeout-s."},
+    [AG_M_HTTP_REFUSED] = {"abuseguard_http_connections_refused_total",
+                           "counter",
+                           "Connections refused with a 503 at accept "
+                           "(--max-conns or --max-conns-per-ip)."},
 };
 
 struct ag_metrics *ag_metrics_new(void)

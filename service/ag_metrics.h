@@ -37,6 +37,10 @@ enum ag_metric {
     AG_M_RELOAD_FAILURES,  /* counter */
     AG_M_POLICIES_STALE,   /* gauge: 1 while the database cannot be read */
     AG_M_POLICIES_INVALID, /* gauge: policy rows that fail validation */
+    AG_M_HTTP_CONNECTIONS, /* gauge: open client connections */
+    AG_M_HTTP_RECLAIMED,   /* counter: ready connections ended at the cap */
+    AG_M_HTTP_EXPIRED,     /* counter: connections past the deadline */
+    AG_M_HTTP_REFUSED,     /* counter: connections refused at accept */
     AG_M_COUNT
 };
 

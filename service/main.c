@@ -157,8 +157,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         status = 1;
     } else {
-        ag_log(AG_LOG_INFO, "listening", "http on %s:%d%s", cfg.listen_host,
-               cfg.listen_port, admin ? ", admin API on" : "");
+        if (cfg.listen.host[0])
+            ag_log(AG_LOG_INFO, "listening", "http on %s:%d", cfg.listen.host,
+                   cfg.listen.port);
+        else
+            ag_log(AG_LOG_INFO, "listening", "http on unix://%s",
+                   cfg.listen.path);
+        if (admin && cfg.admin_listen_set && cfg.admin_listen.host[0])
+            ag_log(AG_LOG_INFO, "admin_listening", "admin API only on %s:%d",
+                   cfg.admin_listen.host, cfg.admin_listen.port);
+        else if (admin && cfg.admin_listen_set)
+            ag_log(AG_LOG_INFO, "admin_listening",
+                   "admin API only on unix://%s", cfg.admin_listen.path);
         int sig = 0;
         sigwait(&stop, &sig);
         ag_log(AG_LOG_INFO, "stopping", "signal %d: draining", sig);

@@ -1,15 +1,18 @@
 """The admin API: authentication, validation, the policy lifecycle across
 instances, shadow mode, audit, resets, and allow/deny lists."""
+import http.client
 import json
 import os
 import signal
+import socket
 import sqlite3
+import stat
 import threading
 import time
 import unittest
 import urllib.parse
 
-from harness import ServiceTest, digest, wait_until
+from harness import ServiceTest, digest, free_port, wait_until
 
 TOKEN = "tok-" + "7" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -35,6 +38,65 @@ class AdminTest(ServiceTest):
 
     def put(self, svc, name, body):
         return self.call(svc, "PUT", "/admin/policies/" + name, body)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=5)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(5)
+        self.sock.connect(self.path)
+
+
+class AdminListenTest(AdminTest):
+    """--admin-listen: the admin API lives only there."""
+
+    def test_admin_api_moves_to_its_own_port(self):
+        port = free_port()
+        svc = self.admin_service(
+            extra=["--admin-listen", "127.0.0.1:%d" % port])
+        r = svc.request("GET", "/admin/policies", headers=AUTH)
+        self.assertEqual(r.status, 404)
+        self.assertIn("admin-listen", r.json["error"])
+        # The public listener still serves checks and probes.
+        self.assertEqual(self.login(svc, "a@x.org").status, 200)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        self.addCleanup(conn.close)
+        conn.request("GET", "/admin/policies", headers=AUTH)
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertIn("login.user", [p["name"] for p in
+                                     json.loads(r.read())["policies"]])
+        # The admin listener serves nothing else.
+        conn.request("POST", "/check-login",
+                     json.dumps({"user": "a@x.org", "ip": "192.0.2.1"}))
+        r = conn.getresponse()
+        r.read()
+        self.assertEqual(r.status, 404)
+        # Without the token it is still refused.
+        conn.request("GET", "/admin/policies")
+        r = conn.getresponse()
+        r.read()
+        self.assertEqual(r.status, 401)
+
+    def test_admin_api_on_a_unix_socket_only_its_user_can_open(self):
+        path = os.path.join(self.workdir, "admin.sock")
+        svc = self.admin_service(extra=["--admin-listen", "unix://" + path])
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+        conn = UnixHTTPConnection(path)
+        self.addCleanup(conn.close)
+        conn.request("GET", "/admin/policies/login.user", headers=AUTH)
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(json.loads(r.read())["policy"]["name"], "login.user")
+        self.assertEqual(svc.request("GET", "/admin/policies",
+                                     headers=AUTH).status, 404)
+        self.assertEqual(svc.stop(), 0, svc.log_text())
+        self.services.remove(svc)
+        self.assertFalse(os.path.exists(path))
 
 
 class AuthTest(AdminTest):

@@ -240,5 +240,115 @@ class NulInPathTest(ServiceTest):
         self.assertEqual(self.svc.request("GET", "/healthz%2500").status, 404)
 
 
+BODY = b'{"user": "a@example.com", "ip": "203.0.113.7"}'
+CL = b"Content-Length: %d\r\n" % len(BODY)
+LOGIN = b"POST /check-login HTTP/1.1\r\nHost: x\r\n"
+
+FRAMING_CASES = [
+    # (name, raw request, status, field the error must name)
+    ("two Content-Length", LOGIN + CL + CL + b"\r\n" + BODY, 400, "framing"),
+    ("two differing Content-Length",
+     LOGIN + CL + b"Content-Length: 2\r\n\r\n" + BODY, 400, "framing"),
+    ("Content-Length with Transfer-Encoding",
+     LOGIN + CL + b"Transfer-Encoding: chunked\r\n\r\n" +
+     b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY), 400, "framing"),
+    ("Transfer-Encoding other than chunked",
+     LOGIN + b"Transfer-Encoding: gzip, chunked\r\n\r\n", 501,
+     "Transfer-Encoding"),
+    ("bare LF line ends",
+     LOGIN.replace(b"\r\n", b"\n") + CL.replace(b"\r\n", b"\n") + b"\n" +
+     BODY, 400, "framing"),
+    ("one bare LF", LOGIN + b"X-A: 1\n" + CL + b"\r\n" + BODY, 400,
+     "framing"),
+    ("obs-fold", LOGIN + b"X-A: 1\r\n  2\r\n" + CL + b"\r\n" + BODY, 400,
+     "framing"),
+    ("white space before a colon",
+     LOGIN + b"Content-Length : %d\r\n\r\n" % len(BODY) + BODY, 400,
+     "framing"),
+    ("NUL in the request target",
+     b"GET /healthz\0abc HTTP/1.1\r\nHost: x\r\n\r\n", 400, "framing"),
+    ("NUL in a header", LOGIN + b"X-A: a\0b\r\n" + CL + b"\r\n" + BODY, 400,
+     "framing"),
+]
+
+
+def exchange(port, raw):
+    """Sends raw on a new connection; returns (status, headers, body, closed)
+    where closed says whether the server ended the connection after its
+    answer."""
+    with socket.create_connection(("127.0.0.1", port), 5) as s:
+        s.sendall(raw)
+        s.settimeout(2)
+        data = b""
+        closed = False
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    closed = True
+                    break
+                data += chunk
+        except socket.timeout:
+            pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1]) if lines[0] else 0
+    headers = {k.lower(): v.strip() for k, _, v in
+               (line.partition(":") for line in lines[1:])}
+    return status, headers, body, closed
+
+
+class FramingTest(ServiceTest):
+    """Requests a proxy in front could read differently: each is refused
+    before anything is served, and the connection closed."""
+
+    def setUp(self):
+        super().setUp()
+        self.svc = self.service()
+
+    def test_each_ambiguous_framing_is_refused_and_closes(self):
+        for name, raw, status, field in FRAMING_CASES:
+            with self.subTest(name):
+                got, headers, body, closed = exchange(self.svc.port, raw)
+                self.assertEqual(got, status, body)
+                self.assertEqual(json.loads(body)["field"], field)
+                self.assertEqual(headers.get("connection"), "close")
+                self.assertTrue(closed)
+        # Nothing was counted: no request above reached a check.
+        r = self.login(self.svc, "a@example.com", "203.0.113.7")
+        self.assertEqual(r.status, 200)
+        d = [d for d in r.json["decisions"] if d["policy"] == "login.user_ip"]
+        self.assertEqual(d[0]["remaining"], 4, r.json)
+
+    def test_the_same_requests_well_framed_are_served(self):
+        good = [LOGIN + CL + b"\r\n" + BODY,
+                LOGIN + b"Transfer-Encoding: chunked\r\n\r\n" +
+                b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY),
+                b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"]
+        for raw in good:
+            with self.subTest(raw[:40]):
+                status, headers, body, _ = exchange(self.svc.port, raw)
+                self.assertEqual(status, 200, body)
+
+    def test_http_1_1_without_host_is_400(self):
+        status, _, _, closed = exchange(self.svc.port,
+                                        b"GET /healthz HTTP/1.1\r\n\r\n")
+        self.assertEqual(status, 400)
+        self.assertTrue(closed)
+        status, _, _, _ = exchange(self.svc.port,
+                                   b"GET /healthz HTTP/1.0\r\n\r\n")
+        self.assertEqual(status, 200)
+
+    def test_a_chunked_request_ends_its_connection(self):
+        raw = (LOGIN + b"Transfer-Encoding: chunked\r\n\r\n" +
+               b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY) +
+               b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, headers, body, closed = exchange(self.svc.port, raw)
+        self.assertEqual(status, 200)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertNotIn(b"HTTP/1.1", body)  # the pipelined GET is not served
+        self.assertTrue(closed)
+
+
 if __name__ == "__main__":
     unittest.main()

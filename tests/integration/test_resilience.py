@@ -1,6 +1,8 @@
 """Redis failures (stopped, paused with SIGSTOP, restarted, scripts
 flushed), fail-open and fail-closed policies, recovery without a restart,
 an unreadable policy database, draining on SIGTERM, metrics and logs."""
+import http.client
+import json
 import os
 import sqlite3
 import re
@@ -362,6 +364,11 @@ class ResilienceTest(PolicyTest):
     def test_sigterm_finishes_in_flight_checks_and_exits_0(self):
         svc = self.seeded([OPEN], extra=["--redis-timeout-ms", "1500"])[0]
         self.login(svc, "warm@x.org")
+        # A pooled connection, open before the stop.
+        pooled = http.client.HTTPConnection("127.0.0.1", svc.port, timeout=5)
+        self.addCleanup(pooled.close)
+        pooled.request("GET", "/healthz")
+        self.assertEqual(pooled.getresponse().read(), b'{"status":"ok"}')
         os.kill(self.redis.proc.pid, signal.SIGSTOP)
         result = {}
 
@@ -372,14 +379,19 @@ class ResilienceTest(PolicyTest):
         t.start()
         time.sleep(0.3)  # the check is now waiting on the paused Redis
         svc.proc.send_signal(signal.SIGTERM)
-        # While it drains, a new request is turned away, to be retried on
-        # another instance and another connection.
         self.assertTrue(wait_until(lambda: "draining" in svc.log_text(), 5))
-        late = self.login(svc, "late@x.org")
-        self.assertEqual(late.status, 503, late.json)
-        self.assertEqual(late.json["error"], "shutting down")
-        self.assertEqual(late.headers["retry-after"], "1")
-        self.assertEqual(late.headers["connection"], "close")
+        # While it drains, the listener is closed, so a new connection
+        # goes to another instance at once; a request on an open one is
+        # turned away, to be retried on another instance.
+        with self.assertRaises(ConnectionRefusedError):
+            self.login(svc, "late@x.org")
+        body = json.dumps({"user": "late@x.org", "ip": "192.0.2.1"})
+        pooled.request("POST", "/check-login", body)
+        late = pooled.getresponse()
+        self.assertEqual(late.status, 503)
+        self.assertEqual(json.loads(late.read())["error"], "shutting down")
+        self.assertEqual(late.getheader("retry-after"), "1")
+        self.assertEqual(late.getheader("connection"), "close")
         t.join(10)
         os.kill(self.redis.proc.pid, signal.SIGCONT)
         self.assertEqual(result["r"].status, 200)

@@ -131,8 +131,8 @@ static void defaults_apply_without_flags_or_environment(void **state)
     struct ag_config c;
     char err[ERRSZ];
     assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
-    assert_string_equal(c.listen_host, "127.0.0.1");
-    assert_int_equal(c.listen_port, 8080);
+    assert_string_equal(c.listen.host, "127.0.0.1");
+    assert_int_equal(c.listen.port, 8080);
     assert_int_equal(c.redis.kind, AG_REDIS_TCP);
     assert_string_equal(c.redis.host, "127.0.0.1");
     assert_int_equal(c.redis.port, 6379);
@@ -169,8 +169,8 @@ static void flags_with_separate_values_override_defaults(void **state)
               "--threads", "4", "--redis-timeout-ms", "250", "--log-level",
               "debug", "--redis", "redis://cache:6380", (char *)NULL);
     assert_int_equal(rc, AG_OK);
-    assert_string_equal(c.listen_host, "0.0.0.0");
-    assert_int_equal(c.listen_port, 9000);
+    assert_string_equal(c.listen.host, "0.0.0.0");
+    assert_int_equal(c.listen.port, 9000);
     assert_string_equal(c.db_path, "/tmp/p.db");
     assert_string_equal(c.secret_file, "/etc/ag/key");
     assert_string_equal(c.admin_token_file, "/etc/ag/token");
@@ -195,8 +195,8 @@ static void flag_equals_value_form_is_accepted(void **state)
                    "--db=/x=y.db", "--log-level=error", (char *)NULL);
     assert_int_equal(rc, AG_OK);
     assert_int_equal(c.max_conns, 77);
-    assert_string_equal(c.listen_host, "::1");
-    assert_int_equal(c.listen_port, 8081);
+    assert_string_equal(c.listen.host, "::1");
+    assert_int_equal(c.listen.port, 8081);
     /* Only the first '=' separates the flag from its value. */
     assert_string_equal(c.db_path, "/x=y.db");
     assert_int_equal(c.log_level, AG_LOG_ERROR);
@@ -209,8 +209,30 @@ static void listen_localhost_becomes_loopback_address(void **state)
     char err[ERRSZ];
     assert_int_equal(parse(&c, err, "--listen", "localhost:8443", (char *)NULL),
                      AG_OK);
-    assert_string_equal(c.listen_host, "127.0.0.1");
-    assert_int_equal(c.listen_port, 8443);
+    assert_string_equal(c.listen.host, "127.0.0.1");
+    assert_int_equal(c.listen.port, 8443);
+}
+
+static void admin_listen_takes_an_address_or_a_unix_socket(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_false(c.admin_listen_set);
+    assert_int_equal(
+        parse(&c, err, "--admin-listen", "[::1]:9001", (char *)NULL), AG_OK);
+    assert_true(c.admin_listen_set);
+    assert_string_equal(c.admin_listen.host, "::1");
+    assert_int_equal(c.admin_listen.port, 9001);
+    assert_int_equal(
+        parse(&c, err, "--admin-listen", "unix:///run/ag/admin", (char *)NULL),
+        AG_OK);
+    assert_true(c.admin_listen_set);
+    assert_string_equal(c.admin_listen.host, "");
+    assert_string_equal(c.admin_listen.path, "/run/ag/admin");
+    expect_flag_refused("--admin-listen", "unix://relative/path");
+    expect_flag_refused("--admin-listen", "localhost");
 }
 
 static void help_flag_takes_no_value(void **state)
@@ -243,8 +265,8 @@ static void environment_variables_set_values(void **state)
     assert_int_equal(c.redis_timeout_ms, 99);
     assert_int_equal(c.log_level, AG_LOG_WARN);
     assert_int_equal(c.device_token_ttl_s, 86400);
-    assert_string_equal(c.listen_host, "::");
-    assert_int_equal(c.listen_port, 7000);
+    assert_string_equal(c.listen.host, "::");
+    assert_int_equal(c.listen.port, 7000);
     assert_string_equal(c.admin_token_file, "/env/tok");
     assert_int_equal(c.redis.kind, AG_REDIS_UNIX);
     assert_string_equal(c.redis.path, "/run/r.sock");
@@ -357,6 +379,7 @@ static void bad_listen_and_log_level_are_refused_naming_the_flag(void **state)
     expect_flag_refused("--listen", "127.0.0.1:65536");
     expect_flag_refused("--listen", ":8080");
     expect_flag_refused("--listen", "[::1:8080");
+    expect_flag_refused("--listen", "unix://");
     expect_flag_refused("--log-level", "verbose");
 }
 
@@ -812,6 +835,7 @@ int main(void)
         ENV_TEST(flags_with_separate_values_override_defaults),
         ENV_TEST(flag_equals_value_form_is_accepted),
         ENV_TEST(listen_localhost_becomes_loopback_address),
+        ENV_TEST(admin_listen_takes_an_address_or_a_unix_socket),
         ENV_TEST(help_flag_takes_no_value),
         ENV_TEST(environment_variables_set_values),
         ENV_TEST(command_line_flag_wins_over_environment),

@@ -64,6 +64,10 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_policy_reload_failures_total",
         "abuseguard_policies_stale",
         "abuseguard_policies_invalid",
+        "abuseguard_http_connections",
+        "abuseguard_http_connections_reclaimed_total",
+        "abuseguard_http_connections_expired_total",
+        "abuseguard_http_connections_refused_total",
     };
     assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
     for (size_t i = 0; i < AG_M_COUNT; i++) {
