@@ -27,8 +27,15 @@ struct ag_redis_addr {
     char host[256];     /* TCP only */
     int port;           /* TCP only */
     char path[108];     /* unix only: the socket path */
+    char user[256];     /* ACL user; empty: AUTH with the password alone */
     char password[256]; /* empty: no AUTH */
     int db;             /* SELECT after connect when non-zero */
+    bool tls;           /* rediss://: TLS, the server's certificate and
+                           name verified */
+    char tls_ca_file[1024];    /* CA bundle; empty: the system's store */
+    char tls_cert_file[1024];  /* client certificate; empty: none */
+    char tls_key_file[1024];   /* its private key */
+    char tls_server_name[256]; /* SNI and the name to verify; empty: host */
 };
 
 /* Where to serve: a numeric TCP address and port, or a unix socket. */
