@@ -45,7 +45,21 @@ static const struct flag flags[] = {
      "serve the admin API only here (HOST:PORT or unix:///path); empty: "
      "on --listen"},
     {"redis", K_REDIS, F(redis), 0, 0, 0, "redis://127.0.0.1:6379",
-     "redis://[:password@]host:port[/db] or unix:///path/to/socket"},
+     "redis://[[user]:password@]host:port[/db], rediss://... (TLS) or "
+     "unix:///path/to/socket"},
+    {"redis-password-file", K_STR, F(redis_password_file),
+     S(redis_password_file), 0, 0, "",
+     "file holding the Redis password (mode 0600); wins over one in --redis"},
+    {"redis-tls-ca-file", K_STR, F(redis.tls_ca_file), S(redis.tls_ca_file), 0,
+     0, "", "CA bundle that verifies Redis's certificate; empty: the system's"},
+    {"redis-tls-cert-file", K_STR, F(redis.tls_cert_file),
+     S(redis.tls_cert_file), 0, 0, "",
+     "client certificate for Redis (with --redis-tls-key-file)"},
+    {"redis-tls-key-file", K_STR, F(redis.tls_key_file), S(redis.tls_key_file),
+     0, 0, "", "the client certificate's private key"},
+    {"redis-tls-server-name", K_STR, F(redis.tls_server_name),
+     S(redis.tls_server_name), 0, 0, "",
+     "name to send (SNI) and verify in Redis's certificate; empty: the host"},
     {"db", K_STR, F(db_path), S(db_path), 0, 0, AG_DB_DEFAULT_PATH,
      "SQLite policy database; created and migrated if absent"},
     {"secret-file", K_STR, F(secret_file), S(secret_file), 0, 0,
@@ -181,12 +195,43 @@ static int parse_listen(const char *s, struct ag_listen_addr *out)
     return AG_OK;
 }
 
+/* Decodes n bytes of a URL's userinfo part (%XX escapes) into out, which
+ * holds size bytes; AG_EINVAL for a bad escape, a NUL or too long. */
+static int url_decode(const char *s, size_t n, char *out, size_t size)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '%') {
+            if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
+                !isxdigit((unsigned char)s[i + 2]))
+                return AG_EINVAL;
+            char hex[3] = {s[i + 1], s[i + 2], '\0'};
+            c = (unsigned char)strtoul(hex, NULL, 16);
+            i += 2;
+        }
+        if (c == '\0' || o + 1 >= size)
+            return AG_EINVAL;
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    return AG_OK;
+}
+
 int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
                               struct ag_error *err)
 {
+    /* The TLS options come from their own flags, which may have been
+     * applied already. */
+    struct ag_redis_addr keep = *out;
     memset(out, 0, sizeof *out);
+    memcpy(out->tls_ca_file, keep.tls_ca_file, sizeof out->tls_ca_file);
+    memcpy(out->tls_cert_file, keep.tls_cert_file, sizeof out->tls_cert_file);
+    memcpy(out->tls_key_file, keep.tls_key_file, sizeof out->tls_key_file);
+    memcpy(out->tls_server_name, keep.tls_server_name,
+           sizeof out->tls_server_name);
+    sodium_memzero(&keep, sizeof keep);
     const char *unix_prefix = "unix://";
-    const char *tcp_prefix = "redis://";
     if (strncmp(url, unix_prefix, strlen(unix_prefix)) == 0) {
         const char *path = url + strlen(unix_prefix);
         if (path[0] != '/' || strlen(path) >= sizeof out->path)
@@ -199,19 +244,34 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
         strcpy(out->path, path);
         return AG_OK;
     }
-    if (strncmp(url, tcp_prefix, strlen(tcp_prefix)) != 0)
-        return ag_error_set(
-            err, AG_EINVAL, "redis",
-            "--redis: expected redis://[:password@]host:port[/db] "
-            "or unix:///path");
+    const char *s;
+    if (strncmp(url, "redis://", 8) == 0) {
+        s = url + 8;
+    } else if (strncmp(url, "rediss://", 9) == 0) {
+        s = url + 9;
+        out->tls = true;
+    } else {
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: expected redis://[[user]:password@]"
+                            "host:port[/db], rediss://... (TLS) or "
+                            "unix:///path");
+    }
     out->kind = AG_REDIS_TCP;
-    const char *s = url + strlen(tcp_prefix);
     const char *at = strrchr(s, '@');
     if (at) {
-        if (*s != ':' || (size_t)(at - s - 1) >= sizeof out->password)
+        /* Never echoed: the text holds the password. */
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        if (!colon ||
+            url_decode(s, (size_t)(colon - s), out->user, sizeof out->user) ||
+            url_decode(colon + 1, (size_t)(at - colon - 1), out->password,
+                       sizeof out->password) ||
+            !out->password[0]) {
+            sodium_memzero(out->password, sizeof out->password);
             return ag_error_set(err, AG_EINVAL, "redis",
-                                "--redis: credentials must be ':password@'");
-        memcpy(out->password, s + 1, (size_t)(at - s - 1));
+                                "--redis: credentials must be "
+                                "'user:password@' or ':password@' "
+                                "(%%-escape ':', '@' and '/' in them)");
+        }
         s = at + 1;
     }
     const char *slash = strchr(s, '/');
@@ -358,6 +418,26 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         if (val && set_value(c, f, val, origin, err))
             return AG_EINVAL;
     }
+    static const struct {
+        const char *flag;
+        size_t off;
+    } tls_flags[] = {
+        {"redis-tls-ca-file", F(redis.tls_ca_file)},
+        {"redis-tls-cert-file", F(redis.tls_cert_file)},
+        {"redis-tls-key-file", F(redis.tls_key_file)},
+        {"redis-tls-server-name", F(redis.tls_server_name)},
+    };
+    for (size_t i = 0; i < sizeof tls_flags / sizeof tls_flags[0]; i++)
+        if (((const char *)c)[tls_flags[i].off] && !c->redis.tls)
+            return ag_error_set(err, AG_EINVAL, tls_flags[i].flag,
+                                "--%s needs a rediss:// --redis URL",
+                                tls_flags[i].flag);
+    if (!c->redis.tls_cert_file[0] != !c->redis.tls_key_file[0])
+        return ag_error_set(err, AG_EINVAL,
+                            c->redis.tls_cert_file[0] ? "redis-tls-key-file"
+                                                      : "redis-tls-cert-file",
+                            "--redis-tls-cert-file and --redis-tls-key-file "
+                            "go together");
     /* The group holds the addresses it groups: a longer group prefix than
      * the ip key's would split one key over several groups. */
     if (c->ipv6_group_prefix > c->ipv6_ip_prefix)
@@ -455,6 +535,30 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
                             path, byte, AG_SECRET_MIN, path);
     }
     return AG_OK;
+}
+
+int ag_config_read_redis_password(struct ag_config *c, struct ag_error *err)
+{
+    if (!c->redis_password_file[0])
+        return AG_OK;
+    char buf[sizeof c->redis.password + 1024];
+    size_t len = 0;
+    int rc = read_file(c->redis_password_file, (unsigned char *)buf, sizeof buf,
+                       &len, true, "--redis-password-file", err);
+    while (rc == AG_OK && len > 0 && isspace((unsigned char)buf[len - 1]))
+        len--;
+    if (rc == AG_OK &&
+        (len == 0 || len >= sizeof c->redis.password || memchr(buf, '\0', len)))
+        rc = ag_error_set(err, AG_EINVAL, "redis-password-file",
+                          "--redis-password-file '%s' must hold 1 to %zu "
+                          "bytes of password text",
+                          c->redis_password_file, sizeof c->redis.password - 1);
+    if (rc == AG_OK) {
+        memcpy(c->redis.password, buf, len);
+        c->redis.password[len] = '\0';
+    }
+    sodium_memzero(buf, sizeof buf);
+    return rc;
 }
 
 int ag_config_read_token(const char *path, char *token, struct ag_error *err)

@@ -24,15 +24,15 @@ enum ag_redis_kind { AG_REDIS_TCP, AG_REDIS_UNIX };
 
 struct ag_redis_addr {
     enum ag_redis_kind kind;
-    char host[256];     /* TCP only */
-    int port;           /* TCP only */
-    char path[108];     /* unix only: the socket path */
-    char user[256];     /* ACL user; empty: AUTH with the password alone */
-    char password[256]; /* empty: no AUTH */
-    int db;             /* SELECT after connect when non-zero */
-    bool tls;           /* rediss://: TLS, the server's certificate and
-                           name verified */
-    char tls_ca_file[1024];    /* CA bundle; empty: the system's store */
+    char host[256];         /* TCP only */
+    int port;               /* TCP only */
+    char path[108];         /* unix only: the socket path */
+    char user[256];         /* ACL user; empty: AUTH with the password alone */
+    char password[256];     /* empty: no AUTH */
+    int db;                 /* SELECT after connect when non-zero */
+    bool tls;               /* rediss://: TLS, the server's certificate and
+                               name verified */
+    char tls_ca_file[1024]; /* CA bundle; empty: the system's store */
     char tls_cert_file[1024];  /* client certificate; empty: none */
     char tls_key_file[1024];   /* its private key */
     char tls_server_name[256]; /* SNI and the name to verify; empty: host */
@@ -52,6 +52,7 @@ struct ag_config {
     struct ag_listen_addr admin_listen;
     bool admin_listen_set;
     struct ag_redis_addr redis;
+    char redis_password_file[1024]; /* empty: the URL's password, if any */
     char db_path[1024];
     char secret_file[1024];
     char admin_token_file[1024];   /* empty: admin API off */
@@ -77,7 +78,9 @@ struct ag_config {
  * the flag at fault (without its dashes) where one is. */
 int ag_config_parse(struct ag_config *c, int argc, char **argv,
                     struct ag_error *err);
-/* Parses redis://[:password@]host:port[/db] or unix:///path. */
+/* Parses redis://[[user]:password@]host:port[/db] (user and password
+ * %-decoded), rediss://... (TLS) or unix:///path. Keeps out's tls_* file
+ * and name fields, which come from their own flags. */
 int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
                               struct ag_error *err);
 /* Writes the usage text, listing every flag, its variable and default. */
@@ -90,6 +93,10 @@ void ag_config_usage(FILE *out);
  * receives the length. The caller should sodium_memzero the key when done. */
 int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
                           struct ag_error *err);
+/* Reads --redis-password-file, when given, into c->redis.password (it wins
+ * over a password in the URL): a private regular file (mode checked like
+ * the secret file's), trailing white space trimmed, 1 to 255 bytes. */
+int ag_config_read_redis_password(struct ag_config *c, struct ag_error *err);
 /* Reads the admin token: a regular file's content with trailing whitespace
  * trimmed, AG_TOKEN_MIN to AG_TOKEN_MAX bytes. token must hold
  * AG_TOKEN_MAX + 1 bytes. */

@@ -245,9 +245,16 @@ static redisContext *connect_redis(struct ag_redis_pipe *p)
         return NULL;
     }
     if (a->password[0]) {
-        const char *argv[] = {"AUTH", a->password};
-        size_t lens[] = {4, strlen(a->password)};
-        if (expect_type(p, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
+        /* AUTH user password: an ACL user (Redis 6+); without a user, the
+         * default one. */
+        const char *argv[] = {"AUTH", a->user, a->password};
+        size_t lens[] = {4, strlen(a->user), strlen(a->password)};
+        int argc = a->user[0] ? 3 : 2;
+        if (!a->user[0]) {
+            argv[1] = a->password;
+            lens[1] = lens[2];
+        }
+        if (expect_type(p, &ctx, argc, argv, lens, REDIS_REPLY_STATUS))
             return NULL;
     }
     if (a->db) {

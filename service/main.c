@@ -74,6 +74,15 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (cfg.redis.tls) {
+        fprintf(stderr, "abuseguard: --redis: rediss:// (TLS) is not "
+                        "supported by this build yet\n");
+        return EXIT_CONFIG;
+    }
+    if (ag_config_read_redis_password(&cfg, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        return EXIT_CONFIG;
+    }
     unsigned char secret[AG_SECRET_MAX];
     size_t secret_len;
     if (ag_config_read_secret(cfg.secret_file, secret, &secret_len, &cerr)) {
@@ -118,6 +127,8 @@ int main(int argc, char **argv)
         .timeout_ms = cfg.redis_timeout_ms,
         .metrics = metrics,
     });
+    /* The store keeps its own copy. */
+    sodium_memzero(cfg.redis.password, sizeof cfg.redis.password);
     struct ag_store *fallback =
         ag_store_mem_new(AG_MEM_KEYS, AG_MEM_MEMBERS, NULL, NULL);
     if (!metrics || !store || !fallback) {

@@ -221,6 +221,55 @@ class StartupTest(ServiceTest):
         self.assertGreater(open_files_limit(svc.proc.pid), 1500)
         self.assertEqual(svc.request("GET", "/healthz").status, 200)
 
+    def acl_redis(self):
+        """A Redis whose ACL user ag may touch only ag:* keys."""
+        redis = Redis(self.workdir, extra=[
+            "--user", "ag", "on", ">ag-pass-4711", "~ag:*", "+@all"])
+        self.addCleanup(redis.stop)
+        return redis
+
+    def test_acl_user_from_the_url_or_a_password_file(self):
+        redis = self.acl_redis()
+        pw_file = make_secret(self.workdir, b"ag-pass-4711\n",
+                              name="redis.pw")
+        for name, url, extra in [
+                ("url", "redis://ag:ag-pass-4711@127.0.0.1:%d" % redis.port,
+                 []),
+                ("file", "redis://ag:wrong@127.0.0.1:%d" % redis.port,
+                 ["--redis-password-file", pw_file])]:
+            with self.subTest(name):
+                svc = Service(self.workdir, url, secret=self.secret,
+                              db=self.workdir + "/%s.db" % name, name=name,
+                              extra=extra)
+                self.services.append(svc)
+                r = self.login(svc, "acl-%s@example.com" % name, "1.2.3.4")
+                self.assertEqual(r.status, 200)
+                self.assertNotIn("degraded", r.json)
+                self.assertEqual(svc.request("GET", "/readyz").status, 200)
+        # Every key the checks wrote is one the ACL allows.
+        keys = redis.keys()
+        self.assertTrue(keys)
+        self.assertTrue(all(k.startswith("ag:") for k in keys), keys)
+
+    def test_wrong_redis_password_is_degraded_and_logged_without_it(self):
+        redis = self.acl_redis()
+        svc = Service(self.workdir,
+                      "redis://ag:not-the-pass-93@127.0.0.1:%d" % redis.port,
+                      secret=self.secret, db=self.workdir + "/w.db",
+                      name="wrongpass", extra=["--redis-timeout-ms", "200"])
+        self.services.append(svc)
+        start = time.monotonic()
+        r = self.login(svc, "a@example.com", "1.2.3.4")
+        self.assertLess(time.monotonic() - start, 1.0)
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.json.get("degraded"), r.json)
+        self.assertEqual(svc.request("GET", "/readyz").status, 503)
+        log = svc.log_text()
+        self.assertIn("WRONGPASS", log)
+        self.assertNotIn("not-the-pass-93", log)
+        self.assertNotIn("not-the-pass-93",
+                         svc.request("GET", "/metrics").raw.decode())
+
     def test_unix_socket_redis(self):
         sock = self.workdir + "/redis.sock"
         proc = subprocess.Popen(

@@ -489,6 +489,68 @@ static void redis_flag_sets_the_address(void **state)
     assert_int_equal(c.redis.db, 2);
 }
 
+static void redis_url_acl_user_tls_and_escapes(void **state)
+{
+    (void)state;
+    struct ag_redis_addr a;
+    char err[ERRSZ];
+    memset(&a, 0, sizeof a);
+    assert_int_equal(redis_url("redis://ag:s3cret@cache:6380", &a, err), AG_OK);
+    assert_string_equal(a.user, "ag");
+    assert_string_equal(a.password, "s3cret");
+    assert_false(a.tls);
+    /* ':', '@' and '/' in credentials come %-escaped. */
+    assert_int_equal(
+        redis_url("rediss://svc%40eu:p%3Aw%2Fd%40x@10.0.0.5:6379/1", &a, err),
+        AG_OK);
+    assert_true(a.tls);
+    assert_string_equal(a.user, "svc@eu");
+    assert_string_equal(a.password, "p:w/d@x");
+    assert_string_equal(a.host, "10.0.0.5");
+    assert_int_equal(a.db, 1);
+}
+
+static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--redis", "rediss://:pw@r:6380",
+                           "--redis-tls-ca-file", "/etc/ca.pem",
+                           "--redis-tls-server-name", "redis.internal",
+                           (char *)NULL),
+                     AG_OK);
+    assert_true(c.redis.tls);
+    assert_string_equal(c.redis.tls_ca_file, "/etc/ca.pem");
+    assert_string_equal(c.redis.tls_server_name, "redis.internal");
+    assert_string_equal(c.redis.password, "pw");
+    assert_int_equal(parse(&c, err, "--redis", "redis://r:6379",
+                           "--redis-tls-ca-file", "/etc/ca.pem", (char *)NULL),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "--redis-tls-ca-file needs a rediss://"));
+    assert_int_equal(parse(&c, err, "--redis", "rediss://r:6379",
+                           "--redis-tls-cert-file", "/c.pem", (char *)NULL),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "go together"));
+}
+
+static void a_password_never_appears_in_a_refusal(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "redis://u:hunter2secret@cache",      "redis://u:hunter2secret@cache:0",
+        "redis://u:hunter2secret%zz@cache:1", "redis://u:hunter2secret@:1",
+        "redis://u:hunter2secret@cache:1/x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct ag_redis_addr a;
+        char err[ERRSZ] = "";
+        assert_int_equal(redis_url(bad[i], &a, err), AG_EINVAL);
+        if (strstr(err, "hunter2"))
+            fail_msg("'%s': the message shows the password: %s", bad[i], err);
+    }
+}
+
 static void bad_redis_urls_are_refused_naming_the_flag(void **state)
 {
     (void)state;
@@ -500,7 +562,14 @@ static void bad_redis_urls_are_refused_naming_the_flag(void **state)
         "redis://cache:0",
         "redis://cache:65536",
         "redis://cache:port",
-        "redis://user:pw@cache:6379",
+        "redis://user@cache:6379",
+        "redis://user:@cache:6379",
+        "redis://:@cache:6379",
+        "redis://u:p%zz@cache:6379",
+        "redis://u:p%0@cache:6379",
+        "redis://u:p%00x@cache:6379",
+        "rediss://cache",
+        "redis+cluster://a:1,b:2",
         "redis://cache:6379/x",
         "redis://cache:6379/-1",
         "unix://relative/redis.sock",
@@ -657,6 +726,26 @@ static void token_trailing_whitespace_is_trimmed(void **state)
     char err[ERRSZ] = "";
     assert_int_equal(read_token(path, token, err), AG_OK);
     assert_string_equal(token, "tok-1234567890 abc");
+}
+
+static void
+redis_password_file_wins_over_the_url_and_must_be_private(void **state)
+{
+    const char text[] = "from-the-file\n";
+    const char *path = tmp_file(state, text, sizeof text - 1, 0600);
+    struct ag_config c;
+    char err[ERRSZ] = "";
+    assert_int_equal(parse(&c, err, "--redis", "redis://ag:from-url@r:1",
+                           "--redis-password-file", path, (char *)NULL),
+                     AG_OK);
+    struct ag_error e;
+    assert_int_equal(ag_config_read_redis_password(&c, &e), AG_OK);
+    assert_string_equal(c.redis.password, "from-the-file");
+    assert_string_equal(c.redis.user, "ag");
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_int_equal(ag_config_read_redis_password(&c, &e), AG_EINVAL);
+    assert_non_null(strstr(e.msg, "--redis-password-file"));
+    assert_null(strstr(e.msg, "from-the-file"));
 }
 
 static void empty_token_file_is_refused(void **state)
@@ -853,6 +942,9 @@ int main(void)
         ENV_TEST(redis_url_unix_socket),
         ENV_TEST(redis_flag_sets_the_address),
         ENV_TEST(bad_redis_urls_are_refused_naming_the_flag),
+        ENV_TEST(redis_url_acl_user_tls_and_escapes),
+        ENV_TEST(tls_flags_need_a_rediss_url_and_go_in_pairs),
+        ENV_TEST(a_password_never_appears_in_a_refusal),
         FILE_TEST(secret_file_missing_is_refused),
         FILE_TEST(secret_shorter_than_32_bytes_is_refused),
         FILE_TEST(secret_readable_by_others_is_refused),
@@ -861,6 +953,7 @@ int main(void)
         FILE_TEST(secret_of_the_cap_is_read_and_longer_refused),
         FILE_TEST(token_trailing_whitespace_is_trimmed),
         FILE_TEST(empty_token_file_is_refused),
+        FILE_TEST(redis_password_file_wins_over_the_url_and_must_be_private),
         FILE_TEST(whitespace_only_token_file_is_refused),
         FILE_TEST(token_of_max_length_is_accepted),
         FILE_TEST(token_longer_than_max_is_refused),
