@@ -260,16 +260,19 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
     const char *at = strrchr(s, '@');
     if (at) {
         /* Never echoed: the text holds the password. */
+        /* user@ alone is an ACL user whose password is in
+         * --redis-password-file. */
         const char *colon = memchr(s, ':', (size_t)(at - s));
-        if (!colon ||
-            url_decode(s, (size_t)(colon - s), out->user, sizeof out->user) ||
-            url_decode(colon + 1, (size_t)(at - colon - 1), out->password,
-                       sizeof out->password) ||
-            !out->password[0]) {
+        const char *user_end = colon ? colon : at;
+        if (url_decode(s, (size_t)(user_end - s), out->user,
+                       sizeof out->user) ||
+            (colon && url_decode(colon + 1, (size_t)(at - colon - 1),
+                                 out->password, sizeof out->password)) ||
+            (colon && !out->password[0]) || (!colon && !out->user[0])) {
             sodium_memzero(out->password, sizeof out->password);
             return ag_error_set(err, AG_EINVAL, "redis",
                                 "--redis: credentials must be "
-                                "'user:password@' or ':password@' "
+                                "'user:password@', ':password@' or 'user@' "
                                 "(%%-escape ':', '@' and '/' in them)");
         }
         s = at + 1;
@@ -432,6 +435,10 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
             return ag_error_set(err, AG_EINVAL, tls_flags[i].flag,
                                 "--%s needs a rediss:// --redis URL",
                                 tls_flags[i].flag);
+    if (c->redis.user[0] && !c->redis.password[0] && !c->redis_password_file[0])
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: the user needs a password, in the URL "
+                            "or in --redis-password-file");
     if (!c->redis.tls_cert_file[0] != !c->redis.tls_key_file[0])
         return ag_error_set(err, AG_EINVAL,
                             c->redis.tls_cert_file[0] ? "redis-tls-key-file"

@@ -236,6 +236,8 @@ class StartupTest(ServiceTest):
                 ("url", "redis://ag:ag-pass-4711@127.0.0.1:%d" % redis.port,
                  []),
                 ("file", "redis://ag:wrong@127.0.0.1:%d" % redis.port,
+                 ["--redis-password-file", pw_file]),
+                ("user-only", "redis://ag@127.0.0.1:%d" % redis.port,
                  ["--redis-password-file", pw_file])]:
             with self.subTest(name):
                 svc = Service(self.workdir, url, secret=self.secret,

@@ -562,7 +562,7 @@ static void bad_redis_urls_are_refused_naming_the_flag(void **state)
         "redis://cache:0",
         "redis://cache:65536",
         "redis://cache:port",
-        "redis://user@cache:6379",
+        "redis://@cache:6379",
         "redis://user:@cache:6379",
         "redis://:@cache:6379",
         "redis://u:p%zz@cache:6379",
@@ -735,6 +735,13 @@ redis_password_file_wins_over_the_url_and_must_be_private(void **state)
     const char *path = tmp_file(state, text, sizeof text - 1, 0600);
     struct ag_config c;
     char err[ERRSZ] = "";
+    /* A user alone needs the file. */
+    assert_int_equal(parse(&c, err, "--redis", "redis://ag@r:1", (char *)NULL),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "needs a password"));
+    assert_int_equal(parse(&c, err, "--redis", "redis://ag@r:1",
+                           "--redis-password-file", path, (char *)NULL),
+                     AG_OK);
     assert_int_equal(parse(&c, err, "--redis", "redis://ag:from-url@r:1",
                            "--redis-password-file", path, (char *)NULL),
                      AG_OK);
