@@ -218,6 +218,67 @@ static int url_decode(const char *s, size_t n, char *out, size_t size)
     return AG_OK;
 }
 
+/* One HOST:PORT (or [V6]:PORT) of n bytes at s. */
+static int parse_hostport(const char *s, size_t n,
+                          struct ag_redis_hostport *out)
+{
+    const char *colon = NULL;
+    for (const char *p = s; p < s + n; p++)
+        if (*p == ':')
+            colon = p;
+    if (!colon || colon == s)
+        return AG_EINVAL;
+    const char *h = s;
+    size_t hlen = (size_t)(colon - s);
+    if (hlen > 2 && h[0] == '[' && h[hlen - 1] == ']') {
+        h++;
+        hlen -= 2;
+    }
+    char port[8] = {0};
+    size_t plen = (size_t)(s + n - colon - 1);
+    if (hlen >= sizeof out->host || plen == 0 || plen >= sizeof port)
+        return AG_EINVAL;
+    memcpy(out->host, h, hlen);
+    out->host[hlen] = '\0';
+    memcpy(port, colon + 1, plen);
+    return parse_port(port, &out->port);
+}
+
+/* "h1:p1,h2:p2,.../master_name", after the credentials. */
+static int parse_sentinels(const char *s, struct ag_redis_addr *out,
+                           struct ag_error *err)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash || !slash[1] || strlen(slash + 1) >= sizeof out->master_name ||
+        strchr(slash + 1, '/'))
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: a sentinel URL ends with /master_name");
+    for (const char *p = s; p < slash;) {
+        const char *comma = memchr(p, ',', (size_t)(slash - p));
+        const char *end = comma ? comma : slash;
+        if (out->n_sentinels == AG_SENTINELS_MAX)
+            return ag_error_set(err, AG_EINVAL, "redis",
+                                "--redis: at most %d sentinels",
+                                AG_SENTINELS_MAX);
+        if (parse_hostport(p, (size_t)(end - p),
+                           &out->sentinels[out->n_sentinels]))
+            return ag_error_set(err, AG_EINVAL, "redis",
+                                "--redis: sentinel %d is not host:port "
+                                "(port 1 to 65535)",
+                                out->n_sentinels + 1);
+        out->n_sentinels++;
+        p = comma ? comma + 1 : slash;
+        if (comma && p == slash)
+            return ag_error_set(err, AG_EINVAL, "redis",
+                                "--redis: an empty sentinel after ','");
+    }
+    if (!out->n_sentinels)
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: a sentinel URL needs host:port");
+    strcpy(out->master_name, slash + 1);
+    return AG_OK;
+}
+
 int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
                               struct ag_error *err)
 {
@@ -244,24 +305,33 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
         strcpy(out->path, path);
         return AG_OK;
     }
-    const char *s;
-    if (strncmp(url, "redis://", 8) == 0) {
-        s = url + 8;
-    } else if (strncmp(url, "rediss://", 9) == 0) {
-        s = url + 9;
-        out->tls = true;
-    } else {
+    static const struct {
+        const char *scheme;
+        bool tls;
+        enum ag_redis_kind kind;
+    } schemes[] = {
+        {"redis://", false, AG_REDIS_TCP},
+        {"rediss://", true, AG_REDIS_TCP},
+        {"redis+sentinel://", false, AG_REDIS_SENTINEL},
+        {"rediss+sentinel://", true, AG_REDIS_SENTINEL},
+    };
+    const char *s = NULL;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (strncmp(url, schemes[i].scheme, strlen(schemes[i].scheme)) == 0) {
+            s = url + strlen(schemes[i].scheme);
+            out->tls = schemes[i].tls;
+            out->kind = schemes[i].kind;
+        }
+    if (!s)
         return ag_error_set(err, AG_EINVAL, "redis",
                             "--redis: expected redis://[[user]:password@]"
-                            "host:port[/db], rediss://... (TLS) or "
-                            "unix:///path");
-    }
-    out->kind = AG_REDIS_TCP;
+                            "host:port[/db], rediss://... (TLS), "
+                            "redis+sentinel://[[user]:password@]host:port,"
+                            "host:port.../master or unix:///path");
     const char *at = strrchr(s, '@');
     if (at) {
-        /* Never echoed: the text holds the password. */
-        /* user@ alone is an ACL user whose password is in
-         * --redis-password-file. */
+        /* Never echoed: the text holds the password. user@ alone is an
+         * ACL user whose password is in --redis-password-file. */
         const char *colon = memchr(s, ':', (size_t)(at - s));
         const char *user_end = colon ? colon : at;
         if (url_decode(s, (size_t)(user_end - s), out->user,
@@ -277,6 +347,8 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
         }
         s = at + 1;
     }
+    if (out->kind == AG_REDIS_SENTINEL)
+        return parse_sentinels(s, out, err);
     const char *slash = strchr(s, '/');
     const char *hostport_end = slash ? slash : s + strlen(s);
     const char *colon = NULL;

@@ -20,13 +20,28 @@
 #define AG_TOKEN_MIN 16    /* bytes of admin token at least */
 #define AG_TOKEN_MAX 1024  /* bytes of admin token at most */
 
-enum ag_redis_kind { AG_REDIS_TCP, AG_REDIS_UNIX };
+enum ag_redis_kind {
+    AG_REDIS_TCP,
+    AG_REDIS_UNIX,
+    AG_REDIS_SENTINEL, /* the master found through sentinels */
+};
+
+#define AG_SENTINELS_MAX 8 /* sentinel addresses in one URL at most */
+
+struct ag_redis_hostport {
+    char host[256];
+    int port;
+};
 
 struct ag_redis_addr {
     enum ag_redis_kind kind;
-    char host[256];         /* TCP only */
-    int port;               /* TCP only */
-    char path[108];         /* unix only: the socket path */
+    char host[256]; /* TCP only */
+    int port;       /* TCP only */
+    char path[108]; /* unix only: the socket path */
+    /* Sentinel only: where to ask, in order, for master_name's address. */
+    struct ag_redis_hostport sentinels[AG_SENTINELS_MAX];
+    int n_sentinels;
+    char master_name[256];
     char user[256];         /* ACL user; empty: AUTH with the password alone */
     char password[256];     /* empty: no AUTH */
     int db;                 /* SELECT after connect when non-zero */

@@ -74,9 +74,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (cfg.redis.tls) {
-        fprintf(stderr, "abuseguard: --redis: rediss:// (TLS) is not "
-                        "supported by this build yet\n");
+    if (cfg.redis.tls || cfg.redis.kind == AG_REDIS_SENTINEL) {
+        fprintf(stderr,
+                "abuseguard: --redis: %s is not supported by this "
+                "build yet\n",
+                cfg.redis.tls ? "rediss:// (TLS)" : "redis+sentinel://");
         return EXIT_CONFIG;
     }
     if (ag_config_read_redis_password(&cfg, &cerr)) {

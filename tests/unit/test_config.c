@@ -510,6 +510,49 @@ static void redis_url_acl_user_tls_and_escapes(void **state)
     assert_int_equal(a.db, 1);
 }
 
+static void sentinel_url_lists_sentinels_and_the_master_name(void **state)
+{
+    (void)state;
+    struct ag_redis_addr a;
+    char err[ERRSZ];
+    memset(&a, 0, sizeof a);
+    assert_int_equal(
+        redis_url("redis+sentinel://ag:pw@10.0.0.1:26379,[::1]:26380,"
+                  "s3:26381/mymaster",
+                  &a, err),
+        AG_OK);
+    assert_int_equal(a.kind, AG_REDIS_SENTINEL);
+    assert_false(a.tls);
+    assert_int_equal(a.n_sentinels, 3);
+    assert_string_equal(a.sentinels[0].host, "10.0.0.1");
+    assert_int_equal(a.sentinels[0].port, 26379);
+    assert_string_equal(a.sentinels[1].host, "::1");
+    assert_int_equal(a.sentinels[1].port, 26380);
+    assert_string_equal(a.sentinels[2].host, "s3");
+    assert_string_equal(a.master_name, "mymaster");
+    assert_string_equal(a.user, "ag");
+    assert_string_equal(a.password, "pw");
+    assert_int_equal(redis_url("rediss+sentinel://s:1/m", &a, err), AG_OK);
+    assert_true(a.tls);
+    static const char *const bad[] = {
+        "redis+sentinel://s:1",
+        "redis+sentinel://s:1/",
+        "redis+sentinel:///m",
+        "redis+sentinel://s:1,/m",
+        "redis+sentinel://s/m",
+        "redis+sentinel://s:0/m",
+        "redis+sentinel://s:1/m/2",
+        "redis+sentinel://a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1/m",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        if (redis_url(bad[i], &a, err) != AG_EINVAL)
+            fail_msg("'%s' was accepted", bad[i]);
+        if (!strstr(err, "--redis"))
+            fail_msg("'%s': %s", bad[i], err);
+    }
+}
+
 static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
 {
     (void)state;
@@ -951,6 +994,7 @@ int main(void)
         ENV_TEST(bad_redis_urls_are_refused_naming_the_flag),
         ENV_TEST(redis_url_acl_user_tls_and_escapes),
         ENV_TEST(tls_flags_need_a_rediss_url_and_go_in_pairs),
+        ENV_TEST(sentinel_url_lists_sentinels_and_the_master_name),
         ENV_TEST(a_password_never_appears_in_a_refusal),
         FILE_TEST(secret_file_missing_is_refused),
         FILE_TEST(secret_shorter_than_32_bytes_is_refused),
