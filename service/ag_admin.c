@@ -417,9 +417,9 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
     }
     if (strcmp(req->method, "GET") == 0) {
         struct ag_list_entry *es;
-        size_t count;
+        size_t count, invalid;
         pthread_mutex_lock(&a->lock);
-        rc = ag_db_lists_load(a->db, &es, &count, &err);
+        rc = ag_db_lists_load(a->db, &es, &count, &invalid, &err);
         pthread_mutex_unlock(&a->lock);
         if (rc)
             return db_error(r, &err);
@@ -428,7 +428,10 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             if ((int)es[i].list == list)
                 arr = append_or_drop(arr, ag_list_entry_to_json(&es[i]));
         free(es);
-        return send_json(r, 200, json_pack("{s:o}", "entries", arr));
+        /* Rows of either list that fail validation, left out of both. */
+        return send_json(r, 200,
+                         json_pack("{s:o,s:I}", "entries", arr,
+                                   "invalid_entries", (json_int_t)invalid));
     }
     if (strcmp(req->method, "POST") != 0)
         return not_allowed(r, "GET, POST");

@@ -457,14 +457,14 @@ int ag_db_data_version(struct ag_db *db, int64_t *version)
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
                    struct ag_db_invalid **bad, size_t *nbad,
                    struct ag_list_entry **lists, size_t *nlists,
-                   struct ag_error *err)
+                   size_t *nlists_invalid, struct ag_error *err)
 {
     int rc = ag_db__exec(db->db, "BEGIN", err);
     if (rc)
         return rc;
     rc = ag_db_policies_load_lenient(db, ps, n, bad, nbad, err);
     if (!rc) {
-        rc = ag_db_lists_load(db, lists, nlists, err);
+        rc = ag_db_lists_load(db, lists, nlists, nlists_invalid, err);
         if (rc) {
             free(*ps);
             free(*bad);

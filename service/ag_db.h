@@ -148,9 +148,13 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
 /* Deletes entry id of list; AG_ENOTFOUND if there is none. */
 int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
                       const char *actor, struct ag_error *err);
-/* Loads every list entry; *out is a malloc'd array the caller frees. */
+/* Loads every list entry; *out is a malloc'd array the caller frees. An
+ * entry that fails validation (a hand edit of the file) is left out and
+ * counted in *ninvalid, so one bad row does not stop every later load
+ * (it can only narrow the lists, never widen them beyond what the rows
+ * say). */
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
-                     struct ag_error *err);
+                     size_t *ninvalid, struct ag_error *err);
 
 /* Loads the policies (leniently) and the lists from one read transaction,
  * so that they belong together. Arrays as for ag_db_policies_load_lenient
@@ -158,7 +162,7 @@ int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
 int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
                    struct ag_db_invalid **bad, size_t *nbad,
                    struct ag_list_entry **lists, size_t *nlists,
-                   struct ag_error *err);
+                   size_t *nlists_invalid, struct ag_error *err);
 
 /* SQLite's PRAGMA data_version:
  changes whenever another connection (this

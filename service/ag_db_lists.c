@@ -87,9 +87,10 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
 }
 
 static int lists_query(struct ag_db *db, sqlite3_stmt *st,
-                       struct ag_list_entry **out, size_t *n,
+                       struct ag_list_entry **out, size_t *n, size_t *ninvalid,
                        struct ag_error *err)
 {
+    *ninvalid = 0;
     size_t cap = 16, count = 0;
     struct ag_list_entry *es = malloc(cap * sizeof *es);
     int rc = es ? AG_OK : ag_db__nomem(err);
@@ -111,9 +112,8 @@ static int lists_query(struct ag_db *db, sqlite3_stmt *st,
                                    (const char *)sqlite3_column_text(st, 4),
                                    (const char *)sqlite3_column_text(st, 5),
                                    &es[count])) {
-            rc = ag_error_set(err, AG_EINVAL, NULL,
-                              "policy database: list entry %lld is invalid",
-                              (long long)sqlite3_column_int64(st, 0));
+            (*ninvalid)++;
+            continue;
         }
         count++;
     }
@@ -129,13 +129,13 @@ static int lists_query(struct ag_db *db, sqlite3_stmt *st,
 }
 
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
-                     struct ag_error *err)
+                     size_t *ninvalid, struct ag_error *err)
 {
     sqlite3_stmt *st;
     int rc = ag_db__prepare_select(db, &lists, "ORDER BY id", &st, err);
     if (rc)
         return rc;
-    rc = lists_query(db, st, out, n, err);
+    rc = lists_query(db, st, out, n, ninvalid, err);
     sqlite3_finalize(st);
     return rc;
 }
@@ -154,10 +154,12 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, ag_list_name(list), -1, SQLITE_STATIC);
     struct ag_list_entry *found = NULL;
-    size_t n = 0;
-    rc = lists_query(db, st, &found, &n, err);
+    size_t n = 0, invalid = 0;
+    rc = lists_query(db, st, &found, &n, &invalid, err);
     sqlite3_finalize(st);
-    if (!rc && n == 0)
+    /* An invalid row can be deleted too: that is how an operator clears
+     * one; its audit row then records only its id. */
+    if (!rc && n == 0 && invalid == 0)
         rc = AG_ENOTFOUND;
     if (!rc) {
         char sql[] = "DELETE FROM lists WHERE id = ?1";
@@ -171,7 +173,9 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
         }
     }
     if (!rc) {
-        json_t *before = ag_list_entry_to_json(&found[0]);
+        json_t *before =
+            n ? ag_list_entry_to_json(&found[0])
+              : json_pack("{s:I,s:b}", "id", (json_int_t)id, "invalid", 1);
         rc = before ? ag_db__audit(db, "list_delete", ag_list_name(list), actor,
                                    before, NULL, err)
                     : ag_db__nomem(err);

@@ -81,6 +81,9 @@ static const struct {
     [AG_M_POLICIES_INVALID] = {"abuseguard_policies_invalid", "gauge",
                                "Policy rows that fail validation (each keeps "
                                "its last valid version, if any)."},
+    [AG_M_LIST_ENTRIES_INVALID] = {"abuseguard_list_entries_invalid", "gauge",
+                                   "Allow/deny list rows that fail "
+                                   "validation (left out)."},
     [AG_M_HTTP_CONNECTIONS] = {"abuseguard_http_connections", "gauge",
                                "Open client connections."},
     [AG_M_HTTP_RECLAIMED] = {"abuseguard_http_connections_reclaimed_total",

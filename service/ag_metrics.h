@@ -29,18 +29,19 @@ enum ag_outcome {
 /* The metrics that are one number each: counters only go up, gauges are
  * set. Their names and help texts are one table in ag_metrics.c. */
 enum ag_metric {
-    AG_M_REDIS_ERRORS,     /* counter */
-    AG_M_REDIS_TIMEOUTS,   /* counter */
-    AG_M_BREAKER_OPEN,     /* gauge: 1 while checks skip Redis */
-    AG_M_BREAKER_OPENS,    /* counter */
-    AG_M_RELOADS,          /* counter */
-    AG_M_RELOAD_FAILURES,  /* counter */
-    AG_M_POLICIES_STALE,   /* gauge: 1 while the database cannot be read */
-    AG_M_POLICIES_INVALID, /* gauge: policy rows that fail validation */
-    AG_M_HTTP_CONNECTIONS, /* gauge: open client connections */
-    AG_M_HTTP_RECLAIMED,   /* counter: ready connections ended at the cap */
-    AG_M_HTTP_EXPIRED,     /* counter: connections past the deadline */
-    AG_M_HTTP_REFUSED,     /* counter: connections refused at accept */
+    AG_M_REDIS_ERRORS,         /* counter */
+    AG_M_REDIS_TIMEOUTS,       /* counter */
+    AG_M_BREAKER_OPEN,         /* gauge: 1 while checks skip Redis */
+    AG_M_BREAKER_OPENS,        /* counter */
+    AG_M_RELOADS,              /* counter */
+    AG_M_RELOAD_FAILURES,      /* counter */
+    AG_M_POLICIES_STALE,       /* gauge: 1 while the database cannot be read */
+    AG_M_POLICIES_INVALID,     /* gauge: policy rows that fail validation */
+    AG_M_LIST_ENTRIES_INVALID, /* gauge: list rows that fail validation */
+    AG_M_HTTP_CONNECTIONS,     /* gauge: open client connections */
+    AG_M_HTTP_RECLAIMED,       /* counter: ready connections ended at the cap */
+    AG_M_HTTP_EXPIRED,         /* counter: connections past the deadline */
+    AG_M_HTTP_REFUSED,         /* counter: connections refused at accept */
     AG_M_COUNT
 };
 

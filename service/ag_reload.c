@@ -39,6 +39,7 @@ struct ag_reload {
     time_t next_prune;         /* CLOCK_MONOTONIC seconds; watcher only */
     struct ag_db_invalid *bad; /* the last load's invalid rows, logged */
     size_t nbad;               /* watcher thread only (and start) */
+    size_t nlists_bad;         /* invalid list rows, watcher thread only */
 };
 
 /* Logs each invalid row the previous load did not have (by name and
@@ -65,8 +66,9 @@ static int load(struct ag_reload *r, struct ag_error *err)
     struct ag_policy *ps = NULL;
     struct ag_list_entry *lists = NULL;
     struct ag_db_invalid *bad = NULL;
-    size_t n = 0, nl = 0, nbad = 0;
-    int rc = ag_db_load_all(r->db, &ps, &n, &bad, &nbad, &lists, &nl, err);
+    size_t n = 0, nl = 0, nbad = 0, nl_bad = 0;
+    int rc =
+        ag_db_load_all(r->db, &ps, &n, &bad, &nbad, &lists, &nl, &nl_bad, err);
     if (rc)
         return rc;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
@@ -81,6 +83,13 @@ static int load(struct ag_reload *r, struct ag_error *err)
     r->bad = bad;
     r->nbad = nbad;
     ag_metrics_set(r->metrics, AG_M_POLICIES_INVALID, (int64_t)nbad);
+    if (nl_bad != r->nlists_bad)
+        ag_log(nl_bad ? AG_LOG_ERROR : AG_LOG_INFO, "list_entries_invalid",
+               "%zu allow/deny list rows fail validation and are left out "
+               "(GET /admin/lists/allow shows the count; delete or fix them)",
+               nl_bad);
+    r->nlists_bad = nl_bad;
+    ag_metrics_set(r->metrics, AG_M_LIST_ENTRIES_INVALID, (int64_t)nl_bad);
     ag_ruleset_adopt_lists(set, lists, nl);
     r->publish(r->publish_ctx, set);
     ag_metrics_count(r->metrics, AG_M_RELOADS);

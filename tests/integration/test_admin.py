@@ -311,12 +311,19 @@ class LifecycleTest(AdminTest):
 
     def test_an_edit_this_instance_cannot_apply_is_202_not_201(self):
         svc = self.admin_service()
+        r = self.call(svc, "POST", "/admin/lists/deny",
+                      {"kind": "ip", "value": "192.0.2.77"})
+        self.assertEqual(r.status, 201, r.raw)
         con = sqlite3.connect(svc.db)
-        # A list entry edited by hand that does not parse: every load fails
-        # from now on, and this instance keeps the policies it had.
-        con.execute("INSERT INTO lists (list, kind, value) "
-                    "VALUES ('deny', 'ip', 'not-an-address')")
-        con.commit()
+        # A hand edit that makes reading the lists fail in SQL itself
+        # (integer overflow in abs()): every load fails from now on, and
+        # this instance keeps the policies it had. (An entry that only
+        # fails validation is left out instead; test_dbfile.)
+        con.executescript(
+            "ALTER TABLE lists RENAME TO lists_real;"
+            "CREATE VIEW lists AS SELECT id, list, kind,"
+            " abs(-9223372036854775808) AS value, endpoint, note"
+            " FROM lists_real;")
         con.close()
         r = self.put(svc, "login.new", NEW_POLICY)
         self.assertEqual(r.status, 202, r.raw)
@@ -332,10 +339,6 @@ class LifecycleTest(AdminTest):
         r = self.call(svc, "DELETE", "/admin/policies/login.new")
         self.assertEqual(r.status, 202, r.raw)
         self.assertIs(r.json["applied"], False)
-        r = self.call(svc, "POST", "/admin/lists/deny",
-                      {"kind": "ip", "value": "192.0.2.77"})
-        self.assertEqual(r.status, 202, r.raw)
-        self.assertEqual(r.json["entry"]["value"], "192.0.2.77")
 
     def test_long_audit_pages_are_served(self):
         svc = self.admin_service()

@@ -152,6 +152,43 @@ class DatabaseFileTest(PolicyTest):
         self.assertEqual(log.count('"policy_invalid"'), 2, log)
 
 
+    def test_an_invalid_list_row_is_left_out_and_blocks_no_edit(self):
+        r = self.svc.request("POST", "/admin/lists/deny",
+                             {"kind": "ip", "value": "198.51.100.7"},
+                             headers=AUTH)
+        self.assertEqual(r.status, 201, r.raw)
+        con = sqlite3.connect(self.svc.db)
+        # A hand edit no validator saw: no IP at all.
+        cur = con.execute("INSERT INTO lists (list, kind, value, endpoint,"
+                          " note) VALUES ('deny', 'ip', 'not-an-ip', '*',"
+                          " '')")
+        bad_id = cur.lastrowid
+        con.commit()
+        con.close()
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_list_entries_invalid") == 1,
+            5.0), self.svc.log_text())
+        self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
+        # The valid entry still denies; edits still apply.
+        self.assertEqual(self.login(self.svc, "l1@x.org",
+                                    "198.51.100.7").status, 403)
+        self.assertEqual(self.put("f.after").status, 201)
+        self.assertEqual(self.limit_of("f.after", "l2@x.org"), 2)
+        r = self.svc.request("GET", "/admin/lists/deny", headers=AUTH)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["invalid_entries"], 1)
+        self.assertEqual([e["value"] for e in r.json["entries"]],
+                         ["198.51.100.7"])
+        # The operator clears it through the API.
+        r = self.svc.request("DELETE", "/admin/lists/deny/%d" % bad_id,
+                             headers=AUTH)
+        self.assertEqual(r.status, 204, r.raw)
+        self.assertTrue(wait_until(
+            lambda: metric(self.svc, "abuseguard_list_entries_invalid") == 0,
+            5.0))
+        self.assertIn('"list_entries_invalid"', self.svc.log_text())
+
+
 class AuditRetentionTest(PolicyTest):
     def age_rows(self, db, rows):
         """Adds audit rows of the given (action, name, age in days), and

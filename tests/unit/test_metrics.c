@@ -64,6 +64,7 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_policy_reload_failures_total",
         "abuseguard_policies_stale",
         "abuseguard_policies_invalid",
+        "abuseguard_list_entries_invalid",
         "abuseguard_http_connections",
         "abuseguard_http_connections_reclaimed_total",
         "abuseguard_http_connections_expired_total",
