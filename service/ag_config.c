@@ -244,38 +244,46 @@ static int parse_hostport(const char *s, size_t n,
     return parse_port(port, &out->port);
 }
 
-/* "h1:p1,h2:p2,.../master_name", after the credentials. */
-static int parse_sentinels(const char *s, struct ag_redis_addr *out,
-                           struct ag_error *err)
+/* "h1:p1,h2:p2,..." after the credentials, then "/master_name" for
+ * sentinels (named) and nothing for cluster seeds. */
+static int parse_seeds(const char *s, bool named, struct ag_redis_addr *out,
+                       struct ag_error *err)
 {
     const char *slash = strchr(s, '/');
-    if (!slash || !slash[1] || strlen(slash + 1) >= sizeof out->master_name ||
-        strchr(slash + 1, '/'))
+    if (named &&
+        (!slash || !slash[1] || strlen(slash + 1) >= sizeof out->master_name ||
+         strchr(slash + 1, '/')))
         return ag_error_set(err, AG_EINVAL, "redis",
                             "--redis: a sentinel URL ends with /master_name");
+    if (!named && slash)
+        return ag_error_set(err, AG_EINVAL, "redis",
+                            "--redis: a cluster URL has no path (a cluster "
+                            "has database 0 only)");
+    if (!slash)
+        slash = s + strlen(s);
     for (const char *p = s; p < slash;) {
         const char *comma = memchr(p, ',', (size_t)(slash - p));
         const char *end = comma ? comma : slash;
-        if (out->n_sentinels == AG_SENTINELS_MAX)
+        if (out->n_seeds == AG_SEEDS_MAX)
             return ag_error_set(err, AG_EINVAL, "redis",
-                                "--redis: at most %d sentinels",
-                                AG_SENTINELS_MAX);
-        if (parse_hostport(p, (size_t)(end - p),
-                           &out->sentinels[out->n_sentinels]))
+                                "--redis: at most %d addresses", AG_SEEDS_MAX);
+        if (parse_hostport(p, (size_t)(end - p), &out->seeds[out->n_seeds]))
             return ag_error_set(err, AG_EINVAL, "redis",
-                                "--redis: sentinel %d is not host:port "
+                                "--redis: address %d is not host:port "
                                 "(port 1 to 65535)",
-                                out->n_sentinels + 1);
-        out->n_sentinels++;
+                                out->n_seeds + 1);
+        out->n_seeds++;
         p = comma ? comma + 1 : slash;
         if (comma && p == slash)
             return ag_error_set(err, AG_EINVAL, "redis",
                                 "--redis: an empty sentinel after ','");
     }
-    if (!out->n_sentinels)
+    if (!out->n_seeds)
         return ag_error_set(err, AG_EINVAL, "redis",
-                            "--redis: a sentinel URL needs host:port");
-    strcpy(out->master_name, slash + 1);
+                            "--redis: a %s URL needs host:port",
+                            named ? "sentinel" : "cluster");
+    if (named)
+        strcpy(out->master_name, slash + 1);
     return AG_OK;
 }
 
@@ -314,6 +322,8 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
         {"rediss://", true, AG_REDIS_TCP},
         {"redis+sentinel://", false, AG_REDIS_SENTINEL},
         {"rediss+sentinel://", true, AG_REDIS_SENTINEL},
+        {"redis+cluster://", false, AG_REDIS_CLUSTER},
+        {"rediss+cluster://", true, AG_REDIS_CLUSTER},
     };
     const char *s = NULL;
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
@@ -348,7 +358,9 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
         s = at + 1;
     }
     if (out->kind == AG_REDIS_SENTINEL)
-        return parse_sentinels(s, out, err);
+        return parse_seeds(s, true, out, err);
+    if (out->kind == AG_REDIS_CLUSTER)
+        return parse_seeds(s, false, out, err);
     const char *slash = strchr(s, '/');
     const char *hostport_end = slash ? slash : s + strlen(s);
     const char *colon = NULL;

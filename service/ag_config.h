@@ -24,9 +24,10 @@ enum ag_redis_kind {
     AG_REDIS_TCP,
     AG_REDIS_UNIX,
     AG_REDIS_SENTINEL, /* the master found through sentinels */
+    AG_REDIS_CLUSTER,  /* a Redis Cluster, found from seed nodes */
 };
 
-#define AG_SENTINELS_MAX 8 /* sentinel addresses in one URL at most */
+#define AG_SEEDS_MAX 8 /* sentinel or seed node addresses in a URL */
 
 struct ag_redis_hostport {
     char host[256];
@@ -38,9 +39,10 @@ struct ag_redis_addr {
     char host[256]; /* TCP only */
     int port;       /* TCP only */
     char path[108]; /* unix only: the socket path */
-    /* Sentinel only: where to ask, in order, for master_name's address. */
-    struct ag_redis_hostport sentinels[AG_SENTINELS_MAX];
-    int n_sentinels;
+    /* Sentinel: where to ask, in order, for master_name's address.
+     * Cluster: the seed nodes, asked in order for the slot map. */
+    struct ag_redis_hostport seeds[AG_SEEDS_MAX];
+    int n_seeds;
     char master_name[256];
     char user[256];         /* ACL user; empty: AUTH with the password alone */
     char password[256];     /* empty: no AUTH */

@@ -523,17 +523,26 @@ static void sentinel_url_lists_sentinels_and_the_master_name(void **state)
         AG_OK);
     assert_int_equal(a.kind, AG_REDIS_SENTINEL);
     assert_false(a.tls);
-    assert_int_equal(a.n_sentinels, 3);
-    assert_string_equal(a.sentinels[0].host, "10.0.0.1");
-    assert_int_equal(a.sentinels[0].port, 26379);
-    assert_string_equal(a.sentinels[1].host, "::1");
-    assert_int_equal(a.sentinels[1].port, 26380);
-    assert_string_equal(a.sentinels[2].host, "s3");
+    assert_int_equal(a.n_seeds, 3);
+    assert_string_equal(a.seeds[0].host, "10.0.0.1");
+    assert_int_equal(a.seeds[0].port, 26379);
+    assert_string_equal(a.seeds[1].host, "::1");
+    assert_int_equal(a.seeds[1].port, 26380);
+    assert_string_equal(a.seeds[2].host, "s3");
     assert_string_equal(a.master_name, "mymaster");
     assert_string_equal(a.user, "ag");
     assert_string_equal(a.password, "pw");
     assert_int_equal(redis_url("rediss+sentinel://s:1/m", &a, err), AG_OK);
     assert_true(a.tls);
+    assert_int_equal(redis_url("redis+cluster://:pw@n1:7000,n2:7001", &a, err),
+                     AG_OK);
+    assert_int_equal(a.kind, AG_REDIS_CLUSTER);
+    assert_int_equal(a.n_seeds, 2);
+    assert_string_equal(a.seeds[1].host, "n2");
+    assert_int_equal(a.seeds[1].port, 7001);
+    assert_string_equal(a.password, "pw");
+    assert_int_equal(redis_url("redis+cluster://n1:7000/0", &a, err),
+                     AG_EINVAL);
     static const char *const bad[] = {
         "redis+sentinel://s:1",
         "redis+sentinel://s:1/",
@@ -612,7 +621,6 @@ static void bad_redis_urls_are_refused_naming_the_flag(void **state)
         "redis://u:p%0@cache:6379",
         "redis://u:p%00x@cache:6379",
         "rediss://cache",
-        "redis+cluster://a:1,b:2",
         "redis://cache:6379/x",
         "redis://cache:6379/-1",
         "unix://relative/redis.sock",
