@@ -40,6 +40,7 @@ void ag_digests_init(struct ag_digests *d, const struct ag_hasher *h,
     d->hasher = h;
     d->req = req;
     d->done = 0;
+    d->tagged = false;
 }
 
 const char *ag_digests_get(struct ag_digests *d, enum ag_key_kind kind)
@@ -81,12 +82,21 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
         digest = ag_digests_get(d, p->key[0]);
     else
         ag_hasher_digest(d->hasher, parts, p->nkeys, composite);
-    /* "ag:<policy>:<digest>", which AG_STORE_KEY_MAX always holds. */
+    /* "ag:<policy>:<digest>" (or "ag:<policy>:{<digest>}"), which
+     * AG_STORE_KEY_MAX always holds. */
     size_t name_len = strlen(p->name);
-    memcpy(op->key, "ag:", 3);
-    memcpy(op->key + 3, p->name, name_len);
-    op->key[3 + name_len] = ':';
-    memcpy(op->key + 4 + name_len, digest, AG_DIGEST_HEX + 1);
+    char *k = op->key;
+    memcpy(k, "ag:", 3);
+    memcpy(k + 3, p->name, name_len);
+    k += 3 + name_len;
+    *k++ = ':';
+    if (d->tagged)
+        *k++ = '{';
+    memcpy(k, digest, AG_DIGEST_HEX);
+    k += AG_DIGEST_HEX;
+    if (d->tagged)
+        *k++ = '}';
+    *k = '\0';
     op->policy = p;
     op->charge = kind == AG_PLAN_FAILURE ||
                  (kind == AG_PLAN_CHECK && p->counts == AG_COUNTS_ATTEMPTS);

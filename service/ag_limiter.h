@@ -107,6 +107,11 @@ struct ag_decision {
 struct ag_digests {
     const struct ag_hasher *hasher;
     const struct ag_request *req;
+    /* Keys name their digest as a Redis Cluster hash tag,
+     * "ag:<policy>:{<digest>}", so that a policy's state, block and level
+     * keys share a slot, and so do all the policies of one identifier.
+     * false (ag_digests_init's): "ag:<policy>:<digest>". */
+    bool tagged;
     unsigned done; /* bit (1u << kind) per digest computed */
     char hex[AG_KEY_COUNT][AG_DIGEST_HEX + 1];
 };

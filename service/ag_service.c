@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -312,6 +313,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     int rc;
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req);
+    d.tagged = s->o.tagged_keys;
     if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err)) {
         rc = ag_http_response_refusal(resp, 400, &err);
     } else if (plan(s, AG_PLAN_CHECK, &req, &d, &c->set, &c->plan, resp)) {
@@ -428,9 +430,12 @@ static void plan_password_fp(const struct ag_service *s,
         ag_hasher_digest(s->o.hasher, owner, 2, device_set);
         set = device_set;
     }
-    size_t prefix = sizeof AG_FP_KEY_PREFIX - 1;
-    memcpy(p->fp_key, AG_FP_KEY_PREFIX, prefix);
-    memcpy(p->fp_key + prefix, set, AG_DIGEST_HEX + 1);
+    /* The set's digest is that of the policies keyed on the same
+     * identifiers (user, or user and device_token), so that with tagged
+     * keys it shares their slot. */
+    snprintf(p->fp_key, sizeof p->fp_key,
+             s->o.tagged_keys ? AG_FP_KEY_PREFIX "{%s}" : AG_FP_KEY_PREFIX "%s",
+             set);
     for (size_t i = 0; i < p->n; i++)
         if (p->ops[i].policy->window_s > p->fp_window_s)
             p->fp_window_s = p->ops[i].policy->window_s;
@@ -445,6 +450,7 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
         return ag_http_response_refusal(resp, 400, &err);
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req);
+    d.tagged = s->o.tagged_keys;
     struct ag_ruleset *set;
     struct ag_plan p;
     if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &d, &set,
@@ -559,6 +565,7 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
         return AG_EINVAL;
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req);
+    d.tagged = s->o.tagged_keys;
     trust_device(s, &req, &d);
     if ((need & token) && !req.trusted)
         return ag_error_set(err, AG_EINVAL, "device_token",

@@ -51,6 +51,9 @@ struct ag_service_opts {
     struct ag_request_opts request; /* how requests are normalised */
     /* Seconds a device token lives; 0: AG_DEVICE_TTL_DEFAULT_S. */
     uint32_t device_token_ttl_s;
+    /* Keys carry their digest as a hash tag (struct ag_digests), as a
+     * Redis Cluster store needs. */
+    bool tagged_keys;
 };
 
 /* A new service with no ruleset (checks answer 503 until one is set).

@@ -21,7 +21,7 @@ class TopologyTest(unittest.TestCase):
         self.assertEqual(host, "127.0.0.1")
         self.assertEqual(g.cmd_master("SET", "k", "v1"), "OK")
         self.assertEqual(g.cmd_master("GET", "k"), "v1")
-        self.assertEqual(g.cmd_master("WAIT", 1, 5000), 1)
+        self.assertEqual(g.cmd_master("WAIT", 1, 1500), 1)
 
         self.assertEqual(g.kill_master(), old)
         host, new = g.wait_for_failover(old)
@@ -51,7 +51,7 @@ class TopologyTest(unittest.TestCase):
             self.assertEqual(c.slot_owner(c.keyslot(k)), m)
             self.assertEqual(c.cmd(m, "SET", k, "v"), "OK")
             self.assertEqual(c.cmd(m, "GET", k), "v")
-            self.assertEqual(c.cmd(m, "WAIT", 1, 5000), 1)
+            self.assertEqual(c.cmd(m, "WAIT", 1, 1500), 1)
             keys[m] = k
         self.assertEqual(c.keys_per_master(), {m: 1 for m in masters})
 

@@ -234,6 +234,42 @@ static void key_digest_hashes_the_normalised_identifiers(void **state)
     ag_ruleset_unref(s);
 }
 
+static void tagged_keys_put_the_digest_in_a_hash_tag(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = standard_set();
+    struct ag_request r;
+    request(AG_EP_LOGIN, full_login, &r);
+    struct ag_digests d;
+    ag_digests_init(&d, &h, &r);
+    d.tagged = true;
+    struct ag_plan plan;
+    assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &d, &plan), AG_OK);
+    const struct ag_ident_part parts[] = {{"user", "ana@example.com"},
+                                          {"ip", "10.1.2.3"}};
+    char digest[AG_DIGEST_HEX + 1];
+    ag_hasher_digest(&h, parts, 2, digest);
+    char want[AG_STORE_KEY_MAX];
+    snprintf(want, sizeof want, "ag:login.user_ip:{%s}", digest);
+    const struct ag_limit_op *op = op_named(&plan, "login.user_ip");
+    assert_string_equal(op->key, want);
+    /* The block and level keys keep the tag, so share the slot. */
+    char block[AG_STORE_KEY_MAX];
+    ag_limiter_block_key(op, block);
+    assert_non_null(strstr(block, digest));
+    assert_int_equal(strchr(block, '{') - block, strchr(want, '{') - want);
+    assert_int_equal(strchr(block, '}') - block, strchr(want, '}') - want);
+    /* Policies of one identifier share their tag. */
+    const char *u1 = strchr(op_named(&plan, "login.user")->key, '{');
+    const char *u2 = strchr(op_named(&plan, "login.failures")->key, '{');
+    assert_non_null(u1);
+    assert_non_null(u2);
+    assert_string_equal(u1, u2);
+    ag_ruleset_unref(s);
+}
+
 static void same_user_in_different_case_gets_the_same_key(void **state)
 {
     (void)state;
@@ -908,6 +944,7 @@ int main(void)
         cmocka_unit_test(keys_are_policy_name_and_digest_without_plaintext),
         cmocka_unit_test(key_digest_hashes_the_normalised_identifiers),
         cmocka_unit_test(same_user_in_different_case_gets_the_same_key),
+        cmocka_unit_test(tagged_keys_put_the_digest_in_a_hash_tag),
         cmocka_unit_test(keys_depend_on_the_secret),
         cmocka_unit_test(failures_policy_is_not_charged),
         cmocka_unit_test(shadow_policy_is_flagged),
