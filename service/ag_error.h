@@ -23,6 +23,9 @@
 #define AG_ECONFLICT (-7) /* it exists already */
 #define AG_EPENDING (-8)  /* not done yet: the store must answer first */
 #define AG_EUNKNOWN (-9)  /* sent to the store, no answer: it may be done */
+#define AG_EREDIRECT                                                           \
+    (-10) /* not run: a Redis Cluster node redirected it                       \
+             (MOVED, ASK) to another */
 
 #define AG_ERROR_FIELD_MAX 32
 #define AG_ERROR_MSG_MAX 224

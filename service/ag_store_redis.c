@@ -83,6 +83,8 @@ struct redis_store {
      * and so always written. */
     struct ag_policy probe_policy;
     struct ag_plan probe_plan;
+    void (*redirect)(void *arg, const char *text); /* see ag_store.h */
+    void *redirect_arg;
 };
 
 /* One check in flight: its job in the pipe, and where its answer goes. A
@@ -301,6 +303,15 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
     return AG_OK;
 }
 
+/* A Redis Cluster redirection: MOVED (the slot lives elsewhere) or ASK
+ * (it is moving there). Either way the command did not run. */
+static bool redirected(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "MOVED ", 6) == 0 ||
+            strncmp(r->str, "ASK ", 4) == 0);
+}
+
 static enum lost lost_code(const redisReply *r, bool fcall)
 {
     if (!r || r->type != REDIS_REPLY_ERROR)
@@ -378,13 +389,21 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
         }
         j->cmd = NULL; /* out of memory: fail the check */
     }
-    int rc = r ? parse_reply(r, k->plan, k->res) : AG_ESTORE;
-    if (r && rc)
-        ag_log(AG_LOG_ERROR, "redis_script", "%s",
-               r->type == REDIS_REPLY_ERROR ? r->str
-                                            : "unexpected reply shape");
+    int rc;
+    if (s->redirect && redirected(r)) {
+        /* The node answered and ran nothing: no failure to count. */
+        s->redirect(s->redirect_arg, r->str);
+        outcome(s, AG_OK, j->orphaned);
+        rc = AG_EREDIRECT;
+    } else {
+        rc = r ? parse_reply(r, k->plan, k->res) : AG_ESTORE;
+        if (r && rc)
+            ag_log(AG_LOG_ERROR, "redis_script", "%s",
+                   r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected reply shape");
+        rc = outcome(s, rc, j->orphaned);
+    }
     ag_redis_reply_free(r);
-    rc = outcome(s, rc, j->orphaned);
     /* k is not touched after done: a synchronous caller's returns. */
     ag_store_done_fn done = k->done;
     void *arg = k->arg;
@@ -534,7 +553,11 @@ static bool probe_check(struct redis_store *s)
 {
     redisReply *r = ag_redis_pipe_probe(s->pipe, format_probe, s);
     struct ag_limit_result res;
-    bool up = r && parse_reply(r, &s->probe_plan, &res) == AG_OK && res.allowed;
+    /* A cluster node that sends the probe's key elsewhere answers all the
+     * same (and the store's next refresh finds it a new key). */
+    bool up =
+        (r && parse_reply(r, &s->probe_plan, &res) == AG_OK && res.allowed) ||
+        (s->redirect && redirected(r));
     if (r && !up)
         ag_log(AG_LOG_WARN, "redis_probe_failed", "%s",
                r->type == REDIS_REPLY_ERROR ? r->str
@@ -640,7 +663,10 @@ struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *o)
     s->probe_plan.n = 1;
     s->probe_plan.ops[0].policy = &s->probe_policy;
     s->probe_plan.ops[0].charge = true;
-    memcpy(s->probe_plan.ops[0].key, PROBE_KEY, sizeof PROBE_KEY);
+    snprintf(s->probe_plan.ops[0].key, sizeof s->probe_plan.ops[0].key, "%s",
+             o->probe_key ? o->probe_key : PROBE_KEY);
+    s->redirect = o->redirect;
+    s->redirect_arg = o->redirect_arg;
     memcpy(s->probe_plan.ops[0].member, "probe", sizeof "probe");
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t attr;
