@@ -112,6 +112,11 @@ class RedisTlsTest(ServiceTest):
                 msgs.append(rec.get("msg", ""))
         return msgs
 
+    def service_clients(self, redis):
+        """The ids of the connections the service holds (its user's)."""
+        return sorted(c["id"] for c in redis.clients()
+                      if c.get("user") == USER)
+
     def assert_counted(self, svc, redis):
         r = self.login(svc, "a@example.com", "1.2.3.4")
         self.assertEqual(r.status, 200)
@@ -144,6 +149,15 @@ class RedisTlsTest(ServiceTest):
         redis = self.tls_redis()
         svc = self.tls_service(redis.tls_url())
         self.assert_counted(svc, redis)
+        # TLS 1.3 session tickets make an idle connection readable; they
+        # must not pass for a closed one, or every batch would reconnect.
+        self.open_every_connection(svc)
+        before = self.service_clients(redis)
+        for i in range(20):
+            r = self.login(svc, "c%d@example.com" % i, "1.2.3.4")
+            self.assertNotIn("degraded", r.json)
+        self.assertEqual(self.service_clients(redis), before)
+        self.assertEqual(len(before), 2)  # AG_REDIS_PIPE_DISPATCHERS
         # The service's connections are the ACL user's, on the TLS port.
         mine = [c for c in redis.clients() if c.get("user") == USER]
         self.assertTrue(mine, redis.clients())
