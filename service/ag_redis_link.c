@@ -68,7 +68,10 @@ static const char *tls_reason(char *buf, size_t size)
 {
     unsigned long e = ERR_get_error();
     const char *why = e ? ERR_reason_error_string(e) : NULL;
-    if (why)
+    /* A system error (a missing file) has no reason string: errno's. */
+    if (e && ERR_SYSTEM_ERROR(e))
+        snprintf(buf, size, "%s", strerror(ERR_GET_REASON(e)));
+    else if (why)
         snprintf(buf, size, "%s", why);
     else if (e)
         ERR_error_string_n(e, buf, size);

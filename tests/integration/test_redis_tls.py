@@ -235,7 +235,8 @@ class RedisTlsTest(ServiceTest):
         missing = os.path.join(self.workdir, "no-such-ca.crt")
         svc = self.tls_service(redis.tls_url(), ca=missing)
         line = self.assert_degraded(svc, "redis_tls", "tls: CA file")
-        self.assertIn(missing, line)
+        self.assertEqual(line, "tls: CA file '%s': No such file or directory"
+                         % missing)
 
 
 if __name__ == "__main__":
