@@ -8,13 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include <sodium.h>
 
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_redis_link.h"
 #include "ag_redis_reply.h"
 
 #define DISPATCHERS AG_REDIS_PIPE_DISPATCHERS
@@ -23,13 +23,19 @@
 struct ag_redis_conn {
     struct ag_redis_pipe *pipe;
     pthread_t thread;
-    bool started;      /* the thread runs: it is joined at the end */
-    redisContext *ctx; /* this thread's only; NULL while disconnected */
+    bool started;               /* the thread runs: it is joined at the end */
+    struct ag_redis_link *link; /* this thread's only; NULL while
+                                   disconnected */
 };
 
 struct ag_redis_pipe {
     struct ag_redis_addr addr;
-    struct timeval timeout;
+    unsigned timeout_ms;
+    /* TLS settings shared by every connection (rediss://); NULL for plain
+     * Redis, or when they could not be made: tls_error then says why, and
+     * every connection fails with it. */
+    struct ag_redis_tls *tls;
+    char tls_error[AG_ERROR_MSG_MAX];
     const struct ag_redis_code *code; /* borrowed */
     struct ag_redis_breaker *breaker; /* borrowed */
     struct ag_metrics *metrics;       /* borrowed; may be NULL */
@@ -50,59 +56,51 @@ struct waiter {
     sem_t woken;
 };
 
-static void drop(redisContext **ctx);
-static void failed(struct ag_redis_pipe *p, const redisContext *ctx);
-static int expect_type(struct ag_redis_pipe *p, redisContext **ctx, int argc,
-                       const char **argv, const size_t *lens, int type);
+static void drop(struct ag_redis_link **l);
+static void failed(struct ag_redis_pipe *p, const struct ag_redis_link *l);
+static bool append_argv(struct ag_redis_pipe *p, struct ag_redis_link **l,
+                        int argc, const char **argv, const size_t *lens);
 static void use_library(struct ag_redis_pipe *p, int use, const char *why);
 static bool passing(const char *err);
 static bool note_library(struct ag_redis_pipe *p, const redisReply *r);
-static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
-                     unsigned from, unsigned to);
-static redisContext *connect_redis(struct ag_redis_pipe *p);
-static bool stale(const redisContext *ctx);
+static int load_code(struct ag_redis_pipe *p, struct ag_redis_link **l,
+                     bool library, unsigned from, unsigned to);
+static struct ag_redis_link *connect_redis(struct ag_redis_pipe *p);
 static struct ag_redis_job *take_batch(struct ag_redis_pipe *p, size_t *n);
 static void *dispatch(void *arg);
 static void wake(struct ag_redis_job *j, struct ag_redis_conn *c);
 static void stop(struct ag_redis_pipe *p);
 
-static void drop(redisContext **ctx)
+static void drop(struct ag_redis_link **l)
 {
-    if (*ctx)
-        redisFree(*ctx);
-    *ctx = NULL;
+    ag_redis_link_close(*l);
+    *l = NULL;
 }
 
-/* Counts and logs a failed call on ctx. */
-static void failed(struct ag_redis_pipe *p, const redisContext *ctx)
+/* Counts and logs a failed call on l (NULL: out of memory). */
+static void failed(struct ag_redis_pipe *p, const struct ag_redis_link *l)
 {
-    const char *why = ctx ? ctx->errstr : "out of memory";
-    bool timeout =
-        strstr(why, "temporarily unavailable") || strstr(why, "timed out");
+    const char *why = l ? ag_redis_link_error(l) : "out of memory";
+    bool timeout = l && ag_redis_link_timed_out(l);
     ag_metrics_count(p->metrics,
                      timeout ? AG_M_REDIS_TIMEOUTS : AG_M_REDIS_ERRORS);
     ag_log(AG_LOG_WARN, timeout ? "redis_timeout" : "redis_error", "%s", why);
 }
 
-/* Runs argv on *ctx (connection set-up only) and expects a reply of type;
- * drops *ctx otherwise. */
-static int expect_type(struct ag_redis_pipe *p, redisContext **ctx, int argc,
-                       const char **argv, const size_t *lens, int type)
+/* Formats argv and buffers it on *l (connection set-up only); drops *l if
+ * that fails. */
+static bool append_argv(struct ag_redis_pipe *p, struct ag_redis_link **l,
+                        int argc, const char **argv, const size_t *lens)
 {
-    redisReply *r = redisCommandArgv(*ctx, argc, argv, lens);
-    if (!r) {
-        failed(p, *ctx);
-        drop(ctx);
-        return AG_ESTORE;
+    char *cmd = NULL;
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    bool ok = len >= 0 && ag_redis_link_append(*l, cmd, (size_t)len) == AG_OK;
+    redisFreeCommand(cmd);
+    if (!ok) {
+        failed(p, len >= 0 ? *l : NULL);
+        drop(l);
     }
-    int ok = r->type == type;
-    if (!ok)
-        ag_log(AG_LOG_ERROR, "redis_error", "%s failed: %s", argv[0],
-               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    ag_redis_reply_free(r);
-    if (!ok)
-        drop(ctx);
-    return ok ? AG_OK : AG_ESTORE;
+    return ok;
 }
 
 /* Sets whether checks use FCALL (1) or scripts (0), logging a change;
@@ -156,14 +154,14 @@ static bool note_library(struct ag_redis_pipe *p, const redisReply *r)
     return false;
 }
 
-/* Loads on *ctx in one round trip (pipelined): the function library if
+/* Loads on *l in one round trip (pipelined): the function library if
  * library is set, then scripts[from..to), noting their SHA1s. A refused
  * library is noted (checks then use the scripts), not a failure; a script
- * that fails to load drops *ctx. */
-static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
-                     unsigned from, unsigned to)
+ * that fails to load drops *l. */
+static int load_code(struct ag_redis_pipe *p, struct ag_redis_link **l,
+                     bool library, unsigned from, unsigned to)
 {
-    if (!*ctx)
+    if (!*l)
         return AG_ESTORE;
     if (library) {
         /* Not REPLACE: "already exists" is this code, and answering it
@@ -171,26 +169,20 @@ static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
          * again and goes to the AOF and the replicas. */
         const char *argv[] = {"FUNCTION", "LOAD", p->code->library.text};
         size_t lens[] = {8, 4, p->code->library.len};
-        if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
-            failed(p, *ctx);
-            drop(ctx);
+        if (!append_argv(p, l, 3, argv, lens))
             return AG_ESTORE;
-        }
     }
     for (unsigned m = from; m < to; m++) {
         const char *argv[] = {"SCRIPT", "LOAD", p->code->scripts[m].text};
         size_t lens[] = {6, 4, p->code->scripts[m].len};
-        if (redisAppendCommandArgv(*ctx, 3, argv, lens) != REDIS_OK) {
-            failed(p, *ctx);
-            drop(ctx);
+        if (!append_argv(p, l, 3, argv, lens))
             return AG_ESTORE;
-        }
     }
     if (library) {
         redisReply *r = NULL;
-        if (redisGetReply(*ctx, (void **)&r) != REDIS_OK) {
-            failed(p, *ctx);
-            drop(ctx);
+        if (ag_redis_link_get_reply(*l, (void **)&r) != AG_OK) {
+            failed(p, *l);
+            drop(l);
             return AG_ESTORE;
         }
         note_library(p, r);
@@ -199,9 +191,9 @@ static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
     bool ok = true;
     for (unsigned m = from; m < to; m++) {
         redisReply *r = NULL;
-        if (redisGetReply(*ctx, (void **)&r) != REDIS_OK) {
-            failed(p, *ctx);
-            drop(ctx);
+        if (ag_redis_link_get_reply(*l, (void **)&r) != AG_OK) {
+            failed(p, *l);
+            drop(l);
             return AG_ESTORE;
         }
         if (r->type == REDIS_REPLY_STRING && r->len == 40) {
@@ -216,68 +208,30 @@ static int load_code(struct ag_redis_pipe *p, redisContext **ctx, bool library,
         ag_redis_reply_free(r);
     }
     if (!ok)
-        drop(ctx);
+        drop(l);
     return ok ? AG_OK : AG_ESTORE;
 }
 
 /* A new connection with the timeouts set, authenticated, on the right
- * database, with the library and every script loaded (one round trip);
- * NULL if any step fails. */
-static redisContext *connect_redis(struct ag_redis_pipe *p)
+ * database (ag_redis_link_open), with the library and every script loaded
+ * (one round trip); NULL if any step fails. */
+static struct ag_redis_link *connect_redis(struct ag_redis_pipe *p)
 {
     const struct ag_redis_addr *a = &p->addr;
-    redisContext *ctx =
-        a->kind == AG_REDIS_UNIX
-            ? redisConnectUnixWithTimeout(a->path, p->timeout)
-            : redisConnectWithTimeout(a->host, a->port, p->timeout);
-    if (!ctx || ctx->err) {
-        ag_log(AG_LOG_WARN, "redis_connect", "%s",
-               ctx ? ctx->errstr : "out of memory");
+    struct ag_redis_link *l = NULL;
+    struct ag_error err = {0};
+    if (a->tls && !p->tls)
+        ag_error_fill(&err, AG_EINVAL, NULL, "%s", p->tls_error);
+    else
+        ag_redis_link_open(a, p->tls, p->timeout_ms, &l, &err);
+    if (!l) {
+        ag_log(AG_LOG_WARN, "redis_connect", "%s", err.msg);
         ag_metrics_count(p->metrics, AG_M_REDIS_ERRORS);
-        drop(&ctx);
         return NULL;
     }
-    /* Its replies are built by ag_redis_reply (fewer allocations) and freed
-     * with ag_redis_reply_free. */
-    ctx->reader->fn = &ag_redis_reply_functions;
-    if (redisSetTimeout(ctx, p->timeout) != REDIS_OK) {
-        drop(&ctx);
+    if (load_code(p, &l, true, 1, SCRIPTS))
         return NULL;
-    }
-    if (a->password[0]) {
-        /* AUTH user password: an ACL user (Redis 6+); without a user, the
-         * default one. */
-        const char *argv[] = {"AUTH", a->user, a->password};
-        size_t lens[] = {4, strlen(a->user), strlen(a->password)};
-        int argc = a->user[0] ? 3 : 2;
-        if (!a->user[0]) {
-            argv[1] = a->password;
-            lens[1] = lens[2];
-        }
-        if (expect_type(p, &ctx, argc, argv, lens, REDIS_REPLY_STATUS))
-            return NULL;
-    }
-    if (a->db) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", a->db);
-        const char *argv[] = {"SELECT", db};
-        size_t lens[] = {6, strlen(db)};
-        if (expect_type(p, &ctx, 2, argv, lens, REDIS_REPLY_STATUS))
-            return NULL;
-    }
-    if (load_code(p, &ctx, true, 1, SCRIPTS))
-        return NULL;
-    return ctx;
-}
-
-/* Has Redis closed ctx (a restart, a failover, its idle timeout, CLIENT
- * KILL) while it sat idle? A batch written on it would be lost, its
- * commands maybe run and never answered; better to reconnect first. An
- * idle RESP2 connection has nothing to read unless it was closed. */
-static bool stale(const redisContext *ctx)
-{
-    struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
-    return poll(&pfd, 1, 0) != 0;
+    return l;
 }
 
 /* Takes up to AG_REDIS_PIPE_BATCH queued jobs; NULL once stopping and
@@ -311,16 +265,19 @@ static void *dispatch(void *arg)
     size_t n;
     struct ag_redis_job *batch;
     while ((batch = take_batch(p, &n))) {
-        if (c->ctx && stale(c->ctx))
-            drop(&c->ctx);
-        if (!c->ctx && !ag_redis_breaker_is_open(p->breaker))
-            c->ctx = connect_redis(p);
-        bool ok = c->ctx != NULL;
+        /* Has Redis closed the connection (a restart, a failover, its idle
+         * timeout, CLIENT KILL) while it sat idle? A batch written on it
+         * would be lost, its commands maybe run and never answered; better
+         * to reconnect first. */
+        if (c->link && ag_redis_link_stale(c->link))
+            drop(&c->link);
+        if (!c->link && !ag_redis_breaker_is_open(p->breaker))
+            c->link = connect_redis(p);
+        bool ok = c->link != NULL;
         for (struct ag_redis_job *j = batch; ok && j; j = j->next)
-            ok =
-                redisAppendFormattedCommand(c->ctx, j->cmd, j->len) == REDIS_OK;
+            ok = ag_redis_link_append(c->link, j->cmd, j->len) == AG_OK;
         if (!ok)
-            drop(&c->ctx); /* nothing of a half-built batch may be sent */
+            drop(&c->link); /* nothing of a half-built batch may be sent */
         /* Once the batch is being written, any command of it may have run
          * in Redis even if its reply never comes (a read timeout), and the
          * first read writes the whole batch: so a failed read leaves every
@@ -330,9 +287,9 @@ static void *dispatch(void *arg)
             void *reply = NULL;
             j->sent = written;
             j->orphaned = written && !ok;
-            if (ok && redisGetReply(c->ctx, &reply) != REDIS_OK) {
-                failed(p, c->ctx);
-                drop(&c->ctx);
+            if (ok && ag_redis_link_get_reply(c->link, &reply) != AG_OK) {
+                failed(p, c->link);
+                drop(&c->link);
                 ok = false;
             }
             j->reply = reply;
@@ -345,7 +302,7 @@ static void *dispatch(void *arg)
             j->done(j, c);
         }
     }
-    drop(&c->ctx);
+    drop(&c->link);
     return NULL;
 }
 
@@ -407,28 +364,27 @@ void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41])
 
 int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
 {
-    return load_code(c->pipe, &c->ctx, library, mask ? mask : 1,
+    return load_code(c->pipe, &c->link, library, mask ? mask : 1,
                      mask ? mask + 1 : 1);
 }
 
 redisReply *ag_redis_pipe_probe(struct ag_redis_pipe *p, ag_redis_probe_fmt fmt,
                                 void *arg)
 {
-    redisContext *ctx = connect_redis(p);
-    if (!ctx)
+    struct ag_redis_link *l = connect_redis(p);
+    if (!l)
         return NULL;
     char *cmd = NULL;
     long long len = fmt(arg, &cmd);
     void *reply = NULL;
-    if (len < 0 ||
-        redisAppendFormattedCommand(ctx, cmd, (size_t)len) != REDIS_OK) {
+    if (len < 0 || ag_redis_link_append(l, cmd, (size_t)len) != AG_OK) {
         ag_log(AG_LOG_ERROR, "redis_error", "probe: out of memory");
-    } else if (redisGetReply(ctx, &reply) != REDIS_OK) {
-        failed(p, ctx);
+    } else if (ag_redis_link_get_reply(l, &reply) != AG_OK) {
+        failed(p, l);
         reply = NULL;
     }
     free(cmd);
-    drop(&ctx);
+    drop(&l);
     return reply;
 }
 
@@ -454,8 +410,16 @@ struct ag_redis_pipe *ag_redis_pipe_new(const struct ag_redis_addr *addr,
     if (!p)
         return NULL;
     p->addr = *addr;
-    p->timeout.tv_sec = timeout_ms / 1000;
-    p->timeout.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+    p->timeout_ms = timeout_ms;
+    /* Made once, before any dispatcher runs; the dispatchers only read
+     * it. A failure (a missing CA file) does not stop the service: its
+     * connections fail with the reason, the store answers degraded and
+     * /readyz says 503, as with any Redis it cannot reach. */
+    struct ag_error err = {0};
+    if (addr->tls && ag_redis_tls_new(addr, &p->tls, &err) != AG_OK) {
+        snprintf(p->tls_error, sizeof p->tls_error, "%s", err.msg);
+        ag_log(AG_LOG_ERROR, "redis_tls", "%s", err.msg);
+    }
     p->code = code;
     p->breaker = breaker;
     p->metrics = metrics;
@@ -485,6 +449,7 @@ void ag_redis_pipe_free(struct ag_redis_pipe *p)
     stop(p);
     pthread_cond_destroy(&p->queued);
     pthread_mutex_destroy(&p->lock);
+    ag_redis_tls_free(p->tls);
     sodium_memzero(p->addr.password, sizeof p->addr.password);
     free(p);
 }

@@ -1,22 +1,24 @@
 /*
  * The Redis store's pipeline ("auto-pipelining"): a caller formats its
  * command as RESP, queues it as a job and is called back. AG_REDIS_PIPE_
- * DISPATCHERS threads, each with its own hiredis connection (a context is
- * not thread-safe), take everything queued (AG_REDIS_PIPE_BATCH at most),
- * write it in one go and read the replies in order. While one batch is on
- * the wire the next one gathers, so under load many commands share each
- * write and read system call on both sides, and Redis serves them nearly
- * at its pipelined rate; with one command in flight it is still one round
- * trip.
+ * DISPATCHERS threads, each with its own connection (an ag_redis_link,
+ * used by one thread at a time), take everything queued
+ * (AG_REDIS_PIPE_BATCH at most), write it in one go and read the replies
+ * in order. While one batch is on the wire the next one gathers, so under
+ * load many commands share each write and read system call on both sides,
+ * and Redis serves them nearly at its pipelined rate; with one command in
+ * flight it is still one round trip.
  *
  * A connection is made when a batch needs one and the breaker is closed:
- * connect, AUTH, SELECT, then the store's code loaded in one round trip
- * (the function library and every script, so a check formatted either way
- * finds its code). One that Redis closed while it sat idle is noticed
- * before a batch is written on it (a restart, a failover, CLIENT KILL) and
- * replaced. The pipe notes what Redis did with the code: the scripts'
- * SHA1s, and whether it took the library (checks then use FCALL) or
- * refuses FUNCTION (Redis 6, an ACL, rename-command: checks use EVALSHA).
+ * connect, the TLS handshake for rediss:// (with TLS settings made once
+ * with the pipe and shared by its connections), AUTH, SELECT, then the
+ * store's code loaded in one round trip (the function library and every
+ * script, so a check formatted either way finds its code). One that Redis
+ * closed while it sat idle is noticed before a batch is written on it (a
+ * restart, a failover, CLIENT KILL) and replaced. The pipe notes what
+ * Redis did with the code: the scripts' SHA1s, and whether it took the
+ * library (checks then use FCALL) or refuses FUNCTION (Redis 6, an ACL,
+ * rename-command: checks use EVALSHA).
  *
  * Each job's done is called once, on a dispatcher thread, after every
  * reply of its batch is read, with the reply (or NULL: the command failed,

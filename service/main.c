@@ -74,11 +74,13 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (cfg.redis.tls || cfg.redis.kind == AG_REDIS_SENTINEL) {
+    if (cfg.redis.kind == AG_REDIS_SENTINEL ||
+        cfg.redis.kind == AG_REDIS_CLUSTER) {
         fprintf(stderr,
                 "abuseguard: --redis: %s is not supported by this "
                 "build yet\n",
-                cfg.redis.tls ? "rediss:// (TLS)" : "redis+sentinel://");
+                cfg.redis.kind == AG_REDIS_SENTINEL ? "redis+sentinel://"
+                                                    : "redis+cluster://");
         return EXIT_CONFIG;
     }
     if (ag_config_read_redis_password(&cfg, &cerr)) {

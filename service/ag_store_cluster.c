@@ -1,0 +1,704 @@
+/*
+ * The Redis Cluster store: the store function table over one Redis store
+ * (ag_store_redis.c) per master node, and the slot map that says which
+ * node holds a key (ag_redis_slot.c).
+ *
+ * A check's keys hash to several slots (the user's, the address's, ...),
+ * and one FCALL may only touch one slot, so a check becomes one call per
+ * slot group, in parallel. The guarantees (README, "Redis Cluster"):
+ * - Never over-admit: each group's policies are judged and charged
+ *   atomically on the node that holds them, exactly as on one Redis.
+ * - All or nothing: a check of several groups sends each as a RESERVE
+ *   (judged and charged as a check, reporting what it charged); if any
+ *   group denied, each group that charged is sent a RELEASE that undoes
+ *   exactly that. Until the release lands another check may see the
+ *   charge and be denied where one Redis would have allowed it: the
+ *   price, never the reverse. A release that fails leaves the charge (an
+ *   over-count, never an over-admission).
+ * - A failure report's groups record independently (as they do on one
+ *   Redis); the password fingerprint is judged with the user's group, so
+ *   a repeated password still counts once there but not in groups keyed
+ *   on other identifiers.
+ * - MOVED updates the map and sends the group to the owner (a redirected
+ *   command did not run, so this is no re-send); ASK sends it to the
+ *   target once with ASKING. A node whose connection fails opens its own
+ *   breaker: checks whose keys live elsewhere go on.
+ * The map is fetched from the seeds at start, then every second and at
+ * once after a redirection (CLUSTER SLOTS), by one refresh thread.
+ *
+ * Thread-safety: any thread may check; the map and the node list are
+ * guarded by one mutex, held only to look up or swap. A node's store,
+ * once made, lives until the cluster store is destroyed.
+ */
+#include "ag_store_cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <sodium.h>
+
+#include "ag_error.h"
+#include "ag_log.h"
+#include "ag_redis_slot.h"
+
+#define NODES_MAX 128  /* nodes ever seen (masters and promoted replicas) */
+#define ATTEMPTS_MAX 3 /* a group's sends, redirections included */
+#define REFRESH_MS 1000
+
+struct node {
+    char host[256];
+    int port;
+    struct ag_store *store;
+    char probe_key[64];
+};
+
+struct cluster {
+    struct ag_store base;
+    struct ag_redis_addr addr; /* credentials and TLS; kind, seeds */
+    unsigned timeout_ms;
+    struct ag_metrics *metrics;
+    pthread_mutex_t lock; /* guards map, nodes, nnodes, stopping, dirty */
+    pthread_cond_t wake;  /* the refresh thread waits on it */
+    struct ag_redis_slot_map *map; /* NULL until the first fetch */
+    int *owner_node; /* per map node index: its index in nodes, or -1 */
+    size_t mapped;   /* map nodes owner_node covers */
+    struct node *nodes[NODES_MAX];
+    size_t nnodes;
+    bool stopping;
+    bool dirty; /* a redirection came: fetch the map now */
+    pthread_t refresher;
+    char instance[17];
+    atomic_uint_fast64_t seq;
+};
+
+struct ccheck;
+
+/* One slot's share of a check, sent to the node that holds the slot. */
+struct group {
+    struct ccheck *parent;
+    uint16_t slot;
+    int node; /* index in nodes */
+    int attempts;
+    int rc;
+    bool asking;
+    size_t nops;
+    size_t idx[AG_PLAN_MAX]; /* each op's index in the parent's plan */
+    struct ag_plan plan;
+    struct ag_limit_result res[AG_PLAN_MAX];
+};
+
+struct ccheck {
+    struct cluster *c;
+    const struct ag_plan *plan;
+    struct ag_limit_result *res;
+    ag_store_done_fn done;
+    void *arg;
+    atomic_size_t pending; /* groups (then releases) not yet back */
+    atomic_bool answered;  /* done has been called */
+    size_t ngroups;
+    struct group groups[];
+};
+
+/* The text of the last redirection a node's store reported on this
+ * thread: the store calls redirect, then the check's done, on the same
+ * thread, so group_done finds it here. */
+static _Thread_local char last_redirect[512];
+
+static void on_redirect(void *arg, const char *text)
+{
+    struct cluster *c = arg;
+    snprintf(last_redirect, sizeof last_redirect, "%s", text);
+    pthread_mutex_lock(&c->lock);
+    c->dirty = true;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A key in a slot that node holds in map, for its store's probe. */
+static void pick_probe_key(const struct ag_redis_slot_map *map, int map_node,
+                           char out[64])
+{
+    for (unsigned t = 0; t < 100000; t++) {
+        snprintf(out, 64, "ag::probe:{%u}", t);
+        if (ag_redis_slot_map_owner(map, ag_redis_slot(out, strlen(out))) ==
+            map_node)
+            return;
+    }
+    snprintf(out, 64, "ag::probe");
+}
+
+/* The index in c->nodes of host:port, made (with its store) if new; -1
+ * when out of room or memory. Called with the lock held. */
+static int node_index(struct cluster *c, const char *host, int port,
+                      const struct ag_redis_slot_map *map, int map_node)
+{
+    for (size_t i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->port == port && strcmp(c->nodes[i]->host, host) == 0)
+            return (int)i;
+    if (c->nnodes == NODES_MAX)
+        return -1;
+    struct node *n = calloc(1, sizeof *n);
+    if (!n)
+        return -1;
+    snprintf(n->host, sizeof n->host, "%s", host);
+    n->port = port;
+    pick_probe_key(map, map_node, n->probe_key);
+    struct ag_redis_addr a = c->addr;
+    a.kind = AG_REDIS_TCP;
+    snprintf(a.host, sizeof a.host, "%s", host);
+    a.port = port;
+    a.db = 0;
+    n->store = ag_store_redis_new(&(struct ag_store_redis_opts){
+        .addr = &a,
+        .timeout_ms = c->timeout_ms,
+        .metrics = c->metrics,
+        .probe_key = n->probe_key,
+        .redirect = on_redirect,
+        .redirect_arg = c,
+    });
+    sodium_memzero(a.password, sizeof a.password);
+    if (!n->store) {
+        free(n);
+        return -1;
+    }
+    c->nodes[c->nnodes] = n;
+    return (int)c->nnodes++;
+}
+
+/* Points owner_node at c->nodes for every node of c->map, making stores
+ * for new ones (an empty host is asked_host, the address that answered).
+ * Called with the lock held. */
+static void remap(struct cluster *c, const char *asked_host)
+{
+    size_t n = ag_redis_slot_map_nodes(c->map);
+    int *owner = realloc(c->owner_node, (n ? n : 1) * sizeof *owner);
+    if (!owner)
+        return; /* the old array still covers the nodes it knew */
+    c->owner_node = owner;
+    for (size_t i = 0; i < n; i++) {
+        const char *host = ag_redis_slot_map_host(c->map, i);
+        owner[i] =
+            node_index(c, host[0] ? host : asked_host,
+                       ag_redis_slot_map_port(c->map, i), c->map, (int)i);
+    }
+    c->mapped = n;
+}
+
+/* Swaps map in. Called with the lock held; takes over map. */
+static void adopt_map(struct cluster *c, struct ag_redis_slot_map *map,
+                      const char *asked_host)
+{
+    ag_redis_slot_map_free(c->map);
+    c->map = map;
+    c->mapped = 0;
+    remap(c, asked_host);
+}
+
+/* Asks host:port for the slot map; NULL if it cannot answer. */
+static struct ag_redis_slot_map *fetch_from(struct cluster *c, const char *host,
+                                            int port)
+{
+    struct timeval tv = {(time_t)(c->timeout_ms / 1000),
+                         (suseconds_t)(c->timeout_ms % 1000) * 1000};
+    /* Never less than a second: a map fetch is rare and not on a check's
+     * path. */
+    if (c->timeout_ms < 1000)
+        tv = (struct timeval){1, 0};
+    redisContext *ctx = redisConnectWithTimeout(host, port, tv);
+    if (!ctx || ctx->err) {
+        if (ctx)
+            redisFree(ctx);
+        return NULL;
+    }
+    redisSetTimeout(ctx, tv);
+    redisReply *r = NULL;
+    if (c->addr.password[0]) {
+        r = c->addr.user[0] ? redisCommand(ctx, "AUTH %s %s", c->addr.user,
+                                           c->addr.password)
+                            : redisCommand(ctx, "AUTH %s", c->addr.password);
+        bool ok = r && r->type == REDIS_REPLY_STATUS;
+        if (r)
+            freeReplyObject(r);
+        if (!ok) {
+            redisFree(ctx);
+            return NULL;
+        }
+    }
+    r = redisCommand(ctx, "CLUSTER SLOTS");
+    struct ag_redis_slot_map *map = NULL;
+    struct ag_error err;
+    if (r && ag_redis_slot_map_from_reply(r, &map, &err) != AG_OK) {
+        ag_log(AG_LOG_WARN, "cluster_slots", "%s:%d: %s", host, port, err.msg);
+        map = NULL;
+    } else if (!r) {
+        ag_log(AG_LOG_WARN, "cluster_slots", "%s:%d: %s", host, port,
+               ctx->errstr);
+    }
+    if (r)
+        freeReplyObject(r);
+    redisFree(ctx);
+    return map;
+}
+
+/* One refresh: the known nodes first (a seed may have left), then the
+ * seeds. */
+static void refresh(struct cluster *c)
+{
+    struct ag_redis_hostport ask[NODES_MAX + AG_SEEDS_MAX];
+    size_t nask = 0;
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->nnodes; i++) {
+        snprintf(ask[nask].host, sizeof ask[nask].host, "%s",
+                 c->nodes[i]->host);
+        ask[nask++].port = c->nodes[i]->port;
+    }
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < c->addr.n_seeds; i++)
+        ask[nask++] = c->addr.seeds[i];
+    for (size_t i = 0; i < nask; i++) {
+        struct ag_redis_slot_map *map = fetch_from(c, ask[i].host, ask[i].port);
+        if (!map)
+            continue;
+        if (!ag_redis_slot_map_complete(map)) {
+            /* A node mid-failover may not know every slot yet; another
+             * may. */
+            ag_redis_slot_map_free(map);
+            continue;
+        }
+        pthread_mutex_lock(&c->lock);
+        adopt_map(c, map, ask[i].host);
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+}
+
+static void *refresher(void *arg)
+{
+    struct cluster *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stopping) {
+        c->dirty = false;
+        pthread_mutex_unlock(&c->lock);
+        refresh(c);
+        pthread_mutex_lock(&c->lock);
+        if (c->stopping || c->dirty)
+            continue;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += REFRESH_MS / 1000;
+        pthread_cond_timedwait(&c->wake, &c->lock, &until);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static uint16_t op_slot(const struct ag_limit_op *op)
+{
+    return ag_redis_slot(op->key, strlen(op->key));
+}
+
+/* The node holding slot now, or -1. Called with the lock held. */
+static int owner_of(const struct cluster *c, uint16_t slot)
+{
+    if (!c->map)
+        return -1;
+    int m = ag_redis_slot_map_owner(c->map, slot);
+    return m < 0 || (size_t)m >= c->mapped ? -1 : c->owner_node[m];
+}
+
+static void group_done(void *arg, int rc);
+
+/* Sends g to its node; an error is returned and nothing is called. */
+static int send_group(struct group *g)
+{
+    struct cluster *c = g->parent->c;
+    pthread_mutex_lock(&c->lock);
+    struct ag_store *s = g->node >= 0 ? c->nodes[g->node]->store : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (!s)
+        return AG_ESTORE;
+    g->attempts++;
+    g->plan.asking = g->asking;
+    return ag_store_check_async(s, &g->plan, g->res, group_done, g);
+}
+
+static void free_check(struct ccheck *k)
+{
+    free(k);
+}
+
+/* Undoes what each group that allowed charged, after another denied (or
+ * failed). Fire and forget: the answer does not wait. */
+static void release_done(void *arg, int rc)
+{
+    struct group *g = arg;
+    if (rc)
+        ag_log(AG_LOG_WARN, "cluster_release_failed",
+               "a charge stays on slot %u (an over-count)", g->slot);
+    if (atomic_fetch_sub(&g->parent->pending, 1) == 1)
+        free_check(g->parent);
+}
+
+static bool charged(const struct group *g)
+{
+    for (size_t i = 0; i < g->nops; i++)
+        if (g->res[i].undo)
+            return true;
+    return false;
+}
+
+static bool group_denied(const struct group *g)
+{
+    for (size_t i = 0; i < g->nops; i++)
+        if (!g->res[i].allowed && !g->plan.ops[i].shadow)
+            return true;
+    return false;
+}
+
+/* Every group is back: answer, then release what must be. */
+static void finish(struct ccheck *k)
+{
+    int rc = AG_OK;
+    bool denied = false;
+    for (size_t i = 0; i < k->ngroups; i++) {
+        struct group *g = &k->groups[i];
+        if (g->rc)
+            rc = AG_ESTORE;
+        else if (group_denied(g))
+            denied = true;
+    }
+    bool reserve = k->ngroups > 1 && k->groups[0].plan.kind == AG_PLAN_RESERVE;
+    /* Which groups to release: on a denial or a failure, every reserved
+     * group that answered and charged. */
+    size_t nrelease = 0;
+    bool release[AG_PLAN_MAX] = {false};
+    if (reserve && (denied || rc))
+        for (size_t i = 0; i < k->ngroups; i++) {
+            struct group *g = &k->groups[i];
+            if (!g->rc && !group_denied(g) && charged(g)) {
+                release[i] = true;
+                nrelease++;
+            }
+        }
+    if (rc == AG_OK)
+        for (size_t i = 0; i < k->ngroups; i++) {
+            struct group *g = &k->groups[i];
+            for (size_t j = 0; j < g->nops; j++) {
+                k->res[g->idx[j]] = g->res[j];
+                /* Released: what was charged is given back. */
+                if (release[i] && g->res[j].undo)
+                    k->res[g->idx[j]].remaining++;
+            }
+        }
+    ag_store_done_fn done = k->done;
+    void *arg = k->arg;
+    if (!nrelease) {
+        free_check(k);
+        done(arg, rc);
+        return;
+    }
+    atomic_store(&k->pending, nrelease);
+    done(arg, rc);
+    for (size_t i = 0; i < k->ngroups; i++) {
+        if (!release[i])
+            continue;
+        struct group *g = &k->groups[i];
+        g->plan.kind = AG_PLAN_RELEASE;
+        g->asking = false;
+        if (send_group(g) != AG_OK)
+            release_done(g, AG_ESTORE);
+    }
+}
+
+/* A redirection of g (its text in last_redirect): to the owner the map
+ * now names (MOVED), or once to the ASK target. Returns whether g went
+ * again. */
+static bool follow(struct group *g)
+{
+    struct cluster *c = g->parent->c;
+    struct ag_redis_redirect to;
+    if (g->attempts >= ATTEMPTS_MAX ||
+        ag_redis_slot_parse_redirect(last_redirect, strlen(last_redirect),
+                                     &to) != AG_OK)
+        return false;
+    pthread_mutex_lock(&c->lock);
+    const char *host = to.host[0] ? to.host : c->nodes[g->node]->host;
+    char target[256];
+    snprintf(target, sizeof target, "%s", host);
+    int n = -1;
+    if (c->map) {
+        if (to.kind == AG_REDIS_MOVED) {
+            ag_redis_slot_map_moved(c->map, to.slot, target, to.port);
+            remap(c, target);
+        }
+        n = node_index(c, target, to.port, c->map,
+                       ag_redis_slot_map_owner(c->map, to.slot));
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (n < 0)
+        return false;
+    g->node = n;
+    g->asking = to.kind == AG_REDIS_ASK;
+    return send_group(g) == AG_OK;
+}
+
+static void group_done(void *arg, int rc)
+{
+    struct group *g = arg;
+    if (rc == AG_EREDIRECT && follow(g))
+        return;
+    g->rc = rc == AG_EREDIRECT ? AG_ESTORE : rc;
+    if (atomic_fetch_sub(&g->parent->pending, 1) == 1)
+        finish(g->parent);
+}
+
+/* Splits plan by slot into k's groups (k sized for plan->n of them). */
+static size_t split(struct cluster *c, const struct ag_plan *plan,
+                    struct ccheck *k)
+{
+    size_t ng = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        uint16_t slot = op_slot(&plan->ops[i]);
+        struct group *g = NULL;
+        for (size_t j = 0; j < ng && !g; j++)
+            if (k->groups[j].slot == slot)
+                g = &k->groups[j];
+        if (!g) {
+            g = &k->groups[ng++];
+            g->parent = k;
+            g->slot = slot;
+            g->node = owner_of(c, slot);
+            g->plan.kind = plan->kind;
+            g->plan.trusted = plan->trusted;
+        }
+        g->idx[g->nops] = i;
+        g->plan.ops[g->nops++] = plan->ops[i];
+        g->plan.n = g->nops;
+    }
+    /* The fingerprint goes with the group whose slot its set shares. */
+    if (plan->kind == AG_PLAN_FAILURE && plan->fp[0]) {
+        uint16_t slot = ag_redis_slot(plan->fp_key, strlen(plan->fp_key));
+        for (size_t j = 0; j < ng; j++)
+            if (k->groups[j].slot == slot) {
+                memcpy(k->groups[j].plan.fp, plan->fp, sizeof plan->fp);
+                memcpy(k->groups[j].plan.fp_key, plan->fp_key,
+                       sizeof plan->fp_key);
+                k->groups[j].plan.fp_window_s = plan->fp_window_s;
+            }
+    }
+    return ng;
+}
+
+static int cluster_check_async(struct ag_store *base,
+                               const struct ag_plan *plan,
+                               struct ag_limit_result *res,
+                               ag_store_done_fn done, void *arg)
+{
+    struct cluster *c = (struct cluster *)base;
+    if (plan->n == 0)
+        return AG_EINVAL;
+    struct ccheck *k = calloc(1, sizeof *k + plan->n * sizeof(struct group));
+    if (!k)
+        return AG_ENOMEM;
+    k->c = c;
+    k->plan = plan;
+    k->res = res;
+    k->done = done;
+    k->arg = arg;
+    pthread_mutex_lock(&c->lock);
+    k->ngroups = split(c, plan, k);
+    bool routable = c->map != NULL;
+    for (size_t i = 0; i < k->ngroups; i++)
+        routable = routable && k->groups[i].node >= 0;
+    pthread_mutex_unlock(&c->lock);
+    if (!routable) {
+        free(k);
+        return AG_ESTORE;
+    }
+    if (plan->kind == AG_PLAN_CHECK && k->ngroups > 1) {
+        /* One nonce for a check's reserves and releases. */
+        char nonce[AG_NONCE_MAX];
+        uint_fast64_t seq = atomic_fetch_add(&c->seq, 1);
+        snprintf(nonce, sizeof nonce, "%sc%" PRIxFAST64, c->instance, seq);
+        for (size_t i = 0; i < k->ngroups; i++) {
+            k->groups[i].plan.kind = AG_PLAN_RESERVE;
+            snprintf(k->groups[i].plan.nonce, sizeof k->groups[i].plan.nonce,
+                     "%s", nonce);
+        }
+    }
+    atomic_init(&k->pending, k->ngroups);
+    /* Once one group is away, the check answers through done, whatever
+     * the others do. */
+    for (size_t i = 0; i < k->ngroups; i++) {
+        struct group *g = &k->groups[i];
+        int rc = send_group(g);
+        if (rc == AG_OK)
+            continue;
+        if (i == 0) {
+            free(k);
+            return rc;
+        }
+        g->rc = AG_ESTORE;
+        if (atomic_fetch_sub(&k->pending, 1) == 1)
+            finish(k);
+    }
+    return AG_OK;
+}
+
+struct waiting {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    int rc;
+};
+
+static void wake(void *arg, int rc)
+{
+    struct waiting *w = arg;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static int cluster_check(struct ag_store *base, const struct ag_plan *plan,
+                         struct ag_limit_result *res)
+{
+    if (plan->n == 0)
+        return AG_OK;
+    struct waiting w = {.done = false};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    int rc = cluster_check_async(base, plan, res, wake, &w);
+    if (rc == AG_OK) {
+        pthread_mutex_lock(&w.lock);
+        while (!w.done)
+            pthread_cond_wait(&w.cond, &w.lock);
+        pthread_mutex_unlock(&w.lock);
+        rc = w.rc;
+    }
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    return rc;
+}
+
+/* Clears each slot's keys on its node; the first failure is the answer
+ * (the others are still tried). */
+static int cluster_clear(struct ag_store *base, const struct ag_plan *plan)
+{
+    struct cluster *c = (struct cluster *)base;
+    struct ccheck *k =
+        calloc(1, sizeof *k + (plan->n ? plan->n : 1) * sizeof(struct group));
+    if (!k)
+        return AG_ENOMEM;
+    k->c = c;
+    pthread_mutex_lock(&c->lock);
+    k->ngroups = split(c, plan, k);
+    pthread_mutex_unlock(&c->lock);
+    int rc = AG_OK;
+    for (size_t i = 0; i < k->ngroups; i++) {
+        struct group *g = &k->groups[i];
+        pthread_mutex_lock(&c->lock);
+        struct ag_store *s = g->node >= 0 ? c->nodes[g->node]->store : NULL;
+        pthread_mutex_unlock(&c->lock);
+        int r = s ? ag_store_clear(s, &g->plan) : AG_ESTORE;
+        if (r && !rc)
+            rc = r;
+    }
+    free(k);
+    return rc;
+}
+
+/* Ready when every slot has a master whose store answers. */
+static int cluster_ping(struct ag_store *base)
+{
+    struct cluster *c = (struct cluster *)base;
+    struct ag_store *masters[NODES_MAX];
+    size_t n = 0;
+    pthread_mutex_lock(&c->lock);
+    bool complete = c->map && ag_redis_slot_map_complete(c->map);
+    /* Every slot's owner, that is: a node of the map that holds none is
+     * pinged too (harmless). */
+    if (complete)
+        for (size_t i = 0; i < ag_redis_slot_map_nodes(c->map); i++)
+            if (i < c->mapped && c->owner_node[i] >= 0 && n < NODES_MAX)
+                masters[n++] = c->nodes[c->owner_node[i]]->store;
+            else
+                complete = false;
+    pthread_mutex_unlock(&c->lock);
+    if (!complete)
+        return AG_ESTORE;
+    for (size_t i = 0; i < n; i++)
+        if (ag_store_ping(masters[i]) != AG_OK)
+            return AG_ESTORE;
+    return AG_OK;
+}
+
+static void cluster_destroy(struct ag_store *base)
+{
+    struct cluster *c = (struct cluster *)base;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = true;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->refresher, NULL);
+    for (size_t i = 0; i < c->nnodes; i++) {
+        ag_store_destroy(c->nodes[i]->store);
+        free(c->nodes[i]);
+    }
+    ag_redis_slot_map_free(c->map);
+    free(c->owner_node);
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->lock);
+    sodium_memzero(c->addr.password, sizeof c->addr.password);
+    free(c);
+}
+
+static const struct ag_store_ops cluster_ops = {
+    .name = "redis-cluster",
+    .check = cluster_check,
+    .check_async = cluster_check_async,
+    .clear = cluster_clear,
+    .ping = cluster_ping,
+    .destroy = cluster_destroy,
+};
+
+struct ag_store *ag_store_cluster_new(const struct ag_store_redis_opts *o)
+{
+    struct cluster *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->base.ops = &cluster_ops;
+    c->addr = *o->addr;
+    c->timeout_ms = o->timeout_ms;
+    c->metrics = o->metrics;
+    unsigned char id[8];
+    randombytes_buf(id, sizeof id);
+    sodium_bin2hex(c->instance, sizeof c->instance, id, sizeof id);
+    atomic_init(&c->seq, 0);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    /* The first map before the first check, if the seeds answer. */
+    refresh(c);
+    if (pthread_create(&c->refresher, NULL, refresher, c) != 0) {
+        ag_redis_slot_map_free(c->map);
+        free(c->owner_node);
+        pthread_cond_destroy(&c->wake);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return NULL;
+    }
+    return &c->base;
+}
