@@ -16,6 +16,11 @@
 #include "ag_metrics.h"
 #include "ag_redis_link.h"
 #include "ag_redis_reply.h"
+#include "ag_redis_sentinel.h"
+
+/* Sent before a command redirected by ASK (Redis Cluster), on the same
+ * connection. */
+static const char ASKING[] = "*1\r\n$6\r\nASKING\r\n";
 
 #define DISPATCHERS AG_REDIS_PIPE_DISPATCHERS
 #define SCRIPTS AG_REDIS_SCRIPTS
@@ -212,18 +217,68 @@ static int load_code(struct ag_redis_pipe *p, struct ag_redis_link **l,
     return ok ? AG_OK : AG_ESTORE;
 }
 
+/* Does the server at the end of *l, which a sentinel named, say ROLE
+ * master? A sentinel may be behind a failover by a moment; the next
+ * connection asks again. Drops *l if not. */
+static bool is_master(struct ag_redis_pipe *p, struct ag_redis_link **l)
+{
+    static const char role[] = "*1\r\n$4\r\nROLE\r\n";
+    redisReply *r = NULL;
+    bool master = ag_redis_link_append(*l, role, sizeof role - 1) == AG_OK &&
+                  ag_redis_link_get_reply(*l, (void **)&r) == AG_OK &&
+                  r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                  r->element[0]->type == REDIS_REPLY_STRING &&
+                  strcmp(r->element[0]->str, "master") == 0;
+    if (!master) {
+        ag_log(AG_LOG_WARN, "redis_connect",
+               "sentinel: the address named for '%s' is not a master (%s)",
+               p->addr.master_name,
+               r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                       r->element[0]->type == REDIS_REPLY_STRING
+                   ? r->element[0]->str
+                   : ag_redis_link_error(*l));
+        ag_metrics_count(p->metrics, AG_M_REDIS_ERRORS);
+        drop(l);
+    }
+    ag_redis_reply_free(r);
+    return master;
+}
+
+/* An answer that says the command did not run because this server is not
+ * (or no longer) a writable master: a replica after a failover, or one
+ * that lost its master. The connection is dropped and the command may go
+ * again, to the master the sentinels name next. */
+static bool not_master(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "READONLY", 8) == 0 ||
+            strncmp(r->str, "MASTERDOWN", 10) == 0);
+}
+
 /* A new connection with the timeouts set, authenticated, on the right
  * database (ag_redis_link_open), with the library and every script loaded
  * (one round trip); NULL if any step fails. */
 static struct ag_redis_link *connect_redis(struct ag_redis_pipe *p)
 {
     const struct ag_redis_addr *a = &p->addr;
+    struct ag_redis_addr master;
     struct ag_redis_link *l = NULL;
     struct ag_error err = {0};
-    if (a->tls && !p->tls)
+    if (a->tls && !p->tls) {
         ag_error_fill(&err, AG_EINVAL, NULL, "%s", p->tls_error);
-    else
+    } else if (a->kind == AG_REDIS_SENTINEL &&
+               ag_redis_sentinel_master(a, p->tls, p->timeout_ms, &master,
+                                        &err) != AG_OK) {
+        /* err says why */
+    } else {
+        if (a->kind == AG_REDIS_SENTINEL)
+            a = &master;
         ag_redis_link_open(a, p->tls, p->timeout_ms, &l, &err);
+    }
+    if (a == &master)
+        sodium_memzero(master.password, sizeof master.password);
+    if (l && p->addr.kind == AG_REDIS_SENTINEL && !is_master(p, &l))
+        return NULL;
     if (!l) {
         ag_log(AG_LOG_WARN, "redis_connect", "%s", err.msg);
         ag_metrics_count(p->metrics, AG_M_REDIS_ERRORS);
@@ -275,25 +330,47 @@ static void *dispatch(void *arg)
             c->link = connect_redis(p);
         bool ok = c->link != NULL;
         for (struct ag_redis_job *j = batch; ok && j; j = j->next)
-            ok = ag_redis_link_append(c->link, j->cmd, j->len) == AG_OK;
+            ok = (!j->asking ||
+                  ag_redis_link_append(c->link, ASKING, sizeof ASKING - 1) ==
+                      AG_OK) &&
+                 ag_redis_link_append(c->link, j->cmd, j->len) == AG_OK;
         if (!ok)
             drop(&c->link); /* nothing of a half-built batch may be sent */
         /* Once the batch is being written, any command of it may have run
          * in Redis even if its reply never comes (a read timeout), and the
          * first read writes the whole batch: so a failed read leaves every
          * job of the batch sent, not only those before it. */
-        bool written = ok;
+        bool written = ok, demoted = false;
         for (struct ag_redis_job *j = batch; j; j = j->next) {
             void *reply = NULL;
             j->sent = written;
             j->orphaned = written && !ok;
+            /* ASKING's +OK first; anything else and the command after it
+             * was refused as if it had been sent without. */
+            if (ok && j->asking &&
+                ag_redis_link_get_reply(c->link, &reply) == AG_OK) {
+                ag_redis_reply_free(reply);
+                reply = NULL;
+            }
             if (ok && ag_redis_link_get_reply(c->link, &reply) != AG_OK) {
                 failed(p, c->link);
                 drop(&c->link);
                 ok = false;
             }
+            if (p->addr.kind == AG_REDIS_SENTINEL && not_master(reply)) {
+                ag_log(AG_LOG_WARN, "redis_not_master",
+                       "%s; asking the "
+                       "sentinels again",
+                       ((redisReply *)reply)->str);
+                ag_redis_reply_free(reply);
+                reply = NULL;
+                j->sent = false; /* it did not run: it may go again */
+                demoted = true;
+            }
             j->reply = reply;
         }
+        if (demoted)
+            drop(&c->link);
         /* Done last, once every reply is read: a done may free its job or
          * queue it again, and a waiter's lives on its sender's stack. */
         for (struct ag_redis_job *j = batch, *next; j; j = next) {

@@ -55,6 +55,8 @@ struct ag_redis_job {
     bool sent;         /* it may have reached Redis */
     bool orphaned;     /* it failed only because an earlier reply of its
                           batch did, on the same broken connection */
+    bool asking;       /* send ASKING first, on the same connection (a
+                          Redis Cluster ASK redirection) */
     void (*done)(struct ag_redis_job *j, struct ag_redis_conn *c);
     struct ag_redis_job *next; /* the pipe's while queued */
 };

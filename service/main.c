@@ -74,13 +74,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (cfg.redis.kind == AG_REDIS_SENTINEL ||
-        cfg.redis.kind == AG_REDIS_CLUSTER) {
-        fprintf(stderr,
-                "abuseguard: --redis: %s is not supported by this "
-                "build yet\n",
-                cfg.redis.kind == AG_REDIS_SENTINEL ? "redis+sentinel://"
-                                                    : "redis+cluster://");
+    if (cfg.redis.kind == AG_REDIS_CLUSTER) {
+        fprintf(stderr, "abuseguard: --redis: redis+cluster:// is not "
+                        "supported by this build yet\n");
         return EXIT_CONFIG;
     }
     if (ag_config_read_redis_password(&cfg, &cerr)) {
