@@ -711,6 +711,46 @@ static void a_reserve_or_release_without_a_nonce_is_refused(void **state)
     assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 0);
 }
 
+/* A Redis user that may not use functions: the store runs checks as
+ * scripts, and a reserve, which needs the library, is not sent at all. */
+static void a_reserve_is_refused_where_redis_refuses_functions(void **state)
+{
+    (void)state;
+    redisReply *r = redisCommand(env.clock_ctx,
+                                 "ACL SETUSER nofunctions on >pw ~* &* +@all "
+                                 "-fcall -fcall_ro -function");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    struct ag_redis_addr addr = {.kind = AG_REDIS_UNIX};
+    snprintf(addr.path, sizeof addr.path, "%s", env.sock);
+    snprintf(addr.user, sizeof addr.user, "nofunctions");
+    snprintf(addr.password, sizeof addr.password, "pw");
+    struct ag_store *scripts = test_store(&addr);
+    assert_non_null(scripts);
+    int ping = ag_store_ping(scripts);
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_LOG, 3);
+    struct ag_plan plan = {.kind = AG_PLAN_RESERVE};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    memset(res, 0, sizeof res);
+    rel_op(&plan, &p, "rel10", "", "");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel10-nonce");
+    int reserve = ag_store_check(scripts, &plan, res);
+    res[0].undo = 1;
+    plan.kind = AG_PLAN_RELEASE;
+    int release = ag_store_check(scripts, &plan, res);
+    ag_store_destroy(scripts);
+    assert_int_equal(ping, AG_OK);
+    assert_int_equal(reserve, AG_EINVAL);
+    assert_int_equal(release, AG_EINVAL);
+    assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 0);
+    /* The store that may use functions reserves on the same key. */
+    plan.kind = AG_PLAN_RESERVE;
+    run_at(REL_BASE_US, &plan, AG_PLAN_RESERVE, res);
+    assert_int_equal(res[0].undo, 1);
+}
+
 static void the_memory_store_refuses_a_reserve_and_a_release(void **state)
 {
     (void)state;
@@ -751,6 +791,7 @@ int main(void)
         cmocka_unit_test(a_token_bucket_release_never_fills_it_past_its_limit),
         cmocka_unit_test(a_release_with_a_nonce_not_in_the_log_removes_nothing),
         cmocka_unit_test(a_reserve_or_release_without_a_nonce_is_refused),
+        cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
         cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),
     };
     return cmocka_run_group_tests(tests, start_redis, stop_redis);
