@@ -430,8 +430,11 @@ static struct ag_limit_op *rel_op(struct ag_plan *plan,
 {
     struct ag_limit_op *op = &plan->ops[plan->n++];
     op->policy = p;
-    snprintf(op->key, sizeof op->key, "ag:%s:%s%s", test, p->name, suffix);
-    snprintf(op->member, sizeof op->member, "%s", member);
+    if (snprintf(op->key, sizeof op->key, "ag:%s:%s%s", test, p->name,
+                 suffix) >= (int)sizeof op->key ||
+        snprintf(op->member, sizeof op->member, "%s", member) >=
+            (int)sizeof op->member)
+        fail_msg("a test key or member too long: %s", test);
     /* As ag_limiter_plan plans a check: a consecutive policy counts
      * failures, and a check does not charge it. */
     op->charge = p->algorithm != AG_ALG_CONSECUTIVE;
