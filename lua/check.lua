@@ -2,7 +2,8 @@
 -- The service composes the function library (Redis 7 and later) from
 -- common.lua, every algorithm file (each registered in `algorithms` by
 -- the service), then this file as the body of `local function check(KEYS,
--- ARGV)`; and, where Redis refuses functions, scripts of common.lua, the
+-- ARGV)` (and release.lua, the undo of mode "reserve", as another); and,
+-- where Redis refuses functions, scripts of common.lua, the
 -- algorithm files a check's policies use, then this file
 -- (service/ag_redis_code.c).
 --
@@ -11,6 +12,10 @@
 -- nothing"): a denied attempt never reaches the password check or the SMS
 -- gateway, so it is charged to no policy. A denying policy with block_ms
 -- sets its block key.
+-- Mode "reserve" (one slot group of a check on Redis Cluster): exactly
+-- mode "check", and each policy also reports its undo token, what its
+-- charge returned for release.lua to undo it with (0: not charged, nothing
+-- to undo), should another group of the check deny.
 -- Mode "record" (a reported login failure): each policy records the event
 -- unless it is already full or blocked; none depends on another. A
 -- failure whose password fingerprint (ARGV[3]) is one of the user's last
@@ -37,7 +42,8 @@
 -- ARGV[b + 1 + 2i] policy i's member: distinct only, the keyed hash of the
 --   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
--- reset_after_ms.
+-- reset_after_ms; in mode "reserve" 5n, each policy's undo token after
+-- them.
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
@@ -47,6 +53,8 @@ if #ARGV % 2 ~= 0 then
   error('bad argument count: ' .. #ARGV)
 end
 local record = ARGV[2] == 'record'
+local reserve = ARGV[2] == 'reserve'
+local w = reserve and 5 or 4 -- the reply's integers per policy
 local b = record and 3 or 1 -- where the policies' arguments begin
 local n = (#ARGV - b - 1) / 2
 now_text = clock()
@@ -58,15 +66,16 @@ local repeated = record and ARGV[3] ~= '' and
                    now)
 
 -- Two flat arrays carry the policies from the first pass to the second:
--- out is the reply (allowed, remaining, retry_ms, reset_ms per policy;
--- allowed a boolean and reset_ms possibly false until the end), and kept
+-- out is the reply (allowed, remaining, retry_ms, reset_ms per policy,
+-- and in mode reserve the undo token; allowed a boolean and reset_ms
+-- possibly false until the end), and kept
 -- holds per policy its spec, the block key's remaining TTL, then the four
 -- values its peek hands its charge (false for those it does not use).
 -- Both are built at their full size by a constructor: a table grown an
 -- element at a time is rehashed at every power of two, and a nil stored
 -- into one still inserts a key; either costs Redis more than a command
 -- does. The values the constructors copy in are all overwritten.
-local out = {unpack(KEYS, 1, 4 * n)}
+local out = {unpack(KEYS, 1, w * n)}
 local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
 local k = 1 -- the next policy's first key
@@ -95,9 +104,12 @@ for i = 1, n do
   if not allowed and not p[7] then
     denied = true
   end
-  local o, s = 4 * i, 6 * i
+  local o, s = w * (i - 1) + 4, 6 * i
   out[o - 3], out[o - 2], out[o - 1], out[o] =
     allowed, remaining, retry_ms, reset_ms
+  if reserve then
+    out[o + 1] = 0
+  end
   kept[s - 5], kept[s - 4] = p, blocked_ms
   kept[s - 3], kept[s - 2] = s1 or false, s2 or false
   kept[s - 1], kept[s] = s3 or false, s4 or false
@@ -105,7 +117,7 @@ end
 
 k = 1
 for i = 1, n do
-  local o, s = 4 * i, 6 * i
+  local o, s = w * (i - 1) + 4, 6 * i
   local p = kept[s - 5]
   local algorithm = p[1]
   local key = KEYS[k]
@@ -124,9 +136,13 @@ for i = 1, n do
     if member == '' then
       member = log_member
     end
-    out[o - 2], out[o] =
+    local undo
+    out[o - 2], out[o], undo =
       algorithm.charge(key, p[2], p[3], p[4], member, now, kept[s - 3],
                        kept[s - 2], kept[s - 1], kept[s])
+    if reserve then
+      out[o + 1] = undo
+    end
   elseif not record and not allowed and not p[7] and block_key
       and kept[s - 4] <= 0 then
     out[o - 1] = math.max(out[o - 1], block_for(block_key, level_key, p, now))

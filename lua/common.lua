@@ -1,9 +1,10 @@
 -- common: helpers every algorithm shares. It comes first in the library
--- or script the service composes, before the algorithm files and
--- check.lua, which see its locals.
+-- or script the service composes, before the algorithm files and the
+-- drivers (check.lua; release.lua, in the library only), which see its
+-- locals.
 --
 -- The algorithm interface. Every algorithm is a table registered in
--- `algorithms` under its ARGV code, with three functions that take plain
+-- `algorithms` under its ARGV code, with four functions that take plain
 -- values and return plain values: a per-policy Lua table costs Redis more
 -- than the commands it drives (measured with callgrind in redis-server:
 -- about a quarter of a login check's instructions), so nothing here
@@ -15,8 +16,14 @@
 --     call to know and the driver may not need it; s1..s4 are whatever
 --     the algorithm wants handed to charge.
 --   charge(key, limit, window_us, window_ms, member, now, s1, s2, s3, s4)
---     -> remaining, reset_ms
+--     -> remaining, reset_ms, undo
 --     records one request that peek allowed. window_ms is the ARGV text.
+--     undo is a non-negative integer that lets release undo exactly this
+--     charge (0: nothing to undo); only mode "reserve" reports it.
+--   release(key, limit, window_us, member, nonce, undo, now) -> undid
+--     undoes the charge of a reserve (release.lua) that reported undo,
+--     not 0, with the reserve's member and nonce; true if it changed
+--     anything. State that has since expired or moved on is left alone.
 --   reset(key, window_us, now) -> reset_ms
 --     for a policy peek left reset_ms false and that was not charged.
 --

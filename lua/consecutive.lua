@@ -33,5 +33,13 @@ function consecutive.charge(key, limit, window_us, window_ms, member, now,
   count = count + 1
   rcall('HSET', key, 'f', int(count), 'l', now_text)
   expire_at(key, now + window_us)
-  return limit - count, ms(window_us)
+  return limit - count, ms(window_us), 0
+end
+
+-- Undo 0, and nothing to release: a consecutive policy counts failures
+-- only (ag_policy.c refuses any other), so a check, and so a reserve,
+-- never charges it; only a failure report, which is not reserved, does.
+function consecutive.release(key, limit, window_us, member, nonce, undo,
+                             now)
+  return false
 end

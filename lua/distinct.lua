@@ -23,7 +23,14 @@ function distinct.charge(key, limit, window_us, window_ms, member, now,
   if not known then
     count = count + 1
   end
-  return limit - count, ms(window_us)
+  return limit - count, ms(window_us), known and 0 or 1
 end
 
 distinct.reset = set_reset
+
+-- Undo 1: the charge added the subject, which goes again. A known subject
+-- (undo 0) is not released: it was counted before this check, and stays;
+-- only its last-seen time, which the charge refreshed, is not restored.
+function distinct.release(key, limit, window_us, member, nonce, undo, now)
+  return undo == 1 and read(key, rpcall('ZREM', key, member)) == 1
+end

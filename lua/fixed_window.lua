@@ -35,5 +35,20 @@ function fixed_window.charge(key, limit, window_us, window_ms, member, now,
   count = count + 1
   rcall('HSET', key, 'i', int(idx), 'n', int(count))
   rcall('PEXPIREAT', key, int(ceil(window_end / 1000)))
-  return math.max(limit - count, 0), ms(window_end - now)
+  return math.max(limit - count, 0), ms(window_end - now), idx
+end
+
+-- Undo: the index of the window the charge counted in (never 0: that
+-- window ended a window after the Unix epoch). Only that window's count
+-- goes down: once the window has moved on, the count is another window's
+-- and is left alone. The key keeps its expiry, the window's end.
+function fixed_window.release(key, limit, window_us, member, nonce, undo,
+                              now)
+  local h = read(key, rpcall('HMGET', key, 'i', 'n')) or {}
+  local count = tonumber(h[2]) or 0
+  if tonumber(h[1]) ~= undo or count <= 0 then
+    return false
+  end
+  rcall('HSET', key, 'n', int(count - 1))
+  return true
 end

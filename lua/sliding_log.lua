@@ -20,7 +20,13 @@ end
 function sliding_log.charge(key, limit, window_us, window_ms, member, now,
                             count)
   set_add(key, window_ms, member)
-  return limit - count - 1, ms(window_us)
+  return limit - count - 1, ms(window_us), 1
 end
 
 sliding_log.reset = set_reset
+
+-- A reserve's member is its nonce: removing it leaves the set as it was
+-- (an empty set is no key). A nonce not in the set removes nothing.
+function sliding_log.release(key, limit, window_us, member, nonce, undo, now)
+  return read(key, rpcall('ZREM', key, nonce)) == 1
+end

@@ -50,5 +50,29 @@ function sliding_window.charge(key, limit, w, window_ms, member, now,
   cc = cc + 1
   rcall('HSET', key, 'w', int(idx), 'c', int(cc), 'p', int(pc))
   rcall('PEXPIREAT', key, int(ceil((idx + 2) * w / 1000)))
-  return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now)
+  return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now),
+    idx
+end
+
+-- Undo: the index of the window the charge counted in. Its count is `c`
+-- while the hash's window `w` is that one, `p` once a later charge has
+-- moved the hash on by one; older than that it weighs nothing any more and
+-- is left alone. Never below 0.
+function sliding_window.release(key, limit, w, member, nonce, undo, now)
+  local h = read(key, rpcall('HMGET', key, 'w', 'c', 'p')) or {}
+  local cw = tonumber(h[1])
+  local field
+  if cw == undo then
+    field = 'c'
+  elseif cw == undo + 1 then
+    field = 'p'
+  else
+    return false
+  end
+  local count = tonumber(h[field == 'c' and 2 or 3]) or 0
+  if count <= 0 then
+    return false
+  end
+  rcall('HSET', key, field, int(count - 1))
+  return true
 end

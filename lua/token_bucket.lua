@@ -34,5 +34,23 @@ function token_bucket.charge(key, limit, window_us, window_ms, member, now,
   local full_us = (limit - tokens) / rate
   rcall('HSET', key, 't', tostring(tokens), 'ts', now_text)
   expire_at(key, now + full_us)
-  return math.floor(tokens), ms(full_us)
+  return math.floor(tokens), ms(full_us), 1
+end
+
+-- Gives the token back: the bucket refilled to now as peek does, one more,
+-- never above the limit, written back as charge writes it. A bucket Redis
+-- has dropped is full already: nothing to give back.
+function token_bucket.release(key, limit, window_us, member, nonce, undo,
+                              now)
+  local rate = limit / window_us
+  local h = read(key, rpcall('HMGET', key, 't', 'ts')) or {}
+  local tokens, ts = tonumber(h[1]), tonumber(h[2])
+  if tokens == nil or ts == nil or now >= ts + (limit - tokens) / rate then
+    return false
+  end
+  tokens = math.min(limit, tokens + math.max(0, now - ts) * rate + 1)
+  local full_us = (limit - tokens) / rate
+  rcall('HSET', key, 't', tostring(tokens), 'ts', now_text)
+  expire_at(key, now + full_us)
+  return true
 end

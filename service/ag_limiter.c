@@ -18,6 +18,8 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
 {
     switch (kind) {
     case AG_PLAN_CHECK:
+    case AG_PLAN_RESERVE:
+    case AG_PLAN_RELEASE:
         return true;
     case AG_PLAN_FAILURE:
         return p->counts == AG_COUNTS_FAILURES;
@@ -98,8 +100,10 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
         *k++ = '}';
     *k = '\0';
     op->policy = p;
-    op->charge = kind == AG_PLAN_FAILURE ||
-                 (kind == AG_PLAN_CHECK && p->counts == AG_COUNTS_ATTEMPTS);
+    bool check = kind == AG_PLAN_CHECK || kind == AG_PLAN_RESERVE ||
+                 kind == AG_PLAN_RELEASE;
+    op->charge =
+        kind == AG_PLAN_FAILURE || (check && p->counts == AG_COUNTS_ATTEMPTS);
     op->waived = p->action == AG_ACTION_CHALLENGE && d->req->challenge_passed;
     op->shadow = p->mode == AG_MODE_SHADOW || op->waived;
     return true;
@@ -128,6 +132,8 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     /* No fingerprint unless the service adds one to a failure plan. */
     plan->fp[0] = plan->fp_key[0] = '\0';
     plan->fp_window_s = 0;
+    /* The store makes the nonce unless a reserve's caller sets one. */
+    plan->nonce[0] = '\0';
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))

@@ -43,6 +43,8 @@
 /* Fingerprints of a user remembered at most: a repeat of one charges
  * nothing. */
 #define AG_FP_KEEP 3
+/* A caller-chosen nonce, with its NUL: see struct ag_plan. */
+#define AG_NONCE_MAX 48
 
 struct ag_limit_op {
     const struct ag_policy *policy; /* borrowed from the set */
@@ -66,6 +68,17 @@ enum ag_plan_kind {
      * holds both user and ip, and every consecutive policy, to be
      * cleared. */
     AG_PLAN_SUCCESS,
+    /* One slot group of a check on Redis Cluster, the first half of an
+     * all-or-nothing check across groups: evaluated and charged exactly as
+     * an AG_PLAN_CHECK of the group's policies, and each result also
+     * carries its undo token. Needs a nonce (below). Planned as a check
+     * (ag_limiter_plan). */
+    AG_PLAN_RESERVE,
+    /* The second half, for a group whose reserve was allowed while another
+     * group denied: undoes exactly what that reserve charged. Its ops are
+     * the reserve's, in the same order, and so is its nonce; the tokens
+     * come from the reserve's results (ag_store.h). Planned as a check. */
+    AG_PLAN_RELEASE,
 };
 
 struct ag_plan {
@@ -82,6 +95,16 @@ struct ag_plan {
     char fp[AG_DIGEST_HEX + 1];
     char fp_key[AG_STORE_KEY_MAX];
     uint32_t fp_window_s;
+    /* The check's nonce, unique per check across every instance (a
+     * sliding log's member is the nonce): "" for the store to make one,
+     * as it does for checks, failures and clears. An AG_PLAN_RESERVE and
+     * its AG_PLAN_RELEASE must both carry the same caller-chosen one (a
+     * store refuses either without), or the release could not find the
+     * log members its reserve added. ag_limiter_plan clears it. */
+    char nonce[AG_NONCE_MAX];
+    /* Send ASKING first, on the same connection: a Redis Cluster ASK
+     * redirected this plan's slot to the node it is sent to, this once. */
+    bool asking;
 };
 
 /* What one policy said about one check. */
@@ -90,6 +113,11 @@ struct ag_limit_result {
     uint32_t remaining;      /* requests left in the window after this one */
     uint64_t retry_after_ms; /* denied: until an attempt can be allowed */
     uint64_t reset_after_ms; /* until the window holds nothing again */
+    /* AG_PLAN_RESERVE: what undoes this policy's charge, passed back to
+     * its AG_PLAN_RELEASE; 0 if it was not charged (denied, charge 0, a
+     * shadow policy that denied), which is then not released. Opaque to
+     * the caller. 0 after any other plan. */
+    uint64_t undo;
 };
 
 struct ag_decision {

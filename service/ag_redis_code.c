@@ -1,5 +1,6 @@
 #include "ag_redis_code.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 #define COMMON_PIECE "common.lua"
 #define CLOCK_PIECE "clock.lua" /* optional: a test's clock */
 #define DRIVER_PIECE "check.lua"
+#define RELEASE_PIECE "release.lua" /* the library's second driver */
+/* The release driver's function, after the check's in the library. */
+#define RELEASE_HEAD "end\nlocal function release(KEYS, ARGV)\n"
 /* The longest line compose writes between or around the pieces. */
 #define WRAP_MAX 128
 
@@ -19,8 +23,8 @@ static const struct ag_embedded_file *piece(const struct ag_embedded_file *f,
 static int append_piece(char *s, size_t *at, const struct ag_embedded_file *f,
                         size_t n, const char *name);
 static char *compose(const struct ag_embedded_file *files, size_t n,
-                     unsigned mask, const char *driver_head, size_t *len,
-                     int *rc);
+                     unsigned mask, const char *driver_head, bool library,
+                     size_t *len, int *rc);
 static int compose_library(struct ag_redis_code *c,
                            const struct ag_embedded_file *files, size_t n);
 
@@ -50,15 +54,17 @@ static int append_piece(char *s, size_t *at, const struct ag_embedded_file *f,
 /* Lua code for the algorithms in mask: common.lua (and clock.lua, if files
  * hold one), the value of block_level_us, each algorithm's file
  * and its registration under its enum value, then driver_head and the
- * driver, which sees the others' locals. NUL-terminated, its length in
- * *len; NULL with *rc set if a piece is missing or memory is out. The
- * caller frees it. */
+ * driver, which sees the others' locals; for the library (library set),
+ * then the end of the check function and release.lua as the body of
+ * `local function release(KEYS, ARGV)`, left open as the check's is.
+ * NUL-terminated, its length in *len; NULL with *rc set if a piece is
+ * missing or memory is out. The caller frees it. */
 static char *compose(const struct ag_embedded_file *files, size_t n,
-                     unsigned mask, const char *driver_head, size_t *len,
-                     int *rc)
+                     unsigned mask, const char *driver_head, bool library,
+                     size_t *len, int *rc)
 {
     size_t head = strlen(driver_head);
-    size_t total = 1 + head + (size_t)(AG_ALG_COUNT + 1) * WRAP_MAX;
+    size_t total = 1 + head + (size_t)(AG_ALG_COUNT + 2) * WRAP_MAX;
     for (size_t i = 0; i < n; i++)
         total += files[i].len + 1;
     char *s = malloc(total);
@@ -92,6 +98,11 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
         at += head;
         *rc = append_piece(s, &at, files, n, DRIVER_PIECE);
     }
+    if (!*rc && library) {
+        memcpy(s + at, RELEASE_HEAD, sizeof RELEASE_HEAD - 1);
+        at += sizeof RELEASE_HEAD - 1;
+        *rc = append_piece(s, &at, files, n, RELEASE_PIECE);
+    }
     if (*rc) {
         free(s);
         return NULL;
@@ -101,7 +112,7 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
     return s;
 }
 
-/* The function library: every algorithm, and the driver as the body of
+/* The function library: every algorithm, and each driver as the body of
  * the function it registers. Named by a hash of that code. */
 static int compose_library(struct ag_redis_code *c,
                            const struct ag_embedded_file *files, size_t n)
@@ -109,7 +120,7 @@ static int compose_library(struct ag_redis_code *c,
     size_t len;
     int rc;
     char *code = compose(files, n, AG_REDIS_SCRIPTS - 1,
-                         "local function check(KEYS, ARGV)\n", &len, &rc);
+                         "local function check(KEYS, ARGV)\n", true, &len, &rc);
     if (!code)
         return rc;
     unsigned char hash[AG_REDIS_VERSION_HEX / 2];
@@ -118,16 +129,18 @@ static int compose_library(struct ag_redis_code *c,
                        NULL, 0);
     sodium_bin2hex(version, sizeof version, hash, sizeof hash);
     snprintf(c->function, sizeof c->function, "ag_check_%s", version);
-    char *text = malloc(len + 2 * WRAP_MAX);
+    snprintf(c->release, sizeof c->release, "ag_release_%s", version);
+    char *text = malloc(len + 3 * WRAP_MAX);
     if (!text) {
         free(code);
         return AG_ENOMEM;
     }
     int head = snprintf(text, WRAP_MAX, "#!lua name=abuseguard_%s\n", version);
     memcpy(text + head, code, len);
-    int tail =
-        snprintf(text + (size_t)head + len, WRAP_MAX,
-                 "end\nredis.register_function('%s', check)\n", c->function);
+    int tail = snprintf(text + (size_t)head + len, 2 * WRAP_MAX,
+                        "end\nredis.register_function('%s', check)\n"
+                        "redis.register_function('%s', release)\n",
+                        c->function, c->release);
     c->library.text = text;
     c->library.len = (size_t)head + len + (size_t)tail;
     free(code);
@@ -141,7 +154,7 @@ int ag_redis_code_init(struct ag_redis_code *c,
     int rc = compose_library(c, files, n);
     for (unsigned m = 1; !rc && m < AG_REDIS_SCRIPTS; m++) {
         struct ag_redis_text *t = &c->scripts[m];
-        t->text = compose(files, n, m, "", &t->len, &rc);
+        t->text = compose(files, n, m, "", false, &t->len, &rc);
     }
     if (rc)
         ag_redis_code_free(c);

@@ -12,10 +12,14 @@
  * `algorithms` under its enum ag_algorithm value (the code a policy's spec
  * carries), then check.lua, the driver. The registrations are written here
  * from the C enum, so the Lua numbering cannot drift from it. The library
- * wraps the driver as the body of `local function check(KEYS, ARGV)` and
- * registers it; its name and its function's carry a hash of its code, so
- * instances of two versions share a Redis without replacing each other's
- * code.
+ * wraps the driver as the body of `local function check(KEYS, ARGV)`, then
+ * release.lua (the undo of a cluster check's reserve) as the body of
+ * `local function release(KEYS, ARGV)`, and registers both; its name and
+ * its functions' carry a hash of its code, so instances of two versions
+ * share a Redis without replacing each other's code. No script holds
+ * release.lua: a reserve and its release need the library (cluster mode
+ * requires Redis 7 functions), and the Redis store refuses to send either
+ * as a script.
  *
  * Pure: no I/O, no Redis. A composed ag_redis_code is read-only and may
  * be read from any thread.
@@ -44,10 +48,13 @@ struct ag_redis_code {
     struct ag_redis_text library;
     /* The library's check function, for FCALL: "ag_check_<version>". */
     char function[sizeof "ag_check_" + AG_REDIS_VERSION_HEX];
+    /* Its release function (release.lua): "ag_release_<version>". */
+    char release[sizeof "ag_release_" + AG_REDIS_VERSION_HEX];
 };
 
 /* Composes c from files (n of them, e.g. ag_embedded_lua): the pieces
- * named common.lua, <algorithm>.lua for every algorithm and check.lua;
+ * named common.lua, <algorithm>.lua for every algorithm, check.lua and
+ * release.lua;
  * others are ignored. This is the one place the texts are put together:
  * a variant passes other pieces. A piece named clock.lua, which lua/ does
  * not have, goes right after common.lua: a test's, replacing the clock

@@ -8,9 +8,24 @@
  * policy denies it; for an AG_PLAN_FAILURE plan each policy records the
  * failure unless it is full or blocked. It returns 0 and fills one result
  * per plan operation, or AG_ESTORE when the store could not answer
- * (results are then undefined). clear() deletes every counter (and block)
- * of the plan's keys, atomically: AG_OK, AG_ESTORE (not done) or
- * AG_EUNKNOWN (sent, never answered: it may be done; a store sends
+ * (results are then undefined).
+ *
+ * The two halves of an all-or-nothing check across Redis Cluster slot
+ * groups (the cluster store's, one group per call): an AG_PLAN_RESERVE
+ * plan is evaluated and charged exactly as an AG_PLAN_CHECK of its
+ * policies, and each result's undo says how to undo that policy's charge
+ * (0: not charged). An AG_PLAN_RELEASE plan undoes it: its ops and nonce
+ * are the reserve's (the same plan with its kind changed), and the caller
+ * passes as res the results its RESERVE filled; the store reads each
+ * one's undo and writes nothing into res. Both need the plan's nonce set
+ * by the caller, and a Redis with functions: the Redis store refuses
+ * either (AG_EINVAL, logged, nothing sent) without a nonce or where it
+ * would have to send it as a script. The in-process store answers
+ * AG_EINVAL to both: it never shards. A release undoes only what is still
+ * there to undo (an expired key, a window since moved on, a cleared key:
+ * nothing), and never the blocks a denying policy set. clear() deletes every
+ * counter (and block) of the plan's keys, atomically: AG_OK, AG_ESTORE (not
+ * done) or AG_EUNKNOWN (sent, never answered: it may be done; a store sends
  * nothing that may have reached it twice). Implementations are
  * thread-safe: the Redis store funnels every caller through its
  * dispatcher connections, the in-process one through a mutex.

@@ -46,6 +46,8 @@
 
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_redis_link.h"
+#include "ag_redis_reply.h"
 #include "ag_redis_slot.h"
 
 #define NODES_MAX 128  /* nodes ever seen (masters and promoted replicas) */
@@ -74,6 +76,8 @@ struct cluster {
     bool stopping;
     bool dirty; /* a redirection came: fetch the map now */
     pthread_t refresher;
+    struct ag_redis_tls *tls; /* rediss+cluster://; NULL if it failed */
+    char tls_error[AG_ERROR_MSG_MAX];
     char instance[17];
     atomic_uint_fast64_t seq;
 };
@@ -205,45 +209,36 @@ static void adopt_map(struct cluster *c, struct ag_redis_slot_map *map,
 static struct ag_redis_slot_map *fetch_from(struct cluster *c, const char *host,
                                             int port)
 {
-    struct timeval tv = {(time_t)(c->timeout_ms / 1000),
-                         (suseconds_t)(c->timeout_ms % 1000) * 1000};
+    struct ag_redis_addr a = c->addr;
+    a.kind = AG_REDIS_TCP;
+    snprintf(a.host, sizeof a.host, "%s", host);
+    a.port = port;
+    a.db = 0;
     /* Never less than a second: a map fetch is rare and not on a check's
      * path. */
-    if (c->timeout_ms < 1000)
-        tv = (struct timeval){1, 0};
-    redisContext *ctx = redisConnectWithTimeout(host, port, tv);
-    if (!ctx || ctx->err) {
-        if (ctx)
-            redisFree(ctx);
+    unsigned timeout = c->timeout_ms < 1000 ? 1000 : c->timeout_ms;
+    struct ag_redis_link *l = NULL;
+    struct ag_error err;
+    int rc = (a.tls && !c->tls)
+                 ? ag_error_set(&err, AG_ESTORE, NULL, "%s", c->tls_error)
+                 : ag_redis_link_open(&a, c->tls, timeout, &l, &err);
+    sodium_memzero(a.password, sizeof a.password);
+    if (rc) {
+        ag_log(AG_LOG_WARN, "cluster_slots", "%s:%d: %s", host, port, err.msg);
         return NULL;
     }
-    redisSetTimeout(ctx, tv);
+    static const char cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
     redisReply *r = NULL;
-    if (c->addr.password[0]) {
-        r = c->addr.user[0] ? redisCommand(ctx, "AUTH %s %s", c->addr.user,
-                                           c->addr.password)
-                            : redisCommand(ctx, "AUTH %s", c->addr.password);
-        bool ok = r && r->type == REDIS_REPLY_STATUS;
-        if (r)
-            freeReplyObject(r);
-        if (!ok) {
-            redisFree(ctx);
-            return NULL;
-        }
-    }
-    r = redisCommand(ctx, "CLUSTER SLOTS");
     struct ag_redis_slot_map *map = NULL;
-    struct ag_error err;
-    if (r && ag_redis_slot_map_from_reply(r, &map, &err) != AG_OK) {
-        ag_log(AG_LOG_WARN, "cluster_slots", "%s:%d: %s", host, port, err.msg);
-        map = NULL;
-    } else if (!r) {
+    if (ag_redis_link_append(l, cmd, sizeof cmd - 1) != AG_OK ||
+        ag_redis_link_get_reply(l, (void **)&r) != AG_OK)
         ag_log(AG_LOG_WARN, "cluster_slots", "%s:%d: %s", host, port,
-               ctx->errstr);
-    }
-    if (r)
-        freeReplyObject(r);
-    redisFree(ctx);
+               ag_redis_link_error(l));
+    else if (ag_redis_slot_map_from_reply(r, &map, &err) != AG_OK)
+        ag_log(AG_LOG_WARN, "cluster_slots", "%s:%d: %s", host, port,
+               r->type == REDIS_REPLY_ERROR ? r->str : err.msg);
+    ag_redis_reply_free(r);
+    ag_redis_link_close(l);
     return map;
 }
 
@@ -315,8 +310,9 @@ static int owner_of(const struct cluster *c, uint16_t slot)
 
 static void group_done(void *arg, int rc);
 
-/* Sends g to its node; an error is returned and nothing is called. */
-static int send_group(struct group *g)
+/* Sends g to its node, to end in cb; an error is returned and cb is not
+ * called. */
+static int send_group(struct group *g, ag_store_done_fn cb)
 {
     struct cluster *c = g->parent->c;
     pthread_mutex_lock(&c->lock);
@@ -326,7 +322,7 @@ static int send_group(struct group *g)
         return AG_ESTORE;
     g->attempts++;
     g->plan.asking = g->asking;
-    return ag_store_check_async(s, &g->plan, g->res, group_done, g);
+    return ag_store_check_async(s, &g->plan, g->res, cb, g);
 }
 
 static void free_check(struct ccheck *k)
@@ -404,7 +400,9 @@ static void finish(struct ccheck *k)
         done(arg, rc);
         return;
     }
-    atomic_store(&k->pending, nrelease);
+    /* One count more than the releases, held by this loop: a release
+     * that comes back before the next is sent must not free k. */
+    atomic_store(&k->pending, nrelease + 1);
     done(arg, rc);
     for (size_t i = 0; i < k->ngroups; i++) {
         if (!release[i])
@@ -412,9 +410,11 @@ static void finish(struct ccheck *k)
         struct group *g = &k->groups[i];
         g->plan.kind = AG_PLAN_RELEASE;
         g->asking = false;
-        if (send_group(g) != AG_OK)
+        if (send_group(g, release_done) != AG_OK)
             release_done(g, AG_ESTORE);
     }
+    if (atomic_fetch_sub(&k->pending, 1) == 1)
+        free_check(k);
 }
 
 /* A redirection of g (its text in last_redirect): to the owner the map
@@ -446,7 +446,7 @@ static bool follow(struct group *g)
         return false;
     g->node = n;
     g->asking = to.kind == AG_REDIS_ASK;
-    return send_group(g) == AG_OK;
+    return send_group(g, group_done) == AG_OK;
 }
 
 static void group_done(void *arg, int rc)
@@ -533,12 +533,15 @@ static int cluster_check_async(struct ag_store *base,
                      "%s", nonce);
         }
     }
-    atomic_init(&k->pending, k->ngroups);
-    /* Once one group is away, the check answers through done, whatever
+    /* One count more than the groups, held by this loop: the last group
+     * back must not finish (and free) k while the loop still reads it.
+     * Once one group is away, the check answers through done, whatever
      * the others do. */
-    for (size_t i = 0; i < k->ngroups; i++) {
+    size_t ngroups = k->ngroups;
+    atomic_init(&k->pending, ngroups + 1);
+    for (size_t i = 0; i < ngroups; i++) {
         struct group *g = &k->groups[i];
-        int rc = send_group(g);
+        int rc = send_group(g, group_done);
         if (rc == AG_OK)
             continue;
         if (i == 0) {
@@ -546,9 +549,10 @@ static int cluster_check_async(struct ag_store *base,
             return rc;
         }
         g->rc = AG_ESTORE;
-        if (atomic_fetch_sub(&k->pending, 1) == 1)
-            finish(k);
+        atomic_fetch_sub(&k->pending, 1);
     }
+    if (atomic_fetch_sub(&k->pending, 1) == 1)
+        finish(k);
     return AG_OK;
 }
 
@@ -625,14 +629,18 @@ static int cluster_ping(struct ag_store *base)
     size_t n = 0;
     pthread_mutex_lock(&c->lock);
     bool complete = c->map && ag_redis_slot_map_complete(c->map);
-    /* Every slot's owner, that is: a node of the map that holds none is
-     * pinged too (harmless). */
-    if (complete)
-        for (size_t i = 0; i < ag_redis_slot_map_nodes(c->map); i++)
-            if (i < c->mapped && c->owner_node[i] >= 0 && n < NODES_MAX)
-                masters[n++] = c->nodes[c->owner_node[i]]->store;
-            else
-                complete = false;
+    /* Every slot's owner, once each (a node of the map that no longer
+     * holds a slot, a master before a failover, is not asked). */
+    bool seen[NODES_MAX] = {false};
+    for (unsigned slot = 0; complete && slot < AG_REDIS_SLOTS; slot++) {
+        int node = owner_of(c, (uint16_t)slot);
+        if (node < 0) {
+            complete = false;
+        } else if (!seen[node]) {
+            seen[node] = true;
+            masters[n++] = c->nodes[node]->store;
+        }
+    }
     pthread_mutex_unlock(&c->lock);
     if (!complete)
         return AG_ESTORE;
@@ -656,6 +664,7 @@ static void cluster_destroy(struct ag_store *base)
     }
     ag_redis_slot_map_free(c->map);
     free(c->owner_node);
+    ag_redis_tls_free(c->tls);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
     sodium_memzero(c->addr.password, sizeof c->addr.password);
@@ -690,9 +699,21 @@ struct ag_store *ag_store_cluster_new(const struct ag_store_redis_opts *o)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&c->wake, &attr);
     pthread_condattr_destroy(&attr);
+    if (c->addr.tls) {
+        struct ag_error err;
+        if (ag_redis_tls_new(&c->addr, &c->tls, &err) != AG_OK) {
+            snprintf(c->tls_error, sizeof c->tls_error, "%s", err.msg);
+            ag_log(AG_LOG_ERROR, "redis_tls", "%s", err.msg);
+        }
+    }
     /* The first map before the first check, if the seeds answer. */
     refresh(c);
     if (pthread_create(&c->refresher, NULL, refresher, c) != 0) {
+        for (size_t i = 0; i < c->nnodes; i++) {
+            ag_store_destroy(c->nodes[i]->store);
+            free(c->nodes[i]);
+        }
+        ag_redis_tls_free(c->tls);
         ag_redis_slot_map_free(c->map);
         free(c->owner_node);
         pthread_cond_destroy(&c->wake);

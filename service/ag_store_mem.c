@@ -657,6 +657,10 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
                      struct ag_limit_result *res)
 {
     struct mem_store *s = (struct mem_store *)base;
+    /* This store never shards a check: a reserve and its release are the
+     * cluster store's. */
+    if (plan->kind == AG_PLAN_RESERVE || plan->kind == AG_PLAN_RELEASE)
+        return AG_EINVAL;
     bool record = plan->kind == AG_PLAN_FAILURE;
     struct eval ev[AG_PLAN_MAX];
     uint64_t blocked_ms[AG_PLAN_MAX];

@@ -118,7 +118,12 @@ static size_t spec_uint(char *at, uint64_t v, char sep);
 static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op);
 static bool grows(const struct ag_limit_op *op);
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
-                              bool library, char **cmd, bool *fcall_out);
+                              const struct ag_limit_result *res, bool library,
+                              char **cmd, bool *fcall_out);
+static long long format_release(struct redis_store *s,
+                                const struct ag_plan *plan,
+                                const struct ag_limit_result *res,
+                                const char *nonce, size_t nlen, char **cmd);
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        struct ag_limit_result *res);
 static enum lost lost_code(const redisReply *r, bool fcall);
@@ -193,18 +198,38 @@ static bool grows(const struct ag_limit_op *op)
 /* Formats the check of plan as one RESP command (FCALL if library is set
  * and Redis has taken the library; else EVALSHA, or EVAL with the whole
  * script before any connection has loaded it) into *cmd, which the
- * caller frees. Returns its length, or -1. The arguments are laid out as
- * lua/check.lua describes; a block key is passed only for a policy with
- * block_s, a level key only for one whose blocks grow, the fingerprint
- * set only for a failure with a fingerprint. Built with ag_redis_cmd: no
- * printf, one growing allocation. */
+ * caller frees. Returns its length, or AG_ENOMEM, or AG_EINVAL for a
+ * reserve or a release that would go as a script (none holds release.lua,
+ * and cluster mode requires Redis 7 functions) or comes without its
+ * nonce; those are logged. The arguments are laid out as lua/check.lua
+ * describes (lua/release.lua for a release, whose undo tokens are read
+ * from res); a block key is passed only for a policy with block_s, a
+ * level key only for one whose blocks grow, the fingerprint set only for
+ * a failure with a fingerprint. Built with ag_redis_cmd: no printf, one
+ * growing allocation. */
 static long long format_check(struct redis_store *s, const struct ag_plan *plan,
-                              bool library, char **cmd, bool *fcall_out)
+                              const struct ag_limit_result *res, bool library,
+                              char **cmd, bool *fcall_out)
 {
     unsigned mask = plan_mask(plan);
     const struct ag_redis_text *sc = &s->code.scripts[mask];
     bool fcall = library && ag_redis_pipe_fcall(s->pipe);
     *fcall_out = fcall;
+    bool reserve = plan->kind == AG_PLAN_RESERVE;
+    bool cluster = reserve || plan->kind == AG_PLAN_RELEASE;
+    if (cluster && !fcall) {
+        ag_log(AG_LOG_ERROR, "redis_reserve_refused",
+               "a reserve or release needs Redis functions (FCALL), which "
+               "this Redis refuses: it is not sent as a script");
+        return AG_EINVAL;
+    }
+    if (!memchr(plan->nonce, '\0', sizeof plan->nonce) ||
+        (cluster && !plan->nonce[0])) {
+        ag_log(AG_LOG_ERROR, "redis_reserve_refused",
+               "a reserve or release needs its caller's nonce, and a nonce "
+               "ends within AG_NONCE_MAX");
+        return AG_EINVAL;
+    }
     /* An FCALL names the library's function: no SHA1 to look up. */
     char sha[41];
     sha[0] = '\0';
@@ -215,17 +240,27 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     size_t nkeys = plan->n + fp;
     for (size_t i = 0; i < plan->n; i++)
         nkeys += (plan->ops[i].policy->block_s > 0) + grows(&plan->ops[i]);
-    /* The nonce: the instance id, then the sequence number in hex (least
-     * significant digit first: unique all the same). */
-    char nonce[sizeof s->instance + 16];
-    size_t nlen = strlen(s->instance);
-    memcpy(nonce, s->instance, nlen);
-    uint_fast64_t seq =
-        atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
-    do {
-        nonce[nlen++] = "0123456789abcdef"[seq & 15];
-        seq >>= 4;
-    } while (seq);
+    /* The nonce: the caller's, or the instance id, then the sequence
+     * number in hex (least significant digit first: unique all the
+     * same). */
+    char made[sizeof s->instance + 16];
+    const char *nonce = plan->nonce;
+    size_t nlen = 0;
+    if (nonce[0]) {
+        nlen = strlen(nonce);
+    } else {
+        nlen = strlen(s->instance);
+        memcpy(made, s->instance, nlen);
+        uint_fast64_t seq =
+            atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+        do {
+            made[nlen++] = "0123456789abcdef"[seq & 15];
+            seq >>= 4;
+        } while (seq);
+        nonce = made;
+    }
+    if (plan->kind == AG_PLAN_RELEASE)
+        return format_release(s, plan, res, nonce, nlen, cmd);
 
     struct ag_buf b;
     ag_buf_init(&b, CHECK_CMD_MAX);
@@ -264,7 +299,7 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     if (fp)
         ag_redis_cmd_str(&b, plan->fp_key);
     ag_redis_cmd_arg(&b, nonce, nlen);
-    ag_redis_cmd_str(&b, record ? "record" : "check");
+    ag_redis_cmd_str(&b, record ? "record" : reserve ? "reserve" : "check");
     if (record) {
         ag_redis_cmd_str(&b, fp ? plan->fp : "");
         ag_redis_cmd_uint(&b, fp ? (uint64_t)plan->fp_window_s * 1000 : 0);
@@ -278,27 +313,71 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     /* The buffer kept the first error of the appends above, if any. */
     if (ag_buf_error(&b) != AG_OK) {
         ag_buf_free(&b);
-        return -1;
+        return AG_ENOMEM;
     }
     *cmd = b.p;
     return (long long)b.len;
 }
 
+/* A release (lua/release.lua): an FCALL of the library's release function
+ * with each policy's state key, then the nonce, then per policy its spec,
+ * its member and the undo token its reserve reported in res. */
+static long long format_release(struct redis_store *s,
+                                const struct ag_plan *plan,
+                                const struct ag_limit_result *res,
+                                const char *nonce, size_t nlen, char **cmd)
+{
+    struct ag_buf b;
+    ag_buf_init(&b, CHECK_CMD_MAX);
+    ag_buf_reserve(&b, 128 + 192 * plan->n);
+    ag_redis_cmd_command(&b, 3 + plan->n + 1 + 3 * plan->n);
+    ag_redis_cmd_str(&b, "FCALL");
+    ag_redis_cmd_str(&b, s->code.release);
+    ag_redis_cmd_uint(&b, plan->n);
+    for (size_t i = 0; i < plan->n; i++)
+        ag_redis_cmd_str(&b, plan->ops[i].key);
+    ag_redis_cmd_arg(&b, nonce, nlen);
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct ag_limit_op *op = &plan->ops[i];
+        char spec[SPEC_MAX];
+        ag_redis_cmd_arg(&b, spec, format_spec(spec, op));
+        ag_redis_cmd_str(&b, op->member);
+        ag_redis_cmd_uint(&b, res[i].undo);
+    }
+    if (ag_buf_error(&b) != AG_OK) {
+        ag_buf_free(&b);
+        return AG_ENOMEM;
+    }
+    *cmd = b.p;
+    return (long long)b.len;
+}
+
+/* Fills res from a check's reply: four integers per policy, five for a
+ * reserve (its undo token last; 0 in every other plan's results). A
+ * release answers one integer, the policies it undid something for, and
+ * fills nothing: its res holds its reserve's results. */
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        struct ag_limit_result *res)
 {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 * plan->n)
+    if (plan->kind == AG_PLAN_RELEASE)
+        return r->type == REDIS_REPLY_INTEGER && r->integer >= 0 &&
+                       (unsigned long long)r->integer <= plan->n
+                   ? AG_OK
+                   : AG_ESTORE;
+    size_t w = plan->kind == AG_PLAN_RESERVE ? 5 : 4;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != w * plan->n)
         return AG_ESTORE;
-    for (size_t i = 0; i < 4 * plan->n; i++)
+    for (size_t i = 0; i < w * plan->n; i++)
         if (r->element[i]->type != REDIS_REPLY_INTEGER ||
             r->element[i]->integer < 0)
             return AG_ESTORE;
     for (size_t i = 0; i < plan->n; i++) {
-        redisReply **e = r->element + 4 * i;
+        redisReply **e = r->element + w * i;
         res[i].allowed = e[0]->integer != 0;
         res[i].remaining = (uint32_t)e[1]->integer;
         res[i].retry_after_ms = (uint64_t)e[2]->integer;
         res[i].reset_after_ms = (uint64_t)e[3]->integer;
+        res[i].undo = w == 5 ? (uint64_t)e[4]->integer : 0;
     }
     return AG_OK;
 }
@@ -372,6 +451,7 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
     redisReply *r = j->reply;
     j->reply = NULL;
     bool as_script = false;
+    int failed = AG_ESTORE; /* the check's error if it has no reply */
     if (k->attempts++ == 0 &&
         ((!r && !j->sent) ||
          reload_lost(s, c, lost_code(r, k->fcall), k->plan, r, &as_script))) {
@@ -380,14 +460,17 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
         long long len = 0;
         if (as_script) {
             free(j->cmd);
-            len = format_check(s, k->plan, false, &j->cmd, &k->fcall);
+            len = format_check(s, k->plan, k->res, false, &j->cmd, &k->fcall);
             j->len = (size_t)(len > 0 ? len : 0);
         }
         if (len >= 0) {
             ag_redis_pipe_send(s->pipe, j);
             return;
         }
-        j->cmd = NULL; /* out of memory: fail the check */
+        /* Out of memory, or a reserve or release that may not go as a
+         * script: fail the check. */
+        j->cmd = NULL;
+        failed = (int)len;
     }
     int rc;
     if (s->redirect && redirected(r)) {
@@ -396,12 +479,15 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
         outcome(s, AG_OK, j->orphaned);
         rc = AG_EREDIRECT;
     } else {
-        rc = r ? parse_reply(r, k->plan, k->res) : AG_ESTORE;
+        rc = r ? parse_reply(r, k->plan, k->res) : failed;
         if (r && rc)
             ag_log(AG_LOG_ERROR, "redis_script", "%s",
                    r->type == REDIS_REPLY_ERROR ? r->str
                                                 : "unexpected reply shape");
-        rc = outcome(s, rc, j->orphaned);
+        /* A refusal is the caller's (or the deployment's) to fix, not
+         * Redis failing: the breaker does not count it. */
+        if (rc != AG_EINVAL)
+            rc = outcome(s, rc, j->orphaned);
     }
     ag_redis_reply_free(r);
     /* k is not touched after done: a synchronous caller's returns. */
@@ -414,17 +500,19 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
 }
 
 /* Formats plan's check into k and sends it; settle calls done. An error
- * (the breaker open, out of memory) is returned and done is not called. */
+ * (the breaker open, out of memory, a reserve or release refused) is
+ * returned and done is not called. */
 static int start_check(struct redis_store *s, struct check *k,
                        const struct ag_plan *plan, struct ag_limit_result *res,
                        ag_store_done_fn done, void *arg)
 {
     if (ag_redis_breaker_is_open(&s->breaker))
         return AG_ESTORE;
-    long long len = format_check(s, plan, true, &k->job.cmd, &k->fcall);
+    long long len = format_check(s, plan, res, true, &k->job.cmd, &k->fcall);
     if (len < 0)
-        return AG_ENOMEM;
+        return (int)len;
     k->job.len = (size_t)len;
+    k->job.asking = plan->asking;
     k->job.done = settle;
     k->store = s;
     k->plan = plan;
@@ -541,7 +629,7 @@ static long long format_probe(void *arg, char **cmd)
 {
     struct redis_store *s = arg;
     bool fcall;
-    return format_check(s, &s->probe_plan, true, cmd, &fcall);
+    return format_check(s, &s->probe_plan, NULL, true, cmd, &fcall);
 }
 
 /* Whether Redis runs checks again: the probe's check, formatted as every

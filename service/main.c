@@ -25,6 +25,7 @@
 #include "ag_reload.h"
 #include "ag_service.h"
 #include "ag_store.h"
+#include "ag_store_cluster.h"
 
 #define EXIT_CONFIG 2
 /* How often each instance asks SQLite whether the policies changed. */
@@ -74,11 +75,6 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (cfg.redis.kind == AG_REDIS_CLUSTER) {
-        fprintf(stderr, "abuseguard: --redis: redis+cluster:// is not "
-                        "supported by this build yet\n");
-        return EXIT_CONFIG;
-    }
     if (ag_config_read_redis_password(&cfg, &cerr)) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         return EXIT_CONFIG;
@@ -122,11 +118,14 @@ int main(int argc, char **argv)
     ag_db_close(db);
 
     struct ag_metrics *metrics = ag_metrics_new();
-    struct ag_store *store = ag_store_redis_new(&(struct ag_store_redis_opts){
+    struct ag_store_redis_opts ropts = {
         .addr = &cfg.redis,
         .timeout_ms = cfg.redis_timeout_ms,
         .metrics = metrics,
-    });
+    };
+    bool cluster = cfg.redis.kind == AG_REDIS_CLUSTER;
+    struct ag_store *store =
+        cluster ? ag_store_cluster_new(&ropts) : ag_store_redis_new(&ropts);
     /* The store keeps its own copy. */
     sodium_memzero(cfg.redis.password, sizeof cfg.redis.password);
     struct ag_store *fallback =
@@ -148,6 +147,7 @@ int main(int argc, char **argv)
                 .ipv4_group_prefix = cfg.ipv4_group_prefix,
             },
         .device_token_ttl_s = cfg.device_token_ttl_s,
+        .tagged_keys = cluster,
     };
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {

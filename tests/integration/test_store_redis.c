@@ -10,6 +10,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -368,11 +369,433 @@ static void both_stores_agree_on_a_random_trace(void **state)
     assert_true(step >= 500);
 }
 
+/* Reserve and release (the cluster store's two halves of a check). */
+
+#define REL_WINDOW_S 10
+/* A time aligned to every window here: windows of REL_WINDOW_S start on
+ * it. */
+#define REL_BASE_US (DIFF_EPOCH_S * 1000000)
+#define S_US 1000000ull
+
+static long long redis_int(const char *fmt, const char *key)
+{
+    redisReply *r = redisCommand(env.clock_ctx, fmt, key);
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        fail_msg("%s %s: not an integer", fmt, key);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* A hash field of key as text, "" if it has none. */
+static void redis_field(const char *key, const char *field, char *out,
+                        size_t size)
+{
+    redisReply *r = redisCommand(env.clock_ctx, "HGET %s %s", key, field);
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+        fail_msg("HGET %s %s failed", key, field);
+    snprintf(out, size, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+}
+
+/* Whether member is in key's sorted set. */
+static bool redis_has(const char *key, const char *member)
+{
+    redisReply *r = redisCommand(env.clock_ctx, "ZSCORE %s %s", key, member);
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+        fail_msg("ZSCORE %s %s failed", key, member);
+    bool has = r->type == REDIS_REPLY_STRING;
+    freeReplyObject(r);
+    return has;
+}
+
+static void rel_policy(struct ag_policy *p, enum ag_algorithm a, uint32_t limit)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", ag_algorithm_name(a));
+    p->endpoint = AG_EP_LOGIN;
+    p->key[0] = AG_KEY_USER;
+    p->nkeys = 1;
+    p->algorithm = a;
+    p->limit = limit;
+    p->window_s = REL_WINDOW_S;
+    p->block_growth = 1;
+    p->enabled = true;
+}
+
+/* Appends an op of p on "ag:<test>:<p's name><suffix>" to plan. */
+static struct ag_limit_op *rel_op(struct ag_plan *plan,
+                                  const struct ag_policy *p, const char *test,
+                                  const char *suffix, const char *member)
+{
+    struct ag_limit_op *op = &plan->ops[plan->n++];
+    op->policy = p;
+    if (snprintf(op->key, sizeof op->key, "ag:%s:%s%s", test, p->name,
+                 suffix) >= (int)sizeof op->key ||
+        snprintf(op->member, sizeof op->member, "%s", member) >=
+            (int)sizeof op->member)
+        fail_msg("a test key or member too long: %s", test);
+    /* As ag_limiter_plan plans a check: a consecutive policy counts
+     * failures, and a check does not charge it. */
+    op->charge = p->algorithm != AG_ALG_CONSECUTIVE;
+    return op;
+}
+
+static void run_at(uint64_t t, struct ag_plan *plan, enum ag_plan_kind kind,
+                   struct ag_limit_result *res)
+{
+    set_redis_time(NULL, t);
+    plan->kind = kind;
+    assert_int_equal(ag_store_check(env.store, plan, res), AG_OK);
+}
+
+static void assert_same_answer(const struct ag_limit_result *got,
+                               const struct ag_limit_result *want,
+                               const char *what)
+{
+    if (got->allowed == want->allowed && got->remaining == want->remaining &&
+        got->retry_after_ms == want->retry_after_ms &&
+        got->reset_after_ms == want->reset_after_ms)
+        return;
+    char tg[96], tw[96];
+    ag_vectors_result_text(got, tg, sizeof tg);
+    ag_vectors_result_text(want, tw, sizeof tw);
+    fail_msg("%s: released %s, never reserved %s", what, tg, tw);
+}
+
+/* One plan of every algorithm on keys of suffix, with some history: two
+ * checks (of subjects "a" and "b") and a failure for the consecutive
+ * policy, in the window before t and in t's own. */
+static void rel_history(struct ag_policy *p, const char *test,
+                        const char *suffix, struct ag_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        rel_op(plan, &p[a], test, suffix, "");
+    const char *subjects[] = {"a", "b"};
+    uint64_t times[] = {REL_BASE_US + 3 * S_US, REL_BASE_US + 11 * S_US};
+    for (int k = 0; k < 2; k++) {
+        struct ag_limit_result res[AG_PLAN_MAX];
+        snprintf(plan->ops[AG_ALG_DISTINCT].member, sizeof plan->ops[0].member,
+                 "%s", subjects[k]);
+        run_at(times[k], plan, AG_PLAN_CHECK, res);
+        for (size_t i = 0; i < plan->n; i++)
+            assert_true(res[i].allowed);
+        /* The consecutive policy's failure, alone. */
+        struct ag_plan failure = {.kind = AG_PLAN_FAILURE, .n = 1};
+        failure.ops[0] = plan->ops[AG_ALG_CONSECUTIVE];
+        failure.ops[0].charge = true;
+        run_at(times[k], &failure, AG_PLAN_FAILURE, res);
+    }
+}
+
+static void
+a_released_reserve_leaves_every_algorithm_as_it_found_it(void **state)
+{
+    (void)state;
+    struct ag_policy p[AG_ALG_COUNT];
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        rel_policy(&p[a], (enum ag_algorithm)a, 4);
+    /* A block on one: the reserve then has a block key, the release none. */
+    p[AG_ALG_FIXED_WINDOW].block_s = 5;
+    struct ag_plan mine, ref;
+    rel_history(p, "rel1", "", &mine);
+    rel_history(p, "rel1", ":ref", &ref);
+    uint64_t t = REL_BASE_US + 12 * S_US + 500000;
+    /* A subject neither has seen. */
+    snprintf(mine.ops[AG_ALG_DISTINCT].member, sizeof mine.ops[0].member, "c");
+    snprintf(ref.ops[AG_ALG_DISTINCT].member, sizeof ref.ops[0].member, "c");
+    snprintf(mine.nonce, sizeof mine.nonce, "rel1-nonce");
+    struct ag_limit_result reserved[AG_PLAN_MAX], again[AG_PLAN_MAX];
+    memset(reserved, 0, sizeof reserved);
+    run_at(t, &mine, AG_PLAN_RESERVE, reserved);
+    /* Each algorithm's undo token. */
+    uint64_t window_idx = t / (REL_WINDOW_S * S_US);
+    uint64_t want_undo[AG_ALG_COUNT];
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        want_undo[a] = 1;
+    want_undo[AG_ALG_FIXED_WINDOW] = window_idx;
+    want_undo[AG_ALG_SLIDING_WINDOW] = window_idx;
+    want_undo[AG_ALG_CONSECUTIVE] = 0; /* a check does not charge it */
+    for (size_t i = 0; i < mine.n; i++) {
+        assert_true(reserved[i].allowed);
+        assert_int_equal(reserved[i].undo, want_undo[p[i].algorithm]);
+    }
+    const char *log_key = mine.ops[AG_ALG_SLIDING_LOG].key;
+    const char *set_key = mine.ops[AG_ALG_DISTINCT].key;
+    assert_int_equal(redis_int("ZCARD %s", log_key), 3);
+    assert_int_equal(redis_int("ZCARD %s", set_key), 3);
+    run_at(t, &mine, AG_PLAN_RELEASE, reserved);
+    /* The release wrote nothing into the results it read. */
+    for (size_t i = 0; i < mine.n; i++)
+        assert_int_equal(reserved[i].undo, want_undo[p[i].algorithm]);
+    assert_int_equal(redis_int("ZCARD %s", log_key), 2);
+    assert_int_equal(redis_int("ZCARD %s", set_key), 2);
+    assert_false(redis_has(set_key, "c"));
+    /* The same check on both sets of keys, at the same time: the same
+     * answers, as if the reserve had never been. */
+    mine.nonce[0] = '\0';
+    struct ag_limit_result want[AG_PLAN_MAX];
+    run_at(t, &ref, AG_PLAN_CHECK, want);
+    run_at(t, &mine, AG_PLAN_CHECK, again);
+    for (size_t i = 0; i < mine.n; i++)
+        assert_same_answer(&again[i], &want[i], p[i].name);
+}
+
+static void
+a_reserve_whose_group_denies_charges_none_of_its_policies(void **state)
+{
+    (void)state;
+    struct ag_policy p[AG_ALG_COUNT];
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        rel_policy(&p[a], (enum ag_algorithm)a, 4);
+    struct ag_policy full;
+    rel_policy(&full, AG_ALG_FIXED_WINDOW, 1);
+    snprintf(full.name, sizeof full.name, "full");
+    uint64_t t = REL_BASE_US + 4 * S_US;
+    struct ag_plan plan = {.n = 0};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    rel_op(&plan, &full, "rel2", "", "");
+    run_at(t, &plan, AG_PLAN_CHECK, res);
+    assert_true(res[0].allowed);
+    /* Now the full policy denies, and the group's others are allowed. */
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        rel_op(&plan, &p[a], "rel2", "", "s");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel2-nonce");
+    memset(res, 0xff, sizeof res);
+    run_at(t, &plan, AG_PLAN_RESERVE, res);
+    assert_false(res[0].allowed);
+    for (size_t i = 0; i < plan.n; i++) {
+        assert_true(i == 0 || res[i].allowed);
+        assert_int_equal(res[i].undo, 0);
+    }
+    /* Nothing of theirs was written: no key for any of them. */
+    for (size_t i = 1; i < plan.n; i++)
+        assert_int_equal(redis_int("EXISTS %s", plan.ops[i].key), 0);
+    /* And the denying policy still holds its one count. */
+    char n[32];
+    redis_field(plan.ops[0].key, "n", n, sizeof n);
+    assert_string_equal(n, "1");
+}
+
+static void releasing_a_known_subject_leaves_it_known(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_DISTINCT, 3);
+    struct ag_plan plan = {.n = 0};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    rel_op(&plan, &p, "rel3", "", "known");
+    run_at(REL_BASE_US + 1 * S_US, &plan, AG_PLAN_CHECK, res);
+    snprintf(plan.nonce, sizeof plan.nonce, "rel3-nonce");
+    run_at(REL_BASE_US + 2 * S_US, &plan, AG_PLAN_RESERVE, res);
+    assert_true(res[0].allowed);
+    assert_int_equal(res[0].undo, 0);
+    run_at(REL_BASE_US + 2 * S_US, &plan, AG_PLAN_RELEASE, res);
+    assert_true(redis_has(plan.ops[0].key, "known"));
+    assert_int_equal(redis_int("ZCARD %s", plan.ops[0].key), 1);
+}
+
+static void
+a_fixed_window_release_after_the_window_moved_on_keeps_the_new_one(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_FIXED_WINDOW, 3);
+    struct ag_plan plan = {.n = 0};
+    struct ag_limit_result reserved[AG_PLAN_MAX], res[AG_PLAN_MAX];
+    rel_op(&plan, &p, "rel4", "", "");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel4-nonce");
+    run_at(REL_BASE_US + 5 * S_US, &plan, AG_PLAN_RESERVE, reserved);
+    assert_int_equal(reserved[0].undo, REL_BASE_US / (REL_WINDOW_S * S_US));
+    /* The next window counts one check, then the late release comes. */
+    run_at(REL_BASE_US + 12 * S_US, &plan, AG_PLAN_CHECK, res);
+    assert_int_equal(res[0].remaining, 2);
+    run_at(REL_BASE_US + 13 * S_US, &plan, AG_PLAN_RELEASE, reserved);
+    char n[32];
+    redis_field(plan.ops[0].key, "n", n, sizeof n);
+    assert_string_equal(n, "1");
+    run_at(REL_BASE_US + 13 * S_US, &plan, AG_PLAN_CHECK, res);
+    assert_int_equal(res[0].remaining, 1);
+}
+
+static void
+a_sliding_window_release_a_window_later_takes_from_the_previous(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_WINDOW, 4);
+    struct ag_plan plan = {.n = 0}, ref = {.n = 0};
+    struct ag_limit_result reserved[AG_PLAN_MAX], res[AG_PLAN_MAX];
+    struct ag_limit_result want[AG_PLAN_MAX];
+    rel_op(&plan, &p, "rel9", "", "");
+    rel_op(&ref, &p, "rel9", ":ref", "");
+    /* Both count one check in window 0. */
+    run_at(REL_BASE_US + 1 * S_US, &plan, AG_PLAN_CHECK, res);
+    run_at(REL_BASE_US + 1 * S_US, &ref, AG_PLAN_CHECK, res);
+    snprintf(plan.nonce, sizeof plan.nonce, "rel9-nonce");
+    run_at(REL_BASE_US + 2 * S_US, &plan, AG_PLAN_RESERVE, reserved);
+    plan.nonce[0] = '\0';
+    /* A check in window 1 moves the hash on: the reserve's count is now
+     * its previous window's. */
+    run_at(REL_BASE_US + 11 * S_US, &plan, AG_PLAN_CHECK, res);
+    run_at(REL_BASE_US + 11 * S_US, &ref, AG_PLAN_CHECK, res);
+    char prev[32];
+    redis_field(plan.ops[0].key, "p", prev, sizeof prev);
+    assert_string_equal(prev, "2");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel9-nonce");
+    run_at(REL_BASE_US + 12 * S_US, &plan, AG_PLAN_RELEASE, reserved);
+    plan.nonce[0] = '\0';
+    redis_field(plan.ops[0].key, "p", prev, sizeof prev);
+    assert_string_equal(prev, "1");
+    run_at(REL_BASE_US + 12 * S_US, &ref, AG_PLAN_CHECK, want);
+    run_at(REL_BASE_US + 12 * S_US, &plan, AG_PLAN_CHECK, res);
+    assert_same_answer(&res[0], &want[0], "sliding_window");
+}
+
+static void a_token_bucket_release_never_fills_it_past_its_limit(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    /* Two tokens, one back every five seconds. */
+    rel_policy(&p, AG_ALG_TOKEN_BUCKET, 2);
+    struct ag_plan plan = {.n = 0}, fresh = {.n = 0};
+    struct ag_limit_result reserved[AG_PLAN_MAX], res[AG_PLAN_MAX];
+    struct ag_limit_result want[AG_PLAN_MAX];
+    rel_op(&plan, &p, "rel5", "", "");
+    rel_op(&fresh, &p, "rel5", ":fresh", "");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel5-nonce");
+    uint64_t t = REL_BASE_US + 1 * S_US;
+    run_at(t, &plan, AG_PLAN_RESERVE, reserved);
+    assert_int_equal(reserved[0].undo, 1);
+    assert_int_equal(reserved[0].remaining, 1);
+    /* Four seconds on, 1.8 tokens: the one given back would make 2.8. */
+    run_at(t + 4 * S_US, &plan, AG_PLAN_RELEASE, reserved);
+    char tokens[32];
+    redis_field(plan.ops[0].key, "t", tokens, sizeof tokens);
+    assert_string_equal(tokens, "2");
+    /* So it answers as a full bucket does. */
+    run_at(t + 4 * S_US, &fresh, AG_PLAN_CHECK, want);
+    run_at(t + 4 * S_US, &plan, AG_PLAN_CHECK, res);
+    assert_same_answer(&res[0], &want[0], "token_bucket");
+}
+
+static void a_release_with_a_nonce_not_in_the_log_removes_nothing(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_LOG, 3);
+    struct ag_plan plan = {.n = 0};
+    struct ag_limit_result reserved[AG_PLAN_MAX];
+    rel_op(&plan, &p, "rel6", "", "");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel6-reserved");
+    run_at(REL_BASE_US + 1 * S_US, &plan, AG_PLAN_RESERVE, reserved);
+    assert_int_equal(reserved[0].undo, 1);
+    snprintf(plan.nonce, sizeof plan.nonce, "rel6-other");
+    run_at(REL_BASE_US + 1 * S_US, &plan, AG_PLAN_RELEASE, reserved);
+    assert_int_equal(redis_int("ZCARD %s", plan.ops[0].key), 1);
+    assert_true(redis_has(plan.ops[0].key, "rel6-reserved"));
+}
+
+static void a_reserve_or_release_without_a_nonce_is_refused(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_LOG, 3);
+    struct ag_plan plan = {.kind = AG_PLAN_RESERVE};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    memset(res, 0, sizeof res);
+    rel_op(&plan, &p, "rel7", "", "");
+    set_redis_time(NULL, REL_BASE_US);
+    assert_int_equal(ag_store_check(env.store, &plan, res), AG_EINVAL);
+    res[0].undo = 1;
+    plan.kind = AG_PLAN_RELEASE;
+    assert_int_equal(ag_store_check(env.store, &plan, res), AG_EINVAL);
+    assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 0);
+}
+
+/* A Redis user that may not use functions: the store runs checks as
+ * scripts, and a reserve, which needs the library, is not sent at all. */
+static void a_reserve_is_refused_where_redis_refuses_functions(void **state)
+{
+    (void)state;
+    redisReply *r = redisCommand(env.clock_ctx,
+                                 "ACL SETUSER nofunctions on >pw ~* &* +@all "
+                                 "-fcall -fcall_ro -function");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    struct ag_redis_addr addr = {.kind = AG_REDIS_UNIX};
+    snprintf(addr.path, sizeof addr.path, "%s", env.sock);
+    snprintf(addr.user, sizeof addr.user, "nofunctions");
+    snprintf(addr.password, sizeof addr.password, "pw");
+    struct ag_store *scripts = test_store(&addr);
+    assert_non_null(scripts);
+    int ping = ag_store_ping(scripts);
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_LOG, 3);
+    struct ag_plan plan = {.kind = AG_PLAN_RESERVE};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    memset(res, 0, sizeof res);
+    rel_op(&plan, &p, "rel10", "", "");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel10-nonce");
+    int reserve = ag_store_check(scripts, &plan, res);
+    res[0].undo = 1;
+    plan.kind = AG_PLAN_RELEASE;
+    int release = ag_store_check(scripts, &plan, res);
+    ag_store_destroy(scripts);
+    assert_int_equal(ping, AG_OK);
+    assert_int_equal(reserve, AG_EINVAL);
+    assert_int_equal(release, AG_EINVAL);
+    assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 0);
+    /* The store that may use functions reserves on the same key. */
+    plan.kind = AG_PLAN_RESERVE;
+    run_at(REL_BASE_US, &plan, AG_PLAN_RESERVE, res);
+    assert_int_equal(res[0].undo, 1);
+}
+
+static void the_memory_store_refuses_a_reserve_and_a_release(void **state)
+{
+    (void)state;
+    struct ag_store *mem = ag_store_mem_new(16, 16, fake_clock, NULL);
+    assert_non_null(mem);
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_LOG, 3);
+    struct ag_plan plan = {.kind = AG_PLAN_RESERVE};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    memset(res, 0, sizeof res);
+    rel_op(&plan, &p, "rel8", "", "");
+    snprintf(plan.nonce, sizeof plan.nonce, "rel8-nonce");
+    int reserve = ag_store_check(mem, &plan, res);
+    plan.kind = AG_PLAN_RELEASE;
+    int release = ag_store_check(mem, &plan, res);
+    plan.kind = AG_PLAN_CHECK;
+    int check = ag_store_check(mem, &plan, res);
+    ag_store_destroy(mem);
+    assert_int_equal(reserve, AG_EINVAL);
+    assert_int_equal(release, AG_EINVAL);
+    assert_int_equal(check, AG_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_vector_holds_on_redis),
         cmocka_unit_test(both_stores_agree_on_a_random_trace),
+        cmocka_unit_test(
+            a_released_reserve_leaves_every_algorithm_as_it_found_it),
+        cmocka_unit_test(
+            a_reserve_whose_group_denies_charges_none_of_its_policies),
+        cmocka_unit_test(releasing_a_known_subject_leaves_it_known),
+        cmocka_unit_test(
+            a_fixed_window_release_after_the_window_moved_on_keeps_the_new_one),
+        cmocka_unit_test(
+            a_sliding_window_release_a_window_later_takes_from_the_previous),
+        cmocka_unit_test(a_token_bucket_release_never_fills_it_past_its_limit),
+        cmocka_unit_test(a_release_with_a_nonce_not_in_the_log_removes_nothing),
+        cmocka_unit_test(a_reserve_or_release_without_a_nonce_is_refused),
+        cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
+        cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),
     };
     return cmocka_run_group_tests(tests, start_redis, stop_redis);
 }

@@ -364,6 +364,37 @@ static void failure_plan_charges_only_failure_policies(void **state)
     ag_ruleset_unref(s);
 }
 
+static void reserve_and_release_plans_are_planned_as_a_check(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = failure_set();
+    struct ag_request r;
+    request(AG_EP_LOGIN, full_login, &r);
+    struct ag_plan check, plan;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &check), AG_OK);
+    const enum ag_plan_kind kinds[] = {AG_PLAN_RESERVE, AG_PLAN_RELEASE};
+    for (size_t k = 0; k < 2; k++) {
+        /* A nonce left from an earlier use of the plan is cleared. */
+        memset(&plan, 0x5a, sizeof plan);
+        assert_int_equal(plan_of(s, kinds[k], &r, &h, &plan), AG_OK);
+        assert_int_equal(plan.kind, kinds[k]);
+        assert_int_equal(plan.nonce[0], '\0');
+        assert_int_equal(plan.n, check.n);
+        for (size_t i = 0; i < check.n; i++) {
+            assert_ptr_equal(plan.ops[i].policy, check.ops[i].policy);
+            assert_string_equal(plan.ops[i].key, check.ops[i].key);
+            assert_int_equal(plan.ops[i].charge, check.ops[i].charge);
+        }
+    }
+    /* Something to compare: the attempts policy charges, the others not. */
+    assert_int_equal(check.n, 3);
+    assert_false(op_named(&check, "f.user")->charge);
+    assert_true(op_named(&check, "a.user_ip")->charge);
+    ag_ruleset_unref(s);
+}
+
 static void
 success_plan_clears_every_consecutive_policy_it_can_key(void **state)
 {
@@ -939,6 +970,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plan_holds_enabled_policies_of_the_login_endpoint),
+        cmocka_unit_test(reserve_and_release_plans_are_planned_as_a_check),
         cmocka_unit_test(plan_holds_enabled_policies_of_the_otp_endpoint),
         cmocka_unit_test(plan_skips_policies_needing_an_absent_identifier),
         cmocka_unit_test(keys_are_policy_name_and_digest_without_plaintext),

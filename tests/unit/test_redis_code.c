@@ -96,12 +96,36 @@ static void library_is_named_after_its_version(void **state)
         ag_redis_code_init(&c, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
     const char *version = c.function + strlen("ag_check_");
     assert_int_equal(strlen(version), AG_REDIS_VERSION_HEX);
-    char head[64], tail[128];
+    char head[64], tail[192], release[64];
     snprintf(head, sizeof head, "#!lua name=abuseguard_%s\n", version);
-    snprintf(tail, sizeof tail, "end\nredis.register_function('%s', check)\n",
-             c.function);
+    snprintf(release, sizeof release, "ag_release_%s", version);
+    assert_string_equal(c.release, release);
+    snprintf(tail, sizeof tail,
+             "end\nredis.register_function('%s', check)\n"
+             "redis.register_function('%s', release)\n",
+             c.function, c.release);
     assert_memory_equal(c.library.text, head, strlen(head));
     assert_string_equal(c.library.text + c.library.len - strlen(tail), tail);
+    ag_redis_code_free(&c);
+}
+
+static void release_is_a_function_of_the_library_and_of_no_script(void **state)
+{
+    (void)state;
+    struct ag_redis_code c;
+    assert_int_equal(
+        ag_redis_code_init(&c, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    const char *body = lua_file("release.lua")->data;
+    const char *head = "end\nlocal function release(KEYS, ARGV)\n";
+    const char *check = strstr(c.library.text, lua_file("check.lua")->data);
+    const char *at = strstr(c.library.text, body);
+    assert_non_null(check);
+    assert_non_null(at);
+    /* The release's body follows the check's, each in its own function. */
+    assert_true(at > check);
+    assert_memory_equal(at - strlen(head), head, strlen(head));
+    for (unsigned m = 1; m < AG_REDIS_SCRIPTS; m++)
+        assert_null(strstr(c.scripts[m].text, body));
     ag_redis_code_free(&c);
 }
 
@@ -171,6 +195,7 @@ int main(void)
         cmocka_unit_test(lua_files_register_no_algorithm_themselves),
         cmocka_unit_test(each_script_holds_exactly_its_algorithms),
         cmocka_unit_test(library_is_named_after_its_version),
+        cmocka_unit_test(release_is_a_function_of_the_library_and_of_no_script),
         cmocka_unit_test(same_pieces_give_the_same_version),
         cmocka_unit_test(version_differs_when_any_piece_differs),
         cmocka_unit_test(a_missing_piece_is_refused),

@@ -1,0 +1,171 @@
+"""Redis Cluster: three masters and three replicas (harness_topology),
+three service instances. Limits stay exact across instances and slots; a
+check some policy denies is charged to no other, wherever its keys live;
+resharding under traffic costs no check its answer; a killed master costs
+at most the seconds until its replica is promoted."""
+import json
+import os
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import PolicyTest, Service, digest, policy, wait_until
+from harness_topology import Cluster
+
+USER = policy("c.user", key=("user",), limit=10, window_s=60)
+IP = policy("c.ip", key=("ip",), algorithm="fixed_window", limit=1000,
+            window_s=60)
+USER_IP = policy("c.user_ip", key=("user", "ip"), algorithm="token_bucket",
+                 limit=1000, window_s=60)
+DISTINCT = policy("c.ip_users", key=("ip",), algorithm="distinct",
+                  limit=1000, window_s=60)
+
+
+class ClusterTest(PolicyTest):
+    def setUp(self):
+        super().setUp()
+        self.cluster = Cluster(self.workdir)
+        self.addCleanup(self.cluster.stop)
+
+    def instances(self, policies, count=3, extra=()):
+        seed = tempfile.mkdtemp(prefix="seed-", dir=self.workdir)
+        with open(os.path.join(seed, "p.json"), "w") as f:
+            json.dump({"policies": policies}, f)
+        db = os.path.join(seed, "policies.db")
+        out = []
+        for i in range(count):
+            svc = Service(self.workdir, self.cluster.url(),
+                          secret=self.secret, db=db, name="c%d" % i,
+                          extra=["--seed-dir", seed, *extra])
+            self.services.append(svc)
+            out.append(svc)
+        for svc in out:
+            self.assertTrue(wait_until(
+                lambda: svc.request("GET", "/readyz").status == 200, 10),
+                svc.log_text())
+        return out
+
+    def key_slot(self, name, parts):
+        key = "ag:%s:{%s}" % (name, digest(self.secret, parts))
+        return self.cluster.keyslot(key)
+
+    def test_limits_are_exact_across_instances_and_keys_spread(self):
+        svcs = self.instances([USER, IP, USER_IP, DISTINCT])
+        answers = []
+        lock = threading.Lock()
+
+        def check(i):
+            svc = svcs[i % 3]
+            r = self.login(svc, "same@x.org", "198.51.100.%d" % (i + 1))
+            with lock:
+                answers.append(r)
+
+        threads = [threading.Thread(target=check, args=(i,))
+                   for i in range(48)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(len(answers), 48)
+        for r in answers:
+            self.assertIn(r.status, (200, 429), r.raw)
+            self.assertNotIn("degraded", r.json, r.json)
+        allowed = sum(r.status == 200 for r in answers)
+        self.assertEqual(allowed, USER["limit"])
+        # Many users' keys land on every master.
+        for i in range(60):
+            self.login(svcs[i % 3], "u%d@x.org" % i, "192.0.2.%d" % (i + 1))
+        counts = self.cluster.keys_per_master()
+        self.assertEqual(len(counts), 3)
+        self.assertTrue(all(n > 0 for n in counts.values()), counts)
+
+    def test_a_denied_check_charges_no_other_policy(self):
+        svcs = self.instances([USER, IP], count=1)
+        ip = "203.0.113.9"
+        # The two policies' keys in different slots, on different masters
+        # if the map says so: the denial must be undone across nodes.
+        user = next(u for u in ("a%d@x.org" % i for i in range(200))
+                    if self.cluster.slot_owner(
+                        self.key_slot("c.user", [("user", u)])) !=
+                    self.cluster.slot_owner(
+                        self.key_slot("c.ip", [("ip", ip)])))
+        for i in range(USER["limit"]):
+            self.assertEqual(self.login(svcs[0], user, ip).status, 200)
+        for i in range(5):
+            r = self.login(svcs[0], user, ip)
+            self.assertEqual(r.status, 429, r.json)
+        # Another user from the same address sees only the 10 allowed.
+        r = self.login(svcs[0], "other@x.org", ip)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(self.decision(r, "c.ip")["remaining"],
+                         IP["limit"] - USER["limit"] - 1)
+
+    def traffic(self, svc, stop, answers):
+        i = 0
+        while not stop.is_set():
+            start = time.monotonic()
+            try:
+                r = self.login(svc, "t%d@x.org" % (i % 500),
+                               "192.0.2.%d" % (i % 250 + 1))
+                answers.append((time.monotonic() - start, r.status,
+                                bool(r.json and r.json.get("degraded"))))
+            except OSError as e:
+                answers.append((time.monotonic() - start, repr(e), True))
+            i += 1
+
+    def test_resharding_under_traffic_costs_no_answer(self):
+        svcs = self.instances([USER, IP, USER_IP], count=2)
+        stop, answers = threading.Event(), []
+        threads = [threading.Thread(target=self.traffic,
+                                    args=(s, stop, answers)) for s in svcs]
+        for t in threads:
+            t.start()
+        try:
+            masters = self.cluster.masters()
+            self.cluster.reshard(1000, masters[0], masters[1])
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        self.assertGreater(len(answers), 50)
+        bad = [a for a in answers if a[1] not in (200, 429) or a[2]]
+        self.assertEqual(bad, [], "%d of %d" % (len(bad), len(answers)))
+
+    def test_a_killed_master_costs_seconds_not_limits(self):
+        svcs = self.instances([USER, IP], count=2,
+                              extra=["--redis-timeout-ms", "300"])
+        stop, answers = threading.Event(), []
+        threads = [threading.Thread(target=self.traffic,
+                                    args=(s, stop, answers)) for s in svcs]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.5)
+            victim = self.cluster.masters()[0]
+            self.cluster.kill(victim)
+            self.cluster.wait_for_promotion(victim)
+            promoted = time.monotonic()
+            # Back on the cluster within 10 s of the promotion: every slot
+            # has a master that answers, on every instance.
+            self.assertTrue(wait_until(lambda: all(
+                s.request("GET", "/readyz").status == 200 for s in svcs),
+                10), [s.log_text() for s in svcs])
+            self.assertLess(time.monotonic() - promoted, 10)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        self.assertGreater(len(answers), 20)
+        self.assertLess(max(a[0] for a in answers), 1.0)
+        self.assertTrue(all(a[1] in (200, 429) for a in answers))
+        # Limits exact afterwards, across both instances, none of it
+        # answered from a fallback.
+        after = [self.login(svcs[i % 2], "after@x.org", "198.51.100.%d" % i)
+                 for i in range(15)]
+        self.assertEqual([r.json.get("degraded") for r in after], [None] * 15)
+        self.assertEqual(sum(r.status == 200 for r in after), USER["limit"])
+
+
+if __name__ == "__main__":
+    unittest.main()
