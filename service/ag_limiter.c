@@ -134,6 +134,7 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     plan->fp_window_s = 0;
     /* The store makes the nonce unless a reserve's caller sets one. */
     plan->nonce[0] = '\0';
+    plan->asking = false;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))
