@@ -84,6 +84,12 @@ static const struct {
     [AG_M_LIST_ENTRIES_INVALID] = {"abuseguard_list_entries_invalid", "gauge",
                                    "Allow/deny list rows that fail "
                                    "validation (left out)."},
+    [AG_M_CLUSTER_RELEASES] = {"abuseguard_cluster_releases_total", "counter",
+                               "Redis Cluster checks whose charged slot "
+                               "groups were released because another "
+                               "denied or failed."},
+    [AG_M_CLUSTER_REDIRECTS] = {"abuseguard_cluster_redirects_total", "counter",
+                                "MOVED and ASK redirections followed."},
     [AG_M_HTTP_CONNECTIONS] = {"abuseguard_http_connections", "gauge",
                                "Open client connections."},
     [AG_M_HTTP_RECLAIMED] = {"abuseguard_http_connections_reclaimed_total",

@@ -38,6 +38,8 @@ enum ag_metric {
     AG_M_POLICIES_STALE,       /* gauge: 1 while the database cannot be read */
     AG_M_POLICIES_INVALID,     /* gauge: policy rows that fail validation */
     AG_M_LIST_ENTRIES_INVALID, /* gauge: list rows that fail validation */
+    AG_M_CLUSTER_RELEASES,     /* counter: cluster checks released */
+    AG_M_CLUSTER_REDIRECTS,    /* counter: MOVED and ASK followed */
     AG_M_HTTP_CONNECTIONS,     /* gauge: open client connections */
     AG_M_HTTP_RECLAIMED,       /* counter: ready connections ended at the cap */
     AG_M_HTTP_EXPIRED,         /* counter: connections past the deadline */

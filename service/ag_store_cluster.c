@@ -46,6 +46,7 @@
 
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
 #include "ag_redis_link.h"
 #include "ag_redis_reply.h"
 #include "ag_redis_slot.h"
@@ -400,6 +401,7 @@ static void finish(struct ccheck *k)
         done(arg, rc);
         return;
     }
+    ag_metrics_count(k->c->metrics, AG_M_CLUSTER_RELEASES);
     /* One count more than the releases, held by this loop: a release
      * that comes back before the next is sent must not free k. */
     atomic_store(&k->pending, nrelease + 1);
@@ -424,6 +426,7 @@ static bool follow(struct group *g)
 {
     struct cluster *c = g->parent->c;
     struct ag_redis_redirect to;
+    ag_metrics_count(c->metrics, AG_M_CLUSTER_REDIRECTS);
     if (g->attempts >= ATTEMPTS_MAX ||
         ag_redis_slot_parse_redirect(last_redirect, strlen(last_redirect),
                                      &to) != AG_OK)

@@ -12,6 +12,7 @@ import unittest
 
 from harness import PolicyTest, Service, digest, policy, wait_until
 from harness_topology import Cluster
+from test_resilience import metric
 
 USER = policy("c.user", key=("user",), limit=10, window_s=60)
 IP = policy("c.ip", key=("ip",), algorithm="fixed_window", limit=1000,
@@ -100,6 +101,9 @@ class ClusterTest(PolicyTest):
         self.assertEqual(r.status, 200)
         self.assertEqual(self.decision(r, "c.ip")["remaining"],
                          IP["limit"] - USER["limit"] - 1)
+        # Each denied check released the address's reserve.
+        self.assertEqual(metric(svcs[0], "abuseguard_cluster_releases_total"),
+                         5)
 
     def traffic(self, svc, stop, answers):
         i = 0
@@ -131,6 +135,9 @@ class ClusterTest(PolicyTest):
         self.assertGreater(len(answers), 50)
         bad = [a for a in answers if a[1] not in (200, 429) or a[2]]
         self.assertEqual(bad, [], "%d of %d" % (len(bad), len(answers)))
+        # The moving slots were followed, not failed over.
+        self.assertGreater(sum(metric(s, "abuseguard_cluster_redirects_total")
+                               for s in svcs), 0)
 
     def test_a_killed_master_costs_seconds_not_limits(self):
         svcs = self.instances([USER, IP], count=2,

@@ -65,6 +65,8 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_policies_stale",
         "abuseguard_policies_invalid",
         "abuseguard_list_entries_invalid",
+        "abuseguard_cluster_releases_total",
+        "abuseguard_cluster_redirects_total",
         "abuseguard_http_connections",
         "abuseguard_http_connections_reclaimed_total",
         "abuseguard_http_connections_expired_total",
