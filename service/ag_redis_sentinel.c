@@ -16,7 +16,7 @@ static int ask(const struct ag_redis_addr *a, const struct ag_redis_hostport *s,
     struct ag_redis_addr sa;
     memset(&sa, 0, sizeof sa);
     sa.kind = AG_REDIS_TCP;
-    snprintf(sa.host, sizeof sa.host, "%s", s->host);
+    memcpy(sa.host, s->host, sizeof sa.host);
     sa.port = s->port;
     sa.tls = a->tls;
     memcpy(sa.tls_server_name, a->tls_server_name, sizeof sa.tls_server_name);
@@ -67,7 +67,7 @@ int ag_redis_sentinel_master(const struct ag_redis_addr *a,
                              unsigned timeout_ms, struct ag_redis_addr *master,
                              struct ag_error *err)
 {
-    char why[160] = "no sentinel";
+    char why[AG_ERROR_MSG_MAX] = "no sentinel";
     int last = 0;
     for (int i = 0; i < a->n_seeds; i++) {
         char host[256];
@@ -78,7 +78,7 @@ int ag_redis_sentinel_master(const struct ag_redis_addr *a,
             continue;
         *master = *a;
         master->kind = AG_REDIS_TCP;
-        snprintf(master->host, sizeof master->host, "%s", host);
+        memcpy(master->host, host, sizeof master->host);
         master->port = port;
         return AG_OK;
     }

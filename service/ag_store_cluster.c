@@ -116,6 +116,15 @@ struct ccheck {
  * thread, so group_done finds it here. */
 static _Thread_local char last_redirect[512];
 
+/* Copies a host name into a 256-byte field, cut at 255 bytes (hosts are
+ * shorter: AG_REDIS_HOST_MAX). */
+static void copy_host(char dst[256], const char *src)
+{
+    size_t n = strnlen(src, 255);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static void on_redirect(void *arg, const char *text)
 {
     struct cluster *c = arg;
@@ -152,12 +161,12 @@ static int node_index(struct cluster *c, const char *host, int port,
     struct node *n = calloc(1, sizeof *n);
     if (!n)
         return -1;
-    snprintf(n->host, sizeof n->host, "%s", host);
+    copy_host(n->host, host);
     n->port = port;
     pick_probe_key(map, map_node, n->probe_key);
     struct ag_redis_addr a = c->addr;
     a.kind = AG_REDIS_TCP;
-    snprintf(a.host, sizeof a.host, "%s", host);
+    copy_host(a.host, host);
     a.port = port;
     a.db = 0;
     n->store = ag_store_redis_new(&(struct ag_store_redis_opts){
@@ -212,7 +221,7 @@ static struct ag_redis_slot_map *fetch_from(struct cluster *c, const char *host,
 {
     struct ag_redis_addr a = c->addr;
     a.kind = AG_REDIS_TCP;
-    snprintf(a.host, sizeof a.host, "%s", host);
+    copy_host(a.host, host);
     a.port = port;
     a.db = 0;
     /* Never less than a second: a map fetch is rare and not on a check's
@@ -251,8 +260,7 @@ static void refresh(struct cluster *c)
     size_t nask = 0;
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->nnodes; i++) {
-        snprintf(ask[nask].host, sizeof ask[nask].host, "%s",
-                 c->nodes[i]->host);
+        copy_host(ask[nask].host, c->nodes[i]->host);
         ask[nask++].port = c->nodes[i]->port;
     }
     pthread_mutex_unlock(&c->lock);
@@ -434,7 +442,7 @@ static bool follow(struct group *g)
     pthread_mutex_lock(&c->lock);
     const char *host = to.host[0] ? to.host : c->nodes[g->node]->host;
     char target[256];
-    snprintf(target, sizeof target, "%s", host);
+    copy_host(target, host);
     int n = -1;
     if (c->map) {
         if (to.kind == AG_REDIS_MOVED) {

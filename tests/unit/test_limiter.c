@@ -262,8 +262,12 @@ static void tagged_keys_put_the_digest_in_a_hash_tag(void **state)
     assert_int_equal(strchr(block, '{') - block, strchr(want, '{') - want);
     assert_int_equal(strchr(block, '}') - block, strchr(want, '}') - want);
     /* Policies of one identifier share their tag. */
-    const char *u1 = strchr(op_named(&plan, "login.user")->key, '{');
-    const char *u2 = strchr(op_named(&plan, "login.failures")->key, '{');
+    const struct ag_limit_op *user = op_named(&plan, "login.user");
+    const struct ag_limit_op *failures = op_named(&plan, "login.failures");
+    assert_non_null(user);
+    assert_non_null(failures);
+    const char *u1 = strchr(user->key, '{');
+    const char *u2 = strchr(failures->key, '{');
     assert_non_null(u1);
     assert_non_null(u2);
     assert_string_equal(u1, u2);
