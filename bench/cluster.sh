@@ -11,7 +11,8 @@
 # have allowed. On two cores a cluster cannot be faster: the figure to
 # watch is the work per check per node.
 # Environment: DURATION (s per run, default 10), RUNS (default 3), CONNS
-# (default 64), SHARED_BENCH (as bench/run.sh).
+# (default 64), WRK_SCRIPT (wrk-login.lua, or wrk-attack.lua), SHARED_BENCH
+# (as bench/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -19,6 +20,7 @@ shared=${SHARED_BENCH:-$root/../shared/bench}
 duration=${DURATION:-10}
 runs=${RUNS:-3}
 conns=${CONNS:-64}
+script=${WRK_SCRIPT:-wrk-login.lua} # or wrk-attack.lua: a flood of denied keys
 out=$root/bench/out/cluster
 mkdir -p "$out"
 
@@ -99,7 +101,7 @@ measure() { # name port service_pid redis_pids...
     r0=$(sum_ticks "$@"); s0=$(ticks "$spid")
     a0=$(checks "$port" allowed); d0=$(checks "$port" denied)
     l0=$(metric "$port" abuseguard_cluster_releases_total)
-    wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/wrk-login.lua" \
+    wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/$script" \
         "http://127.0.0.1:$port" > "$out/wrk-$name.txt"
     local rps p99
     rps=$(awk '/Requests\/sec/ {print $2}' "$out/wrk-$name.txt")
