@@ -232,6 +232,19 @@ static bool known(const struct ag_http_conns *c, int fd)
     return fd >= 0 && fd < c->o.fd_limit && c->slots[fd].state != S_FREE;
 }
 
+/* Frees fd's slot, whatever its state. Called with the lock held. */
+static void forget(struct ag_http_conns *c, int fd)
+{
+    struct slot *s = &c->slots[fd];
+    if (s->state == S_READY)
+        list_remove(c, fd);
+    if (s->state != S_ENDED)
+        c->live--;
+    if (s->key.family)
+        address_drop(c, &s->key);
+    s->state = S_FREE;
+}
+
 enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
                                        const struct sockaddr *sa, int tag,
                                        uint64_t now_ms)
@@ -241,9 +254,14 @@ enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
     struct addr_key k = key_of(sa);
     enum ag_http_admit verdict = AG_HTTP_ADMITTED;
     pthread_mutex_lock(&c->lock);
-    if (c->slots[fd].state != S_FREE) {
-        verdict = AG_HTTP_BAD_FD;
-    } else if (k.family && address_count(c, &k) >= c->o.max_per_ip) {
+    /* The kernel has just handed out fd, so whatever the table still
+     * holds under it was closed without a word (libmicrohttpd drops a
+     * connection it cannot take without NOTIFY_CLOSED): forget it, or the
+     * number would be refused from now on and later shut under another
+     * descriptor's feet. */
+    if (c->slots[fd].state != S_FREE)
+        forget(c, fd);
+    if (k.family && address_count(c, &k) >= c->o.max_per_ip) {
         verdict = AG_HTTP_PER_IP_FULL;
     } else if (c->live >= c->o.max_conns) {
         if (c->head < 0) {
@@ -290,16 +308,8 @@ void ag_http_conns_ready(struct ag_http_conns *c, int fd, uint64_t now_ms)
 void ag_http_conns_closed(struct ag_http_conns *c, int fd)
 {
     pthread_mutex_lock(&c->lock);
-    if (known(c, fd)) {
-        struct slot *s = &c->slots[fd];
-        if (s->state == S_READY)
-            list_remove(c, fd);
-        if (s->state != S_ENDED)
-            c->live--;
-        if (s->key.family)
-            address_drop(c, &s->key);
-        s->state = S_FREE;
-    }
+    if (known(c, fd))
+        forget(c, fd);
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -57,7 +57,7 @@ enum ag_http_admit {
     AG_HTTP_ADMITTED,
     AG_HTTP_FULL,        /* max_conns live, none of them READY */
     AG_HTTP_PER_IP_FULL, /* the client address holds max_per_ip */
-    AG_HTTP_BAD_FD,      /* outside the table, or already in it */
+    AG_HTTP_BAD_FD,      /* outside the table */
 };
 
 /* Returns 0 and a new table in *out (free with ag_http_conns_free), or
@@ -69,8 +69,11 @@ void ag_http_conns_free(struct ag_http_conns *c);
 /* A connection accepted on listener tag (any small number the caller
  * chooses) from sa (AF_INET, AF_INET6; anything else, such as AF_UNIX,
  * counts against no address). At the cap, reclaims the longest-READY
- * connection first. On AG_HTTP_ADMITTED the connection is READY now_ms
- * and its stream validator is fresh. */
+ * connection first. A slot fd still holds is forgotten first: the kernel
+ * reuses a descriptor only once it is closed, so that connection ended
+ * without ag_http_conns_closed (libmicrohttpd drops a connection it
+ * cannot take without notice). On AG_HTTP_ADMITTED the connection is READY
+ * now_ms and its stream validator is fresh. */
 enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
                                        const struct sockaddr *sa, int tag,
                                        uint64_t now_ms);

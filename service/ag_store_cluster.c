@@ -75,7 +75,10 @@ struct cluster {
     struct node *nodes[NODES_MAX];
     size_t nnodes;
     bool stopping;
-    bool dirty; /* a redirection came: fetch the map now */
+    bool dirty;           /* a redirection came: fetch the map now */
+    size_t live;          /* ccheck objects not yet freed, releases included */
+    pthread_cond_t idle;  /* signalled when live falls to 0 */
+    char asked_host[256]; /* the address the current map came from */
     pthread_t refresher;
     struct ag_redis_tls *tls; /* rediss+cluster://; NULL if it failed */
     char tls_error[AG_ERROR_MSG_MAX];
@@ -97,6 +100,10 @@ struct group {
     size_t idx[AG_PLAN_MAX]; /* each op's index in the parent's plan */
     struct ag_plan plan;
     struct ag_limit_result res[AG_PLAN_MAX];
+    /* The ops' policies, copied: a release (and a reformat of it) may be
+     * built after the check's caller has been answered and has dropped
+     * the ruleset the plan borrowed them from. */
+    struct ag_policy policies[AG_PLAN_MAX];
 };
 
 struct ccheck {
@@ -212,7 +219,8 @@ static void adopt_map(struct cluster *c, struct ag_redis_slot_map *map,
     ag_redis_slot_map_free(c->map);
     c->map = map;
     c->mapped = 0;
-    remap(c, asked_host);
+    copy_host(c->asked_host, asked_host);
+    remap(c, c->asked_host);
 }
 
 /* Asks host:port for the slot map; NULL if it cannot answer. */
@@ -252,16 +260,20 @@ static struct ag_redis_slot_map *fetch_from(struct cluster *c, const char *host,
     return map;
 }
 
-/* One refresh: the known nodes first (a seed may have left), then the
- * seeds. */
+/* One refresh: the nodes the current map names first (a seed may have
+ * left), then the seeds. Nodes no map names any more (a master that
+ * failed, say) are not asked: each would cost a timeout. */
 static void refresh(struct cluster *c)
 {
     struct ag_redis_hostport ask[NODES_MAX + AG_SEEDS_MAX];
     size_t nask = 0;
     pthread_mutex_lock(&c->lock);
-    for (size_t i = 0; i < c->nnodes; i++) {
-        copy_host(ask[nask].host, c->nodes[i]->host);
-        ask[nask++].port = c->nodes[i]->port;
+    for (size_t i = 0; i < c->mapped && nask < NODES_MAX; i++) {
+        if (c->owner_node[i] < 0)
+            continue;
+        const struct node *n = c->nodes[c->owner_node[i]];
+        copy_host(ask[nask].host, n->host);
+        ask[nask++].port = n->port;
     }
     pthread_mutex_unlock(&c->lock);
     for (int i = 0; i < c->addr.n_seeds; i++)
@@ -336,7 +348,12 @@ static int send_group(struct group *g, ag_store_done_fn cb)
 
 static void free_check(struct ccheck *k)
 {
+    struct cluster *c = k->c;
     free(k);
+    pthread_mutex_lock(&c->lock);
+    if (--c->live == 0)
+        pthread_cond_broadcast(&c->idle);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Undoes what each group that allowed charged, after another denied (or
@@ -411,18 +428,21 @@ static void finish(struct ccheck *k)
     }
     ag_metrics_count(k->c->metrics, AG_M_CLUSTER_RELEASES);
     /* One count more than the releases, held by this loop: a release
-     * that comes back before the next is sent must not free k. */
+     * that comes back before the next is sent must not free k. The
+     * releases are queued before the caller is answered (sending only
+     * queues), so none is formatted after the caller let go of its plan.
+     * A group reserved after an ASK is released the same way, with
+     * ASKING, on the node that took the reserve. */
     atomic_store(&k->pending, nrelease + 1);
-    done(arg, rc);
     for (size_t i = 0; i < k->ngroups; i++) {
         if (!release[i])
             continue;
         struct group *g = &k->groups[i];
         g->plan.kind = AG_PLAN_RELEASE;
-        g->asking = false;
         if (send_group(g, release_done) != AG_OK)
             release_done(g, AG_ESTORE);
     }
+    done(arg, rc);
     if (atomic_fetch_sub(&k->pending, 1) == 1)
         free_check(k);
 }
@@ -447,7 +467,7 @@ static bool follow(struct group *g)
     if (c->map) {
         if (to.kind == AG_REDIS_MOVED) {
             ag_redis_slot_map_moved(c->map, to.slot, target, to.port);
-            remap(c, target);
+            remap(c, c->asked_host);
         }
         n = node_index(c, target, to.port, c->map,
                        ag_redis_slot_map_owner(c->map, to.slot));
@@ -490,7 +510,10 @@ static size_t split(struct cluster *c, const struct ag_plan *plan,
             g->plan.trusted = plan->trusted;
         }
         g->idx[g->nops] = i;
-        g->plan.ops[g->nops++] = plan->ops[i];
+        g->policies[g->nops] = *plan->ops[i].policy;
+        g->plan.ops[g->nops] = plan->ops[i];
+        g->plan.ops[g->nops].policy = &g->policies[g->nops];
+        g->nops++;
         g->plan.n = g->nops;
     }
     /* The fingerprint goes with the group whose slot its set shares. */
@@ -525,9 +548,11 @@ static int cluster_check_async(struct ag_store *base,
     k->arg = arg;
     pthread_mutex_lock(&c->lock);
     k->ngroups = split(c, plan, k);
-    bool routable = c->map != NULL;
+    bool routable = c->map != NULL && !c->stopping;
     for (size_t i = 0; i < k->ngroups; i++)
         routable = routable && k->groups[i].node >= 0;
+    if (routable)
+        c->live++;
     pthread_mutex_unlock(&c->lock);
     if (!routable) {
         free(k);
@@ -556,7 +581,7 @@ static int cluster_check_async(struct ag_store *base,
         if (rc == AG_OK)
             continue;
         if (i == 0) {
-            free(k);
+            free_check(k);
             return rc;
         }
         g->rc = AG_ESTORE;
@@ -625,6 +650,25 @@ static int cluster_clear(struct ag_store *base, const struct ag_plan *plan)
         struct ag_store *s = g->node >= 0 ? c->nodes[g->node]->store : NULL;
         pthread_mutex_unlock(&c->lock);
         int r = s ? ag_store_clear(s, &g->plan) : AG_ESTORE;
+        struct ag_redis_redirect to;
+        if (r == AG_EREDIRECT &&
+            ag_redis_slot_parse_redirect(last_redirect, strlen(last_redirect),
+                                         &to) == AG_OK &&
+            to.kind == AG_REDIS_MOVED) {
+            /* Once, to the owner the answer names (a DEL that was
+             * redirected did not run). */
+            pthread_mutex_lock(&c->lock);
+            char target[256];
+            copy_host(target, to.host[0] ? to.host : c->nodes[g->node]->host);
+            ag_redis_slot_map_moved(c->map, to.slot, target, to.port);
+            remap(c, c->asked_host);
+            int n = owner_of(c, g->slot);
+            s = n >= 0 ? c->nodes[n]->store : NULL;
+            pthread_mutex_unlock(&c->lock);
+            r = s ? ag_store_clear(s, &g->plan) : AG_ESTORE;
+        }
+        if (r == AG_EREDIRECT)
+            r = AG_ESTORE;
         if (r && !rc)
             rc = r;
     }
@@ -667,6 +711,10 @@ static void cluster_destroy(struct ag_store *base)
     pthread_mutex_lock(&c->lock);
     c->stopping = true;
     pthread_cond_signal(&c->wake);
+    /* Releases may still be on their way after their checks were
+     * answered: the node stores they use must outlive them. */
+    while (c->live)
+        pthread_cond_wait(&c->idle, &c->lock);
     pthread_mutex_unlock(&c->lock);
     pthread_join(c->refresher, NULL);
     for (size_t i = 0; i < c->nnodes; i++) {
@@ -676,6 +724,7 @@ static void cluster_destroy(struct ag_store *base)
     ag_redis_slot_map_free(c->map);
     free(c->owner_node);
     ag_redis_tls_free(c->tls);
+    pthread_cond_destroy(&c->idle);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
     sodium_memzero(c->addr.password, sizeof c->addr.password);
@@ -710,6 +759,7 @@ struct ag_store *ag_store_cluster_new(const struct ag_store_redis_opts *o)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&c->wake, &attr);
     pthread_condattr_destroy(&attr);
+    pthread_cond_init(&c->idle, NULL);
     if (c->addr.tls) {
         struct ag_error err;
         if (ag_redis_tls_new(&c->addr, &c->tls, &err) != AG_OK) {
@@ -720,6 +770,7 @@ struct ag_store *ag_store_cluster_new(const struct ag_store_redis_opts *o)
     /* The first map before the first check, if the seeds answer. */
     refresh(c);
     if (pthread_create(&c->refresher, NULL, refresher, c) != 0) {
+        pthread_cond_destroy(&c->idle);
         for (size_t i = 0; i < c->nnodes; i++) {
             ag_store_destroy(c->nodes[i]->store);
             free(c->nodes[i]);

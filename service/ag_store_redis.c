@@ -585,6 +585,15 @@ static int simple(struct redis_store *s, int argc, const char **argv,
             outcome(s, AG_ESTORE, false);
             return AG_EUNKNOWN;
         }
+        if (s->redirect && redirected(r)) {
+            /* A cluster node that does not hold the keys: nothing ran,
+             * and the node answered (see ag_store.h). The callback runs
+             * on this, the caller's, thread. */
+            s->redirect(s->redirect_arg, r->str);
+            ag_redis_reply_free(r);
+            outcome(s, AG_OK, false);
+            return AG_EREDIRECT;
+        }
         int ok = r->type == type;
         ag_redis_reply_free(r);
         return outcome(s, ok ? AG_OK : AG_ESTORE, false);

@@ -239,13 +239,32 @@ closed_is_idempotent_and_unknown_descriptors_are_refused(void **state)
     assert_int_equal(admit(c, 128, v4("127.0.0.2"), 0), AG_HTTP_BAD_FD);
     assert_int_equal(admit(c, -1, v4("127.0.0.2"), 0), AG_HTTP_BAD_FD);
     assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
-    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_BAD_FD);
     assert_non_null(ag_http_conns_wire(c, 10));
     ag_http_conns_closed(c, 10);
     ag_http_conns_closed(c, 10);
     assert_null(ag_http_conns_wire(c, 10));
     assert_int_equal(ag_http_conns_tag(c, 10), -1);
     assert_int_equal(live(c), 0);
+    ag_http_conns_free(c);
+}
+
+static void
+a_descriptor_reused_without_a_close_replaces_its_stale_slot(void **state)
+{
+    (void)state;
+    /* libmicrohttpd closed 10 without telling; the kernel hands 10 out
+     * again. The new connection is admitted, counted once, and the old
+     * one's address gives its place back. */
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 8, 1);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 10, v4("127.0.0.3"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(live(c), 1);
+    assert_int_equal(admit(c, 11, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 12, v4("127.0.0.3"), 0), AG_HTTP_PER_IP_FULL);
+    /* A stale READY slot is not shut later under the new connection. */
+    assert_int_equal(ag_http_conns_sweep(c, 500), 0);
+    assert_int_equal(s.n, 0);
     ag_http_conns_free(c);
 }
 
@@ -281,6 +300,8 @@ int main(void)
         cmocka_unit_test(
             closed_is_idempotent_and_unknown_descriptors_are_refused),
         cmocka_unit_test(an_ended_connection_is_not_ended_again_when_it_closes),
+        cmocka_unit_test(
+            a_descriptor_reused_without_a_close_replaces_its_stale_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
