@@ -193,6 +193,8 @@ static void valid_refuses_anything_else(void **state)
     assert_false(ag_country_code_valid("+28"));
     assert_false(ag_country_code_valid("+801"));
     assert_false(ag_country_code_valid("+447911123456"));
+    /* 2^32 + 44: read as a number without a length cap it wraps to 44. */
+    assert_false(ag_country_code_valid("+4294967340"));
 }
 
 int main(void)
