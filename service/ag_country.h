@@ -7,12 +7,14 @@
  *
  * The codes are embedded data, generated from libphonenumber's metadata as
  * Debian 12's python3-phonenumbers ships it (which follows the ITU-T
- * assignments), geographic and non-geographic (+800, +808, +870, +878,
- * +881, +882, +883, +888, +979) alike; ag_country.c names the version and
- * how to regenerate the table. A code has 1 to 3 digits and no code is a
- * prefix of another, so a number has at most one. Codes with a subdivision
- * digit or network code after them (+881 0..9, +882 and +883 networks) are
- * reduced to the 3-digit code.
+ * assignments), geographic and non-geographic (+800, +808, +870, +878, +881,
+ * +882, +883, +888, +979) alike; ag_country.c names the version and how to
+ * regenerate the table. A code the ITU lists but libphonenumber does not
+ * carry (a trial or reserved code) is treated as unassigned; regenerating
+ * from a newer package picks up new assignments. A code has 1 to 3 digits
+ * and no code is a prefix of another, so a number has at most one. Codes
+ * with a subdivision digit or network code after them (+881 0..9, +882 and
+ * +883 networks) are reduced to the 3-digit code.
  *
  * A `country` key groups by calling code, not by country: one code can
  * cover many countries. All of zone 1, the North American Numbering Plan
