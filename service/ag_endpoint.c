@@ -42,7 +42,7 @@ enum ag_key_kind ag_key_kind_source(enum ag_key_kind k)
 {
     if (k == AG_KEY_IP_PREFIX)
         return AG_KEY_IP;
-    if (k == AG_KEY_PHONE_PREFIX)
+    if (k == AG_KEY_PHONE_PREFIX || k == AG_KEY_COUNTRY)
         return AG_KEY_PHONE;
     return k;
 }

@@ -38,6 +38,10 @@ enum ag_key_kind {
     /* The id of a device token the service verified for the request's
      * user (ag_device); a request without a trusted token has none. */
     AG_KEY_DEVICE_TOKEN,
+    /* The phone's E.164 country calling code ("+44"; ag_country): all
+     * numbers of a country (or of NANP, +1) are one key. Not personal
+     * data, but hashed in keys like every identifier. */
+    AG_KEY_COUNTRY,
     AG_KEY_COUNT
 };
 

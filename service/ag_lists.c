@@ -11,7 +11,26 @@
 static const char *const list_names[] = {
     [AG_LIST_ALLOW] = "allow", [AG_LIST_DENY] = "deny"};
 static const char *const kind_names[] = {
-    [AG_LK_IP] = "ip", [AG_LK_USER] = "user", [AG_LK_PHONE] = "phone"};
+    [AG_LK_IP] = "ip",
+    [AG_LK_USER] = "user",
+    [AG_LK_PHONE] = "phone",
+    [AG_LK_COUNTRY] = "country",
+    [AG_LK_PHONE_PREFIX] = "phone_prefix",
+};
+
+/* "+" and min to 15 digits, the first not 0. */
+static bool plus_digits(const char *s, size_t min)
+{
+    size_t n = s[0] == '+' ? strspn(s + 1, "0123456789") : 0;
+    return n >= min && n <= AG_PHONE_DIGITS_MAX && s[1 + n] == '\0' &&
+           s[1] != '0';
+}
+
+/* Whether a country or phone_prefix entry's value is well formed. */
+static bool plain_value_ok(enum ag_list_kind k, const char *s)
+{
+    return k == AG_LK_COUNTRY ? ag_country_code_valid(s) : plus_digits(s, 2);
+}
 
 const char *ag_list_name(enum ag_list l)
 {
@@ -33,7 +52,7 @@ const char *ag_list_kind_name(enum ag_list_kind k)
 
 static int kind_parse(const char *s)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
         if (strcmp(s, kind_names[i]) == 0)
             return i;
     return -1;
@@ -124,7 +143,8 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
     int kind = json_is_string(v) ? kind_parse(json_string_value(v)) : -1;
     if (kind < 0)
         return ag_error_refuse(err, "kind",
-                               "must be \"ip\", \"user\" or \"phone\"");
+                               "must be \"ip\", \"user\", \"phone\", "
+                               "\"country\" or \"phone_prefix\"");
     e.kind = (enum ag_list_kind)kind;
     v = json_object_get(obj, "endpoint");
     if (v && !json_is_null(v)) {
@@ -174,6 +194,16 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                            norm, e.value);
         sodium_memzero(norm, sizeof norm);
         break;
+    case AG_LK_COUNTRY:
+    case AG_LK_PHONE_PREFIX:
+        if (len >= sizeof e.value || !plain_value_ok(e.kind, s))
+            return ag_error_refuse(
+                err, "value",
+                e.kind == AG_LK_COUNTRY
+                    ? "must be an assigned country calling code such as +44"
+                    : "must be + and 2 to 15 digits, such as +4479");
+        memcpy(e.value, s, len + 1);
+        break;
     }
     *out = e;
     return AG_OK;
@@ -200,6 +230,10 @@ int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,
     if (e.kind == AG_LK_IP) {
         if (parse_network(value, &e))
             return AG_EINVAL;
+    } else if (e.kind == AG_LK_COUNTRY || e.kind == AG_LK_PHONE_PREFIX) {
+        if (strlen(value) >= sizeof e.value || !plain_value_ok(e.kind, value))
+            return AG_EINVAL;
+        strcpy(e.value, value);
     } else {
         if (strlen(value) != AG_DIGEST_HEX)
             return AG_EINVAL;
@@ -214,7 +248,8 @@ json_t *ag_list_entry_to_json(const struct ag_list_entry *e)
     json_t *o = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:s}", "id", (json_int_t)e->id, "list",
         list_names[e->list], "kind", kind_names[e->kind],
-        e->kind == AG_LK_IP ? "value" : "hash", e->value, "endpoint",
+        e->kind == AG_LK_USER || e->kind == AG_LK_PHONE ? "hash" : "value",
+        e->value, "endpoint",
         e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint),
         "note", e->note);
     /* Only when given, so that the audit row of a forced entry says so and
@@ -259,6 +294,12 @@ static bool matches(const struct ag_list_entry *e, const struct ag_request *req,
         return user_digest && strcmp(e->value, user_digest) == 0;
     case AG_LK_PHONE:
         return phone_digest && strcmp(e->value, phone_digest) == 0;
+    case AG_LK_COUNTRY:
+        return (req->have & 1u << AG_KEY_COUNTRY) &&
+               strcmp(e->value, req->country) == 0;
+    case AG_LK_PHONE_PREFIX:
+        return (req->have & 1u << AG_KEY_PHONE) &&
+               strncmp(e->value, req->phone, strlen(e->value)) == 0;
     }
     return false;
 }

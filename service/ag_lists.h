@@ -1,9 +1,11 @@
 /*
  * Allow and deny lists: entries that settle a check before any policy is
- * evaluated. An entry names an IP address or network (CIDR), a user, or a
- * phone, for one endpoint or all. Users and phones are kept only as their
- * keyed digests (the same digest their policy keys use), so a list holds no
- * plaintext identifier.
+ * evaluated. An entry names an IP address or network (CIDR), a user, a
+ * phone, a country calling code or a range of numbers (a phone prefix), for
+ * one endpoint or all. Users and phones are kept only as their keyed
+ * digests (the same digest their policy keys use), so a list holds no
+ * plaintext identifier; calling codes and prefixes name no one and are kept
+ * as written, so that an admin can read them.
  *
  * An entry of one address matches the way the ip key counts: an IPv6
  * address stands for its /64 (--ipv6-ip-prefix), so denying or allowing
@@ -35,14 +37,22 @@
 #define AG_LIST_ALLOW_MIN_BITS_V6 16u
 
 enum ag_list { AG_LIST_ALLOW, AG_LIST_DENY };
-enum ag_list_kind { AG_LK_IP, AG_LK_USER, AG_LK_PHONE };
+enum ag_list_kind {
+    AG_LK_IP,
+    AG_LK_USER,
+    AG_LK_PHONE,
+    AG_LK_COUNTRY,      /* a calling code, "+44", kept as written */
+    AG_LK_PHONE_PREFIX, /* "+" and 2 to 15 digits, kept as written: every
+                           number that starts with them */
+};
 
 struct ag_list_entry {
     int64_t id;
     enum ag_list list;
     enum ag_list_kind kind;
     int endpoint; /* enum ag_endpoint, or -1 for every endpoint */
-    /* ip: canonical "addr" or "addr/bits"; user, phone: digest hex. */
+    /* ip: canonical "addr" or "addr/bits"; user, phone: digest hex;
+     * country, phone_prefix: "+digits". */
     char value[AG_IP_PREFIX_MAX > AG_DIGEST_HEX + 1 ? AG_IP_PREFIX_MAX
                                                     : AG_DIGEST_HEX + 1];
     char note[AG_LIST_NOTE_MAX + 1];
@@ -61,7 +71,8 @@ const char *ag_list_name(enum ag_list l);
 int ag_list_parse(const char *s);
 const char *ag_list_kind_name(enum ag_list_kind k);
 
-/* Builds an entry of list from an admin body {"kind": "ip"|"user"|"phone",
+/* Builds an entry of list from an admin body {"kind": "ip"|"user"|"phone"|
+ * "country"|"phone_prefix",
  * "value": "...", "endpoint": "login" (optional), "note": "..."
  * (optional), "force": true (optional)}. IPs and networks are canonicalised
  * (host bits must be zero); an allow network shorter than

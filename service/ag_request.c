@@ -36,9 +36,16 @@ static int read_field(const json_t *root, const struct ag_endpoint_field *f,
         break;
     case AG_KEY_PHONE:
         rc = ag_identity_phone(s, len, out->phone, name, err);
+        /* A number under no assigned calling code reaches no one: an SMS
+         * sender has nothing to send it, and the country key nothing to
+         * count it under. */
+        if (rc == AG_OK && ag_country_code(out->phone, out->country) != AG_OK)
+            rc = ag_error_refuse(err, name,
+                                 "has no assigned country calling code");
         break;
     case AG_KEY_IP_PREFIX:
     case AG_KEY_PHONE_PREFIX:
+    case AG_KEY_COUNTRY:
         break; /* derived, never read from the body */
     case AG_KEY_DEVICE_TOKEN:
         break; /* the service's to set (ag_request_trust) */
@@ -114,6 +121,8 @@ static void derive(struct ag_request *r, const struct ag_request_opts *opts)
             opt_or(opts->phone_prefix_digits, AG_PHONE_PREFIX_DEFAULT);
         ag_identity_phone_prefix(r->phone, digits, r->phone_prefix);
         r->have |= 1u << AG_KEY_PHONE_PREFIX;
+        if (r->country[0])
+            r->have |= 1u << AG_KEY_COUNTRY;
     }
 }
 
@@ -221,6 +230,8 @@ const char *ag_request_value(const struct ag_request *req,
         return req->ip_prefix;
     case AG_KEY_PHONE_PREFIX:
         return req->phone_prefix;
+    case AG_KEY_COUNTRY:
+        return req->country;
     case AG_KEY_DEVICE_TOKEN:
         return req->device_id;
     case AG_KEY_COUNT:

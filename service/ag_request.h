@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ag_country.h"
 #include "ag_device.h"
 #include "ag_identity.h"
 #include "ag_policy.h"
@@ -31,6 +32,7 @@ struct ag_request {
     unsigned ip_key_bits;                /* its prefix length */
     char ip_prefix[AG_IP_PREFIX_MAX];    /* derived from ip */
     char phone_prefix[AG_PHONE_MAX + 1]; /* derived from phone */
+    char country[AG_COUNTRY_MAX];        /* derived from phone */
     bool success; /* /report-login only: the login succeeded */
     /* The device token as sent ("" if none, or not one: ag_request never
      * refuses a token, it only drops what cannot be one). */

@@ -259,6 +259,60 @@ static void network_entries_match_by_their_own_prefix(void **state)
     assert_false(ip_entry_matches("192.0.2.128/25", "192.0.2.100", NULL));
 }
 
+static void countries_and_number_ranges_match_the_phone_as_written(void **state)
+{
+    (void)state;
+    struct ag_list_entry es[2];
+    struct ag_error err;
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"country\",\"value\":\"+44\"}", &es[0],
+                           &err),
+                     AG_OK);
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"phone_prefix\",\"value\":\"+4860\"}",
+                           &es[1], &err),
+                     AG_OK);
+    es[0].id = 1, es[1].id = 2;
+    /* Kept as written, shown as a value: a calling code names no one. */
+    assert_string_equal(es[0].value, "+44");
+    json_t *o = ag_list_entry_to_json(&es[0]);
+    assert_string_equal(json_string_value(json_object_get(o, "value")), "+44");
+    json_decref(o);
+    struct ag_request r;
+    request(AG_EP_OTP, "{\"phone\":\"+447911123456\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_int_equal(ag_lists_match(es, 2, &r, NULL, NULL)->id, 1);
+    request(AG_EP_OTP, "{\"phone\":\"+48600100200\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_int_equal(ag_lists_match(es, 2, &r, NULL, NULL)->id, 2);
+    request(AG_EP_OTP, "{\"phone\":\"+48500100200\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_null(ag_lists_match(es, 2, &r, NULL, NULL));
+    /* +1 is NANP; +14 is no calling code (a prefix of one is not one). */
+    static const char *const bad_country[] = {"+4", "44",   "+440", "+28",
+                                              "+",  "+44 ", ""};
+    for (size_t i = 0; i < sizeof bad_country / sizeof bad_country[0]; i++) {
+        char json[96];
+        snprintf(json, sizeof json, "{\"kind\":\"country\",\"value\":\"%s\"}",
+                 bad_country[i]);
+        assert_int_equal(entry(AG_LIST_DENY, json, &es[0], &err), AG_EINVAL);
+        assert_string_equal(err.field, "value");
+    }
+    static const char *const bad_prefix[] = {"+4", "4860", "+0860", "+48a",
+                                             "+1234567890123456"};
+    for (size_t i = 0; i < sizeof bad_prefix / sizeof bad_prefix[0]; i++) {
+        char json[96];
+        snprintf(json, sizeof json,
+                 "{\"kind\":\"phone_prefix\",\"value\":\"%s\"}", bad_prefix[i]);
+        assert_int_equal(entry(AG_LIST_DENY, json, &es[0], &err), AG_EINVAL);
+        assert_string_equal(err.field, "value");
+    }
+    /* Rows read back validate the same way. */
+    assert_int_equal(
+        ag_list_entry_from_row(5, "deny", "country", "+48", "*", "", &es[0]),
+        AG_OK);
+    assert_int_equal(
+        ag_list_entry_from_row(5, "deny", "country", "+4", "*", "", &es[0]),
+        AG_EINVAL);
+}
+
 static void rows_round_trip(void **state)
 {
     (void)state;
@@ -289,6 +343,8 @@ int main(void)
         cmocka_unit_test(ipv4_address_entry_matches_only_itself),
         cmocka_unit_test(network_entries_match_by_their_own_prefix),
         cmocka_unit_test(rows_round_trip),
+        cmocka_unit_test(
+            countries_and_number_ranges_match_the_phone_as_written),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -113,7 +113,8 @@ static void otp_body_is_normalised(void **state)
     assert_int_equal(r.endpoint, AG_EP_OTP);
     assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
                                  HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP_PREFIX) |
-                                 HAVE(AG_KEY_PHONE_PREFIX));
+                                 HAVE(AG_KEY_PHONE_PREFIX) |
+                                 HAVE(AG_KEY_COUNTRY));
     assert_string_equal(ag_request_value(&r, AG_KEY_PHONE), "+48600100200");
     /* The ip key of an IPv6 address is its /64, its ip_prefix the /48. */
     assert_string_equal(ag_request_value(&r, AG_KEY_IP), "2001:db8::/64");
@@ -149,6 +150,25 @@ static void ip_prefix_lengths_come_from_the_options(void **state)
     assert_string_equal(ag_request_value(&r, AG_KEY_IP_PREFIX), "203.0.0.0/16");
 }
 
+static void otp_phone_gives_its_country_calling_code(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    assert_int_equal(parse(AG_EP_OTP,
+                           "{\"phone\":\"+44 7911 123456\",\"ip\":\"1.2.3.4\"}",
+                           &r, err),
+                     AG_OK);
+    assert_string_equal(r.country, "+44");
+    assert_string_equal(ag_request_value(&r, AG_KEY_COUNTRY), "+44");
+    /* A number under no assigned calling code is refused, naming phone. */
+    assert_int_equal(parse(AG_EP_OTP,
+                           "{\"phone\":\"+2801234567\",\"ip\":\"1.2.3.4\"}", &r,
+                           err),
+                     AG_EINVAL);
+    assert_non_null(strstr(err, "phone has no assigned country calling code"));
+}
+
 static void otp_user_is_optional(void **state)
 {
     (void)state;
@@ -156,9 +176,9 @@ static void otp_user_is_optional(void **state)
     char err[ERRSZ];
     const char *body = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_IP_PREFIX) |
-                                 HAVE(AG_KEY_PHONE_PREFIX));
+    assert_int_equal(
+        r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
+                    HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
     assert_null(ag_request_value(&r, AG_KEY_USER));
 }
 
@@ -234,9 +254,9 @@ static void null_is_treated_as_absent(void **state)
                            "\"user\":null}",
                            &r, err),
                      AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_IP_PREFIX) |
-                                 HAVE(AG_KEY_PHONE_PREFIX));
+    assert_int_equal(
+        r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
+                    HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
     expect_refused(AG_EP_LOGIN, "{\"user\":null,\"ip\":\"1.2.3.4\"}", "user",
                    "required");
     expect_refused(AG_EP_OTP, "{\"phone\":\"+48600100200\",\"ip\":null}", "ip",
@@ -521,6 +541,7 @@ int main(void)
         cmocka_unit_test(otp_body_is_normalised),
         cmocka_unit_test(ip_prefix_lengths_come_from_the_options),
         cmocka_unit_test(otp_user_is_optional),
+        cmocka_unit_test(otp_phone_gives_its_country_calling_code),
         cmocka_unit_test(missing_required_field_is_named),
         cmocka_unit_test(non_string_field_is_named),
         cmocka_unit_test(invalid_field_value_is_named),
