@@ -55,6 +55,9 @@ struct ag_metrics {
     atomic_int_fast64_t scalar[AG_M_COUNT];
     struct policy_counters policies[AG_METRICS_POLICIES];
     struct policy_counters other;
+    /* OTP codes sent (checks allowed) and verified, by calling code, the
+     * code's number as the index (calling codes are 1 to 3 digits). */
+    atomic_uint_fast64_t otp[2][1000];
 };
 
 /* The one-number metrics: exposition name, type and help, by enum. */
@@ -217,6 +220,40 @@ static int render_policy(struct ag_buf *b, const struct policy_counters *c,
                          policy_families[k].name, name, v);
 }
 
+void ag_metrics_otp(struct ag_metrics *m, const char *country, bool verified)
+{
+    if (!m || !country || country[0] != '+')
+        return;
+    char *end;
+    unsigned long code = strtoul(country + 1, &end, 10);
+    if (*end || code == 0 || code >= 1000)
+        return;
+    atomic_fetch_add_explicit(&m->otp[verified][code], 1, memory_order_relaxed);
+}
+
+/* The OTP counters of each calling code seen. */
+static int render_otp(struct ag_metrics *m, struct ag_buf *b)
+{
+    static const char *const family[2][2] = {
+        {"abuseguard_otp_sends_total",
+         "OTP checks allowed (codes sent), by country calling code."},
+        {"abuseguard_otp_verified_total",
+         "OTP codes reported verified, by country calling code."},
+    };
+    int rc = AG_OK;
+    for (int k = 0; k < 2 && !rc; k++) {
+        rc = ag_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", family[k][0],
+                           family[k][1], family[k][0]);
+        for (int code = 1; code < 1000 && !rc; code++) {
+            uint64_t v = LOAD(m->otp[k][code]);
+            if (v)
+                rc = ag_buf_printf(b, "%s{country=\"+%d\"} %" PRIu64 "\n",
+                                   family[k][0], code, v);
+        }
+    }
+    return rc;
+}
+
 int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
 {
     int rc = ag_buf_puts(
@@ -287,6 +324,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                            scalars[k].name, scalars[k].help, scalars[k].name,
                            scalars[k].type, scalars[k].name,
                            (int64_t)atomic_load(&m->scalar[k]));
+    rc = rc ? rc : render_otp(m, b);
     return rc ? rc
               : ag_buf_printf(
                     b,

@@ -64,6 +64,10 @@ void ag_metrics_set(struct ag_metrics *m, enum ag_metric which, int64_t v);
 /* One check of endpoint took us microseconds and ended in outcome. */
 void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us);
+/* One OTP code sent (verified false: a check of endpoint otp allowed) or
+ * reported verified, for its phone's calling code ("+44"). A calling
+ * code is not personal data; at most 999 label values. */
+void ag_metrics_otp(struct ag_metrics *m, const char *country, bool verified);
 /* One denial by policy name (shadow: a shadow policy's would-be denial). */
 void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
 /* One challenge policy tripped: it asked for a challenge, or (passed) the

@@ -47,6 +47,7 @@ struct ag_check {
     struct ag_ruleset *set; /* the plan borrows from it */
     const struct ag_check_waiter *waiter;
     int store_rc;
+    char country[AG_COUNTRY_MAX]; /* otp: the phone's calling code */
     struct ag_plan plan;
     struct ag_limit_result res[AG_PLAN_MAX];
 };
@@ -314,7 +315,11 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req);
     d.tagged = s->o.tagged_keys;
-    if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err)) {
+    int parsed =
+        ag_request_parse(endpoint, body, len, &s->o.request, &req, &err);
+    if (parsed == AG_OK)
+        memcpy(c->country, req.country, sizeof c->country);
+    if (parsed) {
         rc = ag_http_response_refusal(resp, 400, &err);
     } else if (plan(s, AG_PLAN_CHECK, &req, &d, &c->set, &c->plan, resp)) {
         outcome = AG_OUT_UNAVAILABLE;
@@ -338,6 +343,8 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
             rc = ag_http_response_check(resp, &c->plan, c->res, &dec, false);
         }
     }
+    if (outcome == AG_OUT_ALLOWED && endpoint == AG_EP_OTP)
+        ag_metrics_otp(s->o.metrics, c->country, false);
     ag_metrics_check(s->o.metrics, endpoint, outcome, false,
                      now_us() - c->start);
     ag_ruleset_unref(c->set);
@@ -363,6 +370,8 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
         note_denials(s, &c->plan, c->res);
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         rc = ag_http_response_check(resp, &c->plan, c->res, &d, degraded);
+        if (d.allowed && c->endpoint == AG_EP_OTP)
+            ag_metrics_otp(s->o.metrics, c->country, false);
     }
     ag_metrics_check(s->o.metrics, c->endpoint, outcome, degraded,
                      now_us() - c->start);

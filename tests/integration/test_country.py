@@ -7,6 +7,7 @@ import os
 import unittest
 
 from harness import PolicyTest, digest, policy, wait_until
+from test_resilience import metric
 
 TOKEN = "tok-" + "c" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -30,6 +31,9 @@ class CountryTest(PolicyTest):
         uk = ["+447911%06d" % n for n in range(5)]
         answers = [self.send(i, p).status for i, p in enumerate(uk)]
         self.assertEqual(answers, [200, 200, 200, 429, 429])
+        # Codes sent (allowed checks) are counted by calling code.
+        self.assertEqual(sum(metric(s, "abuseguard_otp_sends_total",
+                                    country="+44") for s in self.svcs), 3)
         # Another country has its own budget.
         self.assertEqual(self.send(0, "+48600100200").status, 200)
         r = self.send(1, "+48600100201")
