@@ -8,8 +8,9 @@
 
 #include "ag_error.h"
 
-/* parse()'s third kind, beside enum ag_request_kind: every field optional. */
-#define PARSE_ANY 2
+/* parse()'s kind beside enum ag_request_kind (none of whose values it may
+ * be): every field optional. */
+#define PARSE_ANY (-1)
 
 /* Reads one identifier the endpoint's table (ag_endpoint) names. */
 static int read_field(const json_t *root, const struct ag_endpoint_field *f,
@@ -160,6 +161,15 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
     }
     if (!rc && kind == AG_REQ_REPORT)
         rc = read_password_fp(root, out, err);
+    if (!rc && kind == AG_REQ_OTP_REPORT) {
+        const json_t *v = json_object_get(root, "verified");
+        if (!v)
+            rc = ag_error_refuse(err, "verified", "is required");
+        else if (!json_is_boolean(v))
+            rc = ag_error_refuse(err, "verified", "must be true or false");
+        else
+            out->verified = json_is_true(v);
+    }
     if (!rc && kind == AG_REQ_CHECK) {
         const json_t *v = json_object_get(root, "challenge_passed");
         if (v && !json_is_boolean(v))
@@ -202,6 +212,13 @@ int ag_request_parse_report(const char *body, size_t len,
                             struct ag_request *out, struct ag_error *err)
 {
     return parse(AG_REQ_REPORT, AG_EP_LOGIN, body, len, opts, out, err);
+}
+
+int ag_request_parse_otp_report(const char *body, size_t len,
+                                const struct ag_request_opts *opts,
+                                struct ag_request *out, struct ag_error *err)
+{
+    return parse(AG_REQ_OTP_REPORT, AG_EP_OTP, body, len, opts, out, err);
 }
 
 void ag_request_trust(struct ag_request *req, const unsigned char *id)

@@ -33,7 +33,8 @@ struct ag_request {
     char ip_prefix[AG_IP_PREFIX_MAX];    /* derived from ip */
     char phone_prefix[AG_PHONE_MAX + 1]; /* derived from phone */
     char country[AG_COUNTRY_MAX];        /* derived from phone */
-    bool success; /* /report-login only: the login succeeded */
+    bool success;  /* /report-login only: the login succeeded */
+    bool verified; /* /report-otp only: the code sent was verified */
     /* The device token as sent ("" if none, or not one: ag_request never
      * refuses a token, it only drops what cannot be one). */
     char device_token[AG_DEVICE_TOKEN_TEXT_MAX + 1];
@@ -46,7 +47,7 @@ struct ag_request {
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */
-enum ag_request_kind { AG_REQ_CHECK, AG_REQ_REPORT };
+enum ag_request_kind { AG_REQ_CHECK, AG_REQ_REPORT, AG_REQ_OTP_REPORT };
 
 /* Each 0 = the default (AG_PHONE_PREFIX_DEFAULT, AG_IPV*_DEFAULT). */
 struct ag_request_opts {
@@ -75,6 +76,11 @@ int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
                             struct ag_request *out, struct ag_error *err);
+/* Parses a /report-otp body: the otp fields (phone, ip; user optional),
+ * validated as for /check-otp, and a boolean "verified". */
+int ag_request_parse_otp_report(const char *body, size_t len,
+                                const struct ag_request_opts *opts,
+                                struct ag_request *out, struct ag_error *err);
 
 /* Puts req in the trusted lane: its device token verified for its user,
  * and id (AG_DEVICE_ID_BYTES) becomes its device_token identifier. */

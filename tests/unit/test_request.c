@@ -169,6 +169,33 @@ static void otp_phone_gives_its_country_calling_code(void **state)
     assert_non_null(strstr(err, "phone has no assigned country calling code"));
 }
 
+static void otp_report_needs_a_boolean_verified(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    struct ag_error e;
+    const char *ok = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\","
+                     "\"verified\":true}";
+    assert_int_equal(ag_request_parse_otp_report(ok, strlen(ok), NULL, &r, &e),
+                     AG_OK);
+    assert_true(r.verified);
+    assert_int_equal(r.endpoint, AG_EP_OTP);
+    assert_string_equal(r.country, "+48");
+    static const char *const bad[][2] = {
+        {"{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"}", "verified"},
+        {"{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\",\"verified\":1}",
+         "verified"},
+        {"{\"ip\":\"1.2.3.4\",\"verified\":true}", "phone"},
+        {"{\"phone\":\"+48600100200\",\"verified\":false}", "ip"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ag_request_parse_otp_report(
+                             bad[i][0], strlen(bad[i][0]), NULL, &r, &e),
+                         AG_EINVAL);
+        assert_string_equal(e.field, bad[i][1]);
+    }
+}
+
 static void otp_user_is_optional(void **state)
 {
     (void)state;
@@ -541,6 +568,7 @@ int main(void)
         cmocka_unit_test(otp_body_is_normalised),
         cmocka_unit_test(ip_prefix_lengths_come_from_the_options),
         cmocka_unit_test(otp_user_is_optional),
+        cmocka_unit_test(otp_report_needs_a_boolean_verified),
         cmocka_unit_test(otp_phone_gives_its_country_calling_code),
         cmocka_unit_test(missing_required_field_is_named),
         cmocka_unit_test(non_string_field_is_named),
