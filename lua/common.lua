@@ -13,9 +13,9 @@
 --   peek(key, limit, window_us, member, now, ratio)
 --     -> allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4
 --     decides without recording. ratio is the spec's min_ratio (false
---     but for an algorithm with needs_ratio, conversion). reset_ms is false when it costs a Redis
---     call to know and the driver may not need it; s1..s4 are whatever
---     the algorithm wants handed to charge.
+--     but for an algorithm with needs_ratio, conversion). reset_ms is
+--     false when it costs a Redis call to know and the driver may not need
+--     it; s1..s4 are whatever the algorithm wants handed to charge.
 --   charge(key, limit, window_us, window_ms, member, now, s1, s2, s3, s4)
 --     -> remaining, reset_ms, undo
 --     records one request that peek allowed. window_ms is the ARGV text.
