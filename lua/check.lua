@@ -16,8 +16,11 @@
 -- mode "check", and each policy also reports its undo token, what its
 -- charge returned for release.lua to undo it with (0: not charged, nothing
 -- to undo), should another group of the check deny.
--- Mode "record" (a reported login failure): each policy records the event
--- unless it is already full or blocked; none depends on another. A
+-- Mode "record" (a reported event: a login failure; a verified code, for
+-- conversion): each policy records the event unless it is already full or
+-- blocked (an algorithm that records_blocked, conversion, records it even
+-- blocked); none depends on another. An algorithm that counts reported
+-- events apart from checks reads common.lua's `recording`. A
 -- failure whose password fingerprint (ARGV[3]) is one of the user's last
 -- three within its window records in no policy (fingerprint_seen).
 --
@@ -31,14 +34,17 @@
 -- password fingerprint, or empty; ARGV[4] how long it is remembered, ms.
 -- ARGV[b + 2i], b = 1 for a check and 3 for a record: policy i's spec,
 --   "algorithm limit window_ms block_ms charge shadow", then, only if
---   block_ms is above 0, " growth block_max_ms"; numbers in decimal (see
---   spec_of)
+--   block_ms is above 0, " growth block_max_ms", then, only for an
+--   algorithm that needs_ratio (conversion), " r" and its min_ratio in
+--   parts per million (1 to 1000000); numbers in decimal (see spec_of)
 --   algorithm: its enum ag_algorithm value (service/ag_policy.h), the
 --              code the service registers its table under
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)
 --   growth:    each block of a row lasts this many times the one before
 --              (0 or 1: no growth, no level key), up to block_max_ms
+--   ppm:       conversion only: a send is judged allowed while verified
+--              / sends >= ppm / 1000000
 -- ARGV[b + 1 + 2i] policy i's member: distinct only, the keyed hash of the
 --   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
@@ -53,6 +59,7 @@ if #ARGV % 2 ~= 0 then
   error('bad argument count: ' .. #ARGV)
 end
 local record = ARGV[2] == 'record'
+recording = record
 local reserve = ARGV[2] == 'reserve'
 local w = reserve and 5 or 4 -- the reply's integers per policy
 local b = record and 3 or 1 -- where the policies' arguments begin
@@ -95,8 +102,8 @@ for i = 1, n do
     member = log_member
   end
   local allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4 =
-    p[1].peek(key, p[2], p[3], member, now)
-  if blocked_ms > 0 then
+    p[1].peek(key, p[2], p[3], member, now, p[10])
+  if blocked_ms > 0 and not (record and p[1].records_blocked) then
     allowed = false
     remaining = 0
     retry_ms = math.max(retry_ms, blocked_ms)

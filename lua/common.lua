@@ -10,11 +10,12 @@
 -- about a quarter of a login check's instructions), so nothing here
 -- allocates one.
 --
---   peek(key, limit, window_us, member, now)
+--   peek(key, limit, window_us, member, now, ratio)
 --     -> allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4
---     decides without recording. reset_ms is false when it costs a Redis
---     call to know and the driver may not need it; s1..s4 are whatever
---     the algorithm wants handed to charge.
+--     decides without recording. ratio is the spec's min_ratio (false
+--     but for an algorithm with needs_ratio, conversion). reset_ms is
+--     false when it costs a Redis call to know and the driver may not need
+--     it; s1..s4 are whatever the algorithm wants handed to charge.
 --   charge(key, limit, window_us, window_ms, member, now, s1, s2, s3, s4)
 --     -> remaining, reset_ms, undo
 --     records one request that peek allowed. window_ms is the ARGV text.
@@ -30,6 +31,11 @@
 -- key is the policy's state key; limit and window_us are numbers; member is
 -- what set-based algorithms record (the request's nonce, or for distinct
 -- the subject's keyed hash); now is microseconds from clock().
+--
+-- Two optional flags of an algorithm's table: needs_ratio (its specs carry
+-- " r<ppm>", and only its do) and records_blocked (in mode "record" a
+-- block does not stop it recording). An algorithm that treats a reported
+-- event unlike a check (conversion) reads `recording`, below.
 
 -- The algorithms in this script, by their spec code as text (no tonumber
 -- per policy). The service registers each algorithm file's table after it,
@@ -71,12 +77,19 @@ end
 -- microseconds as integer text, set once by the driver.
 local now_text
 
+-- Whether this run records reported events (check.lua's mode "record")
+-- rather than checks: set once by the driver, like now_text, for the
+-- algorithms that count the two apart.
+local recording = false
+
 -- A policy's spec, its ARGV text "algorithm limit window_ms block_ms charge
--- shadow[ growth block_max_ms]" (the check.lua layout), as an array: the
--- algorithm's table, limit, window in microseconds, window_ms and block_ms
--- as text, charge and shadow as booleans, then growth and block_max_ms as
--- numbers (block_max_ms never below block_ms: a cap under the first block
--- would shorten it; 1 and 0 without blocks). The function library, which Redis loads
+-- shadow[ growth block_max_ms][ r<ppm>]" (the check.lua layout), as an
+-- array: the algorithm's table, limit, window in microseconds, window_ms
+-- and block_ms as text, charge and shadow as booleans, then growth and
+-- block_max_ms as numbers (block_max_ms never below block_ms: a cap under
+-- the first block would shorten it; 1 and 0 without blocks), then the
+-- ratio, ppm / 1e6 (false without one; a spec has one exactly when its
+-- algorithm needs_ratio). The function library, which Redis loads
 -- once, remembers specs: a check then reads its policies without a
 -- tonumber (glibc's strtod, about a thousand instructions) or a pattern
 -- match, and the texts come from the policies, a small set (should it
@@ -92,16 +105,27 @@ local function spec_of(text)
   -- Only a policy with blocks has (and needs) the growth: a login check
   -- of policies without sends what it sent before there was one, and a
   -- script, which parses every spec of every check, parses no more.
-  local growth, max_ms
+  -- The ratio, last, only in the specs of an algorithm that needs one:
+  -- every other spec is as it was before there was one.
+  local growth, max_ms, ppm
+  if rest then
+    local before, r = string.match(rest, '^(.-) r(%d+)$')
+    if r then
+      rest, ppm = before, tonumber(r)
+    end
+  end
   if rest and rest ~= '' then
     growth, max_ms = string.match(rest, '^ (%d+) (%d+)$')
   end
   if not a or not algorithms[a] or (block_ms == '0') ~= (rest == '') or
-      (rest ~= '' and not growth) then
+      (rest ~= '' and not growth) or
+      (ppm ~= nil) ~= (algorithms[a].needs_ratio == true) or
+      (ppm and (ppm < 1 or ppm > 1000000)) then
     error('bad policy spec: ' .. text)
   end
   local p = {algorithms[a], tonumber(limit), tonumber(window_ms) * 1000,
-             window_ms, block_ms, charge == '1', shadow == '1', 1, 0}
+             window_ms, block_ms, charge == '1', shadow == '1', 1, 0,
+             ppm and ppm / 1000000 or false}
   if growth then
     p[8] = tonumber(growth)
     p[9] = math.max(tonumber(max_ms), tonumber(block_ms))

@@ -28,7 +28,8 @@ static int usage(void)
 /* Prints o, which it takes over; a NULL o is out of memory. */
 static int print_json(json_t *o, struct ag_error *err)
 {
-    int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
+    int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15))
+               : -1;
     json_decref(o);
     if (rc) {
         ag_error_fill(err, AG_EIO, NULL, "cannot write the JSON out");
@@ -90,7 +91,7 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
         size_t i;
         json_array_foreach(json_object_get(o, "policies"), i, v)
         {
-            char *line = json_dumps(v, JSON_COMPACT);
+            char *line = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(15));
             printf("%s\n", line ? line : "");
             free(line);
         }

@@ -125,6 +125,8 @@ static json_t *column_value(sqlite3_stmt *st, int i,
         v = json_boolean(sqlite3_column_int(st, i));
     else if (c->type != AG_DB_TEXT && type == SQLITE_INTEGER)
         v = json_integer(sqlite3_column_int64(st, i));
+    else if (c->type == AG_DB_REAL && type == SQLITE_FLOAT)
+        v = json_real(sqlite3_column_double(st, i));
     else if (c->type == AG_DB_JSON) {
         v = json_loads(text ? text : "",
                        JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
@@ -194,6 +196,8 @@ int ag_db__bind_record(struct ag_db *db, sqlite3_stmt *st,
             rc = sqlite3_bind_int(st, param, json_is_true(v));
         } else if (json_is_integer(v)) {
             rc = sqlite3_bind_int64(st, param, json_integer_value(v));
+        } else if (json_is_real(v)) {
+            rc = sqlite3_bind_double(st, param, json_real_value(v));
         } else {
             rc = sqlite3_bind_text(st, param, json_string_value(v), -1,
                                    SQLITE_TRANSIENT);

@@ -39,6 +39,7 @@ enum ag_db_type {
     AG_DB_TEXT, /* TEXT, a JSON string in the record */
     AG_DB_INT,  /* INTEGER, a JSON integer */
     AG_DB_BOOL, /* INTEGER 0 or 1, a JSON boolean */
+    AG_DB_REAL, /* REAL, a JSON number; NULL for a field the record lacks */
     AG_DB_JSON  /* TEXT holding compact JSON, any JSON value */
 };
 

@@ -25,7 +25,7 @@ static const struct ag_db_column policy_columns[] = {
     {"fail", AG_DB_TEXT, false},        {"mode", AG_DB_TEXT, false},
     {"block_growth", AG_DB_INT, false}, {"block_max_s", AG_DB_INT, false},
     {"applies_to", AG_DB_TEXT, false},  {"action", AG_DB_TEXT, false},
-    {"enabled", AG_DB_BOOL, false},
+    {"enabled", AG_DB_BOOL, false},     {"min_ratio", AG_DB_REAL, false},
 };
 static const struct ag_db_table policies = {"policies", policy_columns,
                                             sizeof policy_columns /

@@ -195,7 +195,9 @@ int ag_http_response_json(struct ag_http_response *r, int status,
 {
     r->status = status;
     ag_buf_reset(&r->body);
-    char *text = json_dumps(obj, JSON_COMPACT);
+    /* 15 digits: a policy's min_ratio 0.2 reads 0.2, not the 17 digits of
+     * its double, and still reads back as the same double. */
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
     if (!text)
         return AG_ENOMEM;
     int rc = ag_buf_puts(&r->body, text);

@@ -1,5 +1,6 @@
 #include "ag_policy.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_TOKEN_BUCKET] = "token_bucket",
     [AG_ALG_DISTINCT] = "distinct",
     [AG_ALG_CONSECUTIVE] = "consecutive",
+    [AG_ALG_CONVERSION] = "conversion",
 };
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
@@ -159,13 +161,45 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
     return AG_OK;
 }
 
+/* min_ratio and the algorithm it belongs to: conversion, on the otp
+ * endpoint (the sends it counts are OTP sends). */
+static int get_ratio(const json_t *obj, struct ag_policy *p,
+                     struct ag_error *err)
+{
+    const json_t *v = json_object_get(obj, "min_ratio");
+    if (v && json_is_null(v))
+        v = NULL;
+    if (p->algorithm != AG_ALG_CONVERSION) {
+        if (v)
+            return ag_error_refuse(err, "min_ratio",
+                                   "is only for the conversion algorithm");
+        return AG_OK;
+    }
+    if (p->endpoint != AG_EP_OTP)
+        return ag_error_refuse(err, "algorithm",
+                               "\"conversion\" is only for the otp endpoint");
+    if (!v)
+        return ag_error_refuse(err, "min_ratio", "is required for conversion");
+    double r = json_is_number(v) ? json_number_value(v) : 0;
+    /* Rounded to parts per million, as both stores use it; a ratio that
+     * rounds to 0 would never judge. */
+    double ppm = r > 0 && r <= 1 ? floor(r * AG_RATIO_ONE + 0.5) : 0;
+    if (ppm < 1)
+        return ag_error_refuse(err, "min_ratio",
+                               "must be a number above 0 (at least 0.000001) "
+                               "and at most 1");
+    p->min_ratio_ppm = (uint32_t)ppm;
+    return AG_OK;
+}
+
 int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err)
 {
     static const char *const known[] = {
-        "name",         "endpoint",    "key",        "algorithm", "limit",
-        "window_s",     "block_s",     "counts",     "fail",      "mode",
-        "block_growth", "block_max_s", "applies_to", "action",    "enabled"};
+        "name",       "endpoint", "key",          "algorithm",
+        "limit",      "window_s", "block_s",      "counts",
+        "fail",       "mode",     "block_growth", "block_max_s",
+        "applies_to", "action",   "enabled",      "min_ratio"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -264,10 +298,17 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                     "of a distinct policy must not include what it "
                     "counts (user on login, phone on otp)");
     }
+    if ((rc = get_ratio(obj, &p, err)))
+        return rc;
     if ((rc = get_enum(obj, "counts", counts_names, COUNT(counts_names), 0, &e,
                        err)))
         return rc;
     p.counts = (enum ag_counts)e;
+    /* Its sends are the checks it allowed: a failure report never charges
+     * it (a verification is recorded by its own report). */
+    if (p.algorithm == AG_ALG_CONVERSION && p.counts != AG_COUNTS_ATTEMPTS)
+        return ag_error_refuse(err, "counts",
+                               "must be \"attempts\" for conversion");
     if (p.counts == AG_COUNTS_FAILURES && p.endpoint != AG_EP_LOGIN)
         return ag_error_refuse(err, "counts",
                                "\"failures\" is only for the login endpoint");
@@ -303,7 +344,7 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
     json_t *keys = json_array();
     for (size_t i = 0; keys && i < p->nkeys; i++)
         json_array_append_new(keys, json_string(ag_key_kind_names[p->key[i]]));
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s, "
         "s:s, s:b}",
         "name", p->name, "endpoint", ag_endpoint_name(p->endpoint), "key", keys,
@@ -314,6 +355,14 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
         counts_names[p->counts], "fail", fail_names[p->fail], "mode",
         mode_names[p->mode], "applies_to", lane_names[p->applies_to], "action",
         action_names[p->action], "enabled", p->enabled);
+    if (o && p->algorithm == AG_ALG_CONVERSION &&
+        json_object_set_new(
+            o, "min_ratio",
+            json_real((double)p->min_ratio_ppm / AG_RATIO_ONE))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static int by_name(const void *a, const void *b)

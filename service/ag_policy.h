@@ -34,6 +34,8 @@
 /* Members one sorted set may hold: the bound on limit for sliding_log and
  * distinct, which store one member per request or subject. */
 #define AG_SET_LIMIT_MAX 10000u
+/* min_ratio is kept in parts per million: 1 = 0.000001. */
+#define AG_RATIO_ONE 1000000u
 
 /* Each value is also the algorithm's code in the Lua driver's specs:
  * service/ag_redis_code.c registers lua/<name>.lua's table under it. */
@@ -45,6 +47,9 @@ enum ag_algorithm {
     AG_ALG_DISTINCT, /* distinct subjects (ag_endpoint_subject) per key */
     /* Failures in a row, cleared by a success; counts failures only. */
     AG_ALG_CONSECUTIVE,
+    /* Sends against verified codes (lua/conversion.lua), for SMS pumping:
+     * otp only, counts attempts, needs min_ratio. */
+    AG_ALG_CONVERSION,
     AG_ALG_COUNT
 };
 
@@ -75,6 +80,9 @@ struct ag_policy {
      * block_growth times longer (1: no growth), up to block_max_s. */
     uint32_t block_growth;
     uint32_t block_max_s;
+    /* conversion only (0 for the others): a send is allowed once it judges
+     * only while verified / sends >= min_ratio; 1 = 1 / AG_RATIO_ONE. */
+    uint32_t min_ratio_ppm;
     enum ag_counts counts;
     enum ag_fail fail;
     enum ag_mode mode;
@@ -88,12 +96,15 @@ struct ag_policy {
  * block_s when block_growth is 1 and else the larger of block_s and
  * AG_BLOCK_LEVEL_S, counts "attempts", fail "open", mode "enforce",
  * applies_to "all", action "deny", enabled true); unknown fields are
- * refused. If name is not
+ * refused. min_ratio, a number above 0 and at most 1 kept to parts per
+ * million, is required for conversion and refused for the others; null
+ * reads as absent (a row's empty column). If name is not
  * NULL it is the name from elsewhere (an admin URL): the body's "name" may
  * then be omitted but must equal it if present. */
 int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err);
-/* Returns a new JSON object for p (every field); caller owns (json_decref).
+/* Returns a new JSON object for p (every field, min_ratio only for
+ * conversion); caller owns (json_decref).
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);
 

@@ -80,6 +80,12 @@ struct slot {
     struct {
         double f, l; /* failures in a row, time of the last one */
     } consecutive;
+    /* conversion's two counters, each a sliding window's: index, count,
+     * previous count; has_* false while the field is absent (nil). */
+    struct {
+        double sw, s, sp, vw, v, vp;
+        bool has_s, has_v;
+    } conversion;
     struct {
         uint64_t n, end; /* blocks in a row, when the last one ends (us) */
     } level;
@@ -199,6 +205,7 @@ struct eval {
     struct slot *sl;      /* NULL while the key holds nothing of ours */
     uint64_t member;      /* distinct: the subject's hash */
     double count, idx, cc, pc, est, tokens;
+    bool record; /* the plan records reported events (check.lua's mode) */
     bool known;
     bool reset_known; /* false: the Lua's reset_ms false, left to reset */
     struct ag_limit_result *res;
@@ -518,26 +525,105 @@ static void consecutive_charge(struct mem_store *s, struct eval *e, double now)
     e->res->reset_after_ms = ms(e->window);
 }
 
+/* conversion (lua/conversion.lua). */
+
+/* counts_at: one counter's current and previous counts at window idx. */
+static void counts_at(double idx, bool has, double cw, double c, double p,
+                      double *cur, double *prev)
+{
+    *cur = 0;
+    *prev = 0;
+    if (has && cw == idx - 1) {
+        *prev = c;
+    } else if (has && cw == idx) {
+        *cur = c;
+        *prev = p;
+    }
+}
+
+/* Hands charge, as the Lua's peek does, the index, the current and
+ * previous counts of the counter this plan charges (cc, pc) and S (est). */
+static void conversion_peek(struct eval *e, double now)
+{
+    double w = e->window;
+    e->idx = floor(now / w);
+    bool has = has_fields(e, AG_ALG_CONVERSION);
+    double cs = 0, ps = 0, cv = 0, pv = 0;
+    if (has) {
+        const struct slot *sl = e->sl;
+        counts_at(e->idx, sl->conversion.has_s, sl->conversion.sw,
+                  sl->conversion.s, sl->conversion.sp, &cs, &ps);
+        counts_at(e->idx, sl->conversion.has_v, sl->conversion.vw,
+                  sl->conversion.v, sl->conversion.vp, &cv, &pv);
+    }
+    double elapsed = now - e->idx * w;
+    double weight = 1 - elapsed / w;
+    double sends = ps * weight + cs;
+    if (cs > 0 || cv > 0)
+        e->res->reset_after_ms = ms((e->idx + 2) * w - now);
+    else if (ps > 0 || pv > 0)
+        e->res->reset_after_ms = ms((e->idx + 1) * w - now);
+    else
+        e->res->reset_after_ms = 0;
+    e->reset_known = true;
+    e->est = sends;
+    e->cc = e->record ? cv : cs;
+    e->pc = e->record ? pv : ps;
+    double remaining = fmax(floor(e->limit - sends), 0);
+    double ratio = (double)e->op->policy->min_ratio_ppm / AG_RATIO_ONE;
+    if (e->record || sends + 1 <= e->limit ||
+        (pv * weight + cv) / sends >= ratio)
+        answer(e, true, remaining, 0);
+    else
+        answer(e, false, 0, (e->idx + 1) * w - now);
+}
+
+static void conversion_charge(struct mem_store *s, struct eval *e, double now)
+{
+    struct slot *sl = hash_slot(s, e, 1u << AG_ALG_CONVERSION, now);
+    double w = e->window;
+    if (e->record) {
+        sl->conversion.has_v = true;
+        sl->conversion.vw = e->idx;
+        sl->conversion.v = e->cc + 1;
+        sl->conversion.vp = e->pc;
+        e->res->remaining = (uint32_t)fmax(floor(e->limit - e->est), 0);
+    } else {
+        sl->conversion.has_s = true;
+        sl->conversion.sw = e->idx;
+        sl->conversion.s = e->cc + 1;
+        sl->conversion.sp = e->pc;
+        e->res->remaining = (uint32_t)fmax(floor(e->limit - (e->est + 1)), 0);
+    }
+    sl->expire = expiry_at((e->idx + 2) * w);
+    e->res->reset_after_ms = ms((e->idx + 2) * w - now);
+}
+
 /* The algorithms by enum ag_algorithm, as lua/common.lua's `algorithms`
  * by ARGV code. kind is the type of Redis key each keeps; reset is NULL
- * where peek always knows reset_ms. */
+ * where peek always knows reset_ms; records_blocked as the Lua table's
+ * flag (a failure plan records it even while its key is blocked). */
 static const struct algorithm {
     enum kind kind;
+    bool records_blocked;
     void (*peek)(struct eval *e, double now);
     void (*charge)(struct mem_store *s, struct eval *e, double now);
     uint64_t (*reset)(const struct eval *e, double now);
 } algorithms[AG_ALG_COUNT] = {
-    [AG_ALG_SLIDING_LOG] = {KIND_SET, sliding_log_peek, sliding_log_charge,
-                            set_reset},
-    [AG_ALG_FIXED_WINDOW] = {KIND_HASH, fixed_window_peek, fixed_window_charge,
-                             NULL},
-    [AG_ALG_SLIDING_WINDOW] = {KIND_HASH, sliding_window_peek,
+    [AG_ALG_SLIDING_LOG] = {KIND_SET, false, sliding_log_peek,
+                            sliding_log_charge, set_reset},
+    [AG_ALG_FIXED_WINDOW] = {KIND_HASH, false, fixed_window_peek,
+                             fixed_window_charge, NULL},
+    [AG_ALG_SLIDING_WINDOW] = {KIND_HASH, false, sliding_window_peek,
                                sliding_window_charge, NULL},
-    [AG_ALG_TOKEN_BUCKET] = {KIND_HASH, token_bucket_peek, token_bucket_charge,
-                             NULL},
-    [AG_ALG_DISTINCT] = {KIND_SET, distinct_peek, distinct_charge, set_reset},
-    [AG_ALG_CONSECUTIVE] = {KIND_HASH, consecutive_peek, consecutive_charge,
-                            NULL},
+    [AG_ALG_TOKEN_BUCKET] = {KIND_HASH, false, token_bucket_peek,
+                             token_bucket_charge, NULL},
+    [AG_ALG_DISTINCT] = {KIND_SET, false, distinct_peek, distinct_charge,
+                         set_reset},
+    [AG_ALG_CONSECUTIVE] = {KIND_HASH, false, consecutive_peek,
+                            consecutive_charge, NULL},
+    [AG_ALG_CONVERSION] = {KIND_HASH, true, conversion_peek, conversion_charge,
+                           NULL},
 };
 
 #define LEVEL_US ((uint64_t)AG_BLOCK_LEVEL_S * 1000000u)
@@ -681,6 +767,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         e->limit = op->policy->limit;
         e->window = (double)op->policy->window_s * 1e6;
         e->member = op->member[0] ? hash_of(op->member) : 0;
+        e->record = record;
         /* A block slot expires when the block ends: blocked while it
          * lives, to the microsecond (common.lua's blocked_ms_of). */
         blocked_ms[i] = 0;
@@ -692,7 +779,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         }
         e->sl = pin(s, state_of(s, op->key, a->kind, now));
         a->peek(e, (double)now);
-        if (blocked_ms[i] > 0) {
+        if (blocked_ms[i] > 0 && !(record && a->records_blocked)) {
             res[i].allowed = false;
             res[i].remaining = 0;
             if (blocked_ms[i] > res[i].retry_after_ms)

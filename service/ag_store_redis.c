@@ -60,7 +60,8 @@
 /* A policy's spec, one argument (lua/check.lua): "algorithm limit
  * window_ms block_ms charge shadow", and " growth block_max_ms" for a
  * policy with blocks. */
-#define SPEC_MAX (8 * (AG_UINT_TEXT + 1))
+/* Nine numbers, each with its separator, and the ratio's "r". */
+#define SPEC_MAX (9 * (AG_UINT_TEXT + 1) + 1)
 /* The key the breaker's probe checks. Policy names are not empty, so no
  * policy's "ag:<policy>:<digest>" key can be it (as AG_FP_KEY_PREFIX). */
 #define PROBE_KEY "ag::probe"
@@ -172,21 +173,31 @@ static size_t spec_uint(char *at, uint64_t v, char sep)
 }
 
 /* The library parses each distinct spec once and remembers it. Only a
- * policy with blocks carries their growth: the specs of the others, and so
- * a login check's command, stay as short as before growth existed. */
+ * policy with blocks carries their growth, and only a conversion policy its
+ * min_ratio (" r<ppm>", last): the specs of the others, and so a login
+ * check's command, stay as short as before either existed. */
 static size_t format_spec(char spec[SPEC_MAX], const struct ag_limit_op *op)
 {
     const struct ag_policy *p = op->policy;
+    bool ratio = p->algorithm == AG_ALG_CONVERSION;
     size_t n = spec_uint(spec, (uint64_t)p->algorithm, ' ');
     n += spec_uint(spec + n, p->limit, ' ');
     n += spec_uint(spec + n, (uint64_t)p->window_s * 1000, ' ');
     n += spec_uint(spec + n, (uint64_t)p->block_s * 1000, ' ');
     n += spec_uint(spec + n, op->charge, ' ');
-    if (p->block_s == 0)
-        return n + spec_uint(spec + n, op->shadow, '\0') - 1;
-    n += spec_uint(spec + n, op->shadow, ' ');
-    n += spec_uint(spec + n, p->block_growth, ' ');
-    return n + spec_uint(spec + n, (uint64_t)p->block_max_s * 1000, '\0') - 1;
+    if (p->block_s == 0) {
+        n += spec_uint(spec + n, op->shadow, ratio ? ' ' : '\0');
+    } else {
+        n += spec_uint(spec + n, op->shadow, ' ');
+        n += spec_uint(spec + n, p->block_growth, ' ');
+        n += spec_uint(spec + n, (uint64_t)p->block_max_s * 1000,
+                       ratio ? ' ' : '\0');
+    }
+    if (ratio) {
+        spec[n++] = 'r';
+        n += spec_uint(spec + n, p->min_ratio_ppm, '\0');
+    }
+    return n - 1;
 }
 
 /* Whether op's blocks grow, and so pass their level key. */

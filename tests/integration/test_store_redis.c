@@ -258,6 +258,9 @@ static void random_policy(struct ag_policy *p, int i)
     p->block_s = below(4) == 0 ? 1 + (uint32_t)below(2) : 0;
     p->block_growth = p->block_s && below(2) ? 2 + (uint32_t)below(2) : 1;
     p->block_max_s = p->block_s + (uint32_t)below(6);
+    /* A failure plan of the trace records its verifications. */
+    if (p->algorithm == AG_ALG_CONVERSION)
+        p->min_ratio_ppm = 1 + (uint32_t)below(AG_RATIO_ONE);
     p->enabled = true;
 }
 
@@ -420,6 +423,8 @@ static void rel_policy(struct ag_policy *p, enum ag_algorithm a, uint32_t limit)
     p->limit = limit;
     p->window_s = REL_WINDOW_S;
     p->block_growth = 1;
+    if (a == AG_ALG_CONVERSION)
+        p->min_ratio_ppm = AG_RATIO_ONE / 2;
     p->enabled = true;
 }
 
@@ -516,6 +521,7 @@ a_released_reserve_leaves_every_algorithm_as_it_found_it(void **state)
         want_undo[a] = 1;
     want_undo[AG_ALG_FIXED_WINDOW] = window_idx;
     want_undo[AG_ALG_SLIDING_WINDOW] = window_idx;
+    want_undo[AG_ALG_CONVERSION] = window_idx;
     want_undo[AG_ALG_CONSECUTIVE] = 0; /* a check does not charge it */
     for (size_t i = 0; i < mine.n; i++) {
         assert_true(reserved[i].allowed);

@@ -114,6 +114,11 @@ static inline void expect_same_policy(const struct ag_policy *a,
     assert_int_equal(a->fail, b->fail);
     assert_int_equal(a->mode, b->mode);
     assert_int_equal(a->enabled, b->enabled);
+    assert_int_equal(a->block_growth, b->block_growth);
+    assert_int_equal(a->block_max_s, b->block_max_s);
+    assert_int_equal(a->applies_to, b->applies_to);
+    assert_int_equal(a->action, b->action);
+    assert_int_equal(a->min_ratio_ppm, b->min_ratio_ppm);
 }
 
 /* The version of the newest embedded migration: NNN_name.sql. */

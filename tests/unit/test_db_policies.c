@@ -68,6 +68,11 @@ static void load_round_trips_every_field(void **state)
         ag_test_policy("{\"name\":\"login.log\",\"endpoint\":\"login\","
                        "\"key\":[\"ip\"],\"algorithm\":\"sliding_log\","
                        "\"limit\":10000,\"window_s\":900}"),
+        /* min_ratio, the one REAL column, NULL in every other row. */
+        ag_test_policy("{\"name\":\"otp.conversion\",\"endpoint\":\"otp\","
+                       "\"key\":[\"phone_prefix\"],"
+                       "\"algorithm\":\"conversion\",\"limit\":50,"
+                       "\"window_s\":3600,\"min_ratio\":0.123457}"),
     };
     const size_t nall = sizeof all / sizeof all[0];
     struct ag_db *db = open_db(t->path, NULL, 0);

@@ -1116,6 +1116,86 @@ static void consecutive_round_trips(void **state)
     json_decref(out);
 }
 
+static const char conversion_base[] =
+    "{\"name\":\"otp.prefix_conversion\",\"endpoint\":\"otp\","
+    "\"key\":[\"phone_prefix\"],\"algorithm\":\"conversion\","
+    "\"limit\":50,\"window_s\":3600,\"min_ratio\":0.2}";
+
+static void conversion_needs_min_ratio_in_range(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(conversion_base, "min_ratio", "0.2", &p);
+    assert_int_equal(p.algorithm, AG_ALG_CONVERSION);
+    assert_int_equal(p.min_ratio_ppm, 200000);
+    expect_accepted(conversion_base, "min_ratio", "1", &p);
+    assert_int_equal(p.min_ratio_ppm, AG_RATIO_ONE);
+    expect_accepted(conversion_base, "min_ratio", "0.000001", &p);
+    assert_int_equal(p.min_ratio_ppm, 1);
+    expect_refused_saying(conversion_base, "min_ratio", NULL, "min_ratio",
+                          "is required for conversion");
+    expect_refused_saying(conversion_base, "min_ratio", "null", "min_ratio",
+                          "is required for conversion");
+    expect_field_refused(conversion_base, "min_ratio", "0");
+    expect_field_refused(conversion_base, "min_ratio", "-0.5");
+    expect_field_refused(conversion_base, "min_ratio", "1.5");
+    expect_field_refused(conversion_base, "min_ratio", "0.0000001");
+    expect_field_refused(conversion_base, "min_ratio", "\"0.2\"");
+    expect_field_refused(conversion_base, "min_ratio", "true");
+}
+
+static void min_ratio_is_refused_for_other_algorithms(void **state)
+{
+    (void)state;
+    expect_refused_saying(otp_base, "min_ratio", "0.2", "min_ratio",
+                          "only for the conversion algorithm");
+    expect_refused_saying(login_base, "min_ratio", "0.5", "min_ratio",
+                          "only for the conversion algorithm");
+    /* A row's empty column reads as absent. */
+    struct ag_policy p;
+    expect_accepted(otp_base, "min_ratio", "null", &p);
+    assert_int_equal(p.min_ratio_ppm, 0);
+}
+
+static void conversion_is_only_for_otp_and_counts_attempts(void **state)
+{
+    (void)state;
+    expect_refused_saying(conversion_base, "endpoint", "\"otp_verify\"",
+                          "algorithm", "only for the otp endpoint");
+    json_t *o = with_field(conversion_base, "endpoint", "\"login\"");
+    json_object_set_new(o, "key", json_pack("[s]", "user"));
+    struct ag_policy p;
+    struct ag_error err;
+    assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_EINVAL);
+    assert_string_equal(err.field, "algorithm");
+    json_decref(o);
+    expect_accepted(conversion_base, "counts", "\"attempts\"", &p);
+    expect_refused_saying(conversion_base, "counts", "\"failures\"", "counts",
+                          "must be \"attempts\" for conversion");
+}
+
+static void conversion_round_trips_with_its_ratio_alone(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(conversion_base, "min_ratio", "0.35", &p);
+    json_t *out = ag_policy_to_json(&p);
+    assert_string_equal(json_string_value(json_object_get(out, "algorithm")),
+                        "conversion");
+    assert_true(json_is_real(json_object_get(out, "min_ratio")));
+    assert_true(json_real_value(json_object_get(out, "min_ratio")) == 0.35);
+    struct ag_policy back;
+    struct ag_error err;
+    assert_int_equal(ag_policy_from_json(out, NULL, &back, &err), AG_OK);
+    assert_memory_equal(&back, &p, sizeof p);
+    json_decref(out);
+    /* Every other policy's record has no min_ratio. */
+    expect_accepted(otp_base, "limit", "3", &p);
+    out = ag_policy_to_json(&p);
+    assert_null(json_object_get(out, "min_ratio"));
+    json_decref(out);
+}
+
 static void distinct_limit_over_10000_is_refused(void **state)
 {
     (void)state;
@@ -1195,6 +1275,10 @@ int main(void)
         cmocka_unit_test(distinct_round_trips),
         cmocka_unit_test(consecutive_needs_counts_failures),
         cmocka_unit_test(consecutive_round_trips),
+        cmocka_unit_test(conversion_needs_min_ratio_in_range),
+        cmocka_unit_test(min_ratio_is_refused_for_other_algorithms),
+        cmocka_unit_test(conversion_is_only_for_otp_and_counts_attempts),
+        cmocka_unit_test(conversion_round_trips_with_its_ratio_alone),
         cmocka_unit_test(prefix_kinds_follow_the_endpoint),
         cmocka_unit_test(full_record_round_trips_through_json),
         cmocka_unit_test(every_algorithm_round_trips),

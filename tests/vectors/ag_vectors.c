@@ -75,6 +75,15 @@ static size_t policies_of(const json_t *v, const char *prefix,
         p[i].block_s = uint_field(o, "block_s", 0);
         p[i].block_growth = uint_field(o, "block_growth", 1);
         p[i].block_max_s = uint_field(o, "block_max_s", p[i].block_s);
+        /* As ag_policy_from_json keeps it: parts per million. */
+        const json_t *ratio = json_object_get(o, "min_ratio");
+        if (ratio && !json_is_number(ratio))
+            die("min_ratio: a number", name);
+        p[i].min_ratio_ppm =
+            ratio ? (uint32_t)(json_number_value(ratio) * AG_RATIO_ONE + 0.5)
+                  : 0;
+        if ((p[i].algorithm == AG_ALG_CONVERSION) != (p[i].min_ratio_ppm > 0))
+            die("min_ratio: for conversion, and only for it", name);
         p[i].enabled = true;
         snprintf(keys[i], AG_STORE_KEY_MAX, "ag:%s:%s", prefix,
                  key ? key : name);
@@ -108,16 +117,19 @@ static void plan_of(const json_t *step, const char *prefix,
                     const struct ag_policy *p, size_t np,
                     char keys[][AG_STORE_KEY_MAX], struct ag_plan *plan)
 {
-    static const char *const kinds[] = {"check", "failure", "clear"};
-    static const enum ag_plan_kind kind_of[] = {AG_PLAN_CHECK, AG_PLAN_FAILURE,
-                                                AG_PLAN_SUCCESS};
+    /* "verified", a verified code for conversion, is recorded as a failure
+     * is: both are reported events (check.lua's mode "record"). */
+    static const char *const kinds[] = {"check", "failure", "verified",
+                                        "clear"};
+    static const enum ag_plan_kind kind_of[] = {
+        AG_PLAN_CHECK, AG_PLAN_FAILURE, AG_PLAN_FAILURE, AG_PLAN_SUCCESS};
     const char *kind = json_string_value(json_object_get(step, "plan"));
     memset(plan, 0, sizeof *plan);
     size_t k = 0;
-    while (kind && k < 3 && strcmp(kind, kinds[k]) != 0)
+    while (kind && k < 4 && strcmp(kind, kinds[k]) != 0)
         k++;
-    if (k == 3)
-        die("plan: \"check\", \"failure\" or \"clear\"", kind);
+    if (k == 4)
+        die("plan: \"check\", \"failure\", \"verified\" or \"clear\"", kind);
     plan->kind = kind_of[k];
     const char *fp = json_string_value(json_object_get(step, "fp"));
     if (fp && plan->kind != AG_PLAN_FAILURE)
