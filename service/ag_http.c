@@ -74,6 +74,7 @@ enum route {
     R_ERROR, /* an answer decided from the headers alone */
     R_CHECK, /* of the route's endpoint */
     R_REPORT_LOGIN,
+    R_REPORT_OTP,
     R_HEALTHZ,
     R_READYZ,
     R_METRICS,
@@ -92,6 +93,7 @@ static const struct route_def routes[] = {
     {"/check-otp", R_CHECK, "POST", AG_EP_OTP},
     {"/check-otp-verify", R_CHECK, "POST", AG_EP_OTP_VERIFY},
     {"/report-login", R_REPORT_LOGIN, "POST", AG_EP_LOGIN},
+    {"/report-otp", R_REPORT_OTP, "POST", AG_EP_OTP},
     {"/healthz", R_HEALTHZ, "GET", AG_EP_LOGIN},
     {"/readyz", R_READYZ, "GET", AG_EP_LOGIN},
     {"/metrics", R_METRICS, "GET", AG_EP_LOGIN},
@@ -261,6 +263,8 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
         req->check = NULL;
     } else if (req->route == R_REPORT_LOGIN) {
         rc = ag_service_report_login(h->svc, body, req->body.len, &r);
+    } else if (req->route == R_REPORT_OTP) {
+        rc = ag_service_report_otp(h->svc, body, req->body.len, &r);
     } else {
         req->conn = conn;
         req->waiter = (struct ag_check_waiter){
@@ -523,6 +527,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         return serve_admin(h, conn, url, method, req);
     case R_CHECK:
     case R_REPORT_LOGIN:
+    case R_REPORT_OTP:
         break;
     }
     return serve_check(h, conn, req);

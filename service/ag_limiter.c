@@ -23,6 +23,8 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
         return true;
     case AG_PLAN_FAILURE:
         return p->counts == AG_COUNTS_FAILURES;
+    case AG_PLAN_VERIFIED:
+        return p->algorithm == AG_ALG_CONVERSION;
     case AG_PLAN_SUCCESS:
         /* A success ends the row of consecutive failures of this user (NIST)
          * — of a key that holds the user: one keyed on an address alone is
@@ -126,6 +128,10 @@ static bool in_lane(const struct ag_policy *p, const struct ag_request *req)
 int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
                     struct ag_digests *d, struct ag_plan *plan)
 {
+    /* A verification is recorded as a reported event (the kind's note). */
+    enum ag_plan_kind selecting = kind;
+    if (kind == AG_PLAN_VERIFIED)
+        kind = AG_PLAN_FAILURE;
     plan->kind = kind;
     plan->trusted = d->req->trusted;
     plan->n = 0;
@@ -137,7 +143,8 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     plan->asking = false;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
-        if (!p->enabled || p->endpoint != d->req->endpoint || !applies(p, kind))
+        if (!p->enabled || p->endpoint != d->req->endpoint ||
+            !applies(p, selecting))
             continue;
         /* A success proves the real user: it clears what every lane
          * counted for the keys it can fill, so a login on a trusted device

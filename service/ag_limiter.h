@@ -79,6 +79,12 @@ enum ag_plan_kind {
      * the reserve's, in the same order, and so is its nonce; the tokens
      * come from the reserve's results (ag_store.h). Planned as a check. */
     AG_PLAN_RELEASE,
+    /* An OTP code reported verified (/report-otp): the conversion policies
+     * of the otp endpoint. A kind to plan with only: the plan
+     * ag_limiter_plan makes is an AG_PLAN_FAILURE (record mode, the
+     * stores' mode for a reported event), in which a conversion policy
+     * counts a verification. */
+    AG_PLAN_VERIFIED,
 };
 
 struct ag_plan {

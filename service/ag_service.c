@@ -490,6 +490,37 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     return AG_OK;
 }
 
+int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
+                          struct ag_http_response *resp)
+{
+    struct ag_request req;
+    struct ag_error err;
+    if (ag_request_parse_otp_report(body, len, &s->o.request, &req, &err))
+        return ag_http_response_refusal(resp, 400, &err);
+    if (req.verified) {
+        struct ag_digests d;
+        ag_digests_init(&d, s->o.hasher, &req);
+        d.tagged = s->o.tagged_keys;
+        struct ag_ruleset *set;
+        struct ag_plan p;
+        if (plan(s, AG_PLAN_VERIFIED, &req, &d, &set, &p, resp))
+            return AG_OK;
+        if (atomic_load_explicit(&s->npending, memory_order_relaxed))
+            flush_pending(s);
+        struct ag_limit_result res[AG_PLAN_MAX];
+        if (p.n && ag_store_check(s->o.store, &p, res)) {
+            ag_log(AG_LOG_WARN, "report_degraded",
+                   "otp report recorded in the fallback store only");
+            ag_store_check(s->o.fallback, &p, res);
+        }
+        ag_ruleset_unref(set);
+        ag_metrics_otp(s->o.metrics, req.country, true);
+    }
+    resp->status = 204;
+    ag_buf_reset(&resp->body);
+    return AG_OK;
+}
+
 /* Queues the cleared op for the store; false if the queue is full. */
 static bool add_pending(struct ag_service *s, const struct ag_limit_op *op)
 {

@@ -109,6 +109,14 @@ void ag_service_check_abandon(struct ag_check *c);
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_http_response *resp);
 
+/* Records an OTP outcome (/report-otp): a code verified counts in the
+ * conversion policies of its lane (their verified share); one that
+ * expired unverified ("verified": false) changes nothing, since a send
+ * already counted. resp is a 204, a 400 naming the field, or a 503.
+ * Waits for the store. */
+int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
+                          struct ag_http_response *resp);
+
 /* Clears policy p's counters and block for the identifiers in body (the
  * support desk's unlock), in the store and in the fallback, so that a
  * reset during an outage also frees the user from the fallback's limits.

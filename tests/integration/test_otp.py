@@ -5,6 +5,7 @@ authentication count")."""
 import unittest
 
 from harness import PolicyTest, policy
+from test_resilience import metric
 
 SEND = policy("o.send", endpoint="otp", key=("phone",), limit=10,
               window_s=3600)
@@ -46,6 +47,70 @@ class OtpTest(PolicyTest):
         r = self.verify()
         self.assertEqual([d["policy"] for d in r.json["decisions"]],
                          ["v.phone"])
+
+
+CONVERSION = policy("o.conversion", endpoint="otp", key=("phone_prefix",),
+                    algorithm="conversion", limit=10, window_s=3600,
+                    min_ratio=0.2, block_s=600)
+
+
+class ConversionTest(PolicyTest):
+    """The SMS pumping shield: a number range whose codes are not verified
+    is stopped after `limit` sends; one whose codes are is never."""
+
+    def setUp(self):
+        super().setUp()
+        self.svcs = self.seeded([CONVERSION], count=2)
+
+    def send(self, i, phone):
+        return self.otp(self.svcs[i % 2], phone, "192.0.2.%d" % (i % 200 + 1))
+
+    def report(self, i, phone, verified=True):
+        return self.svcs[i % 2].post("/report-otp", {
+            "phone": phone, "ip": "192.0.2.1", "verified": verified})
+
+    def test_a_range_with_half_its_codes_verified_is_never_blocked(self):
+        for i in range(40):
+            phone = "+4479111%05d" % i
+            r = self.send(i, phone)
+            self.assertEqual(r.status, 200, (i, r.json))
+            if i % 2 == 0:
+                self.assertEqual(self.report(i + 1, phone).status, 204)
+
+    def test_a_range_never_verified_gets_exactly_limit_sends(self):
+        answers = [self.send(i, "+4479222%05d" % i) for i in range(14)]
+        self.assertEqual([r.status for r in answers], [200] * 10 + [429] * 4)
+        denied = answers[10].json
+        self.assertEqual(denied["policy"], "o.conversion")
+        # Blocked: its retry is when the block ends, or later when the
+        # window it judged by still says no (at the latest its end).
+        self.assertGreaterEqual(denied["retry_after"], 590)
+        self.assertLessEqual(denied["retry_after"], CONVERSION["window_s"])
+        # Other ranges keep sending, on both instances.
+        for i in range(4):
+            self.assertEqual(self.send(i, "+4479333%05d" % i).status, 200)
+        # Unverified expiries change nothing; the figures say so.
+        self.assertEqual(self.report(0, "+447922200001", False).status, 204)
+        self.assertEqual(self.send(1, "+447922200099").status, 429)
+
+    def test_verifications_are_counted_by_country(self):
+        self.send(0, "+48600100200")
+        self.assertEqual(self.report(1, "+48600100200").status, 204)
+        self.assertEqual(metric(self.svcs[1], "abuseguard_otp_verified_total",
+                                country="+48"), 1)
+
+    def test_bad_reports_are_400s_naming_the_field(self):
+        for body, field in (
+                ({"phone": "+48600100200", "ip": "192.0.2.1"}, "verified"),
+                ({"phone": "+48600100200", "ip": "192.0.2.1",
+                  "verified": "yes"}, "verified"),
+                ({"phone": "600", "ip": "192.0.2.1", "verified": True},
+                 "phone"),
+                ({"phone": "+48600100200", "verified": True}, "ip")):
+            with self.subTest(body):
+                r = self.svcs[0].post("/report-otp", body)
+                self.assertEqual(r.status, 400, r.raw)
+                self.assertEqual(r.json["field"], field)
 
 
 if __name__ == "__main__":
