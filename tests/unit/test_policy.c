@@ -939,8 +939,41 @@ static void default_policies_match_the_documented_table(void **state)
          0,
          AG_LANE_ALL,
          AG_ACTION_DENY},
+        {"otp.prefix_conversion",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_PHONE_PREFIX},
+         50,
+         3600,
+         AG_ALG_CONVERSION,
+         AG_COUNTS_ATTEMPTS,
+         86400,
+         1,
+         86400,
+         AG_LANE_ALL,
+         AG_ACTION_DENY},
+        {"otp.country",
+         AG_EP_OTP,
+         1,
+         {AG_KEY_COUNTRY},
+         1000,
+         3600,
+         AG_ALG_SLIDING_WINDOW,
+         AG_COUNTS_ATTEMPTS,
+         0,
+         1,
+         0,
+         AG_LANE_ALL,
+         AG_ACTION_DENY},
     };
     const size_t nwant = sizeof want / sizeof want[0];
+    /* The defaults that start in shadow mode (SMS pumping: an operator
+     * reads their would-be denials before enforcing), with their ratio;
+     * every other default enforces and has none. */
+    static const struct {
+        const char *name;
+        uint32_t min_ratio_ppm;
+    } shadow[] = {{"otp.prefix_conversion", 200000}, {"otp.country", 0}};
     const struct ag_embedded_file *f = embedded_policy("default.json");
     assert_non_null(f);
     struct ag_policy *ps = NULL;
@@ -971,7 +1004,15 @@ static void default_policies_match_the_documented_table(void **state)
         assert_int_equal(p->applies_to, want[w].applies_to);
         assert_int_equal(p->action, want[w].action);
         assert_true(p->enabled);
-        assert_int_equal(p->mode, AG_MODE_ENFORCE);
+        enum ag_mode mode = AG_MODE_ENFORCE;
+        uint32_t ppm = 0;
+        for (size_t k = 0; k < sizeof shadow / sizeof shadow[0]; k++)
+            if (strcmp(shadow[k].name, p->name) == 0) {
+                mode = AG_MODE_SHADOW;
+                ppm = shadow[k].min_ratio_ppm;
+            }
+        assert_int_equal(p->mode, mode);
+        assert_int_equal(p->min_ratio_ppm, ppm);
     }
     free(ps);
 }
