@@ -1,7 +1,7 @@
 -- Lists of country calling codes ("+44") and number ranges ("+4479"),
 -- against SMS pumping (issue 17). SQLite cannot change a CHECK in place,
--- so the table is copied into one that allows the two new kinds; ids,
--- and so the AUTOINCREMENT sequence, are kept. Calling codes and ranges
+-- so the table is copied into one that allows the two new kinds; ids and
+-- the AUTOINCREMENT sequence are kept. Calling codes and ranges
 -- are stored as written: they name no one.
 CREATE TABLE lists_new (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -16,5 +16,11 @@ CREATE TABLE lists_new (
 );
 INSERT INTO lists_new (id, list, kind, value, endpoint, note, created_at)
     SELECT id, list, kind, value, endpoint, note, created_at FROM lists;
+-- The copy sets the new table's sequence to the highest id left, not to
+-- the highest ever given: an id of a deleted entry would be given again,
+-- and its audit rows would describe two entries.
+DELETE FROM sqlite_sequence WHERE name = 'lists_new';
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'lists_new', seq FROM sqlite_sequence WHERE name = 'lists';
 DROP TABLE lists;
 ALTER TABLE lists_new RENAME TO lists;

@@ -190,6 +190,14 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                 ? ag_identity_user(s, len, norm, "value", err)
                 : ag_identity_phone(s, len, norm, "value", err))
             return AG_EINVAL;
+        /* A check of such a phone is refused before the lists (no SMS
+         * reaches it): an entry for it could never match. */
+        char cc[AG_COUNTRY_MAX];
+        if (e.kind == AG_LK_PHONE && ag_country_code(norm, cc) != AG_OK) {
+            sodium_memzero(norm, sizeof norm);
+            return ag_error_refuse(err, "value",
+                                   "has no assigned country calling code");
+        }
         ag_identity_digest(h, e.kind == AG_LK_USER ? AG_KEY_USER : AG_KEY_PHONE,
                            norm, e.value);
         sodium_memzero(norm, sizeof norm);

@@ -2,6 +2,7 @@
 never resets the count of failed verifications (NIST SP 800-63B rev 4
 3.1.3: "generating a new authentication secret SHALL NOT reset the failed
 authentication count")."""
+import os
 import unittest
 
 from harness import PolicyTest, policy
@@ -111,6 +112,30 @@ class ConversionTest(PolicyTest):
                 r = self.svcs[0].post("/report-otp", body)
                 self.assertEqual(r.status, 400, r.raw)
                 self.assertEqual(r.json["field"], field)
+
+
+class AllowedNumberTest(PolicyTest):
+    def test_an_allow_listed_numbers_reports_do_not_raise_its_range(self):
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write("tok-" + "a" * 40)
+        (svc,) = self.seeded([CONVERSION],
+                             extra=["--admin-token-file", token])
+        r = svc.post("/admin/lists/allow",
+                     {"kind": "phone", "value": "+447944400000"},
+                     headers={"Authorization": "Bearer tok-" + "a" * 40})
+        self.assertEqual(r.status, 201, r.raw)
+        # The test number sends and verifies a hundred codes, uncharged.
+        for _ in range(100):
+            self.assertEqual(self.otp(svc, "+447944400000",
+                                      "192.0.2.1").status, 200)
+            svc.post("/report-otp", {"phone": "+447944400000",
+                                     "ip": "192.0.2.1", "verified": True})
+        # Pumping the rest of its range is still stopped after 10.
+        answers = [self.otp(svc, "+4479444%05d" % (i + 1),
+                            "192.0.2.%d" % (i + 2)).status
+                   for i in range(12)]
+        self.assertEqual(answers, [200] * 10 + [429] * 2)
 
 
 if __name__ == "__main__":

@@ -177,10 +177,48 @@ static void a_database_of_schema_2_keeps_its_policies_behaviour(void **state)
     ag_db_close(db);
 }
 
+static void
+migrating_the_lists_keeps_their_rows_and_their_id_sequence(void **state)
+{
+    struct tmpdb *t = *state;
+    sqlite3 *created;
+    assert_int_equal(sqlite3_open(t->path, &created), SQLITE_OK);
+    sqlite3_close(created);
+    /* Schema 4 by hand, then three list entries, the newest deleted. */
+    exec_sql(t->path, "CREATE TABLE schema_version (version INTEGER PRIMARY "
+                      "KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL "
+                      "DEFAULT '')");
+    for (size_t i = 0; i < ag_embedded_migrations_count; i++) {
+        const struct ag_embedded_file *m = &ag_embedded_migrations[i];
+        if (atoi(m->name) > 4)
+            continue;
+        exec_sql(t->path, m->data);
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO schema_version (version, name) VALUES (%d, "
+                 "'%s')",
+                 atoi(m->name), m->name);
+        exec_sql(t->path, sql);
+    }
+    exec_sql(t->path, "INSERT INTO lists (list, kind, value) VALUES "
+                      "('deny', 'ip', '192.0.2.1'), ('deny', 'ip', "
+                      "'192.0.2.2'), ('allow', 'ip', '192.0.2.3')");
+    exec_sql(t->path, "DELETE FROM lists WHERE id = 3");
+    ag_db_close(open_db(t->path, NULL, 0));
+    assert_int_equal(query_int(t->path, "SELECT count(*) FROM lists"), 2);
+    /* The new kinds are allowed, and a new entry never reuses id 3 (its
+     * audit rows would describe two entries). */
+    exec_sql(t->path, "INSERT INTO lists (list, kind, value) VALUES "
+                      "('deny', 'country', '+44')");
+    assert_int_equal(
+        query_int(t->path, "SELECT id FROM lists WHERE kind = 'country'"), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         DB_TEST(fresh_database_is_migrated_to_the_newest_version),
+        DB_TEST(migrating_the_lists_keeps_their_rows_and_their_id_sequence),
         DB_TEST(fresh_database_is_seeded),
         DB_TEST(reopening_neither_migrates_again_nor_reseeds),
         DB_TEST(a_database_of_schema_2_keeps_its_policies_behaviour),

@@ -97,6 +97,12 @@ static void users_and_phones_keep_only_their_digest(void **state)
                            "{\"kind\":\"phone\",\"value\":\"600\"}", &e, &err),
                      AG_EINVAL);
     assert_string_equal(err.field, "value");
+    /* A phone no check can carry (no assigned calling code) either. */
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"phone\",\"value\":\"+2801234567\"}", &e,
+                           &err),
+                     AG_EINVAL);
+    assert_string_equal(err.field, "value");
 }
 
 static void request(enum ag_endpoint ep, const char *body, struct ag_request *r)
