@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "ag_error.h"
 
@@ -32,6 +33,9 @@ struct slot {
     uint64_t ready_ms; /* when it last became READY */
     int prev, next;    /* the ready list, by descriptor; -1 ends it */
     struct ag_wire wire;
+    /* Bytes arrived since it became READY (ag_http_conns_note_bytes):
+     * a request under way, not an idle connection. */
+    atomic_bool got_bytes;
 };
 
 /* Live connections per address: open addressing with linear probing and
@@ -58,6 +62,13 @@ static void default_shut(void *arg, int fd)
     shutdown(fd, SHUT_RDWR);
 }
 
+static bool default_pending(void *arg, int fd)
+{
+    (void)arg;
+    int n = 0;
+    return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 int ag_http_conns_new(const struct ag_http_conns_opts *opts,
                       struct ag_http_conns **out)
 {
@@ -69,6 +80,8 @@ int ag_http_conns_new(const struct ag_http_conns_opts *opts,
     c->o = *opts;
     if (!c->o.shut)
         c->o.shut = default_shut;
+    if (!c->o.pending)
+        c->o.pending = default_pending;
     /* Twice the most addresses there can be keeps the probes short. */
     size_t n = 16;
     while (n < 2 * (size_t)opts->fd_limit)
@@ -191,6 +204,7 @@ static void list_push(struct ag_http_conns *c, int fd, uint64_t now_ms)
 {
     struct slot *s = &c->slots[fd];
     s->state = S_READY;
+    atomic_store_explicit(&s->got_bytes, false, memory_order_relaxed);
     s->ready_ms = now_ms;
     s->next = -1;
     s->prev = c->tail;
@@ -245,6 +259,25 @@ static void forget(struct ag_http_conns *c, int fd)
     s->state = S_FREE;
 }
 
+/* The READY connection to reclaim: the longest-READY one that has sent
+ * nothing since (no byte read, none waiting in the kernel), so that a
+ * client whose request is in flight keeps its connection while an idle
+ * one goes; the longest-READY of all if the first REAP_SCAN are all busy
+ * receiving. Called with the lock held; the list is not empty. */
+static int victim(struct ag_http_conns *c)
+{
+    enum { REAP_SCAN = 64 };
+    int fd = c->head;
+    for (int i = 0; fd >= 0 && i < REAP_SCAN; i++) {
+        struct slot *s = &c->slots[fd];
+        if (!atomic_load_explicit(&s->got_bytes, memory_order_relaxed) &&
+            !c->o.pending(c->o.shut_arg, fd))
+            return fd;
+        fd = s->next;
+    }
+    return c->head;
+}
+
 enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
                                        const struct sockaddr *sa, int tag,
                                        uint64_t now_ms)
@@ -267,7 +300,7 @@ enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
         if (c->head < 0) {
             verdict = AG_HTTP_FULL;
         } else {
-            end_ready(c, c->head);
+            end_ready(c, victim(c));
             c->reclaimed++;
         }
     }
@@ -332,6 +365,13 @@ size_t ag_http_conns_sweep(struct ag_http_conns *c, uint64_t now_ms)
 int ag_http_conns_tag(const struct ag_http_conns *c, int fd)
 {
     return known(c, fd) ? c->slots[fd].tag : -1;
+}
+
+void ag_http_conns_note_bytes(struct ag_http_conns *c, int fd)
+{
+    if (known(c, fd))
+        atomic_store_explicit(&c->slots[fd].got_bytes, true,
+                              memory_order_relaxed);
 }
 
 struct ag_wire *ag_http_conns_wire(struct ag_http_conns *c, int fd)

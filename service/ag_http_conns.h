@@ -15,9 +15,12 @@
  *   must finish its request within deadline_ms of becoming ready, however
  *   slowly its bytes come; ag_http_conns_sweep ends those past it.
  * - At max_conns live connections a new one reclaims the connection that
- *   has been READY longest (an idle keep-alive, or the slowest sender), as
- *   nginx reuses idle connections; only when every live connection is BUSY
- *   is the newcomer refused (AG_HTTP_FULL), at once.
+ *   has been READY longest and sent nothing since (an idle keep-alive, or
+ *   one that never sent a byte), as nginx reuses idle connections; a
+ *   connection whose request is arriving is passed over (else, under a
+ *   flood of new connections, a client could lose its connection between
+ *   sending its request and its being read). Only when every live
+ *   connection is BUSY is the newcomer refused (AG_HTTP_FULL), at once.
  * - One client address holds at most max_per_ip live connections; an IPv6
  *   address counts by its /64, which one host owns.
  * - "Ending" a connection is shutdown(2) (or opts.shut), done under the
@@ -34,6 +37,7 @@
 #ifndef AG_HTTP_CONNS_H
 #define AG_HTTP_CONNS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -50,6 +54,9 @@ struct ag_http_conns_opts {
     /* Ends a connection; NULL: shutdown(fd, SHUT_RDWR). Called with the
      * table's lock held: it must not call back into the table. */
     void (*shut)(void *arg, int fd);
+    /* Whether bytes wait unread on fd; NULL: ioctl(FIONREAD). Called with
+     * the lock held; shut_arg is its argument too. */
+    bool (*pending)(void *arg, int fd);
     void *shut_arg;
 };
 
@@ -88,6 +95,9 @@ void ag_http_conns_closed(struct ag_http_conns *c, int fd);
  * returns how many it ended. */
 size_t ag_http_conns_sweep(struct ag_http_conns *c, uint64_t now_ms);
 
+/* Bytes arrived on fd (the recv hook): it is not idle until READY again.
+ * Lock-free. */
+void ag_http_conns_note_bytes(struct ag_http_conns *c, int fd);
 /* The listener tag given at admit, or -1 for an unknown descriptor. */
 int ag_http_conns_tag(const struct ag_http_conns *c, int fd);
 /* The connection's stream validator, or NULL for an unknown descriptor.

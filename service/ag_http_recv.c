@@ -34,8 +34,10 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
         atomic_load_explicit(&watched, memory_order_acquire);
     if (n > 0 && c && !(flags & MSG_PEEK)) {
         struct ag_wire *w = ag_http_conns_wire(c, fd);
-        if (w)
+        if (w) {
+            ag_http_conns_note_bytes(c, fd);
             ag_wire_feed(w, buf, (size_t)n);
+        }
     }
     return n;
 }

@@ -23,7 +23,14 @@
 struct shuts {
     int fds[64];
     size_t n;
+    int waiting; /* a descriptor with unread bytes, or -1 */
 };
+
+static bool waiting(void *arg, int fd)
+{
+    struct shuts *s = arg;
+    return fd == s->waiting;
+}
 
 static void record(void *arg, int fd)
 {
@@ -36,6 +43,7 @@ static struct ag_http_conns *table(struct shuts *s, unsigned max,
                                    unsigned per_ip)
 {
     memset(s, 0, sizeof *s);
+    s->waiting = -1;
     struct ag_http_conns *c = NULL;
     assert_int_equal(ag_http_conns_new(
                          &(struct ag_http_conns_opts){
@@ -44,6 +52,7 @@ static struct ag_http_conns *table(struct shuts *s, unsigned max,
                              .deadline_ms = 1000,
                              .fd_limit = 128,
                              .shut = record,
+                             .pending = waiting,
                              .shut_arg = s,
                          },
                          &c),
@@ -134,6 +143,36 @@ static void at_the_cap_the_longest_ready_connection_makes_room(void **state)
     struct ag_http_conns_stats st;
     ag_http_conns_stats(c, &st);
     assert_int_equal(st.reclaimed, 1);
+    ag_http_conns_free(c);
+}
+
+static void
+a_connection_whose_request_is_arriving_is_not_reclaimed(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 3, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 11, v4("127.0.0.3"), 1), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 12, v4("127.0.0.4"), 2), AG_HTTP_ADMITTED);
+    /* 10 has sent bytes libmicrohttpd read, 11 has bytes in the kernel:
+     * both are receiving a request. 12, idle, goes. */
+    ag_http_conns_note_bytes(c, 10);
+    s.waiting = 11;
+    assert_int_equal(admit(c, 13, v4("127.0.0.5"), 3), AG_HTTP_ADMITTED);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.fds[0], 12);
+    /* All three receiving: the longest-ready goes after all. */
+    ag_http_conns_note_bytes(c, 13);
+    assert_int_equal(admit(c, 14, v4("127.0.0.6"), 4), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[1], 10);
+    /* Ready again after its answer, 11 counts as idle once more. */
+    ag_http_conns_busy(c, 11);
+    ag_http_conns_ready(c, 11, 5);
+    s.waiting = -1;
+    ag_http_conns_note_bytes(c, 14);
+    assert_int_equal(admit(c, 15, v4("127.0.0.7"), 6), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[2], 11);
     ag_http_conns_free(c);
 }
 
@@ -290,6 +329,8 @@ int main(void)
         cmocka_unit_test(a_ready_connection_ends_at_its_deadline_not_before),
         cmocka_unit_test(a_busy_connection_has_no_deadline_until_ready_again),
         cmocka_unit_test(at_the_cap_the_longest_ready_connection_makes_room),
+        cmocka_unit_test(
+            a_connection_whose_request_is_arriving_is_not_reclaimed),
         cmocka_unit_test(
             at_the_cap_with_every_connection_busy_a_newcomer_is_refused),
         cmocka_unit_test(one_address_holds_at_most_its_share),
