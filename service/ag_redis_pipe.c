@@ -31,6 +31,7 @@ struct ag_redis_conn {
     bool started;               /* the thread runs: it is joined at the end */
     struct ag_redis_link *link; /* this thread's only; NULL while
                                    disconnected */
+    unsigned epoch;             /* the pipe's epoch when link was made */
 };
 
 struct ag_redis_pipe {
@@ -44,11 +45,16 @@ struct ag_redis_pipe {
     const struct ag_redis_code *code; /* borrowed */
     struct ag_redis_breaker *breaker; /* borrowed */
     struct ag_metrics *metrics;       /* borrowed; may be NULL */
-    atomic_int functions;             /* 1: Redis took the library, checks
-                                         use FCALL; 0: it refused it; -1:
-                                         not known yet */
-    pthread_mutex_t lock;             /* guards the queue, sha, stopping */
-    pthread_cond_t queued;            /* dispatchers wait on it */
+    /* Sentinel: one more each time a server answered that it is no
+     * longer the master; every dispatcher then replaces a link made
+     * before, so that a command sent again after a READONLY does not meet
+     * the old master on the other connection. */
+    atomic_uint epoch;
+    atomic_int functions;  /* 1: Redis took the library, checks
+                              use FCALL; 0: it refused it; -1:
+                              not known yet */
+    pthread_mutex_t lock;  /* guards the queue, sha, stopping */
+    pthread_cond_t queued; /* dispatchers wait on it */
     struct ag_redis_job *head, *tail;
     bool stopping;
     char sha[SCRIPTS][41]; /* each script's SHA1 once Redis told us */
@@ -324,10 +330,13 @@ static void *dispatch(void *arg)
          * timeout, CLIENT KILL) while it sat idle? A batch written on it
          * would be lost, its commands maybe run and never answered; better
          * to reconnect first. */
-        if (c->link && ag_redis_link_stale(c->link))
+        unsigned epoch = atomic_load(&p->epoch);
+        if (c->link && (c->epoch != epoch || ag_redis_link_stale(c->link)))
             drop(&c->link);
-        if (!c->link && !ag_redis_breaker_is_open(p->breaker))
+        if (!c->link && !ag_redis_breaker_is_open(p->breaker)) {
             c->link = connect_redis(p);
+            c->epoch = epoch;
+        }
         bool ok = c->link != NULL;
         for (struct ag_redis_job *j = batch; ok && j; j = j->next)
             ok = (!j->asking ||
@@ -369,8 +378,10 @@ static void *dispatch(void *arg)
             }
             j->reply = reply;
         }
-        if (demoted)
+        if (demoted) {
             drop(&c->link);
+            atomic_fetch_add(&p->epoch, 1);
+        }
         /* Done last, once every reply is read: a done may free its job or
          * queue it again, and a waiter's lives on its sender's stack. */
         for (struct ag_redis_job *j = batch, *next; j; j = next) {
@@ -501,6 +512,7 @@ struct ag_redis_pipe *ag_redis_pipe_new(const struct ag_redis_addr *addr,
     p->breaker = breaker;
     p->metrics = metrics;
     atomic_init(&p->functions, -1);
+    atomic_init(&p->epoch, 0);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->queued, NULL);
     /* Which threads started is kept by index: any of them may fail, and
