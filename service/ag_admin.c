@@ -13,6 +13,7 @@
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
+#include "ag_otp_stats.h"
 #include "ag_request.h"
 
 #define ACTOR "admin-api"
@@ -381,6 +382,35 @@ static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
                                next ? json_integer(next) : json_null()));
 }
 
+/* GET /admin/otp/conversion?by=country|phone_prefix[&window_s=N] */
+static int conversion(struct ag_admin *a, const struct ag_admin_request *req,
+                      struct ag_http_response *r)
+{
+    if (strcmp(req->method, "GET") != 0)
+        return not_allowed(r, "GET");
+    int by = ag_otp_by_parse(req->by);
+    if (by < 0)
+        return ag_http_response_field_error(
+            r, 400, "by must be \"country\" or \"phone_prefix\"", "by");
+    long long window = query_int(req->window_s, AG_OTP_STATS_WINDOW_DEFAULT_S,
+                                 AG_OTP_STATS_WINDOW_MAX_S);
+    if (window < 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "window_s must be an integer from 1 to %u",
+                 AG_OTP_STATS_WINDOW_MAX_S);
+        return ag_http_response_field_error(r, 400, msg, "window_s");
+    }
+    json_t *out = NULL;
+    int rc = ag_service_conversion(a->svc, by, (uint32_t)window, &out);
+    if (rc == AG_ESTORE)
+        return ag_http_response_error(r, 503,
+                                      "Redis cannot answer: the figures live "
+                                      "there");
+    if (rc)
+        return rc;
+    return send_json(r, 200, out);
+}
+
 static int lists(struct ag_admin *a, const struct ag_admin_request *req,
                  const char *rest, struct ag_http_response *r)
 {
@@ -494,5 +524,7 @@ int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
         return audit_page(a, req, r);
     if (strncmp(path, "/lists/", 7) == 0)
         return lists(a, req, path + 7, r);
+    if (strcmp(path, "/otp/conversion") == 0)
+        return conversion(a, req, r);
     return ag_http_response_error(r, 404, "no such admin path");
 }

@@ -49,6 +49,8 @@ struct ag_admin_request {
     const char *client;        /* the peer's address as text, or NULL */
     const char *limit;         /* query argument, or NULL */
     const char *before;        /* query argument, or NULL */
+    const char *by;            /* query argument, or NULL */
+    const char *window_s;      /* query argument, or NULL */
     const char *body;
     size_t len;
 };

@@ -327,6 +327,9 @@ static enum MHD_Result serve_admin(struct ag_http *h,
             MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"),
         .before =
             MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "before"),
+        .by = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "by"),
+        .window_s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+                                                "window_s"),
         .body = req->body.p,
         .len = req->body.len,
     };

@@ -13,6 +13,7 @@
 #include "ag_lists.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_otp_stats.h"
 #include "ag_request.h"
 #include "ag_store.h"
 
@@ -25,8 +26,9 @@ struct pending_reset {
 
 struct ag_service {
     struct ag_service_opts o;
-    pthread_mutex_t lock;   /* guards set */
-    struct ag_ruleset *set; /* NULL until the first load */
+    struct ag_otp_stats stats; /* the conversion figures (ag_otp_stats) */
+    pthread_mutex_t lock;      /* guards set */
+    struct ag_ruleset *set;    /* NULL until the first load */
     /* Resets the store missed. The lock guards the queue only, never a
      * store call; one thread at a time (flushing) sends them. */
     pthread_mutex_t pending_lock;
@@ -47,7 +49,8 @@ struct ag_check {
     struct ag_ruleset *set; /* the plan borrows from it */
     const struct ag_check_waiter *waiter;
     int store_rc;
-    char country[AG_COUNTRY_MAX]; /* otp: the phone's calling code */
+    char country[AG_COUNTRY_MAX];        /* otp: the phone's calling code */
+    char phone_prefix[AG_PHONE_MAX + 1]; /* otp: its number range */
     struct ag_plan plan;
     struct ag_limit_result res[AG_PLAN_MAX];
 };
@@ -61,6 +64,7 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
         return AG_ENOMEM;
     s->o = *opts;
     ag_device_key_init(&s->device_key, opts->hasher);
+    ag_otp_stats_init(&s->stats, opts->hasher);
     s->device_ttl_s = opts->device_token_ttl_s ? opts->device_token_ttl_s
                                                : AG_DEVICE_TTL_DEFAULT_S;
     pthread_mutex_init(&s->lock, NULL);
@@ -78,6 +82,7 @@ void ag_service_free(struct ag_service *s)
         return;
     ag_ruleset_unref(s->set);
     ag_device_key_wipe(&s->device_key);
+    ag_otp_stats_wipe(&s->stats);
     pthread_mutex_destroy(&s->pending_lock);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -294,6 +299,15 @@ static void start_store(struct ag_service *s, struct ag_check *c)
     store_answered(c, rc);
 }
 
+/* An OTP code the sender may now send: counted in the metrics and the
+ * conversion figures. */
+static void note_send(struct ag_service *s, const struct ag_check *c)
+{
+    ag_metrics_otp(s->o.metrics, c->country, false);
+    ag_otp_stats_record(&s->stats, s->o.store, c->country, c->phone_prefix,
+                        false, (uint64_t)time(NULL));
+}
+
 int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                            const char *body, size_t len,
                            const struct ag_check_waiter *w,
@@ -317,8 +331,10 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     d.tagged = s->o.tagged_keys;
     int parsed =
         ag_request_parse(endpoint, body, len, &s->o.request, &req, &err);
-    if (parsed == AG_OK)
+    if (parsed == AG_OK) {
         memcpy(c->country, req.country, sizeof c->country);
+        memcpy(c->phone_prefix, req.phone_prefix, sizeof c->phone_prefix);
+    }
     if (parsed) {
         rc = ag_http_response_refusal(resp, 400, &err);
     } else if (plan(s, AG_PLAN_CHECK, &req, &d, &c->set, &c->plan, resp)) {
@@ -344,7 +360,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         }
     }
     if (outcome == AG_OUT_ALLOWED && endpoint == AG_EP_OTP)
-        ag_metrics_otp(s->o.metrics, c->country, false);
+        note_send(s, c);
     ag_metrics_check(s->o.metrics, endpoint, outcome, false,
                      now_us() - c->start);
     ag_ruleset_unref(c->set);
@@ -371,7 +387,7 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         rc = ag_http_response_check(resp, &c->plan, c->res, &d, degraded);
         if (d.allowed && c->endpoint == AG_EP_OTP)
-            ag_metrics_otp(s->o.metrics, c->country, false);
+            note_send(s, c);
     }
     ag_metrics_check(s->o.metrics, c->endpoint, outcome, degraded,
                      now_us() - c->start);
@@ -520,6 +536,8 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
         }
         ag_ruleset_unref(set);
         ag_metrics_otp(s->o.metrics, req.country, true);
+        ag_otp_stats_record(&s->stats, s->o.store, req.country,
+                            req.phone_prefix, true, (uint64_t)time(NULL));
     }
     resp->status = 204;
     ag_buf_reset(&resp->body);
@@ -652,4 +670,11 @@ bool ag_service_ready(struct ag_service *s)
     if (ready && atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
     return ready;
+}
+
+int ag_service_conversion(struct ag_service *s, int by, uint32_t window_s,
+                          json_t **out)
+{
+    return ag_otp_stats_report(&s->stats, s->o.store, (enum ag_otp_by)by,
+                               window_s, (uint64_t)time(NULL), out);
 }

@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "ag_error.h"
 #include "ag_http_response.h"
 #include "ag_identity.h"
@@ -116,6 +118,12 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
  * Waits for the store. */
 int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
                           struct ag_http_response *resp);
+
+/* The OTP conversion figures (ag_otp_stats_report) of the last window_s
+ * seconds by country or phone_prefix: AG_OK and *out (the caller decrefs
+ * it), or AG_ESTORE while Redis cannot answer. */
+int ag_service_conversion(struct ag_service *s, int by, uint32_t window_s,
+                          json_t **out);
 
 /* Clears policy p's counters and block for the identifiers in body (the
  * support desk's unlock), in the store and in the fallback, so that a

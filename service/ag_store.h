@@ -60,6 +60,16 @@ struct ag_store_ops {
 
     /* 0 if the store answers now. */
     int (*ping)(struct ag_store *s);
+    /* Figures beside the limits (the OTP conversion report): adds one to
+     * field of hash key, sets name_field to name, and has key expire in
+     * ttl_s; sent without waiting for an answer, and dropped while the
+     * store cannot answer (figures, not limits). NULL: not kept. */
+    void (*tally)(struct ag_store *s, const char *key, const char *field,
+                  const char *name_field, const char *name, unsigned ttl_s);
+    /* Reads hash key whole: AG_OK and *reply (an array of field, value
+     * strings; the caller frees it with ag_redis_reply_free), or
+     * AG_ESTORE. NULL: AG_EINVAL from ag_store_read_hash. */
+    int (*read_hash)(struct ag_store *s, const char *key, void **reply);
     void (*destroy)(struct ag_store *s);
 };
 
@@ -149,6 +159,20 @@ static inline int ag_store_ping(struct ag_store *s)
 
 {
     return s->ops->ping(s);
+}
+
+static inline void ag_store_tally(struct ag_store *s, const char *key,
+                                  const char *field, const char *name_field,
+                                  const char *name, unsigned ttl_s)
+{
+    if (s->ops->tally)
+        s->ops->tally(s, key, field, name_field, name, ttl_s);
+}
+
+static inline int ag_store_read_hash(struct ag_store *s, const char *key,
+                                     void **reply)
+{
+    return s->ops->read_hash ? s->ops->read_hash(s, key, reply) : AG_EINVAL;
 }
 
 static inline void ag_store_destroy(struct ag_store *s)

@@ -731,12 +731,40 @@ static void cluster_destroy(struct ag_store *base)
     free(c);
 }
 
+/* The store of the node that holds key's slot, or NULL. */
+static struct ag_store *store_of(struct cluster *c, const char *key)
+{
+    pthread_mutex_lock(&c->lock);
+    int n = owner_of(c, ag_redis_slot(key, strlen(key)));
+    struct ag_store *s = n >= 0 ? c->nodes[n]->store : NULL;
+    pthread_mutex_unlock(&c->lock);
+    return s;
+}
+
+static void cluster_tally(struct ag_store *base, const char *key,
+                          const char *field, const char *name_field,
+                          const char *name, unsigned ttl_s)
+{
+    struct ag_store *s = store_of((struct cluster *)base, key);
+    if (s)
+        ag_store_tally(s, key, field, name_field, name, ttl_s);
+}
+
+static int cluster_read_hash(struct ag_store *base, const char *key,
+                             void **reply)
+{
+    struct ag_store *s = store_of((struct cluster *)base, key);
+    return s ? ag_store_read_hash(s, key, reply) : AG_ESTORE;
+}
+
 static const struct ag_store_ops cluster_ops = {
     .name = "redis-cluster",
     .check = cluster_check,
     .check_async = cluster_check_async,
     .clear = cluster_clear,
     .ping = cluster_ping,
+    .tally = cluster_tally,
+    .read_hash = cluster_read_hash,
     .destroy = cluster_destroy,
 };
 

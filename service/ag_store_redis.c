@@ -736,12 +736,70 @@ static void redis_destroy(struct ag_store *base)
     free_store(s);
 }
 
+/* A job nobody waits for: its done frees it. */
+static void fire_done(struct ag_redis_job *j, struct ag_redis_conn *c)
+{
+    (void)c;
+    ag_redis_reply_free(j->reply);
+    redisFreeCommand(j->cmd);
+    free(j);
+}
+
+static void fire(struct redis_store *s, int argc, const char **argv)
+{
+    size_t lens[4];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    struct ag_redis_job *j = calloc(1, sizeof *j);
+    long long len = j ? redisFormatCommandArgv(&j->cmd, argc, argv, lens) : -1;
+    if (len < 0) {
+        free(j);
+        return;
+    }
+    j->len = (size_t)len;
+    j->done = fire_done;
+    ag_redis_pipe_send(s->pipe, j);
+}
+
+static void redis_tally(struct ag_store *base, const char *key,
+                        const char *field, const char *name_field,
+                        const char *name, unsigned ttl_s)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return;
+    char ttl[AG_UINT_TEXT + 1];
+    snprintf(ttl, sizeof ttl, "%u", ttl_s);
+    fire(s, 4, (const char *[]){"HINCRBY", key, field, "1"});
+    fire(s, 4, (const char *[]){"HSET", key, name_field, name});
+    fire(s, 3, (const char *[]){"EXPIRE", key, ttl});
+}
+
+static int redis_read_hash(struct ag_store *base, const char *key, void **reply)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return AG_ESTORE;
+    bool sent;
+    redisReply *r =
+        ag_redis_pipe_call(s->pipe, 2, (const char *[]){"HGETALL", key},
+                           (size_t[]){7, strlen(key)}, &sent);
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        ag_redis_reply_free(r);
+        return AG_ESTORE;
+    }
+    *reply = r;
+    return AG_OK;
+}
+
 static const struct ag_store_ops redis_ops = {
     .name = "redis",
     .check = redis_check,
     .check_async = redis_check_async,
     .clear = redis_clear,
     .ping = redis_ping,
+    .tally = redis_tally,
+    .read_hash = redis_read_hash,
     .destroy = redis_destroy,
 };
 

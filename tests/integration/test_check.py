@@ -158,7 +158,14 @@ class CheckTest(PolicyTest):
                   "otp.phone": 3, "otp.phone_daily": 10, "otp.ip": 20}
         windows = {"login.user": 900, "login.ip": 900, "login.user_ip": 900,
                    "otp.phone": 900, "otp.phone_daily": 86400, "otp.ip": 3600}
-        keys = self.redis.keys()
+        # The policies' keys; the conversion figures' hourly hashes (two,
+        # one per grouping) are bounded by hour and expire too.
+        figures = [k for k in self.redis.keys() if k.startswith("ag::conv:")]
+        self.assertEqual(len(figures), 2, figures)
+        for key in figures:
+            ttl = self.redis.cmd("PTTL", key)
+            self.assertTrue(0 < ttl <= 8 * 86400 * 1000, (key, ttl))
+        keys = [k for k in self.redis.keys() if k not in figures]
         self.assertEqual(len(keys), 6, keys)
         for key in keys:
             policy = key.split(":")[1]
@@ -176,7 +183,11 @@ class CheckTest(PolicyTest):
         dump = []
         for key in self.redis.keys():
             dump.append(key)
-            dump.extend(self.redis.cmd("ZRANGE", key, 0, -1, "WITHSCORES"))
+            if key.startswith("ag::conv:"):
+                dump.extend(self.redis.cmd("HGETALL", key))
+            else:
+                dump.extend(self.redis.cmd("ZRANGE", key, 0, -1,
+                                           "WITHSCORES"))
         needles = ["secret.person", "Secret.Person", "192.0.2.77",
                    "48512345678", "512 345 678", "dev-1234"]
         text = "\n".join(dump) + "\n" + svc.log_text()

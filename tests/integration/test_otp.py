@@ -5,7 +5,7 @@ authentication count")."""
 import os
 import unittest
 
-from harness import PolicyTest, policy
+from harness import PolicyTest, policy, wait_until
 from test_resilience import metric
 
 SEND = policy("o.send", endpoint="otp", key=("phone",), limit=10,
@@ -136,6 +136,81 @@ class AllowedNumberTest(PolicyTest):
                             "192.0.2.%d" % (i + 2)).status
                    for i in range(12)]
         self.assertEqual(answers, [200] * 10 + [429] * 2)
+
+
+REPORT_TOKEN = "tok-" + "r" * 40
+REPORT_AUTH = {"Authorization": "Bearer " + REPORT_TOKEN}
+
+
+class ConversionReportTest(PolicyTest):
+    """GET /admin/otp/conversion: exact across instances, behind the
+    token, and the only place a group appears in clear."""
+
+    def setUp(self):
+        super().setUp()
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write(REPORT_TOKEN)
+        self.svcs = self.seeded([SEND], count=2,
+                                extra=["--admin-token-file", token])
+
+    def report(self, by, **q):
+        query = "&".join("%s=%s" % kv for kv in (("by", by), *q.items()))
+        return self.svcs[0].request("GET", "/admin/otp/conversion?" + query,
+                                    headers=REPORT_AUTH)
+
+    def test_figures_are_exact_across_instances_and_need_the_token(self):
+        sends = ["+447911100%03d" % i for i in range(6)] + \
+                ["+48600100%03d" % i for i in range(3)]
+        for i, phone in enumerate(sends):
+            self.assertEqual(self.otp(self.svcs[i % 2], phone,
+                                      "192.0.2.%d" % (i + 1)).status, 200)
+        for i, phone in enumerate(sends[:3] + sends[6:7]):
+            self.assertEqual(self.svcs[(i + 1) % 2].post("/report-otp", {
+                "phone": phone, "ip": "192.0.2.1", "verified": True}).status,
+                204)
+
+        def groups(by):
+            r = self.report(by)
+            self.assertEqual(r.status, 200, r.raw)
+            return r.json["groups"]
+        # Counted without waiting: the figures settle within a moment.
+        self.assertTrue(wait_until(lambda: sum(
+            g["sent"] for g in groups("country")) == 9, 5))
+        got = groups("country")
+        self.assertEqual([(g["group"], g["sent"], g["verified"]) for g in got],
+                         [("+44", 6, 3), ("+48", 3, 1)])
+        self.assertEqual(got[0]["ratio"], 0.5)
+        self.assertAlmostEqual(got[1]["ratio"], 1 / 3, places=12)
+        self.assertEqual([(g["group"], g["sent"], g["verified"])
+                          for g in groups("phone_prefix")],
+                         [("+4479111", 6, 3), ("+4860010", 3, 1)])
+        self.assertEqual(self.report("country").json["window_s"], 86400)
+        # The token is needed.
+        r = self.svcs[1].request("GET", "/admin/otp/conversion?by=country")
+        self.assertEqual(r.status, 401)
+        # Redis holds no group in clear: not in keys, fields or values.
+        blob = []
+        for k in self.redis.keys():
+            blob.append(k)
+            if k.startswith("ag::conv:"):
+                blob.extend(self.redis.cmd("HGETALL", k))
+        text = " ".join(blob)
+        self.assertIn("ag::conv:country:", text)
+        for clear in ("+44", "+48", "4479111", "4860010"):
+            self.assertNotIn(clear, text)
+
+    def test_bad_queries_are_400s_naming_the_argument(self):
+        for query, field in (("by=region", "by"), ("window_s=60", "by"),
+                             ("by=country&window_s=0", "window_s"),
+                             ("by=country&window_s=999999999", "window_s"),
+                             ("by=country&window_s=x", "window_s")):
+            with self.subTest(query):
+                r = self.svcs[0].request("GET",
+                                         "/admin/otp/conversion?" + query,
+                                         headers=REPORT_AUTH)
+                self.assertEqual(r.status, 400, r.raw)
+                self.assertEqual(r.json["field"], field)
 
 
 if __name__ == "__main__":
