@@ -108,7 +108,12 @@ static const struct flag flags[] = {
      "365", "days audit rows are kept (the newest of each policy stays)"},
     {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
+    {"config", K_STR, F(config_file), S(config_file), 0, 0, "",
+     "file of key = value lines (the flags' names, # comments); flags and "
+     "the environment win over it"},
     {"help", K_FLAG, F(help), 0, 0, 0, NULL, "print this help and exit"},
+    {"version", K_FLAG, F(version), 0, 0, 0, NULL,
+     "print the version and exit"},
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -444,7 +449,7 @@ static int set_value(struct ag_config *c, const struct flag *f, const char *val,
         c->log_level = level;
         return AG_OK;
     case K_FLAG:
-        c->help = true;
+        *(bool *)(void *)(base + f->off) = true;
         return AG_OK;
     }
     return AG_EINVAL;
@@ -457,6 +462,84 @@ static const struct flag *find_flag(const char *name, size_t len)
             strncmp(flags[i].name, name, len) == 0)
             return &flags[i];
     return NULL;
+}
+
+/* One key's value from the config file, and where it was. */
+struct file_value {
+    char val[1100];
+    char origin[1100 + 32]; /* "<path> line <n>", for messages */
+    bool set;
+};
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Reads path's "key = value" lines into fv (one per flag); a one-line
+ * error naming the line and key for anything else. */
+static int read_config(const char *path, struct file_value *fv,
+                       struct ag_error *err)
+{
+    FILE *in = fopen(path, "re");
+    if (!in)
+        return ag_error_set(err, AG_EINVAL, "config", "--config '%s': %s", path,
+                            strerror(errno));
+    char line[1200];
+    int n = 0, rc = AG_OK;
+    while (!rc && fgets(line, sizeof line, in)) {
+        n++;
+        if (!strchr(line, '\n') && !feof(in)) {
+            rc = ag_error_set(err, AG_EINVAL, "config",
+                              "%s line %d: longer than %zu bytes", path, n,
+                              sizeof line - 2);
+            break;
+        }
+        char *s = trim(line);
+        if (!*s || *s == '#')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = ag_error_set(err, AG_EINVAL, "config",
+                              "%s line %d: expected key = value", path, n);
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s), *val = trim(eq + 1);
+        const struct flag *f = find_flag(key, strlen(key));
+        if (!f || f->kind == K_FLAG || strcmp(f->name, "config") == 0) {
+            rc = ag_error_set(err, AG_EINVAL, "config",
+                              "%s line %d: unknown key '%.64s' (keys are the "
+                              "flags' names, see --help)",
+                              path, n, key);
+            break;
+        }
+        struct file_value *v = &fv[f - flags];
+        if (v->set) {
+            rc = ag_error_set(err, AG_EINVAL, f->name,
+                              "%s line %d: %s is set twice", path, n, f->name);
+            break;
+        }
+        if (strlen(val) >= sizeof v->val) {
+            rc = ag_error_set(err, AG_EINVAL, f->name,
+                              "%s line %d: the value of %s is too long", path,
+                              n, f->name);
+            break;
+        }
+        strcpy(v->val, val);
+        snprintf(v->origin, sizeof v->origin, "%s line %d", path, n);
+        v->set = true;
+    }
+    if (!rc && ferror(in))
+        rc = ag_error_set(err, AG_EINVAL, "config", "--config '%s': %s", path,
+                          strerror(errno));
+    fclose(in);
+    return rc;
 }
 
 int ag_config_parse(struct ag_config *c, int argc, char **argv,
@@ -490,7 +573,20 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         }
         given[f - flags] = val;
     }
-    for (size_t i = 0; i < NFLAGS; i++) {
+    /* The config file, from the flag or the environment: below both. */
+    const struct flag *cf = find_flag("config", 6);
+    const char *path = given[cf - flags];
+    if (!path)
+        path = getenv("ABUSEGUARD_CONFIG");
+    struct file_value *fv = calloc(NFLAGS, sizeof *fv);
+    if (!fv)
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+    if (path && *path && read_config(path, fv, err)) {
+        free(fv);
+        return AG_EINVAL;
+    }
+    int rc = AG_OK;
+    for (size_t i = 0; i < NFLAGS && !rc; i++) {
         const struct flag *f = &flags[i];
         char env[64];
         env_name(f, env, sizeof env);
@@ -498,13 +594,20 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         const char *origin = "command line";
         if (!val && f->kind != K_FLAG && (val = getenv(env)))
             origin = env;
+        if (!val && fv[i].set) {
+            val = fv[i].val;
+            origin = fv[i].origin;
+        }
         if (!val) {
             val = f->def;
             origin = "default";
         }
         if (val && set_value(c, f, val, origin, err))
-            return AG_EINVAL;
+            rc = AG_EINVAL;
     }
+    free(fv);
+    if (rc)
+        return rc;
     static const struct {
         const char *flag;
         size_t off;

@@ -88,6 +88,8 @@ struct ag_config {
     unsigned audit_retention_days; /* audit rows older are pruned */
     int log_level;                 /* enum ag_log_level */
     bool help;                     /* --help was given */
+    bool version;                  /* --version was given */
+    char config_file[1024];        /* --config; empty: none */
 };
 
 /* Fills c from defaults, the environment and argv (argv[0] is skipped).

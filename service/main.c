@@ -62,6 +62,11 @@ int main(int argc, char **argv)
         ag_config_usage(stdout);
         return 0;
     }
+    if (cfg.version) {
+        printf("abuseguard %s%s%s\n", AG_VERSION, AG_GIT_DESCRIBE[0] ? " " : "",
+               AG_GIT_DESCRIBE);
+        return 0;
+    }
     ag_log_set_level((enum ag_log_level)cfg.log_level);
     /* Now, so that a limit too low for --max-conns stops the start before
      * anything is opened, rather than refusing clients under load. */

@@ -77,6 +77,20 @@ class RefusalTest(unittest.TestCase):
             with self.subTest(extra=extra):
                 self.assert_refused(self.base() + extra, needle)
 
+    def test_version_prints_the_version_and_exits_0(self):
+        r = run(["--version"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^abuseguard \d+\.\d+\.\d+( \S+)?\n$")
+
+    def test_a_bad_config_file_key_is_one_line_naming_it_and_exit_2(self):
+        conf = os.path.join(self.dir, "ag.conf")
+        with open(conf, "w") as f:
+            f.write("# comment\nmax-conns = 10\nmax-connz = 10\n")
+        r = run(self.base() + ["--config", conf])
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("line 3: unknown key 'max-connz'", r.stderr)
+
     def test_bad_environment_value_names_the_variable(self):
         env = dict(os.environ, ABUSEGUARD_MAX_CONNS="-3")
         self.assert_refused(self.base(), "ABUSEGUARD_MAX_CONNS", env=env)
@@ -171,6 +185,20 @@ class StartupTest(ServiceTest):
         r = self.login(svc, "a@example.com", "1.2.3.4")
         self.assertEqual(r.status, 429)
         self.assertEqual(r.json["policy"], "login.tight")
+
+    def test_a_config_file_configures_the_service(self):
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write("tok-" + "f" * 40)
+        conf = os.path.join(self.workdir, "ag.conf")
+        with open(conf, "w") as f:
+            f.write("# the admin API, from the file\n"
+                    "admin-token-file = %s\n"
+                    "max-conns-per-ip = 300\n" % token)
+        svc = self.service(extra=["--config", conf])
+        r = svc.request("GET", "/admin/policies",
+                        headers={"Authorization": "Bearer tok-" + "f" * 40})
+        self.assertEqual(r.status, 200, r.raw)
 
     def test_environment_configures_like_flags(self):
         port = free_port()

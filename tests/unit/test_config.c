@@ -806,6 +806,72 @@ redis_password_file_wins_over_the_url_and_must_be_private(void **state)
     assert_null(strstr(e.msg, "from-the-file"));
 }
 
+static void config_file_sits_below_flags_and_environment(void **state)
+{
+    const char text[] = "# abuseguard\n"
+                        "max-conns = 77\n"
+                        "\n"
+                        "  log-level=debug  \n"
+                        "redis = redis://file:6380\n"
+                        "threads = 3\n";
+    const char *path = tmp_file(state, text, sizeof text - 1, 0644);
+    struct ag_config c;
+    char err[ERRSZ] = "";
+    assert_int_equal(setenv("ABUSEGUARD_THREADS", "5", 1), 0);
+    assert_int_equal(
+        parse(&c, err, "--config", path, "--log-level", "warn", (char *)NULL),
+        AG_OK);
+    assert_int_equal(c.max_conns, 77);          /* the file */
+    assert_int_equal(c.log_level, AG_LOG_WARN); /* the flag wins */
+    assert_int_equal(c.threads, 5);             /* the environment wins */
+    assert_string_equal(c.redis.host, "file");  /* the file */
+    assert_int_equal(c.conn_timeout_s, 10);     /* the default */
+    unsetenv("ABUSEGUARD_THREADS");
+    /* The environment names the file too. */
+    assert_int_equal(setenv("ABUSEGUARD_CONFIG", path, 1), 0);
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_int_equal(c.max_conns, 77);
+    unsetenv("ABUSEGUARD_CONFIG");
+}
+
+static void config_file_errors_name_the_line_and_key(void **state)
+{
+    static const char *const bad[][2] = {
+        {"max-conns = 77\nmax-conn = 3\n", "line 2: unknown key 'max-conn'"},
+        {"# x\nmax-conns = lots\n", "line 2: --max-conns must be"},
+        {"threads = 1\nthreads = 2\n", "line 2: threads is set twice"},
+        {"just words\n", "line 1: expected key = value"},
+        {"help = 1\n", "line 1: unknown key 'help'"},
+        {"config = /etc/x\n", "line 1: unknown key 'config'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *path = tmp_file(state, bad[i][0], strlen(bad[i][0]), 0644);
+        struct ag_config c;
+        char err[ERRSZ] = "";
+        assert_int_equal(parse(&c, err, "--config", path, (char *)NULL),
+                         AG_EINVAL);
+        if (!strstr(err, bad[i][1]) || !strstr(err, path))
+            fail_msg("case %zu: %s", i, err);
+        unlink(path);
+    }
+    struct ag_config c;
+    char err[ERRSZ] = "";
+    assert_int_equal(
+        parse(&c, err, "--config", "/nonexistent/ag.conf", (char *)NULL),
+        AG_EINVAL);
+    assert_non_null(strstr(err, "--config '/nonexistent/ag.conf'"));
+}
+
+static void version_flag_takes_no_value(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, "--version", (char *)NULL), AG_OK);
+    assert_true(c.version);
+    assert_false(c.help);
+}
+
 static void empty_token_file_is_refused(void **state)
 {
     const char *path = tmp_file(state, "", 0, 0600);
@@ -1012,6 +1078,9 @@ int main(void)
         FILE_TEST(secret_of_the_cap_is_read_and_longer_refused),
         FILE_TEST(token_trailing_whitespace_is_trimmed),
         FILE_TEST(empty_token_file_is_refused),
+        FILE_TEST(config_file_sits_below_flags_and_environment),
+        FILE_TEST(config_file_errors_name_the_line_and_key),
+        ENV_TEST(version_flag_takes_no_value),
         FILE_TEST(redis_password_file_wins_over_the_url_and_must_be_private),
         FILE_TEST(whitespace_only_token_file_is_refused),
         FILE_TEST(token_of_max_length_is_accepted),
