@@ -149,6 +149,10 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     }
     if (r->retry_after)
         add_uint_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+    if (r->rl_policy_field.len) {
+        MHD_add_response_header(mr, "RateLimit-Policy", r->rl_policy_field.p);
+        MHD_add_response_header(mr, "RateLimit", r->rl_field.p);
+    }
     if (r->allow)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, r->allow);
     if (r->www_authenticate)

@@ -11,11 +11,76 @@ void ag_http_response_init(struct ag_http_response *r)
 {
     memset(r, 0, sizeof *r);
     ag_buf_init(&r->body, AG_HTTP_RESPONSE_MAX);
+    ag_buf_init(&r->rl_policy_field, AG_RATELIMIT_FIELD_MAX);
+    ag_buf_init(&r->rl_field, AG_RATELIMIT_FIELD_MAX);
 }
 
 void ag_http_response_free(struct ag_http_response *r)
 {
     ag_buf_free(&r->body);
+    ag_buf_free(&r->rl_policy_field);
+    ag_buf_free(&r->rl_field);
+}
+
+static void field_uint(struct ag_buf *b, const char *name, uint64_t v);
+
+/* An sf-string (RFC 8941 3.3.3): s in quotes, '"' and '\' escaped; a byte
+ * outside printable ASCII (none in a policy name) becomes '?'. */
+static void sf_string(struct ag_buf *b, const char *s)
+{
+    ag_buf_puts(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char one[3] = {'\\', (char)c, '\0'};
+        if (c == '"' || c == '\\')
+            ag_buf_puts(b, one);
+        else
+            ag_buf_puts(b, c >= 0x20 && c < 0x7f ? one + 1 : "?");
+    }
+    ag_buf_puts(b, "\"");
+}
+
+/* The RateLimit-Policy and RateLimit fields of a check: an item per
+ * policy that enforces (shadow ones and waived challenges only report, so
+ * they are no quota of the caller's). A denied item has r=0 and t its
+ * retry (the reported denial's is Retry-After itself, so Retry-After is
+ * never earlier than its t); an allowed one t until its window holds
+ * nothing. */
+static int ratelimit_fields(struct ag_http_response *r,
+                            const struct ag_plan *plan,
+                            const struct ag_limit_result *res,
+                            const struct ag_decision *d)
+{
+    struct ag_buf *p = &r->rl_policy_field, *s = &r->rl_field;
+    ag_buf_reset(p);
+    ag_buf_reset(s);
+    size_t items = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct ag_limit_op *op = &plan->ops[i];
+        if (op->shadow)
+            continue;
+        if (items++) {
+            ag_buf_puts(p, ", ");
+            ag_buf_puts(s, ", ");
+        }
+        sf_string(p, op->policy->name);
+        field_uint(p, ";q=", op->policy->limit);
+        field_uint(p, ";w=", op->policy->window_s);
+        sf_string(s, op->policy->name);
+        uint32_t t;
+        if (!res[i].allowed)
+            t = (int)i == d->denied_by
+                    ? d->retry_after_s
+                    : ag_limiter_seconds(res[i].retry_after_ms);
+        else
+            t = res[i].reset_after_ms
+                    ? ag_limiter_seconds(res[i].reset_after_ms)
+                    : 0;
+        field_uint(s, ";r=", res[i].allowed ? res[i].remaining : 0);
+        field_uint(s, ";t=", t);
+    }
+    int rc = ag_buf_error(p);
+    return rc ? rc : ag_buf_error(s);
 }
 
 static int ascii_string(struct ag_buf *b, const char *s)
@@ -139,6 +204,8 @@ int ag_http_response_check(struct ag_http_response *r,
     ag_buf_puts(b, "]}");
     int rc = ag_buf_error(b);
 
+    if (!rc)
+        rc = ratelimit_fields(r, plan, res, d);
     r->rate_headers = d->tightest >= 0;
     if (r->rate_headers) {
         const struct ag_limit_result *t = &res[d->tightest];

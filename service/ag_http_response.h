@@ -30,15 +30,24 @@
 #include "ag_limiter.h"
 
 #define AG_HTTP_RESPONSE_MAX (64 * 1024) /* body bytes at most */
+/* RateLimit field bytes at most: AG_PLAN_MAX items of a policy name and
+ * three numbers. */
+#define AG_RATELIMIT_FIELD_MAX (AG_PLAN_MAX * (AG_POLICY_NAME_MAX + 48))
 
 struct ag_http_response {
     int status;
     struct ag_buf body;
-    bool rate_headers;        /* send X-RateLimit-Limit/Remaining/Reset */
-    uint32_t rl_limit;        /* X-RateLimit-Limit */
-    uint32_t rl_remaining;    /* X-RateLimit-Remaining */
-    uint32_t rl_reset;        /* X-RateLimit-Reset, seconds from now */
-    uint32_t retry_after;     /* Retry-After seconds; 0 = no header */
+    bool rate_headers;     /* send X-RateLimit-Limit/Remaining/Reset */
+    uint32_t rl_limit;     /* X-RateLimit-Limit */
+    uint32_t rl_remaining; /* X-RateLimit-Remaining */
+    uint32_t rl_reset;     /* X-RateLimit-Reset, seconds from now */
+    uint32_t retry_after;  /* Retry-After seconds; 0 = no header */
+    /* The IETF fields (draft-ietf-httpapi-ratelimit-headers-11), one
+     * Structured Field list item per enforcing policy of a check:
+     * RateLimit-Policy: "login.user";q=10;w=900, ... and
+     * RateLimit: "login.user";r=9;t=900, ...; empty: not sent. */
+    struct ag_buf rl_policy_field;
+    struct ag_buf rl_field;
     const char *allow;        /* Allow header for a 405; NULL = none */
     bool www_authenticate;    /* send WWW-Authenticate: Bearer (a 401) */
     const char *content_type; /* NULL: application/json */

@@ -55,6 +55,25 @@ CONVERSION = policy("o.conversion", endpoint="otp", key=("phone_prefix",),
                     min_ratio=0.2, block_s=600)
 
 
+class RateLimitFieldsTest(PolicyTest):
+    """The IETF RateLimit fields beside X-RateLimit-*."""
+
+    def test_fields_name_each_policy_and_a_denial_shows_r0(self):
+        (svc,) = self.seeded([SEND, VERIFY])
+        r = self.otp(svc, PHONE, "192.0.2.1")
+        self.assertEqual(r.header("ratelimit-policy"), '"o.send";q=10;w=3600')
+        self.assertEqual(r.header("ratelimit"), '"o.send";r=9;t=3600')
+        self.assertIsNotNone(r.header("x-ratelimit-limit"))
+        for _ in range(3):
+            svc.post("/check-otp-verify", {"phone": PHONE, "ip": "192.0.2.1"})
+        r = svc.post("/check-otp-verify", {"phone": PHONE, "ip": "192.0.2.1"})
+        self.assertEqual(r.status, 429)
+        name, r_param, t_param = r.header("ratelimit").split(";")
+        self.assertEqual((name, r_param), ('"v.phone"', "r=0"))
+        self.assertGreaterEqual(int(r.header("retry-after")),
+                                int(t_param[2:]))
+
+
 class ConversionTest(PolicyTest):
     """The SMS pumping shield: a number range whose codes are not verified
     is stopped after `limit` sends; one whose codes are is never."""

@@ -192,6 +192,38 @@ static void denied_check_names_policy_and_retry(void **state)
     ag_http_response_free(&r);
 }
 
+static void ratelimit_fields_list_each_enforcing_policy(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    render(&f, false, &r);
+    /* The shadow policy is no quota of the caller's: not listed. */
+    assert_string_equal(r.rl_policy_field.p, "\"login.user\";q=10;w=900, "
+                                             "\"login.user_ip\";q=5;w=900");
+    assert_string_equal(r.rl_field.p, "\"login.user\";r=9;t=900, "
+                                      "\"login.user_ip\";r=2;t=900");
+    ag_http_response_free(&r);
+}
+
+static void
+a_denying_policy_shows_r0_and_t_no_later_than_retry_after(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0};
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    render(&f, false, &r);
+    assert_string_equal(r.rl_field.p, "\"login.user\";r=9;t=900, "
+                                      "\"login.user_ip\";r=0;t=712");
+    assert_int_equal(r.retry_after, 712);
+    ag_http_response_free(&r);
+}
+
 static void check_body_says_the_lane_it_was_judged_in(void **state)
 {
     (void)state;
@@ -475,6 +507,9 @@ int main(void)
         cmocka_unit_test(allowed_check_body_lists_every_decision),
         cmocka_unit_test(allowed_check_rate_headers_follow_the_tightest),
         cmocka_unit_test(denied_check_names_policy_and_retry),
+        cmocka_unit_test(ratelimit_fields_list_each_enforcing_policy),
+        cmocka_unit_test(
+            a_denying_policy_shows_r0_and_t_no_later_than_retry_after),
         cmocka_unit_test(check_body_says_the_lane_it_was_judged_in),
         cmocka_unit_test(tripped_challenge_is_a_429_asking_for_one),
         cmocka_unit_test(passed_challenge_is_marked_in_its_decision),
