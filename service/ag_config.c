@@ -367,27 +367,13 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
     if (out->kind == AG_REDIS_CLUSTER)
         return parse_seeds(s, false, out, err);
     const char *slash = strchr(s, '/');
-    const char *hostport_end = slash ? slash : s + strlen(s);
-    const char *colon = NULL;
-    for (const char *p = s; p < hostport_end; p++)
-        if (*p == ':')
-            colon = p;
-    if (!colon || colon == s || (size_t)(colon - s) >= sizeof out->host)
+    struct ag_redis_hostport hp;
+    if (parse_hostport(s, (size_t)((slash ? slash : s + strlen(s)) - s), &hp))
         return ag_error_set(err, AG_EINVAL, "redis",
-                            "--redis: expected host:port");
-    if (*s == '[' && colon[-1] == ']' && colon - s > 2)
-        memcpy(out->host, s + 1, (size_t)(colon - s - 2));
-    else
-        memcpy(out->host, s, (size_t)(colon - s));
-    char port[8] = {0};
-    size_t plen = (size_t)(hostport_end - colon - 1);
-    if (plen == 0 || plen >= sizeof port)
-        return ag_error_set(err, AG_EINVAL, "redis",
-                            "--redis: port must be 1 to 65535");
-    memcpy(port, colon + 1, plen);
-    if (parse_port(port, &out->port))
-        return ag_error_set(err, AG_EINVAL, "redis",
-                            "--redis: port must be 1 to 65535");
+                            "--redis: expected host:port, the port 1 to "
+                            "65535");
+    memcpy(out->host, hp.host, sizeof out->host);
+    out->port = hp.port;
     if (slash && slash[1]) {
         unsigned db;
         if (parse_uint(slash + 1, 0, 1000000, &db))

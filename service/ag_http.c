@@ -173,19 +173,27 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 
 /* Builds and sends a response in one go; the usual end of a request.
  * field (NULL: none) is the part of the request at fault. */
-static enum MHD_Result reply_error(struct MHD_Connection *conn, int status,
-                                   const char *msg, const char *field,
-                                   const char *allow)
+static enum MHD_Result reply(struct MHD_Connection *conn, int status,
+                             const char *msg, const char *field,
+                             const char *allow, bool close)
 {
     struct ag_http_response r;
     ag_http_response_init(&r);
     r.allow = allow;
+    r.close = close;
     enum MHD_Result ret =
         ag_http_response_field_error(&r, status, msg, field) == AG_OK
             ? send_response(conn, &r)
             : MHD_NO;
     ag_http_response_free(&r);
     return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, int status,
+                                   const char *msg, const char *field,
+                                   const char *allow)
+{
+    return reply(conn, status, msg, field, allow, false);
 }
 
 /* libmicrohttpd hands the handler the decoded path as a C string, so a
@@ -410,15 +418,7 @@ static const char *framing_fault(struct ag_http *h, struct MHD_Connection *conn,
 static enum MHD_Result reply_closing(struct MHD_Connection *conn, int status,
                                      const char *msg, const char *field)
 {
-    struct ag_http_response r;
-    ag_http_response_init(&r);
-    r.close = true;
-    enum MHD_Result ret =
-        ag_http_response_field_error(&r, status, msg, field) == AG_OK
-            ? send_response(conn, &r)
-            : MHD_NO;
-    ag_http_response_free(&r);
-    return ret;
+    return reply(conn, status, msg, field, NULL, true);
 }
 
 /* First call for a request: route it. Every answer but the draining 503

@@ -16,8 +16,7 @@
     (crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES + LABEL_MAX)
 #define SEALED_HEX (2 * SEALED_BYTES + 1)
 
-static const char *const by_names[] = {
-    [AG_OTP_BY_COUNTRY] = "country", [AG_OTP_BY_PHONE_PREFIX] = "phone_prefix"};
+/* A grouping is named after the key kind it groups by. */
 static const enum ag_key_kind by_kinds[] = {
     [AG_OTP_BY_COUNTRY] = AG_KEY_COUNTRY,
     [AG_OTP_BY_PHONE_PREFIX] = AG_KEY_PHONE_PREFIX};
@@ -36,17 +35,22 @@ void ag_otp_stats_wipe(struct ag_otp_stats *st)
     sodium_memzero(st->seal_key, sizeof st->seal_key);
 }
 
+static const char *by_name(enum ag_otp_by by)
+{
+    return ag_key_kind_name(by_kinds[by]);
+}
+
 int ag_otp_by_parse(const char *s)
 {
     for (int i = 0; i < 2; i++)
-        if (s && strcmp(s, by_names[i]) == 0)
+        if (s && strcmp(s, by_name((enum ag_otp_by)i)) == 0)
             return i;
     return -1;
 }
 
 static void hour_key(enum ag_otp_by by, uint64_t hour, char out[64])
 {
-    snprintf(out, 64, "ag::conv:%s:%" PRIu64, by_names[by], hour);
+    snprintf(out, 64, "ag::conv:%s:%" PRIu64, by_name(by), hour);
 }
 
 /* label sealed: hex of nonce, then secretbox of the label with its NUL. */
@@ -201,7 +205,7 @@ int ag_otp_stats_report(const struct ag_otp_stats *st, struct ag_store *store,
                               (json_int_t)gs[i].verified, "ratio", ratio));
     }
     free(gs);
-    *out = groups ? json_pack("{s:s, s:I, s:o}", "by", by_names[by], "window_s",
+    *out = groups ? json_pack("{s:s, s:I, s:o}", "by", by_name(by), "window_s",
                               (json_int_t)(hours * AG_OTP_STATS_HOUR_S),
                               "groups", groups)
                   : NULL;
