@@ -187,8 +187,10 @@ int main(int argc, char **argv)
                    "admin API only on unix://%s", cfg.admin_listen.path);
         int sig = 0;
         sigwait(&stop, &sig);
-        ag_log(AG_LOG_INFO, "stopping", "signal %d: draining", sig);
+        /* Listeners closed first, so that the line means new connections go
+         * elsewhere already. */
         ag_http_quiesce(http);
+        ag_log(AG_LOG_INFO, "stopping", "signal %d: draining", sig);
         ag_http_stop(http);
     }
     ag_admin_free(admin);

@@ -370,6 +370,7 @@ class ResilienceTest(PolicyTest):
         pooled.request("GET", "/healthz")
         self.assertEqual(pooled.getresponse().read(), b'{"status":"ok"}')
         os.kill(self.redis.proc.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.redis.proc.pid, signal.SIGCONT)
         result = {}
 
         def slow_check():
