@@ -98,9 +98,11 @@ static int start_redis(void **state)
     if (env.redis == 0) {
         char log[128];
         snprintf(log, sizeof log, "%s/redis.log", env.dir);
+        /* DEBUG DIGEST proves a peek leaves Redis as it found it. */
         execlp("redis-server", "redis-server", "--port", "0", "--unixsocket",
                env.sock, "--save", "", "--appendonly", "no", "--dir", env.dir,
-               "--logfile", log, (char *)NULL);
+               "--enable-debug-command", "local", "--logfile", log,
+               (char *)NULL);
         _exit(127);
     }
     /* Redis is up once its socket answers a PING. */
@@ -180,6 +182,19 @@ static void every_vector_holds_on_redis(void **state)
         }
     }
     assert_int_equal(failed, 0);
+}
+
+/* DEBUG DIGEST: a hash of every key, its value and its expiry, which
+ * changes with any write. */
+static void redis_digest(char out[41])
+{
+    redisReply *r = redisCommand(env.clock_ctx, "DEBUG DIGEST");
+    if (!r ||
+        (r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_STRING) ||
+        r->len != 40)
+        fail_msg("DEBUG DIGEST: %s", r && r->str ? r->str : "no answer");
+    memcpy(out, r->str, 41);
+    freeReplyObject(r);
 }
 
 /* The differential test. */
@@ -274,7 +289,9 @@ static void say_plan(const struct ag_plan *plan, const struct ag_policy *p)
                     q->window_s, q->block_s, q->block_growth, q->block_max_s,
                     plan->ops[k].member, plan->ops[k].charge,
                     plan->ops[k].shadow,
-                    plan->kind == AG_PLAN_FAILURE ? " (failure plan)" : "");
+                    plan->kind == AG_PLAN_FAILURE ? " (failure plan)"
+                    : plan->kind == AG_PLAN_PEEK  ? " (peek)"
+                                                  : "");
     }
     if (plan->kind == AG_PLAN_FAILURE && plan->fp[0])
         print_error("  fingerprint %s\n", plan->fp);
@@ -313,8 +330,14 @@ static void both_stores_agree_on_a_random_trace(void **state)
             if (q->algorithm != AG_ALG_DISTINCT && q->limit > 1)
                 q->limit = 1 + (uint32_t)below(q->limit - 1);
         }
-        struct ag_plan plan = {.kind = below(5) == 0 ? AG_PLAN_FAILURE
-                                                     : AG_PLAN_CHECK};
+        /* Now and then the admin inspect's peek, which both stores must
+         * answer alike and which must leave Redis as it was. */
+        enum ag_plan_kind kind = AG_PLAN_CHECK;
+        if (below(5) == 0)
+            kind = AG_PLAN_FAILURE;
+        else if (below(6) == 0)
+            kind = AG_PLAN_PEEK;
+        struct ag_plan plan = {.kind = kind};
         for (int i = 0; i < DIFF_POLICIES; i++) {
             if (below(3) == 0)
                 continue;
@@ -348,15 +371,29 @@ static void both_stores_agree_on_a_random_trace(void **state)
         memset(b, 0, sizeof b);
         fake_now = t;
         set_redis_time(NULL, t);
+        char before[41], after[41];
+        if (kind == AG_PLAN_PEEK)
+            redis_digest(before);
         assert_int_equal(ag_store_check(mem, &plan, a), AG_OK);
         assert_int_equal(ag_store_check(env.store, &plan, b), AG_OK);
+        if (kind == AG_PLAN_PEEK) {
+            redis_digest(after);
+            if (strcmp(before, after) != 0) {
+                print_error("seed %llu step %zu: a peek changed Redis\n",
+                            (unsigned long long)seed, step);
+                say_plan(&plan, p);
+                fail();
+            }
+        }
         for (size_t k = 0; k < plan.n; k++) {
             if (a[k].allowed == b[k].allowed &&
                 a[k].remaining == b[k].remaining &&
                 a[k].retry_after_ms == b[k].retry_after_ms &&
-                a[k].reset_after_ms == b[k].reset_after_ms)
+                a[k].reset_after_ms == b[k].reset_after_ms &&
+                a[k].blocked_ms == b[k].blocked_ms &&
+                a[k].block_level == b[k].block_level)
                 continue;
-            char ta[96], tb[96];
+            char ta[128], tb[128];
             ag_vectors_result_text(&a[k], ta, sizeof ta);
             ag_vectors_result_text(&b[k], tb, sizeof tb);
             print_error("seed %llu step %zu t_us %llu policy %s: memory %s, "
@@ -462,7 +499,7 @@ static void assert_same_answer(const struct ag_limit_result *got,
         got->retry_after_ms == want->retry_after_ms &&
         got->reset_after_ms == want->reset_after_ms)
         return;
-    char tg[96], tw[96];
+    char tg[128], tw[128];
     ag_vectors_result_text(got, tg, sizeof tg);
     ag_vectors_result_text(want, tw, sizeof tw);
     fail_msg("%s: released %s, never reserved %s", what, tg, tw);
@@ -783,6 +820,80 @@ static void the_memory_store_refuses_a_reserve_and_a_release(void **state)
     assert_int_equal(check, AG_OK);
 }
 
+/* The admin inspect's peek on every kind of state a check leaves or
+ * tidies: each algorithm's, a set with expired members and one over a
+ * lowered limit, a running block and its level, a key of another type.
+ * Redis's digest (every key, value and expiry) is the same after as
+ * before, however often and whenever it peeks, while the peek still reads
+ * that state (the block shows). */
+static void a_peek_leaves_redis_byte_for_byte_as_it_found_it(void **state)
+{
+    (void)state;
+    struct ag_policy p[AG_ALG_COUNT];
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        rel_policy(&p[a], (enum ag_algorithm)a, 4);
+    struct ag_plan hist;
+    rel_history(p, "peek1", "", &hist);
+    struct ag_limit_result res[AG_PLAN_MAX];
+    /* A third member of the log and the set, in the window after. */
+    snprintf(hist.ops[AG_ALG_DISTINCT].member, sizeof hist.ops[0].member, "c");
+    run_at(REL_BASE_US + 12 * S_US, &hist, AG_PLAN_CHECK, res);
+    /* A policy with growing blocks, full and then blocked. */
+    struct ag_policy blocking;
+    rel_policy(&blocking, AG_ALG_FIXED_WINDOW, 1);
+    snprintf(blocking.name, sizeof blocking.name, "blocking");
+    blocking.block_s = 15;
+    blocking.block_growth = 2;
+    blocking.block_max_s = 60;
+    struct ag_plan block = {.kind = AG_PLAN_CHECK};
+    rel_op(&block, &blocking, "peek1", "", "");
+    run_at(REL_BASE_US + 12 * S_US, &block, AG_PLAN_CHECK, res);
+    run_at(REL_BASE_US + 12 * S_US + 1, &block, AG_PLAN_CHECK, res);
+    assert_false(res[0].allowed);
+    /* The peek: every policy, the log and the set again at a lowered
+     * limit (their oldest members trimmed, if a check saw them), and a
+     * fixed window on the log's key, a key of another type. */
+    struct ag_policy low_log, low_set, other;
+    rel_policy(&low_log, AG_ALG_SLIDING_LOG, 1);
+    rel_policy(&low_set, AG_ALG_DISTINCT, 1);
+    rel_policy(&other, AG_ALG_FIXED_WINDOW, 4);
+    struct ag_plan peek = hist;
+    peek.ops[peek.n++] = block.ops[0];
+    struct ag_limit_op *op = rel_op(&peek, &low_log, "peek1", "", "");
+    op = rel_op(&peek, &low_set, "peek1", "", "a");
+    op = rel_op(&peek, &other, "peek1", "", "");
+    snprintf(op->key, sizeof op->key, "%s", hist.ops[AG_ALG_SLIDING_LOG].key);
+    char before[41], after[41];
+    redis_digest(before);
+    long long keys = redis_int("DBSIZE%s", "");
+    /* While the block runs (from 12 s and 1 us, for 15 s), as the window
+     * moves on (the members of 3 s leave it at 13 s), and once all but
+     * the level has ended. */
+    const uint64_t at[] = {REL_BASE_US + 14 * S_US, REL_BASE_US + 14 * S_US,
+                           REL_BASE_US + 23 * S_US + 500000,
+                           REL_BASE_US + 40 * S_US};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        memset(res, 0, sizeof res);
+        run_at(at[i], &peek, AG_PLAN_PEEK, res);
+        redis_digest(after);
+        assert_string_equal(after, before);
+        if (i == 0) {
+            assert_false(res[hist.n].allowed);
+            /* 13 s and 1 us left, rounded up. */
+            assert_int_equal(res[hist.n].blocked_ms, 13001);
+            assert_int_equal(res[hist.n].block_level, 1);
+        }
+    }
+    assert_int_equal(redis_int("DBSIZE%s", ""), keys);
+    /* And a check after the peeks is as a check without them: the one
+     * blocked goes on to the second of its row, 2 x 15 s. */
+    run_at(REL_BASE_US + 40 * S_US, &block, AG_PLAN_CHECK, res);
+    assert_true(res[0].allowed);
+    run_at(REL_BASE_US + 40 * S_US + 1, &block, AG_PLAN_CHECK, res);
+    assert_false(res[0].allowed);
+    assert_int_equal(res[0].retry_after_ms, 30000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -802,6 +913,7 @@ int main(void)
         cmocka_unit_test(a_reserve_or_release_without_a_nonce_is_refused),
         cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
         cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),
+        cmocka_unit_test(a_peek_leaves_redis_byte_for_byte_as_it_found_it),
     };
     return cmocka_run_group_tests(tests, start_redis, stop_redis);
 }

@@ -86,9 +86,9 @@ static void fixture_init(struct fixture *f, size_t n)
         f->plan.ops[i].shadow = f->ps[i].mode == AG_MODE_SHADOW;
         f->plan.ops[i].charge = true;
     }
-    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000, 0};
-    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001, 0};
-    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000, 0};
+    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000, 0, 0, 0};
+    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001, 0, 0, 0};
+    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000, 0, 0, 0};
 }
 
 /* Decides f's results and builds their check response into r. */
@@ -162,7 +162,7 @@ static void denied_check_names_policy_and_retry(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0};
+    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -214,7 +214,7 @@ a_denying_policy_shows_r0_and_t_no_later_than_retry_after(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0};
+    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -237,7 +237,7 @@ static void check_body_says_the_lane_it_was_judged_in(void **state)
     assert_string_equal(str_field(b, "device"), "trusted");
     json_decref(b);
     /* Denied in the trusted lane says so too. */
-    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0, 0, 0};
     render(&f, false, &r);
     b = body_json(&r);
     assert_string_equal(str_field(b, "device"), "trusted");
@@ -251,7 +251,7 @@ static void tripped_challenge_is_a_429_asking_for_one(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
-    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -277,7 +277,7 @@ static void passed_challenge_is_marked_in_its_decision(void **state)
     f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
     f.plan.ops[0].waived = true;
     f.plan.ops[0].shadow = true;
-    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -324,7 +324,7 @@ static void degraded_check_says_so(void **state)
     assert_int_equal(json_array_size(json_object_get(b, "decisions")), 2);
     json_decref(b);
     /* Denied and degraded. */
-    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0, 0, 0};
     render(&f, true, &r);
     b = body_json(&r);
     assert_true(bool_field(b, "degraded"));
@@ -339,7 +339,7 @@ static void shadow_decision_is_marked_and_does_not_deny(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 3);
-    f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000, 0};
+    f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -367,7 +367,7 @@ static void empty_window_resets_after_zero(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.res[0].reset_after_ms = 0;
-    f.res[1] = (struct ag_limit_result){true, 4, 0, 1, 0};
+    f.res[1] = (struct ag_limit_result){true, 4, 0, 1, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
