@@ -318,6 +318,110 @@ function onSave(ev) {
   save(editing, body, form);
 }
 
+// ---- look up ----
+
+// The identifiers of the last look up, which an unlock sends again.
+let subject = null;
+
+// A decision in words: allowed, denied, blocked (a running block_s, with
+// its level where blocks grow), a shadow policy's would-deny, or unknown
+// (a fail-closed policy while Redis cannot answer).
+function verdict(d) {
+  if (d.unknown) return 'unknown: Redis cannot answer (fails closed)';
+  let what = d.allowed ? 'allowed' : d.shadow ? 'would deny (shadow)'
+                                              : 'denied';
+  if (d.blocked_for) {
+    what = (d.shadow ? 'would be blocked (shadow)' : 'blocked') + ' for ' +
+           d.blocked_for + ' s';
+    if (d.block_level) what += ', block ' + d.block_level + ' in a row';
+  }
+  if (!d.allowed && !d.shadow && d.action === 'challenge')
+    what += ' (challenge)';
+  return what;
+}
+
+function lookupRow(d) {
+  const name = d.policy || (d.list ? d.list + ' list entry ' + d.id : '?');
+  const tr = el('tr', {});
+  tr.append(el('th', {scope: 'row'}, name),
+            el('td', {class: d.allowed ? '' : 'denied'}, verdict(d)),
+            el('td', {class: 'num'}, d.limit),
+            el('td', {class: 'num'},
+               d.remaining === undefined ? '' : d.remaining),
+            el('td', {class: 'num'},
+               d.reset_after === undefined ? '' : d.reset_after + ' s'),
+            el('td', {class: 'num'},
+               d.retry_after === undefined ? '' : d.retry_after + ' s'));
+  tr.append(el('td', {}, d.policy ? button('Unlock', () => unlock(d.policy))
+                                  : 'edit the list to change'));
+  return tr;
+}
+
+function lookupSubject() {
+  const s = {endpoint: $('lookup-endpoint').value};
+  for (const k of ['user', 'ip', 'phone']) {
+    const v = $('lookup-' + k).value.trim();
+    if (v) s[k] = v;
+  }
+  return s;
+}
+
+async function lookup(s) {
+  const res = await api('POST', 'inspect', s);
+  const a = res.body;
+  let summary;
+  if (a.allowed) {
+    summary = 'Allowed: a check now would pass.';
+  } else if (a.list) {
+    summary = 'Denied by the ' + a.list + ' list.';
+  } else {
+    summary = 'Denied by ' + a.policy +
+              (a.retry_after ? ', for ' + a.retry_after + ' s more.' : '.');
+  }
+  if (a.degraded)
+    summary += ' Read from this instance\'s fallback: Redis cannot answer.';
+  show($('lookup-summary'), summary);
+  $('lookup-body').replaceChildren(...(a.decisions || []).map(lookupRow));
+  $('lookup-table').hidden = false;
+}
+
+async function onLookup(ev) {
+  ev.preventDefault();
+  clearMsgs();
+  const form = $('lookup-form');
+  for (const i of form.querySelectorAll('[aria-invalid]'))
+    i.removeAttribute('aria-invalid');
+  subject = lookupSubject();
+  try {
+    await lookup(subject);
+  } catch (err) {
+    $('lookup-table').hidden = true;
+    show($('lookup-summary'), '');
+    refusal(err, form);
+  }
+}
+
+async function unlock(policy) {
+  const body = Object.assign({policy}, subject);
+  delete body.endpoint;
+  let res;
+  try {
+    res = await api('POST', 'reset', body);
+  } catch (err) {
+    refusal(err);
+    return;
+  }
+  const done = 'Unlocked ' + policy + ': its counters for this subject ' +
+               'are cleared.';
+  try {
+    await lookup(subject);
+  } catch (err) {
+    refusal(err);
+    return;
+  }
+  statusMsg(accepted(res, done));
+}
+
 // ---- audit ----
 
 // The next page's before= (the API's next_before); null on the last page.
@@ -403,6 +507,7 @@ async function deleteEntry(list, e) {
 const VIEWS = {
   policies: {section: 'view-policies', heading: 'policies-h',
              load: loadPolicies},
+  lookup: {section: 'view-lookup', heading: 'lookup-h', load: null},
   audit: {section: 'view-audit', heading: 'audit-h',
           load: () => loadAudit(null)},
   lists: {section: 'view-lists', heading: 'lists-h', load: loadLists},
@@ -435,6 +540,7 @@ function start() {
   $('edit-cancel').addEventListener('click', () => {
     $('edit-form').hidden = true;
   });
+  $('lookup-form').addEventListener('submit', onLookup);
   $('audit-first').addEventListener('click', () => loadAudit(null));
   $('audit-next').addEventListener('click', () => loadAudit(auditNext));
   $('list-form').addEventListener('submit', onAddEntry);

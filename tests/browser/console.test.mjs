@@ -186,7 +186,66 @@ describe('the admin console', () => {
        assert.equal(p.enabled, true);
      });
 
-  it('lists the edits in the audit log, a page at a time', async () => {
+  it('looks up a locked subject, unlocks it, and then shows it allowed',
+     async () => {
+       const user = 'locked@example.com';
+       const ip = '198.51.100.7';
+       // login.user_ip allows an untrusted device 5 attempts in 900 s:
+       // real checks use them up, and the sixth is refused.
+       let last;
+       for (let i = 0; i < 6; i++)
+         last = await fetch(PUBLIC + '/check-login', {
+           method: 'POST', body: JSON.stringify({user, ip})});
+       assert.equal(last.status, 429);
+       assert.equal((await last.json()).policy, 'login.user_ip');
+       await page.getByRole('link', {name: 'Look up'}).click();
+       const view = region('Look up');
+       await view.getByLabel('endpoint', {exact: true}).selectOption('login');
+       await view.getByLabel('user', {exact: true}).fill(user);
+       await view.getByLabel('ip', {exact: true}).fill(ip);
+       await view.getByRole('button', {name: 'Look up'}).click();
+       const row = view.getByRole('row').filter({
+         has: page.getByRole('rowheader', {name: 'login.user_ip', exact: true}),
+       });
+       await waitText(row.getByRole('cell').first(), /^denied/);
+       await view.getByText(/^Denied by login\.user_ip/).waitFor();
+       // One row per policy of the endpoint that the subject's lane
+       // applies, each with its own Unlock.
+       assert.ok(await view.getByRole('button', {name: 'Unlock'}).count() > 1);
+       await shot('lookup-locked');
+       // login.ip_users blocks an address for an hour once it has tried
+       // 20 users: the 21st is refused and the block starts.
+       const busy = '198.51.100.99';
+       for (let i = 0; i <= 20; i++)
+         last = await fetch(PUBLIC + '/check-login', {
+           method: 'POST',
+           body: JSON.stringify({user: 'u' + i + '@example.com', ip: busy})});
+       assert.equal((await last.json()).policy, 'login.ip_users');
+       await view.getByLabel('ip', {exact: true}).fill(busy);
+       await view.getByRole('button', {name: 'Look up'}).click();
+       const blocked = view.getByRole('row').filter({
+         has: page.getByRole('rowheader', {name: 'login.ip_users',
+                                           exact: true}),
+       });
+       await waitText(blocked.getByRole('cell').first(),
+                      /^blocked for \d+ s, block 1 in a row$/);
+       await shot('lookup-blocked');
+       await view.getByLabel('ip', {exact: true}).fill(ip);
+       await view.getByRole('button', {name: 'Look up'}).click();
+       await waitText(row.getByRole('cell').first(), /^denied/);
+       await row.getByRole('button', {name: 'Unlock'}).click();
+       await waitText(page.getByRole('status'), /^Unlocked login\.user_ip/);
+       await waitText(row.getByRole('cell').first(), /^allowed$/);
+       await view.getByText(/^Allowed/).waitFor();
+       await shot('lookup');
+       // A real check passes again.
+       const again = await fetch(PUBLIC + '/check-login', {
+         method: 'POST', body: JSON.stringify({user, ip})});
+       assert.equal(again.status, 200);
+     });
+
+  it('lists the edits and the unlock in the audit log, a page at a time',
+     async () => {
     await page.getByRole('link', {name: 'Audit'}).click();
     const audit = region('Audit');
     await audit.getByRole('row').nth(1).waitFor();
@@ -194,12 +253,16 @@ describe('the admin console', () => {
     const cells = async (i) =>
         (await rows.nth(i).getByRole('cell').allTextContents());
     const first = await cells(1);
-    assert.deepEqual(first.slice(1), ['update', 'otp.ip', 'admin-api']);
+    assert.equal(first[3], 'admin-api');
     assert.match(first[0], /^\d{4}-\d\d-\d\d/);
     const page1 = [];
     for (let i = 1; i < await rows.count(); i++) page1.push(await cells(i));
-    assert.ok(page1.some((c) => c[1] === 'update' && c[2] === 'login.ip'),
-              JSON.stringify(page1));
+    const has = (action, name) => assert.ok(
+        page1.some((c) => c[1] === action && c[2] === name),
+        action + ' ' + name + ' in ' + JSON.stringify(page1));
+    has('update', 'login.ip');
+    has('update', 'otp.ip');
+    has('reset', 'login.user_ip');
     await shot('audit');
     const next = audit.getByRole('button', {name: 'Next page'});
     assert.equal(await next.isEnabled(), true);
