@@ -523,6 +523,30 @@ class OpenApiTest(ServiceTest):
         # Every request body and the main answers carry one.
         self.assertGreaterEqual(len(checked), 30)
 
+    def test_every_schema_is_a_valid_2020_12_schema(self):
+        schemas = []
+
+        def walk(node, ptr, in_schema):
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    sub = "%s/%s" % (ptr, ptr_escape(k))
+                    if in_schema:
+                        continue  # a schema's parts are its own business
+                    if k == "schema" or ptr == "/components/schemas":
+                        schemas.append((sub, v))
+                        walk(v, sub, True)
+                    else:
+                        walk(v, sub, False)
+            elif isinstance(node, list) and not in_schema:
+                for i, v in enumerate(node):
+                    walk(v, "%s/%d" % (ptr, i), False)
+
+        walk(self.spec, "", False)
+        for ptr, schema in schemas:
+            with self.subTest(schema=ptr):
+                jsonschema.Draft202012Validator.check_schema(schema)
+        self.assertGreaterEqual(len(schemas), 40)
+
     def test_each_path_allows_exactly_the_methods_it_describes(self):
         for path, item in self.spec["paths"].items():
             described = {m.upper() for m in item if m in METHODS}
