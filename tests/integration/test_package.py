@@ -378,6 +378,30 @@ class PackageTest(unittest.TestCase):
         for path in [SECRET, TOKEN, STATE]:
             self.assertFalse(os.path.exists(root + path), path)
 
+    def test_dpkg_installs_reinstalls_and_purges_it_in_a_scratch_root(self):
+        # dpkg itself, on an empty root: it runs the maintainer scripts
+        # chrootless (with DPKG_ROOT) and records the conffile. The root
+        # has none of the libraries, hence --force-depends.
+        root = tempfile.mkdtemp(prefix="dpkg-", dir=self.work)
+        for d in ["info", "updates", "triggers"]:
+            os.makedirs(root + "/var/lib/dpkg/" + d)
+        for f in ["status", "available"]:
+            open(root + "/var/lib/dpkg/" + f, "w").close()
+        dpkg = ["dpkg", "--root=" + root, "--force-script-chrootless",
+                "--force-depends", "--log=/dev/null"]
+        checked(dpkg + ["-i", self.deb])
+        with open(root + SECRET, "rb") as f:
+            key = f.read()
+        status = checked(dpkg + ["-s", "abuseguard"]).stdout
+        self.assertIn("Status: install ok installed", status)
+        self.assertRegex(status, r"Conffiles:\n %s [0-9a-f]{32}" % CONF)
+        checked(dpkg + ["-i", self.deb])
+        with open(root + SECRET, "rb") as f:
+            self.assertEqual(f.read(), key)
+        checked(dpkg + ["--purge", "abuseguard"])
+        for path in [CONF, SECRET, TOKEN, STATE, "/usr/bin/abuseguard"]:
+            self.assertFalse(os.path.exists(root + path), path)
+
     def test_installed_binary_prints_the_package_version(self):
         root = self.unpacked()
         r = checked([root + "/usr/bin/abuseguard", "--version"])
