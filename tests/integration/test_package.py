@@ -102,6 +102,8 @@ class PackageTest(unittest.TestCase):
             raise AssertionError("the package test needs root: the postinst "
                                  "chowns the secrets to the package's user")
         cls.work = tempfile.mkdtemp(prefix="ag-pkg-")
+        # Runs even when the build below fails, unlike tearDownClass.
+        cls.addClassCleanup(shutil.rmtree, cls.work, ignore_errors=True)
         # The service runs as the package's user and must reach its files.
         os.chmod(cls.work, 0o755)
         cls.version = project_version()
@@ -115,10 +117,6 @@ class PackageTest(unittest.TestCase):
         cls.debs = sorted(f for f in os.listdir(out) if f.endswith(".deb"))
         cls.deb = os.path.join(out, cls.debs[0]) if cls.debs else None
         cls.built_binary = os.path.join(build, "abuseguard")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.work, ignore_errors=True)
 
     def field(self, name):
         return checked(["dpkg-deb", "-f", self.deb, name]).stdout.strip()
