@@ -34,7 +34,6 @@ install(FILES ${AG_PKG_GEN}/abuseguard-help.txt ${CMAKE_SOURCE_DIR}/README.md
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME abuseguard)
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(AG_PACKAGE_MAINTAINER
     "abuseguard maintainers <maintainers@users.noreply.a-seed-7d19dc02.example>"
@@ -61,4 +60,9 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${AG_PKG_SRC}/postinst ${AG_PKG_SRC}/prerm ${AG_PKG_SRC}/postrm
     ${AG_PKG_SRC}/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+# include(CPack) also makes a package_source target; keep build trees,
+# local state and git out of it.
+set(CPACK_SOURCE_GENERATOR TGZ)
+set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/var/"
+    "/bench/out/")
 include(CPack)
