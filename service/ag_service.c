@@ -544,6 +544,54 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
     return AG_OK;
 }
 
+int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
+                       const char *body, size_t len,
+                       struct ag_inspect_keys *keys,
+                       struct ag_http_response *resp)
+{
+    keys->n = 0;
+    struct ag_request req;
+    struct ag_error err;
+    if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err))
+        return ag_http_response_refusal(resp, 400, &err);
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req);
+    d.tagged = s->o.tagged_keys;
+    struct ag_ruleset *set;
+    struct ag_plan p;
+    if (plan(s, AG_PLAN_PEEK, &req, &d, &set, &p, resp))
+        return AG_OK;
+    for (size_t i = 0; i < p.n; i++)
+        memcpy(keys->key[i], p.ops[i].key, AG_STORE_KEY_MAX);
+    keys->n = p.n;
+    int rc;
+    const struct ag_list_entry *listed = match_lists(set, &d);
+    if (listed) {
+        rc = ag_http_response_inspect_listed(resp, listed, req.trusted);
+    } else {
+        struct ag_limit_result res[AG_PLAN_MAX];
+        memset(res, 0, sizeof res);
+        bool degraded = false;
+        /* A reset that waits for the store is sent first, as before a
+         * check: the answer must not show a lock the desk already lifted. */
+        if (p.n && atomic_load_explicit(&s->npending, memory_order_relaxed))
+            flush_pending(s);
+        if (p.n && ag_store_check(s->o.store, &p, res) != AG_OK) {
+            degraded = true;
+            rc = ag_store_check(s->o.fallback, &p, res);
+        } else {
+            rc = AG_OK;
+        }
+        if (rc)
+            rc = ag_http_response_error(resp, 503,
+                                        "out of memory reading the fallback");
+        else
+            rc = ag_http_response_inspect(resp, &p, res, degraded);
+    }
+    ag_ruleset_unref(set);
+    return rc;
+}
+
 /* Queues the cleared op for the store; false if the queue is full. */
 static bool add_pending(struct ag_service *s, const struct ag_limit_op *op)
 {

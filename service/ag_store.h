@@ -6,9 +6,12 @@
  * check() runs a whole plan atomically. For an AG_PLAN_CHECK plan every
  * policy is evaluated and the attempt is recorded only if no enforcing
  * policy denies it; for an AG_PLAN_FAILURE plan each policy records the
- * failure unless it is full or blocked. It returns 0 and fills one result
- * per plan operation, or AG_ESTORE when the store could not answer
- * (results are then undefined).
+ * failure unless it is full or blocked; an AG_PLAN_PEEK plan is evaluated
+ * as a check is and writes nothing (the store's state, expiries included,
+ * is left as it was: lua/check.lua's mode "peek"). It returns 0 and fills
+ * one result per plan operation, or AG_ESTORE when the store could not
+ * answer (results are then undefined; AG_ENOMEM from the in-process store
+ * when a peek finds no memory to read a set into).
  *
  * The two halves of an all-or-nothing check across Redis Cluster slot
  * groups (the cluster store's, one group per call): an AG_PLAN_RESERVE

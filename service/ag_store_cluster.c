@@ -15,6 +15,8 @@
  *   charge and be denied where one Redis would have allowed it: the
  *   price, never the reverse. A release that fails leaves the charge (an
  *   over-count, never an over-admission).
+ * - A peek (the admin inspect) writes nothing, so each group is peeked
+ *   on its own, with nothing to reserve or release.
  * - A failure report's groups record independently (as they do on one
  *   Redis); the password fingerprint is judged with the user's group, so
  *   a repeated password still counts once there but not in groups keyed

@@ -105,6 +105,36 @@ class ClusterTest(PolicyTest):
         self.assertEqual(metric(svcs[0], "abuseguard_cluster_releases_total"),
                          5)
 
+    def test_an_inspect_peeks_each_slot_group_and_releases_nothing(self):
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write("tok-" + "3" * 40 + "\n")
+        auth = {"Authorization": "Bearer tok-" + "3" * 40}
+        (svc,) = self.instances([USER, IP], count=1,
+                                extra=["--admin-token-file", token])
+        ip = "203.0.113.19"
+        user = next(u for u in ("b%d@x.org" % i for i in range(200))
+                    if self.cluster.slot_owner(
+                        self.key_slot("c.user", [("user", u)])) !=
+                    self.cluster.slot_owner(
+                        self.key_slot("c.ip", [("ip", ip)])))
+        for i in range(USER["limit"]):
+            self.assertEqual(self.login(svc, user, ip).status, 200)
+        body = {"endpoint": "login", "user": user, "ip": ip}
+        for _ in range(5):
+            r = svc.request("POST", "/admin/inspect", body, headers=auth)
+            self.assertEqual(r.status, 200, r.raw)
+            self.assertIs(r.json["allowed"], False)
+            self.assertEqual(r.json["policy"], "c.user")
+            self.assertEqual(self.decision(r, "c.ip")["remaining"],
+                             IP["limit"] - USER["limit"])
+        # A peek reserves nothing, so nothing is released, and the
+        # address's count is the ten checks'.
+        self.assertEqual(metric(svc, "abuseguard_cluster_releases_total"), 0)
+        r = self.login(svc, "other@x.org", ip)
+        self.assertEqual(self.decision(r, "c.ip")["remaining"],
+                         IP["limit"] - USER["limit"] - 1)
+
     def traffic(self, svc, stop, answers):
         i = 0
         while not stop.is_set():
