@@ -38,6 +38,9 @@
 
 #define AG_DENY_CACHE_ENTRIES 65536 /* slots of the service's cache */
 #define AG_DENY_CACHE_WAYS 8        /* slots per bucket */
+/* The Redis pub/sub channel of invalidations: each message is the exact
+ * state key an instance cleared (keys hold keyed digests only). */
+#define AG_DENY_CACHE_CHANNEL "ag::deny-cache"
 
 /* A monotonic clock in microseconds. */
 typedef uint64_t (*ag_deny_cache_clock_fn)(void *ctx);

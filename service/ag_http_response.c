@@ -143,7 +143,7 @@ static const char *device_name(bool trusted)
 }
 
 static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
-                          const struct ag_limit_result *res)
+                          const struct ag_limit_result *res, bool cached)
 {
     /* Policy names are [a-z0-9._-]: no escaping needed. */
     ag_buf_puts(b, "{\"policy\":\"");
@@ -166,13 +166,16 @@ static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
         ag_buf_puts(b, ",\"action\":\"challenge\"");
     if (op->waived)
         ag_buf_puts(b, ",\"challenge_passed\":true");
+    if (cached)
+        ag_buf_puts(b, ",\"cached\":true");
     ag_buf_puts(b, "}");
 }
 
-int ag_http_response_check(struct ag_http_response *r,
-                           const struct ag_plan *plan,
-                           const struct ag_limit_result *res,
-                           const struct ag_decision *d, bool degraded)
+static int check_response(struct ag_http_response *r,
+                          const struct ag_plan *plan,
+                          const struct ag_limit_result *res,
+                          const struct ag_decision *d, bool degraded,
+                          bool cached)
 {
     struct ag_buf *b = &r->body;
     ag_buf_reset(b);
@@ -199,7 +202,7 @@ int ag_http_response_check(struct ag_http_response *r,
     for (size_t i = 0; i < plan->n; i++) {
         if (i)
             ag_buf_puts(b, ",");
-        decision_json(b, &plan->ops[i], &res[i]);
+        decision_json(b, &plan->ops[i], &res[i], cached);
     }
     ag_buf_puts(b, "]}");
     int rc = ag_buf_error(b);
@@ -217,6 +220,22 @@ int ag_http_response_check(struct ag_http_response *r,
                                  : d->retry_after_s;
     }
     return rc;
+}
+
+int ag_http_response_check(struct ag_http_response *r,
+                           const struct ag_plan *plan,
+                           const struct ag_limit_result *res,
+                           const struct ag_decision *d, bool degraded)
+{
+    return check_response(r, plan, res, d, degraded, false);
+}
+
+int ag_http_response_cached(struct ag_http_response *r,
+                            const struct ag_plan *plan,
+                            const struct ag_limit_result *res,
+                            const struct ag_decision *d)
+{
+    return check_response(r, plan, res, d, false, true);
 }
 
 int ag_http_response_unavailable(struct ag_http_response *r,
