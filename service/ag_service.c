@@ -459,13 +459,12 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     } else {
         const struct ag_list_entry *listed = match_lists(c->set, &d);
         if (!listed && c->plan.n > 0 && answer_cached(s, c, resp, &rc)) {
-            outcome = AG_OUT_DENIED;
+            outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
         } else if (!listed && c->plan.n > 0) {
             *out = c;
             start_store(s, c); /* the store decides */
             return AG_EPENDING;
-        }
-        if (listed) {
+        } else if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
             rc = ag_http_response_listed(resp, listed, req.trusted);
