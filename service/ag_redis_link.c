@@ -257,6 +257,9 @@ int ag_redis_link_wait_reply(struct ag_redis_link *l, unsigned wait_ms,
     *reply = NULL;
     if (l->broken)
         return AG_ESTORE;
+    /* A command appended meanwhile (a PING) goes first. */
+    if (flush(l, now_ms() + l->timeout_ms))
+        return AG_ESTORE;
     /* One read may have brought several messages: the reader holds the
      * rest, and the socket has nothing more to say about them. */
     void *r = NULL;

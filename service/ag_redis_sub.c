@@ -18,6 +18,12 @@
 
 /* How long one wait for a message lasts: the longest a stop waits. */
 #define WAIT_MS 100
+/* A PING this often on the subscribed connection, which must be answered
+ * within the Redis timeout but never less than PONG_MIN_MS: a Redis that
+ * stopped answering (frozen, or cut off without the connection closing)
+ * could be missing other instances' invalidations. */
+#define PING_MS 500
+#define PONG_MIN_MS 1000
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
 
@@ -119,21 +125,59 @@ static bool subscribe(struct ag_redis_link *l)
     return ok;
 }
 
-/* Takes messages until the link fails or a stop is asked for. */
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A subscribed connection's answer to PING: ["pong", ""]. */
+static bool pong(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(r->element[0]->str, "pong") == 0;
+}
+
+/* Takes messages until the link fails, Redis stops answering its PING,
+ * or a stop is asked for. */
 static void listen_on(struct ag_redis_sub *s, struct ag_redis_link *l)
 {
-    while (!stopping(s)) {
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    uint64_t pong_ms =
+        s->timeout_ms > PONG_MIN_MS ? s->timeout_ms : PONG_MIN_MS;
+    uint64_t last = now_ms(), sent = 0; /* sent: 0 while none is out */
+    const char *why = NULL;
+    while (!why && !stopping(s)) {
+        uint64_t now = now_ms();
+        if (!sent && now - last >= PING_MS) {
+            if (ag_redis_link_append(l, ping, sizeof ping - 1) != AG_OK) {
+                why = "cannot send PING";
+                break;
+            }
+            sent = now;
+        } else if (sent && now - sent > pong_ms) {
+            why = "no answer to PING";
+            break;
+        }
         redisReply *r = NULL;
         if (ag_redis_link_wait_reply(l, WAIT_MS, (void **)&r) != AG_OK) {
-            ag_log(AG_LOG_WARN, "deny_cache_unsubscribed",
-                   "%s: the deny cache is off until subscribed again",
-                   ag_redis_link_error(l));
-            return;
+            why = ag_redis_link_error(l);
+            break;
         }
-        if (push_of(r, "message") && r->element[2]->type == REDIS_REPLY_STRING)
+        if (pong(r)) {
+            sent = 0;
+            last = now_ms();
+        } else if (push_of(r, "message") &&
+                   r->element[2]->type == REDIS_REPLY_STRING) {
             ag_deny_cache_invalidate(s->cache, r->element[2]->str);
+        }
         ag_redis_reply_free(r);
     }
+    if (why)
+        ag_log(AG_LOG_WARN, "deny_cache_unsubscribed",
+               "%s: the deny cache is off until subscribed again", why);
 }
 
 static void *run(void *arg)
@@ -171,13 +215,14 @@ int ag_redis_sub_start(const struct ag_redis_addr *addr, unsigned timeout_ms,
     s->timeout_ms = timeout_ms;
     s->cache = cache;
     s->metrics = metrics;
-    if (addr->tls) {
-        int rc = ag_redis_tls_new(addr, &s->tls, err);
-        if (rc) {
-            sodium_memzero(&s->addr, sizeof s->addr);
-            free(s);
-            return rc;
-        }
+    if (addr->tls && ag_redis_tls_new(addr, &s->tls, err) != AG_OK) {
+        /* As the store does: the service runs (degraded, the store's log
+         * says why), and the cache stays off. */
+        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
+               "%s: the deny cache stays off", err->msg);
+        sodium_memzero(&s->addr, sizeof s->addr);
+        free(s);
+        return AG_OK;
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t attr;

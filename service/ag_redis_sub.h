@@ -8,6 +8,9 @@
  * made live when Redis confirms the SUBSCRIBE, and cleared and made not
  * live when the connection fails, since a message may be missed in
  * between (a Redis restart loses every one sent while it was down). A
+ * PING every 500 ms that goes unanswered for the Redis timeout (at least
+ * a second) counts as a failure too: a frozen Redis, or one cut off
+ * without the connection closing, sends no invalidations either. A
  * failed connection is made again after 100 ms, backing off to once a
  * second.
  *
@@ -31,8 +34,10 @@ struct ag_redis_sub;
 
 /* addr is copied (and the copy's password wiped at stop); cache and
  * metrics (may be NULL) are borrowed and must outlive the subscriber.
- * Returns AG_OK with *out, or AG_ENOMEM / AG_EINVAL (a TLS setting that
- * cannot be made) with err filled. The first connection is made on the
+ * Returns AG_OK with *out, or AG_ENOMEM with err filled. TLS settings
+ * that cannot be made (a missing CA file) are logged and leave *out NULL
+ * and the cache off, AG_OK: the service runs, as the store does. The
+ * first connection is made on the
  * thread: until it is subscribed, the cache answers nothing. */
 int ag_redis_sub_start(const struct ag_redis_addr *addr, unsigned timeout_ms,
                        struct ag_deny_cache *cache, struct ag_metrics *metrics,

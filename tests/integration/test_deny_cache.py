@@ -7,6 +7,7 @@ distinct policies are cached per subject, and a Redis restart empties the
 cache."""
 import json
 import os
+import signal
 import tempfile
 import time
 
@@ -283,3 +284,20 @@ class DenyCacheTest(PolicyTest):
         self.assertEqual(metric(a, "abuseguard_deny_cache_entries"), 0)
         # Redis forgot the key, and so did the cache.
         self.assertIsNotNone(self.allowed_within(a, "restart@x.org", 5.0))
+
+    def test_a_frozen_redis_empties_the_cache_within_its_heartbeat(self):
+        (a,) = self.instances([policy("login.u", limit=1, window_s=600)],
+                              caches=("on",))
+        self.check(a, "frozen@x.org")
+        self.check(a, "frozen@x.org")
+        self.assertTrue(cached(self.check(a, "frozen@x.org")))
+        # Frozen, the connection stays open and says nothing: only the
+        # unanswered PING (2 s, the harness's --redis-timeout-ms) tells.
+        os.kill(self.redis.proc.pid, signal.SIGSTOP)
+        try:
+            self.assertTrue(wait_until(
+                lambda: '"deny_cache_unsubscribed"' in a.log_text(), 5.0))
+            self.assertEqual(metric(a, "abuseguard_deny_cache_entries"), 0)
+        finally:
+            os.kill(self.redis.proc.pid, signal.SIGCONT)
+        self.wait_subscribed(a, 2)

@@ -82,7 +82,9 @@ class ClusterTest(PolicyTest):
         self.assertTrue(all(n > 0 for n in counts.values()), counts)
 
     def test_a_denied_check_charges_no_other_policy(self):
-        svcs = self.instances([USER, IP], count=1)
+        # Every denial must reach the cluster to be released: no deny cache.
+        svcs = self.instances([USER, IP], count=1,
+                              extra=["--deny-cache", "off"])
         ip = "203.0.113.9"
         # The two policies' keys in different slots, on different masters
         # if the map says so: the denial must be undone across nodes.
