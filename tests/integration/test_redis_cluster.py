@@ -107,6 +107,29 @@ class ClusterTest(PolicyTest):
         self.assertEqual(metric(svcs[0], "abuseguard_cluster_releases_total"),
                          5)
 
+    def test_a_success_on_one_instance_reaches_the_others_deny_cache(self):
+        # PUBLISH goes to the node of the key's slot, and the cluster
+        # passes it to every node: the subscriber of the other instance
+        # listens on one of the seeds.
+        fail = policy("c.ui_fail", key=("user", "ip"), limit=2, window_s=60,
+                      counts="failures")
+        a, b = self.instances([fail], count=2)
+        self.assertTrue(wait_until(
+            lambda: '"deny_cache_subscribed"' in a.log_text(), 10),
+            a.log_text())
+        body = {"user": "pub@x.org", "ip": "192.0.2.9"}
+        for _ in range(2):
+            self.assertEqual(b.post("/report-login",
+                                    dict(body, success=False)).status, 204)
+        self.assertEqual(self.login(a, "pub@x.org", "192.0.2.9").status, 429)
+        r = self.login(a, "pub@x.org", "192.0.2.9")
+        self.assertTrue(r.json["decisions"][0].get("cached"), r.raw)
+        self.assertEqual(b.post("/report-login",
+                                dict(body, success=True)).status, 200)
+        self.assertTrue(wait_until(
+            lambda: self.login(a, "pub@x.org", "192.0.2.9").status == 200,
+            1.0, 0.01))
+
     def traffic(self, svc, stop, answers):
         i = 0
         while not stop.is_set():
