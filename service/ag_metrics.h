@@ -44,6 +44,11 @@ enum ag_metric {
     AG_M_HTTP_RECLAIMED,       /* counter: ready connections ended at the cap */
     AG_M_HTTP_EXPIRED,         /* counter: connections past the deadline */
     AG_M_HTTP_REFUSED,         /* counter: connections refused at accept */
+    AG_M_DENY_CACHE_HITS,      /* counter: checks denied from the cache */
+    AG_M_DENY_CACHE_MISSES,    /* counter: checks the cache sent on */
+    AG_M_DENY_CACHE_EVICTIONS, /* counter: entries pushed out when full */
+    AG_M_DENY_CACHE_INVALIDATIONS, /* counter: keys invalidated, clears */
+    AG_M_DENY_CACHE_ENTRIES,       /* gauge: entries held */
     AG_M_COUNT
 };
 

@@ -39,6 +39,7 @@
 #include "ag_policy.h"
 #include "ag_request.h"
 
+struct ag_deny_cache;
 struct ag_metrics;
 struct ag_service;
 struct ag_store;
@@ -56,6 +57,12 @@ struct ag_service_opts {
     /* Keys carry their digest as a hash tag (struct ag_digests), as a
      * Redis Cluster store needs. */
     bool tagged_keys;
+    /* The local deny cache (issue 20); NULL: off. Denials Redis gives
+     * are remembered in it until Redis could allow again, and later
+     * checks they cover are answered from it; a new ruleset clears it,
+     * and a reset or a successful login invalidates the keys it clears,
+     * here and (PUBLISH on AG_DENY_CACHE_CHANNEL) on every instance. */
+    struct ag_deny_cache *deny_cache;
 };
 
 /* A new service with no ruleset (checks answer 503 until one is set).

@@ -73,6 +73,13 @@ struct ag_store_ops {
      * strings; the caller frees it with ag_redis_reply_free), or
      * AG_ESTORE. NULL: AG_EINVAL from ag_store_read_hash. */
     int (*read_hash)(struct ag_store *s, const char *key, void **reply);
+    /* PUBLISH message on channel (the deny cache's invalidations), sent
+     * without waiting (the caller publishes a clear once it has been
+     * answered); dropped while the store cannot answer. A cluster store sends
+     * it to the node of the slot of message, a key (Redis Cluster broadcasts a
+     * PUBLISH to every node). NULL: nothing to tell (one instance). */
+    void (*publish)(struct ag_store *s, const char *channel,
+                    const char *message);
     void (*destroy)(struct ag_store *s);
 };
 
@@ -176,6 +183,13 @@ static inline int ag_store_read_hash(struct ag_store *s, const char *key,
                                      void **reply)
 {
     return s->ops->read_hash ? s->ops->read_hash(s, key, reply) : AG_EINVAL;
+}
+
+static inline void ag_store_publish(struct ag_store *s, const char *channel,
+                                    const char *message)
+{
+    if (s->ops->publish)
+        s->ops->publish(s, channel, message);
 }
 
 static inline void ag_store_destroy(struct ag_store *s)

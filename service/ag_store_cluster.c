@@ -759,6 +759,14 @@ static int cluster_read_hash(struct ag_store *base, const char *key,
     return s ? ag_store_read_hash(s, key, reply) : AG_ESTORE;
 }
 
+static void cluster_publish(struct ag_store *base, const char *channel,
+                            const char *message)
+{
+    struct ag_store *s = store_of((struct cluster *)base, message);
+    if (s)
+        ag_store_publish(s, channel, message);
+}
+
 static const struct ag_store_ops cluster_ops = {
     .name = "redis-cluster",
     .check = cluster_check,
@@ -767,6 +775,7 @@ static const struct ag_store_ops cluster_ops = {
     .ping = cluster_ping,
     .tally = cluster_tally,
     .read_hash = cluster_read_hash,
+    .publish = cluster_publish,
     .destroy = cluster_destroy,
 };
 

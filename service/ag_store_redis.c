@@ -799,6 +799,15 @@ static int redis_read_hash(struct ag_store *base, const char *key, void **reply)
     return AG_OK;
 }
 
+static void redis_publish(struct ag_store *base, const char *channel,
+                          const char *message)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return;
+    fire(s, 3, (const char *[]){"PUBLISH", channel, message});
+}
+
 static const struct ag_store_ops redis_ops = {
     .name = "redis",
     .check = redis_check,
@@ -807,6 +816,7 @@ static const struct ag_store_ops redis_ops = {
     .ping = redis_ping,
     .tally = redis_tally,
     .read_hash = redis_read_hash,
+    .publish = redis_publish,
     .destroy = redis_destroy,
 };
 
