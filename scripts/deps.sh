@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
           libsqlite3-dev libsodium-dev libjansson-dev libunistring-dev
           libcmocka-dev libssl-dev openssl
-          redis-server python3 python3-jsonschema curl clang-format)
+          redis-server python3 python3-jsonschema curl clang-format
+          chromium)
 # The Debian package and its test: dpkg-shlibdeps for Depends,
 # systemd-sysusers and systemd-analyze, strace for the system call filter.
 packages+=(dpkg-dev systemd strace)

@@ -24,6 +24,7 @@
 #include <microhttpd.h>
 
 #include "ag_admin.h"
+#include "ag_console.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_http_conns.h"
@@ -81,6 +82,7 @@ enum route {
     R_METRICS,
     R_OPENAPI,
     R_ADMIN,
+    R_CONSOLE, /* the admin console's page: no token */
 };
 
 struct route_def {
@@ -378,6 +380,40 @@ static enum MHD_Result serve_admin(struct ag_http *h,
     return ret;
 }
 
+/* A console file, its answer decided by ag_console. The body is static:
+ * libmicrohttpd sends it without a copy. */
+static enum MHD_Result serve_console(struct MHD_Connection *conn,
+                                     const char *url, const char *method)
+{
+    struct ag_console_answer a;
+    if (ag_console_answer(
+            method, url,
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                        MHD_HTTP_HEADER_IF_NONE_MATCH),
+            &a) != AG_OK)
+        return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path", NULL,
+                           NULL);
+    struct MHD_Response *mr = MHD_create_response_from_buffer(
+        a.len, (void *)a.body, MHD_RESPMEM_PERSISTENT);
+    if (!mr)
+        return MHD_NO;
+    for (const struct ag_console_header *h = ag_console_headers; h->name; h++)
+        MHD_add_response_header(mr, h->name, h->value);
+    if (a.status != 304 && a.content_type)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                a.content_type);
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, a.cache);
+    if (a.etag)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, a.etag);
+    if (a.allow)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, a.allow);
+    if (a.location)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, a.location);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)a.status, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
 static struct request *new_request(struct ag_http *h, void **con_cls)
 {
     struct request *req = calloc(1, sizeof *req);
@@ -491,6 +527,13 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
             return defer_error(req, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
                                NULL, NULL);
+        if (ag_console_path(url)) {
+            /* The page holds no data: it is served before, and without,
+             * the token check of every other admin route. */
+            req->route = R_CONSOLE;
+            req->discard = 1;
+            return MHD_YES;
+        }
         req->route = R_ADMIN;
         return MHD_YES;
     }
@@ -554,6 +597,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         return serve_probe(h, conn, req->route);
     case R_ADMIN:
         return serve_admin(h, conn, url, method, req);
+    case R_CONSOLE:
+        return serve_console(conn, url, method);
     case R_CHECK:
     case R_REPORT_LOGIN:
     case R_REPORT_OTP:
