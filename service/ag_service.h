@@ -39,6 +39,7 @@
 #include "ag_policy.h"
 #include "ag_request.h"
 
+struct ag_events;
 struct ag_metrics;
 struct ag_service;
 struct ag_store;
@@ -56,6 +57,7 @@ struct ag_service_opts {
     /* Keys carry their digest as a hash tag (struct ag_digests), as a
      * Redis Cluster store needs. */
     bool tagged_keys;
+    struct ag_events *events; /* security events; may be NULL */
 };
 
 /* A new service with no ruleset (checks answer 503 until one is set).
@@ -147,6 +149,10 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
  * HTTP layer stops it waits for this to reach 0, which the store's
  * timeouts bound. */
 size_t ag_service_waiting(struct ag_service *s);
+
+/* The security events the service raises (its opts' events, may be
+ * NULL), for the admin API's. */
+struct ag_events *ag_service_events(struct ag_service *s);
 
 /* Ready: a ruleset loaded and the store answering. */
 bool ag_service_ready(struct ag_service *s);
