@@ -272,10 +272,11 @@ static void *deliver(void *arg)
             pthread_cond_wait(&r->wake, &r->lock);
         if (atomic_load(&w->stopping))
             break;
-        const char *body;
-        size_t len;
-        uint64_t at, seq;
-        ag_webhook_queue_peek(r->q, &body, &len, &at, &seq);
+        const char *body = NULL;
+        size_t len = 0;
+        uint64_t at = 0, seq = 0;
+        if (!ag_webhook_queue_peek(r->q, &body, &len, &at, &seq))
+            continue;
         if (mono_ms() - at > w->max_age_ms) {
             ag_webhook_queue_pop(r->q);
             queued_add(w, -1);
