@@ -11,8 +11,9 @@ import threading
 import time
 import unittest
 
-from harness import (PolicyTest, digest, free_port, make_secret, policy,
-                     wait_until)
+from harness import (PolicyTest, Service, digest, free_port, make_secret,
+                     policy, wait_until)
+from harness_topology import Cluster
 
 TOKEN = "tok-" + "e" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -101,7 +102,9 @@ class Receiver:
             return all(ok for _, ok in self.taken)
 
 
-class EventsTest(PolicyTest):
+class EventsBase(PolicyTest):
+    """A receiver's key, an admin token, and the service's flags."""
+
     def setUp(self):
         super().setUp()
         self.token_file = os.path.join(self.workdir, "admin.token")
@@ -153,6 +156,8 @@ class EventsTest(PolicyTest):
                      headers=AUTH)
         self.assertIn(r.status, (204, 202), r.raw)
 
+
+class EventsTest(EventsBase):
     def test_a_lockout_is_one_signed_event_however_many_denials_follow(self):
         hook = self.receiver()
         svc = self.start([hook])
@@ -179,6 +184,45 @@ class EventsTest(PolicyTest):
                                 type="lockout"), 1)
         # The marker carries the state key's name, so it shares its slot.
         self.assertIn("ag:login.user_ip:%s:e" % e["key"], self.redis.keys())
+
+    def test_a_lockout_is_one_event_across_instances(self):
+        hook = self.receiver()
+        args = ["--admin-token-file", self.token_file,
+                "--webhook-secret-file", self.hook_secret,
+                "--webhook-url", hook.url()]
+        svcs = self.seeded([policy("ev.user", key=("user",), limit=3)],
+                           count=2, extra=args)
+        statuses = [self.login(svcs[i % 2], USER, IP).status
+                    for i in range(12)]
+        self.assertEqual(statuses, [200] * 3 + [429] * 9)
+        self.assertTrue(wait_until(lambda: hook.events("lockout"), 5.0))
+        time.sleep(0.5)
+        (e,) = hook.events("lockout")
+        self.assertEqual((e["policy"], e["action"], e["key"]),
+                         ("ev.user", "deny",
+                          digest(self.secret, [("user", USER)])))
+        self.assertNotIn("level", e)  # no block: no level
+        self.assertEqual(sum(metric(s, "abuseguard_events_total",
+                                    type="lockout") for s in svcs), 1)
+
+    def test_a_conversion_block_is_its_own_event(self):
+        hook = self.receiver()
+        conv = policy("ev.conv", endpoint="otp", key=("phone_prefix",),
+                      algorithm="conversion", limit=4, window_s=3600,
+                      min_ratio=0.2, block_s=600)
+        svc = self.start([hook], policies=[conv])
+        statuses = [self.otp(svc, "+4479222%05d" % i, IP).status
+                    for i in range(8)]
+        self.assertEqual(statuses, [200] * 4 + [429] * 4)
+        self.assertTrue(wait_until(lambda: hook.events("conversion_block"),
+                                   5.0))
+        time.sleep(0.3)
+        (e,) = hook.events("conversion_block")
+        self.assertEqual((e["policy"], e["endpoint"], e["level"]),
+                         ("ev.conv", "otp", 1))
+        self.assertGreaterEqual(e["retry_after"], 590)
+        self.assertIn("ag:ev.conv:" + e["key"], self.redis.keys())
+        self.assertEqual(hook.events("lockout"), [])
 
     def test_a_bad_signature_is_refused_by_the_receiver(self):
         # The negative control of the receiver's verification: it must
@@ -427,6 +471,47 @@ class EventsTest(PolicyTest):
                     capture_output=True, timeout=30)
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn(b"--" + field.encode(), p.stderr)
+
+
+class ClusterEventsTest(EventsBase):
+    """On Redis Cluster the marker shares its state key's hash tag (and
+    so its slot and node), and the stream lives on the node of its own
+    slot."""
+
+    def setUp(self):
+        super().setUp()
+        self.cluster = Cluster(self.workdir)
+        self.addCleanup(self.cluster.stop)
+
+    def test_a_lockout_marker_lives_in_its_state_keys_slot(self):
+        hook = self.receiver()
+        seed = os.path.join(self.workdir, "seed")
+        os.mkdir(seed)
+        with open(os.path.join(seed, "p.json"), "w") as f:
+            json.dump({"policies": [policy("ev.user", key=("user",),
+                                           limit=2)]}, f)
+        svc = Service(self.workdir, self.cluster.url(), secret=self.secret,
+                      db=os.path.join(seed, "p.db"), name="cl",
+                      extra=["--seed-dir", seed, "--admin-token-file",
+                             self.token_file, "--webhook-secret-file",
+                             self.hook_secret, "--webhook-url", hook.url()])
+        self.services.append(svc)
+        self.assertTrue(wait_until(
+            lambda: svc.request("GET", "/readyz").status == 200, 10))
+        statuses = [self.login(svc, USER, IP).status for _ in range(6)]
+        self.assertEqual(statuses, [200] * 2 + [429] * 4)
+        self.assertTrue(wait_until(lambda: hook.events("lockout"), 5.0))
+        time.sleep(0.3)
+        (e,) = hook.events("lockout")
+        d = digest(self.secret, [("user", USER)])
+        self.assertEqual(e["key"], d)
+        state, marker = "ag:ev.user:{%s}" % d, "ag:ev.user:{%s}:e" % d
+        self.assertEqual(self.cluster.keyslot(marker),
+                         self.cluster.keyslot(state))
+        owner = self.cluster.slot_owner(self.cluster.keyslot(marker))
+        self.assertEqual(self.cluster.cmd(owner, "EXISTS", marker), 1)
+        self.assertEqual([x["id"] for x in self.all_streamed(svc)],
+                         [e["id"]])
 
 
 if __name__ == "__main__":
