@@ -135,6 +135,9 @@ struct ag_events {
     size_t bl_head, bl_n;
     bool flushing; /* the head is being sent: it stays until answered */
     struct local_mark marks[AG_EVENTS_LOCAL_MARKS];
+    /* The markers this instance asked Redis for in the last
+     * AG_EVENTS_ASKED_MS: not asked again meanwhile. */
+    struct local_mark asked[AG_EVENTS_LOCAL_MARKS];
 };
 
 static uint64_t mono_ms(void)
@@ -363,41 +366,50 @@ static uint64_t hash_key(const char *s)
 
 #define PROBES 8
 
-/* The local stand-in for "SET NX PX": true if no live marker of key was
- * here (one is then set for ttl_ms). A full neighbourhood overwrites the
- * marker that lapses first: at worst a lockout is told twice. */
-static bool local_first(struct ag_events *ev, const char *key, uint64_t ttl_ms)
+/* "SET NX PX" in one of this instance's tables (tab, under ev->lock):
+ * true if no live marker of key was there (one is then set for ttl_ms).
+ * A full neighbourhood overwrites the marker that lapses first: at worst
+ * a lockout is told twice, or Redis asked once more. */
+static bool table_first(struct ag_events *ev, struct local_mark *tab,
+                        const char *key, uint64_t ttl_ms)
 {
     uint64_t h = hash_key(key), now = mono_ms();
     size_t at = (size_t)(h % AG_EVENTS_LOCAL_MARKS), victim = at;
     bool first = true;
     pthread_mutex_lock(&ev->lock);
     for (size_t i = 0; i < PROBES; i++) {
-        struct local_mark *m = &ev->marks[(at + i) % AG_EVENTS_LOCAL_MARKS];
+        struct local_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
         if (m->hash == h && m->until_ms > now) {
             first = false;
             break;
         }
-        if (m->until_ms < ev->marks[victim].until_ms)
+        if (m->until_ms < tab[victim].until_ms)
             victim = (at + i) % AG_EVENTS_LOCAL_MARKS;
     }
     if (first)
-        ev->marks[victim] = (struct local_mark){h, now + ttl_ms};
+        tab[victim] = (struct local_mark){h, now + ttl_ms};
     pthread_mutex_unlock(&ev->lock);
     return first;
 }
 
-static void local_clear(struct ag_events *ev, const char *key)
+static void table_clear(struct ag_events *ev, struct local_mark *tab,
+                        const char *key)
 {
     uint64_t h = hash_key(key);
     size_t at = (size_t)(h % AG_EVENTS_LOCAL_MARKS);
     pthread_mutex_lock(&ev->lock);
     for (size_t i = 0; i < PROBES; i++) {
-        struct local_mark *m = &ev->marks[(at + i) % AG_EVENTS_LOCAL_MARKS];
+        struct local_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
         if (m->hash == h)
             m->until_ms = 0;
     }
     pthread_mutex_unlock(&ev->lock);
+}
+
+/* The stand-in for the Redis marker while Redis cannot judge. */
+static bool local_first(struct ag_events *ev, const char *key, uint64_t ttl_ms)
+{
+    return table_first(ev, ev->marks, key, ttl_ms);
 }
 
 /* A denial waiting for its marker's answer: the event it would raise. */
@@ -518,6 +530,14 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
         size_t lens[6];
         for (size_t k = 0; k < 6; k++)
             lens[k] = strlen(argv[k]);
+        /* A marker asked for within the last AG_EVENTS_ASKED_MS lives on
+         * (each lives a second at least), so a flood of denials of one
+         * key costs Redis one SET a second, not one each. */
+        if (!degraded &&
+            !table_first(ev, ev->asked, m->key, AG_EVENTS_ASKED_MS)) {
+            free(m);
+            continue;
+        }
         int rc = AG_ESTORE;
         if (!degraded) {
             pthread_rwlock_rdlock(&ev->store_lock);
@@ -545,7 +565,8 @@ void ag_events_cleared(struct ag_events *ev, const struct ag_plan *plan)
         char key[AG_STORE_KEY_MAX];
         if (!mark_key(&plan->ops[i], key))
             continue;
-        local_clear(ev, key);
+        table_clear(ev, ev->marks, key);
+        table_clear(ev, ev->asked, key);
         const char *argv[] = {"DEL", key};
         size_t lens[] = {3, strlen(key)};
         pthread_rwlock_rdlock(&ev->store_lock);

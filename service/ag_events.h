@@ -11,15 +11,17 @@
  * policy's Redis key. Nothing here waits for Redis on a check's path:
  * the lockout marker and the append are sent without waiting.
  *
- * "Once per lockout" across instances: a denial by an enforcing deny
- * policy sends "SET <its state key>:e 1 NX PX <retry_after>" (the marker
- * shares the state key's slot, hash tag included), and only the instance
- * whose SET answers OK raises the event. While Redis cannot answer, a
- * small table in this instance stands in (AG_EVENTS_LOCAL_MARKS markers):
- * the lockout is then once per instance. An append Redis cannot take
- * waits in a bounded backlog (AG_EVENTS_BACKLOG, oldest dropped first),
- * sent when an append next succeeds or the breaker closes; the webhooks
- * get every event at once either way.
+ * "Once per lockout" across instances: a denial by an enforcing policy
+ * (deny or challenge) sends "SET <its state key>:e 1 NX PX <retry_after>"
+ * (the marker shares the state key's slot, hash tag included), and only
+ * the instance whose SET answers OK raises the event; each instance asks
+ * once per AG_EVENTS_ASKED_MS per key at most, however many denials.
+ * While Redis cannot answer, a small table in this instance stands in
+ * (AG_EVENTS_LOCAL_MARKS markers): the lockout is then once per instance.
+ * An append Redis cannot take waits in a bounded backlog
+ * (AG_EVENTS_BACKLOG, oldest dropped first), sent in order, one at a
+ * time, with the next event or when the breaker closes; the webhooks get
+ * every event at once either way.
  *
  * Thread-safety: every function from any thread, once ag_events_attach
  * has run; callbacks arrive on store threads.
@@ -46,7 +48,10 @@
 #define AG_EVENTS_MAX_LEN_DEFAULT 10000 /* stream entries kept, about */
 #define AG_EVENTS_BACKLOG 256           /* appends waiting for Redis at most */
 #define AG_EVENTS_LOCAL_MARKS 4096      /* markers kept while Redis is down */
-#define AG_EVENTS_PAGE_MAX 1000         /* events in one GET /admin/events */
+/* A key's marker is asked of Redis once in this long at most, per
+ * instance: no marker lives shorter. */
+#define AG_EVENTS_ASKED_MS 1000
+#define AG_EVENTS_PAGE_MAX 1000 /* events in one GET /admin/events */
 #define AG_EVENTS_PAGE_DEFAULT 100
 /* "<16 hex digits of the instance>-<sequence>" and its NUL. */
 #define AG_EVENT_ID_MAX 40

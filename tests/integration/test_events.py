@@ -205,6 +205,23 @@ class EventsTest(EventsBase):
         self.assertEqual(sum(metric(s, "abuseguard_events_total",
                                     type="lockout") for s in svcs), 1)
 
+    def test_a_flood_of_denials_asks_redis_for_the_marker_once_a_second(
+            self):
+        hook = self.receiver()
+        svc = self.start([hook], policies=[policy("ev.user", key=("user",),
+                                                  limit=3)])
+        self.open_every_connection(svc)
+        sets = self.redis.command_stats().get("set", {}).get("calls", 0)
+        t = time.monotonic()
+        statuses = [self.login(svc, USER, IP).status for _ in range(60)]
+        took = time.monotonic() - t
+        self.assertEqual(statuses, [200] * 3 + [429] * 57)
+        self.assertTrue(wait_until(lambda: hook.events("lockout"), 5.0))
+        asked = self.redis.command_stats()["set"]["calls"] - sets
+        # One SET per started second at most, not one per denial.
+        self.assertLessEqual(asked, int(took) + 1, (asked, took))
+        self.assertEqual(len(hook.events("lockout")), 1)
+
     def test_a_conversion_block_is_its_own_event(self):
         hook = self.receiver()
         conv = policy("ev.conv", endpoint="otp", key=("phone_prefix",),
