@@ -448,13 +448,15 @@ static void leveled(void *arg, int rc, const void *reply)
 static void raise_lockout(struct marking *m)
 {
     if (m->level[0]) {
+        /* m may be freed by leveled as soon as the GET is sent. */
+        struct ag_events *ev = m->ev;
         const char *argv[] = {"GET", m->level};
         size_t lens[] = {3, strlen(m->level)};
-        pthread_rwlock_rdlock(&m->ev->store_lock);
-        int rc = m->ev->store ? ag_store_command_async(m->ev->store, 2, argv,
-                                                       lens, 1, leveled, m)
-                              : AG_ESTORE;
-        pthread_rwlock_unlock(&m->ev->store_lock);
+        pthread_rwlock_rdlock(&ev->store_lock);
+        int rc = ev->store ? ag_store_command_async(ev->store, 2, argv, lens, 1,
+                                                    leveled, m)
+                           : AG_ESTORE;
+        pthread_rwlock_unlock(&ev->store_lock);
         if (rc == AG_OK)
             return;
         m->e.level = 0; /* not known */

@@ -151,6 +151,13 @@ class EventsBase(PolicyTest):
                 return out
             after = page["next_after"]
 
+    def streamed(self, svc, n):
+        """The stream's events once it holds n (appends go without
+        waiting)."""
+        self.assertTrue(wait_until(lambda: len(self.all_streamed(svc)) >= n,
+                                   5.0), self.all_streamed(svc))
+        return self.all_streamed(svc)
+
     def reset(self, svc, user, pol="login.user_ip"):
         r = svc.post("/admin/reset", {"policy": pol, "user": user, "ip": IP},
                      headers=AUTH)
@@ -177,7 +184,7 @@ class EventsTest(EventsBase):
         self.assertGreater(e["retry_after"], 0)
         self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
         self.assertTrue(hook.all_verified())
-        streamed = [x for x in self.all_streamed(svc)
+        streamed = [x for x in self.streamed(svc, 1)
                     if x["type"] == "lockout"]
         self.assertEqual([x["id"] for x in streamed], [e["id"]])
         self.assertEqual(metric(svc, "abuseguard_events_total",
@@ -285,6 +292,11 @@ class EventsTest(EventsBase):
         self.assertEqual((listed["type"], listed["list"], listed["change"],
                           listed["entry"]),
                          ("list_changed", "deny", "add", entry))
+        # The appends go without waiting, on either of two connections:
+        # the stream holds all three once Redis has taken them, in the
+        # order it took them (stream ids ascending).
+        self.assertTrue(wait_until(
+            lambda: self.redis.cmd("XLEN", "ag::events") == 3, 5.0))
         # Two at a time: each page starts after the last one's id.
         seen, after = [], None
         while True:
@@ -296,8 +308,10 @@ class EventsTest(EventsBase):
             seen += page["events"]
             after = page["next_after"]
             self.assertEqual(after, page["events"][-1]["stream_id"])
-        self.assertEqual([e["id"] for e in seen],
-                         [e["id"] for e in (reset, changed, listed)])
+        self.assertEqual(sorted(e["id"] for e in seen),
+                         sorted(e["id"] for e in (reset, changed, listed)))
+        ids = [tuple(map(int, e["stream_id"].split("-"))) for e in seen]
+        self.assertEqual(ids, sorted(ids))
         for bad in ("after=x", "after=1-", "limit=0", "limit=1001"):
             r = svc.request("GET", "/admin/events?" + bad, headers=AUTH)
             self.assertEqual(r.status, 400, bad)
@@ -374,7 +388,7 @@ class EventsTest(EventsBase):
                                           [("user", "new@example.com"),
                                            ("ip", IP)]))
         # The stream kept both: only the delivery gave up.
-        self.assertEqual(len(self.all_streamed(svc)), 2)
+        self.assertEqual(len(self.streamed(svc, 2)), 2)
 
     def test_no_identifier_appears_in_events_the_stream_or_logs(self):
         hook = self.receiver()
@@ -387,9 +401,10 @@ class EventsTest(EventsBase):
         self.assertTrue(wait_until(
             lambda: {"lockout", "reset"} <= {e["type"]
                                              for e in hook.events()}, 5.0))
+        # Two lockouts (login.user_ip, otp.phone) and the reset.
+        api = json.dumps(self.streamed(svc, 3))
         bodies = json.dumps(hook.events())
         raw = json.dumps(self.redis.cmd("XRANGE", "ag::events", "-", "+"))
-        api = json.dumps(self.all_streamed(svc))
         for text in (bodies, raw, api, svc.log_text()):
             for ident in (USER, IP, PHONE, PHONE[1:], "7911123456"):
                 self.assertNotIn(ident, text)
@@ -527,7 +542,7 @@ class ClusterEventsTest(EventsBase):
                          self.cluster.keyslot(state))
         owner = self.cluster.slot_owner(self.cluster.keyslot(marker))
         self.assertEqual(self.cluster.cmd(owner, "EXISTS", marker), 1)
-        self.assertEqual([x["id"] for x in self.all_streamed(svc)],
+        self.assertEqual([x["id"] for x in self.streamed(svc, 1)],
                          [e["id"]])
 
 
