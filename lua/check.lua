@@ -16,6 +16,16 @@
 -- mode "check", and each policy also reports its undo token, what its
 -- charge returned for release.lua to undo it with (0: not charged, nothing
 -- to undo), should another group of the check deny.
+-- Mode "peek" (the admin inspect): every policy is evaluated exactly as
+-- in mode "check", and nothing at all is written: no charge, no block, no
+-- level, no expiry touched, not even a check's housekeeping (common.lua's
+-- `peeking`). remaining is what is left now, before any attempt; allowed
+-- whether the next attempt would be; retry_ms, of a denying policy, how
+-- long until one would be allowed if none is made meanwhile (a block the
+-- next attempt would set is not set, so not counted). Each policy also
+-- reports its running block's milliseconds left (0: none) and its block
+-- level (the blocks in a row so far, block_level_of; 0 but for a policy
+-- whose blocks grow).
 -- Mode "record" (a reported event: a login failure; a verified code, for
 -- conversion): each policy records the event unless it is already full or
 -- blocked (an algorithm that records_blocked, conversion, records it even
@@ -49,6 +59,7 @@
 --   subject; empty for the others
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms; in mode "reserve" 5n, each policy's undo token after
+-- them; in mode "peek" 6n, each policy's blocked_ms and block level after
 -- them.
 
 -- A log member is the nonce alone: the score already holds the time, and
@@ -61,7 +72,9 @@ end
 local record = ARGV[2] == 'record'
 recording = record
 local reserve = ARGV[2] == 'reserve'
-local w = reserve and 5 or 4 -- the reply's integers per policy
+local peek = ARGV[2] == 'peek'
+peeking = peek
+local w = reserve and 5 or peek and 6 or 4 -- the reply's integers per policy
 local b = record and 3 or 1 -- where the policies' arguments begin
 local n = (#ARGV - b - 1) / 2
 now_text = clock()
@@ -90,11 +103,14 @@ for i = 1, n do
   local spec = ARGV[b + 2 * i]
   local p = specs[spec] or spec_of(spec)
   local key = KEYS[k]
-  local blocked_ms = 0
+  local blocked_ms, level = 0, 0
   if p[5] == '0' then
     k = k + 1
   else
     blocked_ms = blocked_ms_of(KEYS[k + 1], now)
+    if peek and p[8] > 1 then
+      level = block_level_of(KEYS[k + 2], now)
+    end
     k = k + (p[8] > 1 and 3 or 2)
   end
   local member = ARGV[b + 1 + 2 * i]
@@ -116,6 +132,8 @@ for i = 1, n do
     allowed, remaining, retry_ms, reset_ms
   if reserve then
     out[o + 1] = 0
+  elseif peek then
+    out[o + 1], out[o + 2] = blocked_ms, level
   end
   kept[s - 5], kept[s - 4] = p, blocked_ms
   kept[s - 3], kept[s - 2] = s1 or false, s2 or false
@@ -138,7 +156,9 @@ for i = 1, n do
     k = k + 2
   end
   local allowed = out[o - 3]
-  if (record or not denied) and allowed and p[6] and not repeated then
+  if peek then
+    -- A peek charges nothing and blocks nothing.
+  elseif (record or not denied) and allowed and p[6] and not repeated then
     local member = ARGV[b + 1 + 2 * i]
     if member == '' then
       member = log_member

@@ -82,6 +82,14 @@ local now_text
 -- algorithms that count the two apart.
 local recording = false
 
+-- Whether this run only looks (check.lua's mode "peek", the admin
+-- inspect): set once by the driver. A peek writes nothing at all, not
+-- even the housekeeping a check does on its way (expired set members
+-- removed, a set over a lowered limit trimmed, a key of another type
+-- deleted), so that it leaves Redis byte for byte as it found it; it
+-- reads around that state instead, to the same answers.
+local peeking = false
+
 -- A policy's spec, its ARGV text "algorithm limit window_ms block_ms charge
 -- shadow[ growth block_max_ms][ r<ppm>]" (the check.lua layout), as an
 -- array: the algorithm's table, limit, window in microseconds, window_ms
@@ -146,7 +154,9 @@ end
 local function read(key, r)
   if type_of(r) == 'table' and r.err then
     if string.find(r.err, 'WRONGTYPE', 1, true) then
-      rcall('DEL', key)
+      if not peeking then
+        rcall('DEL', key)
+      end
       return nil
     end
     error(r.err)
@@ -156,22 +166,38 @@ end
 
 -- The sorted-set algorithms (sliding_log, distinct) share their bookkeeping.
 
+-- The rank of the oldest member set_count counted: 0 once it has removed
+-- what no longer counts, and in a peek, which removes nothing, the number
+-- of members it would have removed (expired ones rank first, being the
+-- oldest, then the oldest beyond the limit).
+local set_skip = 0
+
 -- The number of key's live members. Expired ones are removed (only from a
 -- non-empty set: most keys a check touches are new), and when an admin
 -- lowered the limit the oldest beyond it are trimmed, which keeps the same
--- answers (only the newest `limit` can decide one).
+-- answers (only the newest `limit` can decide one). A peek counts the
+-- same members without removing any (set_skip).
 local function set_count(key, limit, window_us, now)
+  set_skip = 0
   local count = rpcall('ZCARD', key)
   if count == 0 then -- the common case: a new key (an error is a table)
     return 0
   end
   count = read(key, count) or 0
-  if count > 0 then
+  if count > 0 and peeking then
+    local live = rcall('ZCOUNT', key, '(' .. int(now - window_us), '+inf')
+    set_skip = count - live
+    count = live
+  elseif count > 0 then
     count = count - rcall('ZREMRANGEBYSCORE', key, '-inf',
                                int(now - window_us))
   end
   if count > limit then
-    rcall('ZREMRANGEBYRANK', key, 0, count - limit - 1)
+    if peeking then
+      set_skip = set_skip + count - limit
+    else
+      rcall('ZREMRANGEBYRANK', key, 0, count - limit - 1)
+    end
     count = limit
   end
   return count
@@ -187,7 +213,7 @@ local function set_answer(key, limit, window_us, now, count, allowed)
   if allowed then
     return true, limit - count, 0, reset_ms
   end
-  local oldest = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local oldest = rcall('ZRANGE', key, set_skip, set_skip, 'WITHSCORES')
   return false, 0, ms(tonumber(oldest[2]) + window_us - now), reset_ms
 end
 
@@ -242,22 +268,29 @@ end
 -- after this file so that the number has one home, the C header.
 local block_level_us
 
+-- A block level key holds "<n> <end_us>": n blocks in a row so far, the
+-- last ending at end_us. A block that starts before end_us plus
+-- block_level_us is the next of the row; a later one starts the row
+-- again. Returns n while the row goes on at now, else 0. Judged by the
+-- time kept in the key, not by the key's expiry, which only frees it.
+local function block_level_of(level_key, now)
+  local count, last = string.match(rcall('GET', level_key) or '',
+                                   '^(%d+) (%d+)$')
+  if count and now < tonumber(last) + block_level_us then
+    return tonumber(count)
+  end
+  return 0
+end
+
 -- Blocks policy p's key from now, setting block_key, and returns the
 -- block's milliseconds. Where its blocks grow (p[8] above 1, level_key
--- given), the level key holds "<n> <end_us>": n blocks in a row so far,
--- the last ending at end_us. A block that starts before end_us plus
--- block_level_us is the next of the row and lasts block_ms * growth^n, at
--- most block_max_ms; a later one starts the row again. Judged by the time
--- kept in the key, not by the key's expiry, which only frees it.
+-- given), the block is the next of its row (block_level_of) and lasts
+-- block_ms * growth^n, at most block_max_ms, and the level key counts it.
 local function block_for(block_key, level_key, p, now)
   local d = tonumber(p[5])
   local n = 0
   if level_key then
-    local count, last = string.match(rcall('GET', level_key) or '',
-                                     '^(%d+) (%d+)$')
-    if count and now < tonumber(last) + block_level_us then
-      n = tonumber(count)
-    end
+    n = block_level_of(level_key, now)
     -- A loop, not growth^n: n is small, and the sum stays an exact
     -- integer that the C store reproduces digit for digit.
     local max_ms = p[9]

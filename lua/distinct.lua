@@ -11,7 +11,16 @@ local distinct = {}
 
 function distinct.peek(key, limit, window_us, member, now)
   local count = set_count(key, limit, window_us, now)
-  local known = rcall('ZSCORE', key, member) ~= false
+  local known
+  if peeking then
+    -- Known only among the members set_count counted, as a check, which
+    -- removes the others first, would find it; a key of another type
+    -- (left, not deleted) knows no one.
+    local rank = read(key, rpcall('ZRANK', key, member))
+    known = rank ~= nil and rank ~= false and rank >= set_skip
+  else
+    known = rcall('ZSCORE', key, member) ~= false
+  end
   local allowed, remaining, retry_ms, reset_ms =
     set_answer(key, limit, window_us, now, count, known or count < limit)
   return allowed, remaining, retry_ms, reset_ms, count, known

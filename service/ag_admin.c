@@ -359,6 +359,56 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     return AG_OK;
 }
 
+/* POST /admin/inspect: what a check would be answered now, charging
+ * nothing (ag_service_inspect), audited with the keys it read, hashed. */
+static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
+                   struct ag_http_response *r)
+{
+    if (strcmp(req->method, "POST") != 0)
+        return not_allowed(r, "POST");
+    json_t *body = parse_body(req, r);
+    if (!body)
+        return AG_OK;
+    const json_t *name = json_object_get(body, "endpoint");
+    int endpoint =
+        json_is_string(name) ? ag_endpoint_parse(json_string_value(name)) : -1;
+    json_decref(body);
+    if (endpoint < 0)
+        return ag_http_response_field_error(
+            r, 400, "endpoint must be \"login\", \"otp\" or \"otp_verify\"",
+            "endpoint");
+    struct ag_inspect_keys keys;
+    int rc = ag_service_inspect(a->svc, (enum ag_endpoint)endpoint, req->body,
+                                req->len, &keys, r);
+    if (rc || r->status != 200)
+        return rc;
+    /* Answered: an audit row that cannot be written is logged, not a
+     * reason to withhold the answer. */
+    struct ag_error err;
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < keys.n; i++)
+        list = append_or_drop(list, json_string(keys.key[i]));
+    json_t *after =
+        json_pack("{s:s,s:o*}", "endpoint",
+                  ag_endpoint_name((enum ag_endpoint)endpoint), "keys", list);
+    int audited;
+    if (!list || !after) {
+        json_decref(after);
+        after = NULL;
+        audited = ag_error_set(&err, AG_ENOMEM, NULL, "out of memory");
+    } else {
+        pthread_mutex_lock(&a->lock);
+        audited = ag_db_audit_note(a->db, "inspect",
+                                   ag_endpoint_name((enum ag_endpoint)endpoint),
+                                   ACTOR, NULL, after, &err);
+        pthread_mutex_unlock(&a->lock);
+    }
+    json_decref(after);
+    if (audited)
+        ag_log(AG_LOG_ERROR, "admin_db", "inspect not audited: %s", err.msg);
+    return AG_OK;
+}
+
 /* Parses a positive integer query argument; def if absent, -1 if bad. */
 static long long query_int(const char *s, long long def, long long max)
 {
@@ -564,6 +614,8 @@ int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
         return one_policy(a, req, path + 10, r);
     if (strcmp(path, "/reset") == 0)
         return reset(a, req, r);
+    if (strcmp(path, "/inspect") == 0)
+        return inspect(a, req, r);
     if (strcmp(path, "/audit") == 0)
         return audit_page(a, req, r);
     if (strncmp(path, "/lists/", 7) == 0)

@@ -19,6 +19,8 @@
  *                                 {"policy": ...}
  *   DELETE /policies/{name}       204 | 202 | 404
  *   POST   /reset                 {"policy": name, <identifiers>} -> 204
+ *   POST   /inspect               {"endpoint": e, <identifiers>} -> 200,
+ *                                 a check's answer, nothing charged
  *   GET    /audit?limit=&before=  {"entries": [...], "next_before": id|null}
  *   GET    /lists/{allow|deny}    {"entries": [...]}
  *   POST   /lists/{allow|deny}    201 | 202 {"entry": ...}

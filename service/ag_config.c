@@ -20,7 +20,16 @@
 #include "ag_log.h"
 
 /* K_URLS: repeatable; each value is one or more space-separated URLs. */
-enum kind { K_STR, K_UINT, K_LISTEN, K_REDIS, K_LEVEL, K_FLAG, K_URLS };
+enum kind {
+    K_STR,
+    K_UINT,
+    K_LISTEN,
+    K_REDIS,
+    K_LEVEL,
+    K_FLAG,
+    K_ONOFF,
+    K_URLS
+};
 
 struct flag {
     const char *name; /* without the leading dashes */
@@ -107,6 +116,9 @@ static const struct flag flags[] = {
      "seconds a device token from a successful login is trusted"},
     {"audit-retention-days", K_UINT, F(audit_retention_days), 0, 1, 36500,
      "365", "days audit rows are kept (the newest of each policy stays)"},
+    {"deny-cache", K_ONOFF, F(deny_cache), 0, 0, 0, "on",
+     "on: answer checks Redis denied from a local cache until Redis could "
+     "allow them (no Redis call); off: ask Redis every time"},
     {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
     {"webhook-url", K_URLS, F(webhook_urls), 0, 0, 0, "",
@@ -482,6 +494,12 @@ static int set_value(struct ag_config *c, const struct flag *f, const char *val,
         return AG_OK;
     case K_URLS:
         return set_urls(c, f, val, origin, err);
+    case K_ONOFF:
+        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be on or off", origin, f->name);
+        *(bool *)(void *)(base + f->off) = strcmp(val, "on") == 0;
+        return AG_OK;
     }
     return AG_EINVAL;
 }

@@ -1,8 +1,9 @@
 /*
  * Files compiled into the binary by service/embed.cmake: the Redis scripts
- * (lua/), the schema migrations (migrations/) and the default policies
- * (policies/). Each table is sorted by file name and ends with a zeroed
- * entry. The data is static and read-only; safe from any thread.
+ * (lua/), the schema migrations (migrations/), the default policies
+ * (policies/) and the OpenAPI description of the HTTP API (api/), served
+ * at GET /openapi.json. Each table is sorted by file name and ends with a
+ * zeroed entry. The data is static and read-only; safe from any thread.
  */
 #ifndef AG_EMBEDDED_H
 #define AG_EMBEDDED_H
@@ -21,5 +22,7 @@ extern const struct ag_embedded_file ag_embedded_migrations[];
 extern const size_t ag_embedded_migrations_count;
 extern const struct ag_embedded_file ag_embedded_policies[];
 extern const size_t ag_embedded_policies_count;
+extern const struct ag_embedded_file ag_embedded_api[];
+extern const size_t ag_embedded_api_count;
 
 #endif

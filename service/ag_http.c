@@ -24,6 +24,7 @@
 #include <microhttpd.h>
 
 #include "ag_admin.h"
+#include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_http_conns.h"
 #include "ag_http_recv.h"
@@ -78,6 +79,7 @@ enum route {
     R_HEALTHZ,
     R_READYZ,
     R_METRICS,
+    R_OPENAPI,
     R_ADMIN,
 };
 
@@ -97,6 +99,7 @@ static const struct route_def routes[] = {
     {"/healthz", R_HEALTHZ, "GET", AG_EP_LOGIN},
     {"/readyz", R_READYZ, "GET", AG_EP_LOGIN},
     {"/metrics", R_METRICS, "GET", AG_EP_LOGIN},
+    {"/openapi.json", R_OPENAPI, "GET", AG_EP_LOGIN},
 };
 
 /* Per-request state, from the first handler call to the completed
@@ -223,6 +226,15 @@ static const struct route_def *find_route(const char *url)
     return NULL;
 }
 
+/* api/openapi.json as compiled in, or NULL in a tree without it. */
+static const struct ag_embedded_file *openapi_file(void)
+{
+    for (size_t i = 0; i < ag_embedded_api_count; i++)
+        if (strcmp(ag_embedded_api[i].name, "openapi.json") == 0)
+            return &ag_embedded_api[i];
+    return NULL;
+}
+
 static enum MHD_Result
 serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
 {
@@ -236,6 +248,15 @@ serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
         r.content_type = "text/plain; version=0.0.4";
         ag_buf_init(&r.body, 1024 * 1024);
         rc = ag_metrics_render(h->metrics, &r.body);
+    } else if (route == R_OPENAPI) {
+        const struct ag_embedded_file *f = openapi_file();
+        if (!f) {
+            rc = ag_http_response_error(&r, 404, "no such path");
+        } else {
+            r.status = 200;
+            ag_buf_init(&r.body, f->len + 1);
+            rc = ag_buf_append(&r.body, f->data, f->len);
+        }
     } else if (ag_service_ready(h->svc))
         rc = ag_http_response_status(&r, 200, "ready");
     else
@@ -531,6 +552,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     case R_HEALTHZ:
     case R_READYZ:
     case R_METRICS:
+    case R_OPENAPI:
         return serve_probe(h, conn, req->route);
     case R_ADMIN:
         return serve_admin(h, conn, url, method, req);

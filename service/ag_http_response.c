@@ -142,8 +142,20 @@ static const char *device_name(bool trusted)
     return trusted ? "trusted" : "untrusted";
 }
 
+/* A decision of an inspect (AG_PLAN_PEEK) also shows the policy's block:
+ * how long a running one has left, and its level where blocks grow. */
+static void block_json(struct ag_buf *b, const struct ag_limit_op *op,
+                       const struct ag_limit_result *res)
+{
+    if (res->blocked_ms)
+        field_uint(b, ",\"blocked_for\":", ag_limiter_seconds(res->blocked_ms));
+    if (op->policy->block_s && op->policy->block_growth > 1)
+        field_uint(b, ",\"block_level\":", res->block_level);
+}
+
 static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
-                          const struct ag_limit_result *res)
+                          const struct ag_limit_result *res, bool peek,
+                          bool cached)
 {
     /* Policy names are [a-z0-9._-]: no escaping needed. */
     ag_buf_puts(b, "{\"policy\":\"");
@@ -166,22 +178,42 @@ static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
         ag_buf_puts(b, ",\"action\":\"challenge\"");
     if (op->waived)
         ag_buf_puts(b, ",\"challenge_passed\":true");
+    if (peek)
+        block_json(b, op, res);
+    if (cached)
+        ag_buf_puts(b, ",\"cached\":true");
     ag_buf_puts(b, "}");
 }
 
-int ag_http_response_check(struct ag_http_response *r,
-                           const struct ag_plan *plan,
-                           const struct ag_limit_result *res,
-                           const struct ag_decision *d, bool degraded)
+/* An enforcing policy that fails closed, in an inspect while the store
+ * cannot answer: what it would say is unknown, and a check would be
+ * refused for it. */
+static bool unknown(const struct ag_limit_op *op, bool degraded)
 {
-    struct ag_buf *b = &r->body;
+    return degraded && !op->shadow && op->policy->fail == AG_FAIL_CLOSED;
+}
+
+/* The body of a check's answer (or, for a peek plan, an inspect's: with
+ * "inspected", blocks, and fail-closed policies unknown while degraded). */
+static void check_body(struct ag_buf *b, const struct ag_plan *plan,
+                       const struct ag_limit_result *res,
+                       const struct ag_decision *d, bool degraded, bool cached)
+{
+    bool peek = plan->kind == AG_PLAN_PEEK;
+    const struct ag_limit_op *closed = NULL;
+    for (size_t i = 0; peek && i < plan->n && !closed; i++)
+        if (unknown(&plan->ops[i], degraded))
+            closed = &plan->ops[i];
     ag_buf_reset(b);
-    if (d->allowed) {
-        r->status = 200;
+    if (closed) {
+        /* What the check would be answered: ag_http_response_unavailable. */
+        ag_buf_puts(b, "{\"allowed\":false,\"reason\":\"store_unavailable\","
+                       "\"policy\":\"");
+        ag_buf_puts(b, closed->policy->name);
+        ag_buf_puts(b, "\",\"retry_after\":1,");
+    } else if (d->allowed) {
         ag_buf_puts(b, "{\"allowed\":true,");
     } else {
-        r->status = 429;
-        r->retry_after = d->retry_after_s;
         ag_buf_puts(b, "{\"allowed\":false,\"policy\":\"");
         ag_buf_puts(b, plan->ops[d->denied_by].policy->name);
         ag_buf_puts(b, d->action == AG_ACTION_CHALLENGE
@@ -195,13 +227,36 @@ int ag_http_response_check(struct ag_http_response *r,
     ag_buf_puts(b, "\",");
     if (degraded)
         ag_buf_puts(b, "\"degraded\":true,");
+    if (peek)
+        ag_buf_puts(b, "\"inspected\":true,");
     ag_buf_puts(b, "\"decisions\":[");
     for (size_t i = 0; i < plan->n; i++) {
         if (i)
             ag_buf_puts(b, ",");
-        decision_json(b, &plan->ops[i], &res[i]);
+        if (peek && unknown(&plan->ops[i], degraded)) {
+            ag_buf_puts(b, "{\"policy\":\"");
+            ag_buf_puts(b, plan->ops[i].policy->name);
+            field_uint(b, "\",\"allowed\":false,\"limit\":",
+                       plan->ops[i].policy->limit);
+            ag_buf_puts(b, ",\"unknown\":true}");
+        } else {
+            decision_json(b, &plan->ops[i], &res[i], peek, cached);
+        }
     }
     ag_buf_puts(b, "]}");
+}
+
+static int check_response(struct ag_http_response *r,
+                          const struct ag_plan *plan,
+                          const struct ag_limit_result *res,
+                          const struct ag_decision *d, bool degraded,
+                          bool cached)
+{
+    struct ag_buf *b = &r->body;
+    check_body(b, plan, res, d, degraded, cached);
+    r->status = d->allowed ? 200 : 429;
+    if (!d->allowed)
+        r->retry_after = d->retry_after_s;
     int rc = ag_buf_error(b);
 
     if (!rc)
@@ -216,6 +271,47 @@ int ag_http_response_check(struct ag_http_response *r,
                                         : 0)
                                  : d->retry_after_s;
     }
+    return rc;
+}
+
+int ag_http_response_check(struct ag_http_response *r,
+                           const struct ag_plan *plan,
+                           const struct ag_limit_result *res,
+                           const struct ag_decision *d, bool degraded)
+{
+    return check_response(r, plan, res, d, degraded, false);
+}
+
+int ag_http_response_cached(struct ag_http_response *r,
+                            const struct ag_plan *plan,
+                            const struct ag_limit_result *res,
+                            const struct ag_decision *d)
+{
+    return check_response(r, plan, res, d, false, true);
+}
+
+int ag_http_response_inspect(struct ag_http_response *r,
+                             const struct ag_plan *plan,
+                             const struct ag_limit_result *res, bool degraded)
+{
+    struct ag_decision d;
+    ag_limiter_decide(plan, res, &d);
+    check_body(&r->body, plan, res, &d, degraded, false);
+    r->status = 200;
+    return ag_buf_error(&r->body);
+}
+
+int ag_http_response_inspect_listed(struct ag_http_response *r,
+                                    const struct ag_list_entry *e, bool trusted)
+{
+    int rc = ag_http_response_listed(r, e, trusted);
+    /* The listed body ends with "]}": "inspected" goes before its "}". */
+    if (rc == AG_OK && r->body.len > 0) {
+        r->body.len--;
+        r->body.p[r->body.len] = '\0';
+        rc = ag_buf_puts(&r->body, ",\"inspected\":true}");
+    }
+    r->status = 200;
     return rc;
 }
 

@@ -85,7 +85,34 @@ int ag_http_response_check(struct ag_http_response *r,
                            const struct ag_limit_result *res,
                            const struct ag_decision *d, bool degraded);
 
+/* The response to a check denied from the deny cache (ag_deny_cache):
+ * as ag_http_response_check, for a plan of the cached denials only, each
+ * decision marked "cached": true. */
+int ag_http_response_cached(struct ag_http_response *r,
+                            const struct ag_plan *plan,
+                            const struct ag_limit_result *res,
+                            const struct ag_decision *d);
+
 struct ag_list_entry;
+
+/* The answer to an admin inspect (ag_service_inspect) of a peek plan: 200
+ * whatever a check would be answered, with the check's body and
+ * "inspected": true, and no Retry-After or RateLimit headers. Each
+ * decision adds "blocked_for" (whole seconds of a running block) and,
+ * for a policy whose blocks grow, "block_level" (the blocks in a row so
+ * far). degraded: res came from the fallback; then an enforcing policy
+ * that fails closed, for which a check would be a 503, is listed as
+ * {"policy", "allowed": false, "limit", "unknown": true}, and the top
+ * level says what the check would: "allowed": false, "reason":
+ * "store_unavailable", "policy" (the first such), "retry_after": 1. */
+int ag_http_response_inspect(struct ag_http_response *r,
+                             const struct ag_plan *plan,
+                             const struct ag_limit_result *res, bool degraded);
+/* An inspect settled by a list entry: ag_http_response_listed's body and
+ * "inspected": true, 200. */
+int ag_http_response_inspect_listed(struct ag_http_response *r,
+                                    const struct ag_list_entry *e,
+                                    bool trusted);
 
 /* The response to a check settled by an allow or deny list entry: 200
  * allowed, or 403 denied, {"allowed": ..., "list": "deny", "device":

@@ -20,6 +20,7 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
     case AG_PLAN_CHECK:
     case AG_PLAN_RESERVE:
     case AG_PLAN_RELEASE:
+    case AG_PLAN_PEEK:
         return true;
     case AG_PLAN_FAILURE:
         return p->counts == AG_COUNTS_FAILURES;
@@ -103,7 +104,7 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
     *k = '\0';
     op->policy = p;
     bool check = kind == AG_PLAN_CHECK || kind == AG_PLAN_RESERVE ||
-                 kind == AG_PLAN_RELEASE;
+                 kind == AG_PLAN_RELEASE || kind == AG_PLAN_PEEK;
     op->charge =
         kind == AG_PLAN_FAILURE || (check && p->counts == AG_COUNTS_ATTEMPTS);
     op->waived = p->action == AG_ACTION_CHALLENGE && d->req->challenge_passed;

@@ -85,6 +85,14 @@ enum ag_plan_kind {
      * stores' mode for a reported event), in which a conversion policy
      * counts a verification. */
     AG_PLAN_VERIFIED,
+    /* The admin inspect: every policy a check would apply, planned as a
+     * check, evaluated as a check would evaluate it, and nothing written
+     * at all (no charge, block, level or expiry; the store's state is
+     * left exactly as it was). Each result's remaining is what is left
+     * now, before any attempt; allowed, whether the next attempt would
+     * be; and blocked_ms and block_level are filled. On Redis Cluster each
+     * slot group is peeked on its own: nothing to reserve or release. */
+    AG_PLAN_PEEK,
 };
 
 struct ag_plan {
@@ -124,6 +132,12 @@ struct ag_limit_result {
      * shadow policy that denied), which is then not released. Opaque to
      * the caller. 0 after any other plan. */
     uint64_t undo;
+    /* AG_PLAN_PEEK: the policy's running block, its milliseconds left (0:
+     * none), and its block level, the blocks in a row so far (0 unless
+     * its blocks grow, or once the row is over). 0 after any other
+     * plan. */
+    uint64_t blocked_ms;
+    uint32_t block_level;
 };
 
 struct ag_decision {

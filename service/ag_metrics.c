@@ -119,6 +119,20 @@ static const struct {
     [AG_M_WEBHOOK_QUEUED] = {"abuseguard_webhook_queue_depth", "gauge",
                              "Security events waiting for delivery, over "
                              "every receiver."},
+    [AG_M_DENY_CACHE_HITS] = {"abuseguard_deny_cache_hits_total", "counter",
+                              "Checks denied from the local deny cache, "
+                              "without a Redis call."},
+    [AG_M_DENY_CACHE_MISSES] = {"abuseguard_deny_cache_misses_total", "counter",
+                                "Checks the deny cache sent on to Redis."},
+    [AG_M_DENY_CACHE_EVICTIONS] = {"abuseguard_deny_cache_evictions_total",
+                                   "counter",
+                                   "Deny cache entries pushed out by a "
+                                   "new one (the nearest expiry)."},
+    [AG_M_DENY_CACHE_INVALIDATIONS] =
+        {"abuseguard_deny_cache_invalidations_total", "counter",
+         "Keys invalidated in the deny cache, and whole clears."},
+    [AG_M_DENY_CACHE_ENTRIES] = {"abuseguard_deny_cache_entries", "gauge",
+                                 "Entries the deny cache holds."},
 };
 
 struct ag_metrics *ag_metrics_new(void)

@@ -47,6 +47,11 @@ enum ag_metric {
     AG_M_WEBHOOK_DELIVERED,    /* counter: events a receiver took (2xx) */
     AG_M_WEBHOOK_DROPPED,      /* counter: events given up (age, queue) */
     AG_M_WEBHOOK_QUEUED,       /* gauge: events waiting, all receivers */
+    AG_M_DENY_CACHE_HITS,      /* counter: checks denied from the cache */
+    AG_M_DENY_CACHE_MISSES,    /* counter: checks the cache sent on */
+    AG_M_DENY_CACHE_EVICTIONS, /* counter: entries pushed out when full */
+    AG_M_DENY_CACHE_INVALIDATIONS, /* counter: keys invalidated, clears */
+    AG_M_DENY_CACHE_ENTRIES,       /* gauge: entries held */
     AG_M_COUNT
 };
 

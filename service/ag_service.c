@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
 #include "ag_events.h"
@@ -50,6 +51,10 @@ struct ag_check {
     struct ag_ruleset *set; /* the plan borrows from it */
     const struct ag_check_waiter *waiter;
     int store_rc;
+    /* The deny cache's clock and epoch, read before the store call was
+     * sent (ag_deny_cache.h). */
+    uint64_t sent_us;
+    uint64_t epoch;
     char country[AG_COUNTRY_MAX];        /* otp: the phone's calling code */
     char phone_prefix[AG_PHONE_MAX + 1]; /* otp: its number range */
     struct ag_plan plan;
@@ -95,6 +100,10 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
     struct ag_ruleset *old = s->set;
     s->set = set;
     pthread_mutex_unlock(&s->lock);
+    /* An edit may have raised a limit, disabled or deleted a policy: no
+     * cached denial of the old set may stand. */
+    if (s->o.deny_cache)
+        ag_deny_cache_clear(s->o.deny_cache);
     ag_ruleset_unref(old);
 }
 
@@ -271,6 +280,109 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
     }
 }
 
+/* The deny cache (issue 20). */
+
+/* Can op's denial be cached? Only an enforcing policy's whose denial ends
+ * with time alone: a consecutive policy's ends at the next success, a
+ * conversion policy's at a verification (either on any instance, at any
+ * moment), so neither is. */
+static bool cacheable(const struct ag_limit_op *op)
+{
+    return !op->shadow && op->policy->algorithm != AG_ALG_CONSECUTIVE &&
+           op->policy->algorithm != AG_ALG_CONVERSION;
+}
+
+/* The cache entry's member: a distinct policy's subject (a known subject
+ * is still allowed), none for the others. */
+static const char *cache_member(const struct ag_limit_op *op)
+{
+    return op->policy->algorithm == AG_ALG_DISTINCT ? op->member : "";
+}
+
+/* Whole milliseconds from now to at, rounded up. */
+static uint64_t ms_until(uint64_t at, uint64_t now)
+{
+    return at > now ? (at - now + 999) / 1000 : 0;
+}
+
+/* Answers c at once if one of its enforcing policies is denied in the
+ * cache: true with resp filled (and *rc its result). The plan is cut down
+ * to the cached denials, each with the wait Redis gave, counted down. */
+static bool answer_cached(struct ag_service *s, struct ag_check *c,
+                          struct ag_http_response *resp, int *rc)
+{
+    struct ag_deny_cache *dc = s->o.deny_cache;
+    if (!dc || !ag_deny_cache_live(dc))
+        return false;
+    size_t hits = 0;
+    uint64_t now = ag_deny_cache_now(dc);
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        uint64_t until, reset;
+        if (!cacheable(op) ||
+            !ag_deny_cache_lookup(dc, op->key, cache_member(op), &until,
+                                  &reset))
+            continue;
+        /* The deadline is a millisecond short of the wait Redis gave
+         * (ag_deny_cache_insert's caller), which the answer adds back. */
+        c->res[hits] = (struct ag_limit_result){
+            .allowed = false,
+            .retry_after_ms = ms_until(until, now) + 1,
+            .reset_after_ms = ms_until(reset, now) + 1,
+        };
+        if (hits != i)
+            c->plan.ops[hits] = *op;
+        hits++;
+    }
+    ag_deny_cache_count(dc, hits > 0);
+    if (!hits)
+        return false;
+    c->plan.n = hits;
+    struct ag_decision d;
+    ag_limiter_decide(&c->plan, c->res, &d);
+    note_denials(s, &c->plan, c->res);
+    *rc = ag_http_response_cached(resp, &c->plan, c->res, &d);
+    return true;
+}
+
+/* Remembers the denials Redis gave c. Redis computed each wait at a
+ * moment after sent_us, and rounded it up to a millisecond: a deadline a
+ * millisecond short of sent_us plus the wait is never after the moment
+ * Redis would allow. */
+static void remember_denials(struct ag_service *s, const struct ag_check *c)
+{
+    struct ag_deny_cache *dc = s->o.deny_cache;
+    if (!dc)
+        return;
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        const struct ag_limit_result *r = &c->res[i];
+        if (r->allowed || !cacheable(op) || r->retry_after_ms < 2)
+            continue;
+        ag_deny_cache_insert(dc, c->epoch, op->key, cache_member(op),
+                             c->sent_us + (r->retry_after_ms - 1) * 1000,
+                             c->sent_us + r->reset_after_ms * 1000);
+    }
+}
+
+/* The keys of p were cleared (a reset, a successful login): dropped from
+ * this instance's cache, and, when the store took the clear (told), from
+ * every other instance's through the store. Published whether or not
+ * this instance caches: the others may. */
+static void cleared(struct ag_service *s, const struct ag_plan *p, bool told)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const struct ag_limit_op *op = &p->ops[i];
+        if (op->policy->algorithm == AG_ALG_CONSECUTIVE ||
+            op->policy->algorithm == AG_ALG_CONVERSION)
+            continue; /* never cached */
+        if (s->o.deny_cache)
+            ag_deny_cache_invalidate(s->o.deny_cache, op->key);
+        if (told)
+            ag_store_publish(s->o.store, AG_DENY_CACHE_CHANNEL, op->key);
+    }
+}
+
 /* The store's callback, on a store thread (or on the calling thread when
  * the call could not start). */
 static void store_answered(void *arg, int rc)
@@ -288,6 +400,10 @@ static void start_store(struct ag_service *s, struct ag_check *c)
 {
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
+    if (s->o.deny_cache) {
+        c->epoch = ag_deny_cache_epoch(s->o.deny_cache);
+        c->sent_us = ag_deny_cache_now(s->o.deny_cache);
+    }
     c->waiter->suspend(c->waiter->arg);
     atomic_fetch_add(&s->waiting, 1);
     int rc =
@@ -343,12 +459,13 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         rc = AG_OK;
     } else {
         const struct ag_list_entry *listed = match_lists(c->set, &d);
-        if (!listed && c->plan.n > 0) {
+        if (!listed && c->plan.n > 0 && answer_cached(s, c, resp, &rc)) {
+            outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
+        } else if (!listed && c->plan.n > 0) {
             *out = c;
             start_store(s, c); /* the store decides */
             return AG_EPENDING;
-        }
-        if (listed) {
+        } else if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
             rc = ag_http_response_listed(resp, listed, req.trusted);
@@ -387,6 +504,8 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
         note_denials(s, &c->plan, c->res);
         if (!d.allowed)
             ag_events_denied(s->o.events, &c->plan, c->res, degraded);
+        if (!degraded && !d.allowed)
+            remember_denials(s, c);
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         rc = ag_http_response_check(resp, &c->plan, c->res, &d, degraded);
         if (d.allowed && c->endpoint == AG_EP_OTP)
@@ -501,8 +620,10 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
         else
             ag_store_check(s->o.fallback, &p, res);
     }
-    if (req.success)
+    if (req.success) {
         ag_events_cleared(s->o.events, &p);
+        cleared(s, &p, rc == AG_OK || rc == AG_EUNKNOWN);
+    }
     ag_ruleset_unref(set);
     if (req.success)
         return issue_token(s, &req, &d, resp);
@@ -549,6 +670,54 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
     return AG_OK;
 }
 
+int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
+                       const char *body, size_t len,
+                       struct ag_inspect_keys *keys,
+                       struct ag_http_response *resp)
+{
+    keys->n = 0;
+    struct ag_request req;
+    struct ag_error err;
+    if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err))
+        return ag_http_response_refusal(resp, 400, &err);
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req);
+    d.tagged = s->o.tagged_keys;
+    struct ag_ruleset *set;
+    struct ag_plan p;
+    if (plan(s, AG_PLAN_PEEK, &req, &d, &set, &p, resp))
+        return AG_OK;
+    for (size_t i = 0; i < p.n; i++)
+        memcpy(keys->key[i], p.ops[i].key, AG_STORE_KEY_MAX);
+    keys->n = p.n;
+    int rc;
+    const struct ag_list_entry *listed = match_lists(set, &d);
+    if (listed) {
+        rc = ag_http_response_inspect_listed(resp, listed, req.trusted);
+    } else {
+        struct ag_limit_result res[AG_PLAN_MAX];
+        memset(res, 0, sizeof res);
+        bool degraded = false;
+        /* A reset that waits for the store is sent first, as before a
+         * check: the answer must not show a lock the desk already lifted. */
+        if (p.n && atomic_load_explicit(&s->npending, memory_order_relaxed))
+            flush_pending(s);
+        if (p.n && ag_store_check(s->o.store, &p, res) != AG_OK) {
+            degraded = true;
+            rc = ag_store_check(s->o.fallback, &p, res);
+        } else {
+            rc = AG_OK;
+        }
+        if (rc)
+            rc = ag_http_response_error(resp, 503,
+                                        "out of memory reading the fallback");
+        else
+            rc = ag_http_response_inspect(resp, &p, res, degraded);
+    }
+    ag_ruleset_unref(set);
+    return rc;
+}
+
 /* Queues the cleared op for the store; false if the queue is full. */
 static bool add_pending(struct ag_service *s, const struct ag_limit_op *op)
 {
@@ -593,6 +762,7 @@ static void flush_pending(struct ag_service *s)
         }
         int rc = ag_store_clear(s->o.store, &p);
         if (rc == AG_OK || rc == AG_EUNKNOWN) {
+            cleared(s, &p, true);
             ag_log(rc ? AG_LOG_WARN : AG_LOG_INFO, "reset_applied",
                    "%zu reset(s) made during the outage %s", take,
                    rc ? "sent to the store, unconfirmed (not sent again)"
@@ -666,8 +836,10 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
          * forgive what was counted since), and the caller is told. */
         ag_store_clear(s->o.fallback, &plan);
         note_reset(s, &plan);
+        cleared(s, &plan, true);
         return rc;
     }
+    cleared(s, &plan, false);
     if (!add_pending(s, &plan.ops[0]))
         return ag_error_set(err, AG_ETOOBIG, NULL,
                             "the limiter store is unavailable and %d resets "

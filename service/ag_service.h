@@ -40,6 +40,7 @@
 #include "ag_request.h"
 
 struct ag_events;
+struct ag_deny_cache;
 struct ag_metrics;
 struct ag_service;
 struct ag_store;
@@ -58,6 +59,12 @@ struct ag_service_opts {
      * Redis Cluster store needs. */
     bool tagged_keys;
     struct ag_events *events; /* security events; may be NULL */
+    /* The local deny cache (issue 20); NULL: off. Denials Redis gives
+     * are remembered in it until Redis could allow again, and later
+     * checks they cover are answered from it; a new ruleset clears it,
+     * and a reset or a successful login invalidates the keys it clears,
+     * here and (PUBLISH on AG_DENY_CACHE_CHANNEL) on every instance. */
+    struct ag_deny_cache *deny_cache;
 };
 
 /* A new service with no ruleset (checks answer 503 until one is set).
@@ -143,6 +150,28 @@ int ag_service_conversion(struct ag_service *s, int by, uint32_t window_s,
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                      const char *body, size_t len, char *key,
                      struct ag_error *err);
+
+/* The keys an inspect read (hashed, "ag:<policy>:<digest>"), for its
+ * audit row: never an identifier. */
+struct ag_inspect_keys {
+    size_t n;
+    char key[AG_PLAN_MAX][AG_STORE_KEY_MAX];
+};
+
+/* The support desk's "why can't this customer log in?": what a check of
+ * endpoint with body would be answered now, from the store's state, with
+ * nothing charged, blocked or written (an AG_PLAN_PEEK). body is parsed
+ * and laned exactly as a check's; resp is a 400 naming the field, a 503
+ * (no policies loaded; too many apply), or 200 with the check's body and
+ * "inspected": true (ag_http_response_inspect; a list entry's as a check
+ * shows it). While the store cannot answer the fallback is peeked
+ * ("degraded": true) and fail-closed policies are unknown. keys receives
+ * the plan's keys. Metrics and logs count no check. Waits for the
+ * store. */
+int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
+                       const char *body, size_t len,
+                       struct ag_inspect_keys *keys,
+                       struct ag_http_response *resp);
 
 /* How many checks wait for the store, their waiters not yet resumed. A
  * waiter (an HTTP connection) must outlive its check's wait: before the

@@ -6,9 +6,12 @@
  * check() runs a whole plan atomically. For an AG_PLAN_CHECK plan every
  * policy is evaluated and the attempt is recorded only if no enforcing
  * policy denies it; for an AG_PLAN_FAILURE plan each policy records the
- * failure unless it is full or blocked. It returns 0 and fills one result
- * per plan operation, or AG_ESTORE when the store could not answer
- * (results are then undefined).
+ * failure unless it is full or blocked; an AG_PLAN_PEEK plan is evaluated
+ * as a check is and writes nothing (the store's state, expiries included,
+ * is left as it was: lua/check.lua's mode "peek"). It returns 0 and fills
+ * one result per plan operation, or AG_ESTORE when the store could not
+ * answer (results are then undefined; AG_ENOMEM from the in-process store
+ * when a peek finds no memory to read a set into).
  *
  * The two halves of an all-or-nothing check across Redis Cluster slot
  * groups (the cluster store's, one group per call): an AG_PLAN_RESERVE
@@ -89,6 +92,13 @@ struct ag_store_ops {
                          void *arg);
     int (*command)(struct ag_store *s, int argc, const char **argv,
                    const size_t *lens, int key_at, void **reply);
+    /* PUBLISH message on channel (the deny cache's invalidations), sent
+     * without waiting (the caller publishes a clear once it has been
+     * answered); dropped while the store cannot answer. A cluster store sends
+     * it to the node of the slot of message, a key (Redis Cluster broadcasts a
+     * PUBLISH to every node). NULL: nothing to tell (one instance). */
+    void (*publish)(struct ag_store *s, const char *channel,
+                    const char *message);
     void (*destroy)(struct ag_store *s);
 };
 
@@ -216,6 +226,13 @@ static inline int ag_store_command(struct ag_store *s, int argc,
     if (!s->ops->command)
         return AG_EINVAL;
     return s->ops->command(s, argc, argv, lens, key_at, reply);
+}
+
+static inline void ag_store_publish(struct ag_store *s, const char *channel,
+                                    const char *message)
+{
+    if (s->ops->publish)
+        s->ops->publish(s, channel, message);
 }
 
 static inline void ag_store_destroy(struct ag_store *s)

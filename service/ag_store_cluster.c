@@ -15,6 +15,8 @@
  *   charge and be denied where one Redis would have allowed it: the
  *   price, never the reverse. A release that fails leaves the charge (an
  *   over-count, never an over-admission).
+ * - A peek (the admin inspect) writes nothing, so each group is peeked
+ *   on its own, with nothing to reserve or release.
  * - A failure report's groups record independently (as they do on one
  *   Redis); the password fingerprint is judged with the user's group, so
  *   a repeated password still counts once there but not in groups keyed
@@ -777,6 +779,14 @@ static int cluster_command(struct ag_store *base, int argc, const char **argv,
     return s ? ag_store_command(s, argc, argv, lens, key_at, reply) : AG_ESTORE;
 }
 
+static void cluster_publish(struct ag_store *base, const char *channel,
+                            const char *message)
+{
+    struct ag_store *s = store_of((struct cluster *)base, message);
+    if (s)
+        ag_store_publish(s, channel, message);
+}
+
 static const struct ag_store_ops cluster_ops = {
     .name = "redis-cluster",
     .check = cluster_check,
@@ -787,6 +797,7 @@ static const struct ag_store_ops cluster_ops = {
     .read_hash = cluster_read_hash,
     .command_async = cluster_command_async,
     .command = cluster_command,
+    .publish = cluster_publish,
     .destroy = cluster_destroy,
 };
 

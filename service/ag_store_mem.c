@@ -24,6 +24,12 @@
  * that a key records nothing more until something expires. One mutex
  * guards the table: the fallback only runs while Redis is down.
  *
+ * A peek (AG_PLAN_PEEK, the admin inspect) changes nothing a check would
+ * read: each algorithm peeks at a copy of its key's slot (a set's peek
+ * drops expired members and trims as it counts), a key of the other kind
+ * is left in place, and no charge, block or level is written. All it may
+ * free is a slot that had expired, which holds nothing any more.
+ *
  * Where it differs from Redis, knowingly: it is per instance; a set over
  * a lowered limit drops, of members seen in the same microsecond, the one
  * first added (Redis: the least in byte order); a key past the memory bound
@@ -628,6 +634,17 @@ static const struct algorithm {
 
 #define LEVEL_US ((uint64_t)AG_BLOCK_LEVEL_S * 1000000u)
 
+/* common.lua's block_level_of: the blocks in a row so far of op's key,
+ * while the row goes on at now, else 0. */
+static uint64_t block_level(struct mem_store *s, const struct ag_limit_op *op,
+                            uint64_t now)
+{
+    char key[AG_STORE_KEY_MAX];
+    ag_limiter_level_key(op, key);
+    const struct slot *l = find(s, key, now);
+    return l && now < l->level.end + LEVEL_US ? l->level.n : 0;
+}
+
 /* common.lua's block_for: blocks op's key from now, for block_s, or where
  * its blocks grow for block_s * growth^n of a row of n before it, at most
  * block_max_s; returns the block's milliseconds. The same integer steps
@@ -641,10 +658,7 @@ static uint64_t block_for(struct mem_store *s, const struct ag_limit_op *op,
     uint64_t n = 0;
     char key[AG_STORE_KEY_MAX];
     if (grows) {
-        ag_limiter_level_key(op, key);
-        const struct slot *l = find(s, key, now);
-        if (l && now < l->level.end + LEVEL_US)
-            n = l->level.n;
+        n = block_level(s, op, now);
         uint64_t max = (uint64_t)p->block_max_s * 1000;
         if (max < d)
             max = d;
@@ -738,6 +752,43 @@ static struct slot *state_of(struct mem_store *s, const char *key,
     return sl;
 }
 
+/* The slot of key for a peek: as state_of finds it, but state of the
+ * other kind is left where it is (a peek drops nothing) and reads as
+ * none. */
+static struct slot *state_seen(struct mem_store *s, const char *key,
+                               enum kind kind, uint64_t now)
+{
+    struct slot *sl = find(s, key, now);
+    if (sl && sl->kind != KIND_NONE && sl->kind != kind)
+        return NULL;
+    return sl;
+}
+
+/* A peek's own copy of slot sl (NULL: none) in copy, which *out then
+ * points to: the algorithms' peeks drop a set's expired members and trim
+ * it to its limit as they count, which a peek must not do to the table.
+ * Only the members are copied (a peek reads no fingerprints); the caller
+ * frees copy->set. False when out of memory. */
+static bool snapshot(const struct slot *sl, struct slot *copy,
+                     struct slot **out)
+{
+    *out = NULL;
+    if (!sl)
+        return true;
+    *copy = *sl;
+    copy->fps = NULL;
+    copy->set = NULL;
+    if (sl->kind == KIND_SET && sl->n) {
+        copy->set = malloc(sl->n * sizeof *copy->set);
+        if (!copy->set)
+            return false;
+        memcpy(copy->set, sl->set, sl->n * sizeof *copy->set);
+    }
+    copy->cap = copy->n;
+    *out = copy;
+    return true;
+}
+
 /* lua/check.lua. */
 static int mem_check(struct ag_store *base, const struct ag_plan *plan,
                      struct ag_limit_result *res)
@@ -748,6 +799,8 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
     if (plan->kind == AG_PLAN_RESERVE || plan->kind == AG_PLAN_RELEASE)
         return AG_EINVAL;
     bool record = plan->kind == AG_PLAN_FAILURE;
+    bool peek = plan->kind == AG_PLAN_PEEK;
+    int rc = AG_OK;
     struct eval ev[AG_PLAN_MAX];
     uint64_t blocked_ms[AG_PLAN_MAX];
     bool denied = false;
@@ -777,7 +830,14 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
             struct slot *b = find(s, bkey, now);
             blocked_ms[i] = b ? ms((double)(b->expire - now)) : 0;
         }
-        e->sl = pin(s, state_of(s, op->key, a->kind, now));
+        struct slot copy;
+        if (!peek) {
+            e->sl = pin(s, state_of(s, op->key, a->kind, now));
+        } else if (!snapshot(state_seen(s, op->key, a->kind, now), &copy,
+                             &e->sl)) {
+            rc = AG_ENOMEM;
+            break;
+        }
         a->peek(e, (double)now);
         if (blocked_ms[i] > 0 && !(record && a->records_blocked)) {
             res[i].allowed = false;
@@ -787,8 +847,20 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
         }
         if (!res[i].allowed && !op->shadow)
             denied = true;
+        if (peek) {
+            /* Everything a peek answers, while its copy lives. */
+            res[i].blocked_ms = blocked_ms[i];
+            if (op->policy->block_s && op->policy->block_growth > 1)
+                res[i].block_level = (uint32_t)block_level(s, op, now);
+            if (!e->reset_known)
+                res[i].reset_after_ms = a->reset(e, (double)now);
+            if (e->sl)
+                free(copy.set);
+            e->sl = NULL;
+        }
     }
-    for (size_t i = 0; i < plan->n; i++) {
+    /* A peek writes nothing: no charge, no block. */
+    for (size_t i = 0; i < plan->n && !peek; i++) {
         struct eval *e = &ev[i];
         const struct ag_limit_op *op = &plan->ops[i];
         const struct algorithm *a = &algorithms[op->policy->algorithm];
@@ -806,7 +878,7 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
     }
     release(s, &s->scratch);
     pthread_mutex_unlock(&s->lock);
-    return AG_OK;
+    return rc;
 }
 static int mem_clear(struct ag_store *base, const struct ag_plan *plan)
 {

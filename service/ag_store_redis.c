@@ -312,7 +312,10 @@ static long long format_check(struct redis_store *s, const struct ag_plan *plan,
     if (fp)
         ag_redis_cmd_str(&b, plan->fp_key);
     ag_redis_cmd_arg(&b, nonce, nlen);
-    ag_redis_cmd_str(&b, record ? "record" : reserve ? "reserve" : "check");
+    ag_redis_cmd_str(&b, record                       ? "record"
+                         : reserve                    ? "reserve"
+                         : plan->kind == AG_PLAN_PEEK ? "peek"
+                                                      : "check");
     if (record) {
         ag_redis_cmd_str(&b, fp ? plan->fp : "");
         ag_redis_cmd_uint(&b, fp ? (uint64_t)plan->fp_window_s * 1000 : 0);
@@ -366,7 +369,8 @@ static long long format_release(struct redis_store *s,
 }
 
 /* Fills res from a check's reply: four integers per policy, five for a
- * reserve (its undo token last; 0 in every other plan's results). A
+ * reserve (its undo token last; 0 in every other plan's results), six for
+ * a peek (its running block's milliseconds and its block level last). A
  * release answers one integer, the policies it undid something for, and
  * fills nothing: its res holds its reserve's results. */
 static int parse_reply(const redisReply *r, const struct ag_plan *plan,
@@ -377,7 +381,8 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                        (unsigned long long)r->integer <= plan->n
                    ? AG_OK
                    : AG_ESTORE;
-    size_t w = plan->kind == AG_PLAN_RESERVE ? 5 : 4;
+    bool peek = plan->kind == AG_PLAN_PEEK;
+    size_t w = plan->kind == AG_PLAN_RESERVE ? 5 : peek ? 6 : 4;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != w * plan->n)
         return AG_ESTORE;
     for (size_t i = 0; i < w * plan->n; i++)
@@ -391,6 +396,8 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
         res[i].retry_after_ms = (uint64_t)e[2]->integer;
         res[i].reset_after_ms = (uint64_t)e[3]->integer;
         res[i].undo = w == 5 ? (uint64_t)e[4]->integer : 0;
+        res[i].blocked_ms = peek ? (uint64_t)e[4]->integer : 0;
+        res[i].block_level = peek ? (uint32_t)e[5]->integer : 0;
     }
     return AG_OK;
 }
@@ -858,6 +865,15 @@ static int redis_command(struct ag_store *base, int argc, const char **argv,
     return AG_OK;
 }
 
+static void redis_publish(struct ag_store *base, const char *channel,
+                          const char *message)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return;
+    fire(s, 3, (const char *[]){"PUBLISH", channel, message});
+}
+
 static const struct ag_store_ops redis_ops = {
     .name = "redis",
     .check = redis_check,
@@ -868,6 +884,7 @@ static const struct ag_store_ops redis_ops = {
     .read_hash = redis_read_hash,
     .command_async = redis_command_async,
     .command = redis_command,
+    .publish = redis_publish,
     .destroy = redis_destroy,
 };
 

@@ -17,12 +17,14 @@
 #include "ag_cli.h"
 #include "ag_config.h"
 #include "ag_db.h"
+#include "ag_deny_cache.h"
 #include "ag_error.h"
 #include "ag_events.h"
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_policy.h"
+#include "ag_redis_sub.h"
 #include "ag_reload.h"
 #include "ag_service.h"
 #include "ag_store.h"
@@ -173,6 +175,21 @@ int main(int argc, char **argv)
     bool cluster = cfg.redis.kind == AG_REDIS_CLUSTER;
     struct ag_store *store =
         cluster ? ag_store_cluster_new(&ropts) : ag_store_redis_new(&ropts);
+    /* The deny cache and its subscriber, which keeps its own copy of the
+     * address: it answers nothing until subscribed. */
+    struct ag_deny_cache *deny_cache = NULL;
+    struct ag_redis_sub *sub = NULL;
+    if (cfg.deny_cache) {
+        struct ag_deny_cache_opts dopts = {.entries = AG_DENY_CACHE_ENTRIES,
+                                           .metrics = metrics};
+        if (ag_deny_cache_new(&dopts, &deny_cache) ||
+            ag_redis_sub_start(&cfg.redis, cfg.redis_timeout_ms, deny_cache,
+                               metrics, &sub, &cerr)) {
+            fprintf(stderr, "abuseguard: deny cache: %s\n",
+                    deny_cache ? cerr.msg : "out of memory");
+            return 1;
+        }
+    }
     /* The store keeps its own copy. */
     sodium_memzero(cfg.redis.password, sizeof cfg.redis.password);
     struct ag_store *fallback =
@@ -197,6 +214,7 @@ int main(int argc, char **argv)
         .device_token_ttl_s = cfg.device_token_ttl_s,
         .tagged_keys = cluster,
         .events = events,
+        .deny_cache = deny_cache,
     };
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {
@@ -239,10 +257,12 @@ int main(int argc, char **argv)
     }
     ag_admin_free(admin);
     ag_reload_stop(reload);
+    ag_redis_sub_stop(sub);
     ag_service_free(svc);
     /* No new marker or append once the store goes; what its pipe still
      * holds answers into the events, which outlive it. */
     ag_events_attach(events, NULL);
+    ag_deny_cache_free(deny_cache);
     ag_store_destroy(store);
     ag_events_free(events);
     ag_webhooks_free(hooks);

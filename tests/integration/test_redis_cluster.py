@@ -82,7 +82,9 @@ class ClusterTest(PolicyTest):
         self.assertTrue(all(n > 0 for n in counts.values()), counts)
 
     def test_a_denied_check_charges_no_other_policy(self):
-        svcs = self.instances([USER, IP], count=1)
+        # Every denial must reach the cluster to be released: no deny cache.
+        svcs = self.instances([USER, IP], count=1,
+                              extra=["--deny-cache", "off"])
         ip = "203.0.113.9"
         # The two policies' keys in different slots, on different masters
         # if the map says so: the denial must be undone across nodes.
@@ -104,6 +106,59 @@ class ClusterTest(PolicyTest):
         # Each denied check released the address's reserve.
         self.assertEqual(metric(svcs[0], "abuseguard_cluster_releases_total"),
                          5)
+
+    def test_an_inspect_peeks_each_slot_group_and_releases_nothing(self):
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write("tok-" + "3" * 40 + "\n")
+        auth = {"Authorization": "Bearer tok-" + "3" * 40}
+        (svc,) = self.instances([USER, IP], count=1,
+                                extra=["--admin-token-file", token])
+        ip = "203.0.113.19"
+        user = next(u for u in ("b%d@x.org" % i for i in range(200))
+                    if self.cluster.slot_owner(
+                        self.key_slot("c.user", [("user", u)])) !=
+                    self.cluster.slot_owner(
+                        self.key_slot("c.ip", [("ip", ip)])))
+        for i in range(USER["limit"]):
+            self.assertEqual(self.login(svc, user, ip).status, 200)
+        body = {"endpoint": "login", "user": user, "ip": ip}
+        for _ in range(5):
+            r = svc.request("POST", "/admin/inspect", body, headers=auth)
+            self.assertEqual(r.status, 200, r.raw)
+            self.assertIs(r.json["allowed"], False)
+            self.assertEqual(r.json["policy"], "c.user")
+            self.assertEqual(self.decision(r, "c.ip")["remaining"],
+                             IP["limit"] - USER["limit"])
+        # A peek reserves nothing, so nothing is released, and the
+        # address's count is the ten checks'.
+        self.assertEqual(metric(svc, "abuseguard_cluster_releases_total"), 0)
+        r = self.login(svc, "other@x.org", ip)
+        self.assertEqual(self.decision(r, "c.ip")["remaining"],
+                         IP["limit"] - USER["limit"] - 1)
+
+    def test_a_success_on_one_instance_reaches_the_others_deny_cache(self):
+        # PUBLISH goes to the node of the key's slot, and the cluster
+        # passes it to every node: the subscriber of the other instance
+        # listens on one of the seeds.
+        fail = policy("c.ui_fail", key=("user", "ip"), limit=2, window_s=60,
+                      counts="failures")
+        a, b = self.instances([fail], count=2)
+        self.assertTrue(wait_until(
+            lambda: '"deny_cache_subscribed"' in a.log_text(), 10),
+            a.log_text())
+        body = {"user": "pub@x.org", "ip": "192.0.2.9"}
+        for _ in range(2):
+            self.assertEqual(b.post("/report-login",
+                                    dict(body, success=False)).status, 204)
+        self.assertEqual(self.login(a, "pub@x.org", "192.0.2.9").status, 429)
+        r = self.login(a, "pub@x.org", "192.0.2.9")
+        self.assertTrue(r.json["decisions"][0].get("cached"), r.raw)
+        self.assertEqual(b.post("/report-login",
+                                dict(body, success=True)).status, 200)
+        self.assertTrue(wait_until(
+            lambda: self.login(a, "pub@x.org", "192.0.2.9").status == 200,
+            1.0, 0.01))
 
     def traffic(self, svc, stop, answers):
         i = 0

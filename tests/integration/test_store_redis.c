@@ -184,6 +184,76 @@ static void every_vector_holds_on_redis(void **state)
     assert_int_equal(failed, 0);
 }
 
+static long long redis_int(const char *fmt, const char *key);
+
+/* Every key of pattern with its DUMP and PEXPIRETIME, for a comparison
+ * that allows for Redis's own expiry: a set's key expires a window after
+ * its last add by Redis's clock, not the test's (common.lua's set_add), so
+ * between two looks Redis may drop one whatever the test does. */
+struct snapshot {
+    redisReply *keys;
+    redisReply *dumps[256];
+    long long expire_ms[256];
+};
+
+static void snapshot_take(struct snapshot *sn, const char *pattern)
+{
+    sn->keys = redisCommand(env.clock_ctx, "KEYS %s", pattern);
+    if (!sn->keys || sn->keys->type != REDIS_REPLY_ARRAY ||
+        sn->keys->elements > 256)
+        fail_msg("KEYS %s failed or found too many", pattern);
+    for (size_t i = 0; i < sn->keys->elements; i++) {
+        const char *k = sn->keys->element[i]->str;
+        sn->dumps[i] = redisCommand(env.clock_ctx, "DUMP %s", k);
+        sn->expire_ms[i] = redis_int("PEXPIRETIME %s", k);
+    }
+}
+
+static void snapshot_free(struct snapshot *sn)
+{
+    for (size_t i = 0; sn->keys && i < sn->keys->elements; i++)
+        freeReplyObject(sn->dumps[i]);
+    freeReplyObject(sn->keys);
+    sn->keys = NULL;
+}
+
+/* Whether Redis holds what sn saw, but for keys its own clock expired. */
+static bool snapshot_holds(const struct snapshot *sn, const char *pattern)
+{
+    redisReply *t = redisCommand(env.clock_ctx, "TIME");
+    long long now_ms =
+        atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    struct snapshot now = {0};
+    snapshot_take(&now, pattern);
+    bool same = true;
+    for (size_t i = 0; same && i < sn->keys->elements; i++) {
+        const char *k = sn->keys->element[i]->str;
+        size_t j = 0;
+        while (j < now.keys->elements &&
+               strcmp(now.keys->element[j]->str, k) != 0)
+            j++;
+        if (j == now.keys->elements) {
+            same = sn->expire_ms[i] >= 0 && sn->expire_ms[i] <= now_ms + 1;
+            if (!same)
+                print_error("%s is gone and had not expired\n", k);
+            continue;
+        }
+        const redisReply *a = sn->dumps[i], *b = now.dumps[j];
+        same = a->len == b->len && memcmp(a->str, b->str, a->len) == 0 &&
+               sn->expire_ms[i] == now.expire_ms[j];
+        if (!same)
+            print_error("%s changed\n", k);
+    }
+    /* And nothing new. */
+    if (same && now.keys->elements > sn->keys->elements) {
+        print_error("a key appeared\n");
+        same = false;
+    }
+    snapshot_free(&now);
+    return same;
+}
+
 /* The differential test. */
 
 static uint64_t rng;
@@ -276,7 +346,9 @@ static void say_plan(const struct ag_plan *plan, const struct ag_policy *p)
                     q->window_s, q->block_s, q->block_growth, q->block_max_s,
                     plan->ops[k].member, plan->ops[k].charge,
                     plan->ops[k].shadow,
-                    plan->kind == AG_PLAN_FAILURE ? " (failure plan)" : "");
+                    plan->kind == AG_PLAN_FAILURE ? " (failure plan)"
+                    : plan->kind == AG_PLAN_PEEK  ? " (peek)"
+                                                  : "");
     }
     if (plan->kind == AG_PLAN_FAILURE && plan->fp[0])
         print_error("  fingerprint %s\n", plan->fp);
@@ -315,8 +387,14 @@ static void both_stores_agree_on_a_random_trace(void **state)
             if (q->algorithm != AG_ALG_DISTINCT && q->limit > 1)
                 q->limit = 1 + (uint32_t)below(q->limit - 1);
         }
-        struct ag_plan plan = {.kind = below(5) == 0 ? AG_PLAN_FAILURE
-                                                     : AG_PLAN_CHECK};
+        /* Now and then the admin inspect's peek, which both stores must
+         * answer alike and which must leave Redis as it was. */
+        enum ag_plan_kind kind = AG_PLAN_CHECK;
+        if (below(5) == 0)
+            kind = AG_PLAN_FAILURE;
+        else if (below(6) == 0)
+            kind = AG_PLAN_PEEK;
+        struct ag_plan plan = {.kind = kind};
         for (int i = 0; i < DIFF_POLICIES; i++) {
             if (below(3) == 0)
                 continue;
@@ -350,15 +428,33 @@ static void both_stores_agree_on_a_random_trace(void **state)
         memset(b, 0, sizeof b);
         fake_now = t;
         set_redis_time(NULL, t);
+        char pattern[64];
+        snprintf(pattern, sizeof pattern, "ag:diff%llu:*",
+                 (unsigned long long)seed);
+        struct snapshot before = {0};
+        if (kind == AG_PLAN_PEEK)
+            snapshot_take(&before, pattern);
         assert_int_equal(ag_store_check(mem, &plan, a), AG_OK);
         assert_int_equal(ag_store_check(env.store, &plan, b), AG_OK);
+        if (kind == AG_PLAN_PEEK) {
+            bool held = snapshot_holds(&before, pattern);
+            snapshot_free(&before);
+            if (!held) {
+                print_error("seed %llu step %zu: a peek changed Redis\n",
+                            (unsigned long long)seed, step);
+                say_plan(&plan, p);
+                fail();
+            }
+        }
         for (size_t k = 0; k < plan.n; k++) {
             if (a[k].allowed == b[k].allowed &&
                 a[k].remaining == b[k].remaining &&
                 a[k].retry_after_ms == b[k].retry_after_ms &&
-                a[k].reset_after_ms == b[k].reset_after_ms)
+                a[k].reset_after_ms == b[k].reset_after_ms &&
+                a[k].blocked_ms == b[k].blocked_ms &&
+                a[k].block_level == b[k].block_level)
                 continue;
-            char ta[96], tb[96];
+            char ta[128], tb[128];
             ag_vectors_result_text(&a[k], ta, sizeof ta);
             ag_vectors_result_text(&b[k], tb, sizeof tb);
             print_error("seed %llu step %zu t_us %llu policy %s: memory %s, "
@@ -464,7 +560,7 @@ static void assert_same_answer(const struct ag_limit_result *got,
         got->retry_after_ms == want->retry_after_ms &&
         got->reset_after_ms == want->reset_after_ms)
         return;
-    char tg[96], tw[96];
+    char tg[128], tw[128];
     ag_vectors_result_text(got, tg, sizeof tg);
     ag_vectors_result_text(want, tw, sizeof tw);
     fail_msg("%s: released %s, never reserved %s", what, tg, tw);
@@ -853,6 +949,79 @@ static void a_command_beside_the_limits_answers_its_caller(void **state)
     ag_store_destroy(mem);
 }
 
+/* The admin inspect's peek on every kind of state a check leaves or
+ * tidies: each algorithm's, a set with expired members and one over a
+ * lowered limit, a running block and its level, a key of another type.
+ * Every key's DUMP and expiry are the same after as before, however often
+ * and whenever it peeks, while the peek still reads that state (the block
+ * shows). */
+static void a_peek_leaves_redis_byte_for_byte_as_it_found_it(void **state)
+{
+    (void)state;
+    struct ag_policy p[AG_ALG_COUNT];
+    for (int a = 0; a < AG_ALG_COUNT; a++)
+        rel_policy(&p[a], (enum ag_algorithm)a, 4);
+    struct ag_plan hist;
+    rel_history(p, "peek1", "", &hist);
+    struct ag_limit_result res[AG_PLAN_MAX];
+    /* A third member of the log and the set, in the window after. */
+    snprintf(hist.ops[AG_ALG_DISTINCT].member, sizeof hist.ops[0].member, "c");
+    run_at(REL_BASE_US + 12 * S_US, &hist, AG_PLAN_CHECK, res);
+    /* A policy with growing blocks, full and then blocked. */
+    struct ag_policy blocking;
+    rel_policy(&blocking, AG_ALG_FIXED_WINDOW, 1);
+    snprintf(blocking.name, sizeof blocking.name, "blocking");
+    blocking.block_s = 15;
+    blocking.block_growth = 2;
+    blocking.block_max_s = 60;
+    struct ag_plan block = {.kind = AG_PLAN_CHECK};
+    rel_op(&block, &blocking, "peek1", "", "");
+    run_at(REL_BASE_US + 12 * S_US, &block, AG_PLAN_CHECK, res);
+    run_at(REL_BASE_US + 12 * S_US + 1, &block, AG_PLAN_CHECK, res);
+    assert_false(res[0].allowed);
+    /* The peek: every policy, the log and the set again at a lowered
+     * limit (their oldest members trimmed, if a check saw them), and a
+     * fixed window on the log's key, a key of another type. */
+    struct ag_policy low_log, low_set, other;
+    rel_policy(&low_log, AG_ALG_SLIDING_LOG, 1);
+    rel_policy(&low_set, AG_ALG_DISTINCT, 1);
+    rel_policy(&other, AG_ALG_FIXED_WINDOW, 4);
+    struct ag_plan peek = hist;
+    peek.ops[peek.n++] = block.ops[0];
+    struct ag_limit_op *op = rel_op(&peek, &low_log, "peek1", "", "");
+    op = rel_op(&peek, &low_set, "peek1", "", "a");
+    op = rel_op(&peek, &other, "peek1", "", "");
+    snprintf(op->key, sizeof op->key, "%s", hist.ops[AG_ALG_SLIDING_LOG].key);
+    struct snapshot before = {0};
+    snapshot_take(&before, "ag:peek1:*");
+    assert_true(before.keys->elements >= AG_ALG_COUNT + 2);
+    /* While the block runs (from 12 s and 1 us, for 15 s), as the window
+     * moves on (the members of 3 s leave it at 13 s), and once all but
+     * the level has ended. */
+    const uint64_t at[] = {REL_BASE_US + 14 * S_US, REL_BASE_US + 14 * S_US,
+                           REL_BASE_US + 23 * S_US + 500000,
+                           REL_BASE_US + 40 * S_US};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        memset(res, 0, sizeof res);
+        run_at(at[i], &peek, AG_PLAN_PEEK, res);
+        assert_true(snapshot_holds(&before, "ag:peek1:*"));
+        if (i == 0) {
+            assert_false(res[hist.n].allowed);
+            /* 13 s and 1 us left, rounded up. */
+            assert_int_equal(res[hist.n].blocked_ms, 13001);
+            assert_int_equal(res[hist.n].block_level, 1);
+        }
+    }
+    snapshot_free(&before);
+    /* And a check after the peeks is as a check without them: the one
+     * blocked goes on to the second of its row, 2 x 15 s. */
+    run_at(REL_BASE_US + 40 * S_US, &block, AG_PLAN_CHECK, res);
+    assert_true(res[0].allowed);
+    run_at(REL_BASE_US + 40 * S_US + 1, &block, AG_PLAN_CHECK, res);
+    assert_false(res[0].allowed);
+    assert_int_equal(res[0].retry_after_ms, 30000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -873,6 +1042,7 @@ int main(void)
         cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
         cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),
         cmocka_unit_test(a_command_beside_the_limits_answers_its_caller),
+        cmocka_unit_test(a_peek_leaves_redis_byte_for_byte_as_it_found_it),
     };
     return cmocka_run_group_tests(tests, start_redis, stop_redis);
 }

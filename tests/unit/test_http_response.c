@@ -86,9 +86,9 @@ static void fixture_init(struct fixture *f, size_t n)
         f->plan.ops[i].shadow = f->ps[i].mode == AG_MODE_SHADOW;
         f->plan.ops[i].charge = true;
     }
-    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000, 0};
-    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001, 0};
-    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000, 0};
+    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000, 0, 0, 0};
+    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001, 0, 0, 0};
+    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000, 0, 0, 0};
 }
 
 /* Decides f's results and builds their check response into r. */
@@ -162,7 +162,7 @@ static void denied_check_names_policy_and_retry(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0};
+    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -214,7 +214,7 @@ a_denying_policy_shows_r0_and_t_no_later_than_retry_after(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 2);
-    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0};
+    f.res[1] = (struct ag_limit_result){false, 0, 711200, 899000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -237,7 +237,7 @@ static void check_body_says_the_lane_it_was_judged_in(void **state)
     assert_string_equal(str_field(b, "device"), "trusted");
     json_decref(b);
     /* Denied in the trusted lane says so too. */
-    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0, 0, 0};
     render(&f, false, &r);
     b = body_json(&r);
     assert_string_equal(str_field(b, "device"), "trusted");
@@ -251,7 +251,7 @@ static void tripped_challenge_is_a_429_asking_for_one(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
-    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -277,7 +277,7 @@ static void passed_challenge_is_marked_in_its_decision(void **state)
     f.ps[0] = policy("login.ask", 10, ",\"action\":\"challenge\"");
     f.plan.ops[0].waived = true;
     f.plan.ops[0].shadow = true;
-    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 30000, 30000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -324,7 +324,7 @@ static void degraded_check_says_so(void **state)
     assert_int_equal(json_array_size(json_object_get(b, "decisions")), 2);
     json_decref(b);
     /* Denied and degraded. */
-    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0};
+    f.res[0] = (struct ag_limit_result){false, 0, 2000, 2000, 0, 0, 0};
     render(&f, true, &r);
     b = body_json(&r);
     assert_true(bool_field(b, "degraded"));
@@ -339,7 +339,7 @@ static void shadow_decision_is_marked_and_does_not_deny(void **state)
     (void)state;
     struct fixture f;
     fixture_init(&f, 3);
-    f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000, 0};
+    f.res[2] = (struct ag_limit_result){false, 0, 5000, 30000, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -367,7 +367,7 @@ static void empty_window_resets_after_zero(void **state)
     struct fixture f;
     fixture_init(&f, 2);
     f.res[0].reset_after_ms = 0;
-    f.res[1] = (struct ag_limit_result){true, 4, 0, 1, 0};
+    f.res[1] = (struct ag_limit_result){true, 4, 0, 1, 0, 0, 0};
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
@@ -501,6 +501,99 @@ static void unavailable_with_fail_closed_is_503_naming_it(void **state)
     ag_http_response_free(&r);
 }
 
+static void denied_inspect_is_a_200_with_the_block_and_no_headers(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 2);
+    f.ps[1] = policy("login.user_ip", 5,
+                     ",\"block_s\":60,\"block_growth\":2,"
+                     "\"block_max_s\":600");
+    f.plan.kind = AG_PLAN_PEEK;
+    f.res[1] = (struct ag_limit_result){.allowed = false,
+                                        .retry_after_ms = 41500,
+                                        .reset_after_ms = 10000,
+                                        .blocked_ms = 41500,
+                                        .block_level = 2};
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_inspect(&r, &f.plan, f.res, false),
+                     AG_OK);
+    /* An admin answer: never a 429, and no quota headers. */
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.retry_after, 0);
+    assert_false(r.rate_headers);
+    assert_int_equal(r.rl_field.len, 0);
+    json_t *b = body_json(&r);
+    assert_false(bool_field(b, "allowed"));
+    assert_true(bool_field(b, "inspected"));
+    assert_string_equal(str_field(b, "policy"), "login.user_ip");
+    assert_string_equal(str_field(b, "action"), "deny");
+    assert_int_equal(int_field(b, "retry_after"), 42);
+    assert_null(json_object_get(b, "degraded"));
+    const json_t *ds = json_object_get(b, "decisions");
+    const json_t *d0 = json_array_get(ds, 0);
+    assert_int_equal(int_field(d0, "remaining"), 9);
+    assert_null(json_object_get(d0, "blocked_for"));
+    assert_null(json_object_get(d0, "block_level"));
+    const json_t *d1 = json_array_get(ds, 1);
+    assert_false(bool_field(d1, "allowed"));
+    assert_int_equal(int_field(d1, "blocked_for"), 42);
+    assert_int_equal(int_field(d1, "block_level"), 2);
+    json_decref(b);
+    ag_http_response_free(&r);
+}
+
+static void degraded_inspect_marks_fail_closed_policies_unknown(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 3);
+    f.ps[1] = policy("login.user_ip", 5, ",\"fail\":\"closed\"");
+    f.ps[2] =
+        policy("login.shadow", 3, ",\"mode\":\"shadow\",\"fail\":\"closed\"");
+    f.plan.kind = AG_PLAN_PEEK;
+    f.plan.trusted = true;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(ag_http_response_inspect(&r, &f.plan, f.res, true), AG_OK);
+    assert_int_equal(r.status, 200);
+    json_t *b = body_json(&r);
+    /* What a check is answered now (ag_http_response_unavailable's). */
+    assert_false(bool_field(b, "allowed"));
+    assert_string_equal(str_field(b, "reason"), "store_unavailable");
+    assert_string_equal(str_field(b, "policy"), "login.user_ip");
+    assert_int_equal(int_field(b, "retry_after"), 1);
+    assert_string_equal(str_field(b, "device"), "trusted");
+    assert_true(bool_field(b, "degraded"));
+    assert_true(bool_field(b, "inspected"));
+    const json_t *ds = json_object_get(b, "decisions");
+    assert_int_equal(json_array_size(ds), 3);
+    const json_t *closed = json_array_get(ds, 1);
+    assert_true(bool_field(closed, "unknown"));
+    assert_false(bool_field(closed, "allowed"));
+    assert_int_equal(int_field(closed, "limit"), 5);
+    assert_null(json_object_get(closed, "remaining"));
+    /* A fail-open policy and a shadow one are the fallback's. */
+    assert_null(json_object_get(json_array_get(ds, 0), "unknown"));
+    assert_int_equal(int_field(json_array_get(ds, 0), "remaining"), 9);
+    assert_null(json_object_get(json_array_get(ds, 2), "unknown"));
+    assert_true(bool_field(json_array_get(ds, 2), "shadow"));
+    json_decref(b);
+    /* Redis answering, the same policies are read, none unknown. */
+    assert_int_equal(ag_http_response_inspect(&r, &f.plan, f.res, false),
+                     AG_OK);
+    b = body_json(&r);
+    assert_true(bool_field(b, "allowed"));
+    assert_null(json_object_get(b, "reason"));
+    assert_int_equal(
+        int_field(json_array_get(json_object_get(b, "decisions"), 1),
+                  "remaining"),
+        2);
+    json_decref(b);
+    ag_http_response_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +617,8 @@ int main(void)
         cmocka_unit_test(field_error_names_the_field),
         cmocka_unit_test(new_body_replaces_the_previous_one),
         cmocka_unit_test(unavailable_with_fail_closed_is_503_naming_it),
+        cmocka_unit_test(denied_inspect_is_a_200_with_the_block_and_no_headers),
+        cmocka_unit_test(degraded_inspect_marks_fail_closed_policies_unknown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -607,6 +607,41 @@ static void trusted_request_plans_only_its_lane(void **state)
     ag_ruleset_unref(s);
 }
 
+/* The admin inspect peeks what a check would apply, in either lane: the
+ * same policies under the same keys, with the same flags. */
+static void a_peek_plan_is_the_check_plan_in_either_lane(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = lane_set();
+    for (int trusted = 0; trusted < 2; trusted++) {
+        struct ag_request r;
+        request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &r);
+        if (trusted)
+            ag_request_trust(&r, device_id);
+        struct ag_plan check, peek;
+        assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &check), AG_OK);
+        assert_int_equal(plan_of(s, AG_PLAN_PEEK, &r, &h, &peek), AG_OK);
+        assert_int_equal(peek.kind, AG_PLAN_PEEK);
+        assert_int_equal(peek.trusted, trusted);
+        assert_int_equal(peek.n, check.n);
+        for (size_t i = 0; i < check.n; i++) {
+            assert_ptr_equal(peek.ops[i].policy, check.ops[i].policy);
+            assert_string_equal(peek.ops[i].key, check.ops[i].key);
+            assert_int_equal(peek.ops[i].charge, check.ops[i].charge);
+            assert_int_equal(peek.ops[i].shadow, check.ops[i].shadow);
+        }
+        /* Something to compare: each lane has its own policies, and a
+         * failures policy among them is not charged. */
+        assert_int_equal(check.n, 3 + trusted);
+        const char *fail = trusted ? "login.known_fail" : "login.unknown_fail";
+        assert_false(op_named(&peek, fail)->charge);
+        assert_true(op_named(&peek, "login.all")->charge);
+    }
+    ag_ruleset_unref(s);
+}
+
 static void device_token_key_hashes_the_tokens_id(void **state)
 {
     (void)state;
@@ -975,6 +1010,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plan_holds_enabled_policies_of_the_login_endpoint),
         cmocka_unit_test(reserve_and_release_plans_are_planned_as_a_check),
+        cmocka_unit_test(a_peek_plan_is_the_check_plan_in_either_lane),
         cmocka_unit_test(plan_holds_enabled_policies_of_the_otp_endpoint),
         cmocka_unit_test(plan_skips_policies_needing_an_absent_identifier),
         cmocka_unit_test(keys_are_policy_name_and_digest_without_plaintext),

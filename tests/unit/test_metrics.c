@@ -75,6 +75,11 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_webhook_delivered_total",
         "abuseguard_webhook_dropped_total",
         "abuseguard_webhook_queue_depth",
+        "abuseguard_deny_cache_hits_total",
+        "abuseguard_deny_cache_misses_total",
+        "abuseguard_deny_cache_evictions_total",
+        "abuseguard_deny_cache_invalidations_total",
+        "abuseguard_deny_cache_entries",
     };
     assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
     for (size_t i = 0; i < AG_M_COUNT; i++) {

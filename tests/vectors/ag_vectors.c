@@ -104,9 +104,10 @@ static size_t policy_index(const struct ag_policy *p, size_t n,
 void ag_vectors_result_text(const struct ag_limit_result *r, char *out,
                             size_t len)
 {
-    snprintf(out, len, "[%d, %u, %llu, %llu]", r->allowed, r->remaining,
-             (unsigned long long)r->retry_after_ms,
-             (unsigned long long)r->reset_after_ms);
+    snprintf(out, len, "[%d, %u, %llu, %llu, %llu, %u]", r->allowed,
+             r->remaining, (unsigned long long)r->retry_after_ms,
+             (unsigned long long)r->reset_after_ms,
+             (unsigned long long)r->blocked_ms, r->block_level);
 }
 
 /* The plan of one step: its "ops", each a policy's name or an object
@@ -119,17 +120,21 @@ static void plan_of(const json_t *step, const char *prefix,
 {
     /* "verified", a verified code for conversion, is recorded as a failure
      * is: both are reported events (check.lua's mode "record"). */
-    static const char *const kinds[] = {"check", "failure", "verified",
-                                        "clear"};
-    static const enum ag_plan_kind kind_of[] = {
-        AG_PLAN_CHECK, AG_PLAN_FAILURE, AG_PLAN_FAILURE, AG_PLAN_SUCCESS};
+    static const char *const kinds[] = {"check", "failure", "verified", "clear",
+                                        "peek"};
+    static const enum ag_plan_kind kind_of[] = {AG_PLAN_CHECK, AG_PLAN_FAILURE,
+                                                AG_PLAN_FAILURE,
+                                                AG_PLAN_SUCCESS, AG_PLAN_PEEK};
+    const size_t nkinds = sizeof kinds / sizeof kinds[0];
     const char *kind = json_string_value(json_object_get(step, "plan"));
     memset(plan, 0, sizeof *plan);
     size_t k = 0;
-    while (kind && k < 4 && strcmp(kind, kinds[k]) != 0)
+    while (kind && k < nkinds && strcmp(kind, kinds[k]) != 0)
         k++;
-    if (k == 4)
-        die("plan: \"check\", \"failure\", \"verified\" or \"clear\"", kind);
+    if (k == nkinds)
+        die("plan: \"check\", \"failure\", \"verified\", \"clear\" or "
+            "\"peek\"",
+            kind);
     plan->kind = kind_of[k];
     const char *fp = json_string_value(json_object_get(step, "fp"));
     if (fp && plan->kind != AG_PLAN_FAILURE)
@@ -206,6 +211,8 @@ int ag_vectors_run(const json_t *v, struct ag_store *s, const char *prefix,
         }
         for (size_t k = 0; k < plan.n; k++) {
             const json_t *e = json_array_get(expect, k);
+            /* A peek's result may add its block: blocked_ms and level,
+             * 0 and 0 when left out. */
             struct ag_limit_result want = {
                 .allowed = json_integer_value(json_array_get(e, 0)) != 0,
                 .remaining = (uint32_t)json_integer_value(json_array_get(e, 1)),
@@ -213,15 +220,24 @@ int ag_vectors_run(const json_t *v, struct ag_store *s, const char *prefix,
                     (uint64_t)json_integer_value(json_array_get(e, 2)),
                 .reset_after_ms =
                     (uint64_t)json_integer_value(json_array_get(e, 3)),
+                .blocked_ms =
+                    (uint64_t)json_integer_value(json_array_get(e, 4)),
+                .block_level =
+                    (uint32_t)json_integer_value(json_array_get(e, 5)),
             };
-            if (json_array_size(e) != 4)
-                die("a result is [allowed, remaining, retry, reset]", vname);
+            size_t width = json_array_size(e);
+            if (width != 4 && (width != 6 || plan.kind != AG_PLAN_PEEK))
+                die("a result is [allowed, remaining, retry, reset], and a "
+                    "peek's may add [blocked_ms, block_level]",
+                    vname);
             if (want.allowed == res[k].allowed &&
                 want.remaining == res[k].remaining &&
                 want.retry_after_ms == res[k].retry_after_ms &&
-                want.reset_after_ms == res[k].reset_after_ms)
+                want.reset_after_ms == res[k].reset_after_ms &&
+                want.blocked_ms == res[k].blocked_ms &&
+                want.block_level == res[k].block_level)
                 continue;
-            char got_text[96], want_text[96];
+            char got_text[128], want_text[128];
             ag_vectors_result_text(&res[k], got_text, sizeof got_text);
             ag_vectors_result_text(&want, want_text, sizeof want_text);
             snprintf(why, why_len,
