@@ -215,8 +215,11 @@ class EventsTest(EventsBase):
     def test_a_flood_of_denials_asks_redis_for_the_marker_once_a_second(
             self):
         hook = self.receiver()
+        # Without the deny cache, so that every denial comes from Redis
+        # and reaches the events' hook.
         svc = self.start([hook], policies=[policy("ev.user", key=("user",),
-                                                  limit=3)])
+                                                  limit=3)],
+                         extra=["--deny-cache", "off"])
         self.open_every_connection(svc)
         sets = self.redis.command_stats().get("set", {}).get("calls", 0)
         t = time.monotonic()
