@@ -365,6 +365,8 @@ static enum MHD_Result serve_admin(struct ag_http *h,
         .by = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "by"),
         .window_s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
                                                 "window_s"),
+        .after =
+            MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
         .body = req->body.p,
         .len = req->body.len,
     };

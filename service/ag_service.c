@@ -10,6 +10,7 @@
 #include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
@@ -501,6 +502,8 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
         struct ag_decision d;
         ag_limiter_decide(&c->plan, c->res, &d);
         note_denials(s, &c->plan, c->res);
+        if (!d.allowed)
+            ag_events_denied(s->o.events, &c->plan, c->res, degraded);
         if (!degraded && !d.allowed)
             remember_denials(s, c);
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
@@ -617,8 +620,10 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
         else
             ag_store_check(s->o.fallback, &p, res);
     }
-    if (req.success)
+    if (req.success) {
+        ag_events_cleared(s->o.events, &p);
         cleared(s, &p, rc == AG_OK || rc == AG_EUNKNOWN);
+    }
     ag_ruleset_unref(set);
     if (req.success)
         return issue_token(s, &req, &d, resp);
@@ -782,6 +787,20 @@ static void flush_pending(struct ag_service *s)
     atomic_store(&s->flushing, false);
 }
 
+/* A reset's event, and its lockout marker gone: the next lockout of the
+ * key is an event again. Raised once the reset is done or queued. */
+static void note_reset(struct ag_service *s, const struct ag_plan *plan)
+{
+    struct ag_event e;
+    const struct ag_policy *p = plan->ops[0].policy;
+    ag_event_init(&e, AG_EV_RESET);
+    snprintf(e.policy, sizeof e.policy, "%s", p->name);
+    e.endpoint = (int)p->endpoint;
+    ag_event_key_digest(plan->ops[0].key, e.key);
+    ag_events_cleared(s->o.events, plan);
+    ag_events_raise(s->o.events, &e);
+}
+
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                      const char *body, size_t len, char *key,
                      struct ag_error *err)
@@ -816,6 +835,7 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
         /* Unknown: sent and unanswered; it is not sent again (it could
          * forgive what was counted since), and the caller is told. */
         ag_store_clear(s->o.fallback, &plan);
+        note_reset(s, &plan);
         cleared(s, &plan, true);
         return rc;
     }
@@ -826,7 +846,13 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                             "already wait for it",
                             AG_SERVICE_PENDING_RESETS);
     ag_store_clear(s->o.fallback, &plan);
+    note_reset(s, &plan);
     return AG_EPENDING;
+}
+
+struct ag_events *ag_service_events(struct ag_service *s)
+{
+    return s->o.events;
 }
 
 size_t ag_service_waiting(struct ag_service *s)

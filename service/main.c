@@ -19,6 +19,7 @@
 #include "ag_db.h"
 #include "ag_deny_cache.h"
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
@@ -28,6 +29,7 @@
 #include "ag_service.h"
 #include "ag_store.h"
 #include "ag_store_cluster.h"
+#include "ag_webhook.h"
 
 #define EXIT_CONFIG 2
 /* How often each instance asks SQLite whether the policies changed. */
@@ -104,6 +106,17 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
 
+    /* The webhooks' signing key, read now so a bad file stops the start;
+     * the webhooks keep their own copy. */
+    static unsigned char webhook_key[AG_SECRET_MAX];
+    size_t webhook_key_len = 0;
+    if (cfg.n_webhooks && ag_config_read_secret_for(
+                              "webhook-secret-file", cfg.webhook_secret_file,
+                              webhook_key, &webhook_key_len, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        return EXIT_CONFIG;
+    }
+
     /* Block the stop signals before any thread starts, so that only the
      * sigwait below receives them. */
     sigset_t stop;
@@ -125,10 +138,39 @@ int main(int argc, char **argv)
     ag_db_close(db);
 
     struct ag_metrics *metrics = ag_metrics_new();
+    /* The events before the store, whose breaker tells them; attached to
+     * it once it exists. */
+    struct ag_webhooks *hooks = NULL;
+    struct ag_events *events = NULL;
+    const char *urls[AG_CONFIG_WEBHOOKS_MAX];
+    for (unsigned i = 0; i < cfg.n_webhooks; i++)
+        urls[i] = cfg.webhook_urls[i];
+    int hrc = cfg.n_webhooks ? ag_webhooks_new(
+                                   &(struct ag_webhook_opts){
+                                       .urls = urls,
+                                       .n = cfg.n_webhooks,
+                                       .key = webhook_key,
+                                       .key_len = webhook_key_len,
+                                       .max_age_s = cfg.webhook_max_age_s,
+                                       .metrics = metrics,
+                                   },
+                                   &hooks)
+                             : AG_OK;
+    sodium_memzero(webhook_key, sizeof webhook_key);
+    if (hrc ||
+        ag_events_new(&(struct ag_events_opts){.metrics = metrics,
+                                               .hooks = hooks,
+                                               .max_len = cfg.events_max_len},
+                      &events)) {
+        fprintf(stderr, "abuseguard: out of memory\n");
+        return 1;
+    }
     struct ag_store_redis_opts ropts = {
         .addr = &cfg.redis,
         .timeout_ms = cfg.redis_timeout_ms,
         .metrics = metrics,
+        .breaker = ag_events_breaker,
+        .breaker_arg = events,
     };
     bool cluster = cfg.redis.kind == AG_REDIS_CLUSTER;
     struct ag_store *store =
@@ -156,6 +198,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "abuseguard: out of memory\n");
         return 1;
     }
+    ag_events_attach(events, store);
     struct ag_service_opts sopts = {
         .hasher = &hasher,
         .store = store,
@@ -170,6 +213,7 @@ int main(int argc, char **argv)
             },
         .device_token_ttl_s = cfg.device_token_ttl_s,
         .tagged_keys = cluster,
+        .events = events,
         .deny_cache = deny_cache,
     };
     struct ag_service *svc = NULL;
@@ -215,8 +259,13 @@ int main(int argc, char **argv)
     ag_reload_stop(reload);
     ag_redis_sub_stop(sub);
     ag_service_free(svc);
+    /* No new marker or append once the store goes; what its pipe still
+     * holds answers into the events, which outlive it. */
+    ag_events_attach(events, NULL);
     ag_deny_cache_free(deny_cache);
     ag_store_destroy(store);
+    ag_events_free(events);
+    ag_webhooks_free(hooks);
     ag_store_destroy(fallback);
     ag_metrics_free(metrics);
     ag_hasher_wipe(&hasher);
