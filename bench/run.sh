@@ -19,6 +19,12 @@
 # BASELINE_BIN (another abuseguard binary, say a build of the previous
 # commit: measured in every round beside this one, with the same policies,
 # so that a change's effect is a within-round ratio too).
+# MODE=attack: the same rounds and ratios under a credential-guessing
+# flood instead (wrk-attack.lua: 64 user and IP pairs, denied after their
+# first few attempts), against the peer with its own local block cache
+# (INMEM_BLOCK=1, rate-limiter-flexible's inMemoryBlockOnConsumed).
+# Every run also reports the Redis commands it cost per check (INFO
+# commandstats calls over the run / wrk's requests).
 # A benchmark, not a test: nothing here gates CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +33,12 @@ shared=${SHARED_BENCH:-$root/../shared/bench}
 duration=${DURATION:-15}
 runs=${RUNS:-2}
 conns=${CONNS:-64}
+mode=${MODE:-normal}
+case $mode in
+normal) wrk_script=wrk-login.lua peer_block=0 ;;
+attack) wrk_script=wrk-attack.lua peer_block=1 ;;
+*) echo "MODE must be normal or attack" >&2; exit 2 ;;
+esac
 out=$root/bench/out
 mkdir -p "$out"
 
@@ -81,7 +93,7 @@ if [ -n "${BASELINE_BIN:-}" ]; then
 fi
 pport=$(port)
 (cd "$out/peer-node" && PORT=$pport REDIS_PORT=$rport WORKERS=2 \
-    exec node server.js) > "$out/peer.log" 2>&1 &
+    INMEM_BLOCK=$peer_block exec node server.js) > "$out/peer.log" 2>&1 &
 pids+=($!)
 for p in $aport $fport $pport $bport; do
     until curl -s -o /dev/null -X POST "127.0.0.1:$p/check-login" \
@@ -92,11 +104,20 @@ rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # CPU time a process has used, in clock ticks (user + system).
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# One wrk run: prints "rps p50_ms p99_ms".
+# Every command Redis has run so far (INFO commandstats calls, summed).
+redis_calls() {
+    redis-cli -p "$rport" INFO commandstats |
+        awk -F'[=,]' '/^cmdstat_/ {n += $2} END {print n + 0}'
+}
+
+# One wrk run: prints "rps p50_ms p99_ms non2xx ok|errors cmds_per_check".
 measure() {
-    wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/wrk-login.lua" \
+    local c0 c1
+    c0=$(redis_calls)
+    wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/$wrk_script" \
         "http://127.0.0.1:$1" > "$out/wrk-$2.txt"
-    python3 - "$out/wrk-$2.txt" <<'PY'
+    c1=$(redis_calls)
+    python3 - "$out/wrk-$2.txt" "$((c1 - c0))" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
 def ms(v):
@@ -109,8 +130,10 @@ p99 = ms(re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1))
 
 non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 errs = re.search(r"Socket errors: (.*)", t)
-print("%.0f %.3f %.3f %s %s" % (rps, p50, p99,
-      non2xx.group(1) if non2xx else 0, "errors" if errs else "ok"))
+requests = int(re.search(r"(\d+) requests in", t).group(1))
+print("%.0f %.3f %.3f %s %s %.4f" % (rps, p50, p99,
+      non2xx.group(1) if non2xx else 0, "errors" if errs else "ok",
+      int(sys.argv[2]) / max(requests, 1)))
 PY
 }
 
@@ -133,7 +156,8 @@ ceiling() {
         | tail -1
 }
 
-echo "== $runs rounds of ${duration}s runs, wrk -t2 -c$conns" >&2
+echo "== $mode: $runs rounds of ${duration}s runs, wrk -t2 -c$conns" \
+    "-s $wrk_script" >&2
 # Each round measures every contender once, then the ceiling; odd rounds
 # run abuseguard first, even rounds the peer first, so a machine that
 # speeds up or slows down during a round favours neither. Ratios are taken
@@ -148,7 +172,7 @@ run_ag() {
     if [ -n "$bport" ]; then
         base_res+=("$(measure "$bport" "baseline-$i")")
     else
-        base_res+=("0 0 0 0 ok")
+        base_res+=("0 0 0 0 ok 0")
     fi
 }
 for i in $(seq "$runs"); do
@@ -174,6 +198,7 @@ for k in $sample; do
     n=$((n + 1))
 done
 
+echo "mode: $mode ($wrk_script; peer INMEM_BLOCK=$peer_block)"
 python3 - "${ceil_res[*]}" "$rss_before" "$keys" "$used" "$usage" "$n" \
     "$(getconf CLK_TCK)" "$duration" \
     "${ag_res[@]}" --- "${fx_res[@]}" --- "${peer_res[@]}" --- \
@@ -220,6 +245,9 @@ print("median checks/s: abuseguard %.0f, abuseguard-fixed %.0f, peer %.0f, "
                         statistics.median(ceilings)))
 print("median p99 ms:   abuseguard %.3f, abuseguard-fixed %.3f, peer %.3f"
       % (med(ag, 2), med(fx, 2), med(peer, 2)))
+def cpc(rows): return " ".join("%.4f" % float(r[5]) for r in rows)
+print("Redis commands per check, per round: abuseguard %s; abuseguard-fixed "
+      "%s; peer %s" % (cpc(ag), cpc(fx), cpc(peer)))
 print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))
 # CPU per check during the abuseguard runs: a steadier measure than
 # checks/s on a shared machine, for comparing builds.

@@ -6,8 +6,12 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
           libsqlite3-dev libsodium-dev libjansson-dev libunistring-dev
-          libcmocka-dev libssl-dev openssl
-          redis-server python3 curl clang-format)
+          libcmocka-dev libssl-dev openssl libcurl4-openssl-dev
+          redis-server python3 python3-jsonschema curl clang-format
+          chromium)
+# The Debian package and its test: dpkg-shlibdeps for Depends,
+# systemd-sysusers and systemd-analyze, strace for the system call filter.
+packages+=(dpkg-dev systemd strace)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |

@@ -8,6 +8,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+# The browser tests' npm package (playwright-core, pinned by the lock
+# file; it drives Debian's chromium and downloads no browser), installed
+# again whenever the lock file changes. node and npm come with the machine.
+lock=tests/browser/package-lock.json
+stamp=tests/browser/node_modules/.installed-lock.json
+if ! cmp -s "$lock" "$stamp"; then
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix tests/browser \
+        --no-audit --no-fund
+    cp "$lock" "$stamp"
+fi
 
 # Checks that need no build, first, so a slip fails in seconds: the C
 # sources formatted as .clang-format says, and no Markdown table broken.

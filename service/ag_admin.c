@@ -10,6 +10,7 @@
 #include "ag_admin_auth.h"
 #include "ag_db.h"
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
@@ -62,6 +63,22 @@ void ag_admin_free(struct ag_admin *a)
     pthread_mutex_destroy(&a->lock);
     ag_admin_auth_free(a->auth);
     free(a);
+}
+
+/* A policy_changed or list_changed event for a committed edit: policy
+ * (or NULL) with endpoint (or -1), list (or NULL) and its entry (or 0). */
+static void note_edit(struct ag_admin *a, enum ag_event_type type,
+                      const char *policy, int endpoint, const char *list,
+                      const char *change, int64_t entry)
+{
+    struct ag_event e;
+    ag_event_init(&e, type);
+    snprintf(e.policy, sizeof e.policy, "%s", policy ? policy : "");
+    e.endpoint = endpoint;
+    snprintf(e.list, sizeof e.list, "%s", list ? list : "");
+    snprintf(e.change, sizeof e.change, "%s", change);
+    e.entry = entry;
+    ag_events_raise(ag_service_events(a->svc), &e);
 }
 
 static int not_allowed(struct ag_http_response *r, const char *allow)
@@ -243,6 +260,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_error(r, 404, "no such policy");
         if (rc)
             return db_error(r, &err);
+        note_edit(a, AG_EV_POLICY_CHANGED, name, -1, NULL, "delete", 0);
         char msg[256];
         return answer_delete(r, changed(a, msg, sizeof msg));
     }
@@ -265,6 +283,7 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_refusal(r, 400, &err);
     if (rc)
         return db_error(r, &err);
+    note_edit(a, AG_EV_POLICY_CHANGED, p.name, (int)p.endpoint, NULL, "put", 0);
     char msg[256];
     const char *why = changed(a, msg, sizeof msg);
     return answer_change(r, created ? 201 : 200,
@@ -461,6 +480,29 @@ static int conversion(struct ag_admin *a, const struct ag_admin_request *req,
     return send_json(r, 200, out);
 }
 
+/* GET /admin/events?after=ID&limit=N: a page of the event stream. */
+static int events_page(struct ag_admin *a, const struct ag_admin_request *req,
+                       struct ag_http_response *r)
+{
+    if (strcmp(req->method, "GET") != 0)
+        return not_allowed(r, "GET");
+    long long limit =
+        query_int(req->limit, AG_EVENTS_PAGE_DEFAULT, AG_EVENTS_PAGE_MAX);
+    struct ag_events *ev = ag_service_events(a->svc);
+    if (!ev)
+        return ag_http_response_error(r, 404, "security events are off");
+    json_t *out;
+    struct ag_error err;
+    int rc = ag_events_read(ev, req->after, limit, &out, &err);
+    if (rc == AG_EINVAL)
+        return ag_http_response_refusal(r, 400, &err);
+    if (rc == AG_ESTORE)
+        return ag_http_response_refusal(r, 503, &err);
+    if (rc)
+        return ag_http_response_error(r, 500, "out of memory");
+    return send_json(r, 200, out);
+}
+
 static int lists(struct ag_admin *a, const struct ag_admin_request *req,
                  const char *rest, struct ag_http_response *r)
 {
@@ -492,6 +534,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
             return ag_http_response_error(r, 404, "no such entry");
         if (rc)
             return db_error(r, &err);
+        note_edit(a, AG_EV_LIST_CHANGED, NULL, -1, which, "delete", id);
         char msg[256];
         return answer_delete(r, changed(a, msg, sizeof msg));
     }
@@ -536,6 +579,7 @@ static int lists(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_refusal(r, 409, &err);
     if (rc)
         return db_error(r, &err);
+    note_edit(a, AG_EV_LIST_CHANGED, NULL, -1, which, "add", id);
     char msg[256];
     const char *why = changed(a, msg, sizeof msg);
     e.id = id;
@@ -578,5 +622,7 @@ int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
         return lists(a, req, path + 7, r);
     if (strcmp(path, "/otp/conversion") == 0)
         return conversion(a, req, r);
+    if (strcmp(path, "/events") == 0)
+        return events_page(a, req, r);
     return ag_http_response_error(r, 404, "no such admin path");
 }

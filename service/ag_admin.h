@@ -25,6 +25,7 @@
  *   GET    /lists/{allow|deny}    {"entries": [...]}
  *   POST   /lists/{allow|deny}    201 | 202 {"entry": ...}
  *   DELETE /lists/{allow|deny}/{id}  204 | 202 | 404
+ *   GET    /events?after=&limit=  {"events": [...], "next_after": id}
  *
  * Handlers run on HTTP threads; the admin's own SQLite connection is used
  * under a mutex (admin traffic is rare; checks never wait for it).
@@ -53,6 +54,7 @@ struct ag_admin_request {
     const char *before;        /* query argument, or NULL */
     const char *by;            /* query argument, or NULL */
     const char *window_s;      /* query argument, or NULL */
+    const char *after;         /* query argument, or NULL */
     const char *body;
     size_t len;
 };

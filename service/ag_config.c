@@ -19,7 +19,17 @@
 #include "ag_identity.h"
 #include "ag_log.h"
 
-enum kind { K_STR, K_UINT, K_LISTEN, K_REDIS, K_LEVEL, K_FLAG };
+/* K_URLS: repeatable; each value is one or more space-separated URLs. */
+enum kind {
+    K_STR,
+    K_UINT,
+    K_LISTEN,
+    K_REDIS,
+    K_LEVEL,
+    K_FLAG,
+    K_ONOFF,
+    K_URLS
+};
 
 struct flag {
     const char *name; /* without the leading dashes */
@@ -106,8 +116,22 @@ static const struct flag flags[] = {
      "seconds a device token from a successful login is trusted"},
     {"audit-retention-days", K_UINT, F(audit_retention_days), 0, 1, 36500,
      "365", "days audit rows are kept (the newest of each policy stays)"},
+    {"deny-cache", K_ONOFF, F(deny_cache), 0, 0, 0, "on",
+     "on: answer checks Redis denied from a local cache until Redis could "
+     "allow them (no Redis call); off: ask Redis every time"},
     {"log-level", K_LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
+    {"webhook-url", K_URLS, F(webhook_urls), 0, 0, 0, "",
+     "http(s) URL POSTed each security event (repeatable, up to " STR(
+         AG_CONFIG_WEBHOOKS_MAX) "; space-separated in one value)"},
+    {"webhook-secret-file", K_STR, F(webhook_secret_file),
+     S(webhook_secret_file), 0, 0, "",
+     "file of >= " STR(AG_SECRET_MIN) " bytes keying the webhooks' "
+                                      "HMAC-SHA256 signature (mode 0600)"},
+    {"webhook-max-age-s", K_UINT, F(webhook_max_age_s), 0, 1, 604800, "3600",
+     "seconds an event is retried to a failing receiver, then dropped"},
+    {"events-max-len", K_UINT, F(events_max_len), 0, 100, 100000000, "10000",
+     "security events the Redis stream keeps, about (XADD MAXLEN ~)"},
     {"config", K_STR, F(config_file), S(config_file), 0, 0, "",
      "file of key = value lines (the flags' names, # comments); flags and "
      "the environment win over it"},
@@ -384,6 +408,37 @@ int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
     return AG_OK;
 }
 
+/* Adds each space-separated URL of val to c's webhooks: http:// or
+ * https://, with a host. */
+static int set_urls(struct ag_config *c, const struct flag *f, const char *val,
+                    const char *origin, struct ag_error *err)
+{
+    const char *s = val;
+    for (;;) {
+        s += strspn(s, " \t");
+        size_t n = strcspn(s, " \t");
+        if (!n)
+            return AG_OK;
+        bool http = n > 7 && strncmp(s, "http://", 7) == 0;
+        bool https = n > 8 && strncmp(s, "https://", 8) == 0;
+        if (!http && !https)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be an http:// or https:// URL",
+                                origin, f->name);
+        if (n >= AG_CONFIG_WEBHOOK_URL)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s is longer than %d bytes", origin,
+                                f->name, AG_CONFIG_WEBHOOK_URL - 1);
+        if (c->n_webhooks == AG_CONFIG_WEBHOOKS_MAX)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s is given more than %d times", origin,
+                                f->name, AG_CONFIG_WEBHOOKS_MAX);
+        memcpy(c->webhook_urls[c->n_webhooks], s, n);
+        c->webhook_urls[c->n_webhooks++][n] = '\0';
+        s += n;
+    }
+}
+
 static int set_value(struct ag_config *c, const struct flag *f, const char *val,
                      const char *origin, struct ag_error *err)
 {
@@ -436,6 +491,14 @@ static int set_value(struct ag_config *c, const struct flag *f, const char *val,
         return AG_OK;
     case K_FLAG:
         *(bool *)(void *)(base + f->off) = true;
+        return AG_OK;
+    case K_URLS:
+        return set_urls(c, f, val, origin, err);
+    case K_ONOFF:
+        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be on or off", origin, f->name);
+        *(bool *)(void *)(base + f->off) = strcmp(val, "on") == 0;
         return AG_OK;
     }
     return AG_EINVAL;
@@ -535,6 +598,9 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
     /* The command line first, so that a flag given there makes the
      * environment's value for it irrelevant, even a bad one. */
     const char *given[NFLAGS] = {0};
+    /* The values of a repeated --webhook-url, joined by spaces. */
+    char repeated[(AG_CONFIG_WEBHOOK_URL + 1) * AG_CONFIG_WEBHOOKS_MAX];
+    repeated[0] = '\0';
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0)
@@ -556,6 +622,19 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
             else
                 return ag_error_set(err, AG_EINVAL, f->name,
                                     "--%s needs a value", f->name);
+        }
+        if (f->kind == K_URLS && given[f - flags]) {
+            /* A repeated flag adds to the values before it. */
+            size_t had = strlen(repeated);
+            if (had + strlen(val) + 2 > sizeof repeated)
+                return ag_error_set(err, AG_EINVAL, f->name,
+                                    "--%s: too many values", f->name);
+            if (given[f - flags] != repeated) {
+                snprintf(repeated, sizeof repeated, "%s", given[f - flags]);
+                had = strlen(repeated);
+            }
+            snprintf(repeated + had, sizeof repeated - had, " %s", val);
+            val = repeated;
         }
         given[f - flags] = val;
     }
@@ -618,6 +697,10 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
                                                       : "redis-tls-cert-file",
                             "--redis-tls-cert-file and --redis-tls-key-file "
                             "go together");
+    if (c->n_webhooks && !c->webhook_secret_file[0])
+        return ag_error_set(err, AG_EINVAL, "webhook-secret-file",
+                            "--webhook-url needs --webhook-secret-file (the "
+                            "key of its signatures)");
     /* The group holds the addresses it groups: a longer group prefix than
      * the ip key's would split one key over several groups. */
     if (c->ipv6_group_prefix > c->ipv6_ip_prefix)
@@ -674,16 +757,19 @@ static int read_file(const char *path, unsigned char *buf, size_t cap,
     return AG_OK;
 }
 
-int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
-                          struct ag_error *err)
+int ag_config_read_secret_for(const char *flag, const char *path,
+                              unsigned char *key, size_t *len,
+                              struct ag_error *err)
 {
+    char what[64];
+    snprintf(what, sizeof what, "--%s", flag);
     /* One byte past the cap tells a file that is too long from one that
      * fits exactly: a longer secret is refused, not cut short. */
     unsigned char buf[AG_SECRET_MAX + 1];
-    int rc = read_file(path, buf, sizeof buf, len, true, "--secret-file", err);
+    int rc = read_file(path, buf, sizeof buf, len, true, what, err);
     if (rc == AG_OK && *len > AG_SECRET_MAX) {
-        rc = ag_error_set(err, AG_EINVAL, "secret-file",
-                          "--secret-file '%s' is longer than %d bytes", path,
+        rc = ag_error_set(err, AG_EINVAL, flag,
+                          "%s '%s' is longer than %d bytes", what, path,
                           AG_SECRET_MAX);
     }
     if (rc == AG_OK)
@@ -693,11 +779,12 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
         return rc;
 
     if (*len < AG_SECRET_MIN) {
-        return ag_error_set(err, AG_EINVAL, "secret-file",
-                            "--secret-file '%s' holds %zu bytes; at least %d "
+        return ag_error_set(err, AG_EINVAL, flag,
+                            "%s '%s' holds %zu bytes; at least %d "
                             "random bytes are needed (head -c %d /dev/urandom "
                             "> %s)",
-                            path, *len, AG_SECRET_MIN, AG_SECRET_MIN, path);
+                            what, path, *len, AG_SECRET_MIN, AG_SECRET_MIN,
+                            path);
     }
     /* One byte repeated (a file of zeros from a botched copy, or from
      * head -c on /dev/zero) is long enough but is no secret: anyone can
@@ -708,13 +795,19 @@ int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
     if (i == *len) {
         unsigned byte = key[0];
         sodium_memzero(key, *len);
-        return ag_error_set(err, AG_EINVAL, "secret-file",
-                            "--secret-file '%s' is one byte (0x%02x) repeated; "
+        return ag_error_set(err, AG_EINVAL, flag,
+                            "%s '%s' is one byte (0x%02x) repeated; "
                             "fill it with random bytes (head -c %d "
                             "/dev/urandom > %s)",
-                            path, byte, AG_SECRET_MIN, path);
+                            what, path, byte, AG_SECRET_MIN, path);
     }
     return AG_OK;
+}
+
+int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
+                          struct ag_error *err)
+{
+    return ag_config_read_secret_for("secret-file", path, key, len, err);
 }
 
 int ag_config_read_redis_password(struct ag_config *c, struct ag_error *err)

@@ -15,10 +15,12 @@
 
 #include "ag_error.h"
 
-#define AG_SECRET_MIN 32   /* bytes a secret file must hold at least */
-#define AG_SECRET_MAX 4096 /* bytes read from a secret file at most */
-#define AG_TOKEN_MIN 16    /* bytes of admin token at least */
-#define AG_TOKEN_MAX 1024  /* bytes of admin token at most */
+#define AG_SECRET_MIN 32           /* bytes a secret file must hold at least */
+#define AG_SECRET_MAX 4096         /* bytes read from a secret file at most */
+#define AG_TOKEN_MIN 16            /* bytes of admin token at least */
+#define AG_TOKEN_MAX 1024          /* bytes of admin token at most */
+#define AG_CONFIG_WEBHOOKS_MAX 8   /* --webhook-url given at most */
+#define AG_CONFIG_WEBHOOK_URL 1024 /* bytes of one, with its NUL */
 
 enum ag_redis_kind {
     AG_REDIS_TCP,
@@ -86,10 +88,18 @@ struct ag_config {
     unsigned ipv4_group_prefix;    /* bits of an IPv4 ip_prefix key */
     unsigned device_token_ttl_s;   /* seconds a device token lives */
     unsigned audit_retention_days; /* audit rows older are pruned */
+    bool deny_cache;               /* --deny-cache on (the default) */
     int log_level;                 /* enum ag_log_level */
-    bool help;                     /* --help was given */
-    bool version;                  /* --version was given */
-    char config_file[1024];        /* --config; empty: none */
+    /* Security event receivers (--webhook-url, repeatable; several in one
+     * value, the environment's or the file's, separated by spaces). */
+    char webhook_urls[AG_CONFIG_WEBHOOKS_MAX][AG_CONFIG_WEBHOOK_URL];
+    unsigned n_webhooks;
+    char webhook_secret_file[1024]; /* the HMAC key; needed with a URL */
+    unsigned webhook_max_age_s;     /* an event older is dropped */
+    unsigned events_max_len;        /* the event stream's cap */
+    bool help;                      /* --help was given */
+    bool version;                   /* --version was given */
+    char config_file[1024];         /* --config; empty: none */
 };
 
 /* Fills c from defaults, the environment and argv (argv[0] is skipped).
@@ -112,6 +122,11 @@ void ag_config_usage(FILE *out);
  * receives the length. The caller should sodium_memzero the key when done. */
 int ag_config_read_secret(const char *path, unsigned char *key, size_t *len,
                           struct ag_error *err);
+/* The same for the secret file of flag (without its dashes, such as
+ * "webhook-secret-file"), which its messages name. */
+int ag_config_read_secret_for(const char *flag, const char *path,
+                              unsigned char *key, size_t *len,
+                              struct ag_error *err);
 /* Reads --redis-password-file, when given, into c->redis.password (it wins
  * over a password in the URL): a private regular file (mode checked like
  * the secret file's), trailing white space trimmed, 1 to 255 bytes. */

@@ -24,6 +24,8 @@
 #include <microhttpd.h>
 
 #include "ag_admin.h"
+#include "ag_console.h"
+#include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_http_conns.h"
 #include "ag_http_recv.h"
@@ -78,7 +80,9 @@ enum route {
     R_HEALTHZ,
     R_READYZ,
     R_METRICS,
+    R_OPENAPI,
     R_ADMIN,
+    R_CONSOLE, /* the admin console's page: no token */
 };
 
 struct route_def {
@@ -97,6 +101,7 @@ static const struct route_def routes[] = {
     {"/healthz", R_HEALTHZ, "GET", AG_EP_LOGIN},
     {"/readyz", R_READYZ, "GET", AG_EP_LOGIN},
     {"/metrics", R_METRICS, "GET", AG_EP_LOGIN},
+    {"/openapi.json", R_OPENAPI, "GET", AG_EP_LOGIN},
 };
 
 /* Per-request state, from the first handler call to the completed
@@ -223,6 +228,15 @@ static const struct route_def *find_route(const char *url)
     return NULL;
 }
 
+/* api/openapi.json as compiled in, or NULL in a tree without it. */
+static const struct ag_embedded_file *openapi_file(void)
+{
+    for (size_t i = 0; i < ag_embedded_api_count; i++)
+        if (strcmp(ag_embedded_api[i].name, "openapi.json") == 0)
+            return &ag_embedded_api[i];
+    return NULL;
+}
+
 static enum MHD_Result
 serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
 {
@@ -236,6 +250,15 @@ serve_probe(struct ag_http *h, struct MHD_Connection *conn, enum route route)
         r.content_type = "text/plain; version=0.0.4";
         ag_buf_init(&r.body, 1024 * 1024);
         rc = ag_metrics_render(h->metrics, &r.body);
+    } else if (route == R_OPENAPI) {
+        const struct ag_embedded_file *f = openapi_file();
+        if (!f) {
+            rc = ag_http_response_error(&r, 404, "no such path");
+        } else {
+            r.status = 200;
+            ag_buf_init(&r.body, f->len + 1);
+            rc = ag_buf_append(&r.body, f->data, f->len);
+        }
     } else if (ag_service_ready(h->svc))
         rc = ag_http_response_status(&r, 200, "ready");
     else
@@ -342,6 +365,8 @@ static enum MHD_Result serve_admin(struct ag_http *h,
         .by = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "by"),
         .window_s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
                                                 "window_s"),
+        .after =
+            MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
         .body = req->body.p,
         .len = req->body.len,
     };
@@ -354,6 +379,40 @@ static enum MHD_Result serve_admin(struct ag_http *h,
             ? send_response(conn, &r)
             : reply_error(conn, 500, "internal error", NULL, NULL);
     ag_http_response_free(&r);
+    return ret;
+}
+
+/* A console file, its answer decided by ag_console. The body is static:
+ * libmicrohttpd sends it without a copy. */
+static enum MHD_Result serve_console(struct MHD_Connection *conn,
+                                     const char *url, const char *method)
+{
+    struct ag_console_answer a;
+    if (ag_console_answer(
+            method, url,
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                        MHD_HTTP_HEADER_IF_NONE_MATCH),
+            &a) != AG_OK)
+        return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path", NULL,
+                           NULL);
+    struct MHD_Response *mr = MHD_create_response_from_buffer(
+        a.len, (void *)a.body, MHD_RESPMEM_PERSISTENT);
+    if (!mr)
+        return MHD_NO;
+    for (const struct ag_console_header *h = ag_console_headers; h->name; h++)
+        MHD_add_response_header(mr, h->name, h->value);
+    if (a.status != 304 && a.content_type)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                a.content_type);
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, a.cache);
+    if (a.etag)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, a.etag);
+    if (a.allow)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, a.allow);
+    if (a.location)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, a.location);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)a.status, mr);
+    MHD_destroy_response(mr);
     return ret;
 }
 
@@ -470,6 +529,13 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
             return defer_error(req, MHD_HTTP_NOT_FOUND,
                                "the admin API is off (no --admin-token-file)",
                                NULL, NULL);
+        if (ag_console_path(url)) {
+            /* The page holds no data: it is served before, and without,
+             * the token check of every other admin route. */
+            req->route = R_CONSOLE;
+            req->discard = 1;
+            return MHD_YES;
+        }
         req->route = R_ADMIN;
         return MHD_YES;
     }
@@ -529,9 +595,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     case R_HEALTHZ:
     case R_READYZ:
     case R_METRICS:
+    case R_OPENAPI:
         return serve_probe(h, conn, req->route);
     case R_ADMIN:
         return serve_admin(h, conn, url, method, req);
+    case R_CONSOLE:
+        return serve_console(conn, url, method);
     case R_CHECK:
     case R_REPORT_LOGIN:
     case R_REPORT_OTP:

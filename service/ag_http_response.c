@@ -154,7 +154,8 @@ static void block_json(struct ag_buf *b, const struct ag_limit_op *op,
 }
 
 static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
-                          const struct ag_limit_result *res, bool peek)
+                          const struct ag_limit_result *res, bool peek,
+                          bool cached)
 {
     /* Policy names are [a-z0-9._-]: no escaping needed. */
     ag_buf_puts(b, "{\"policy\":\"");
@@ -179,6 +180,8 @@ static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
         ag_buf_puts(b, ",\"challenge_passed\":true");
     if (peek)
         block_json(b, op, res);
+    if (cached)
+        ag_buf_puts(b, ",\"cached\":true");
     ag_buf_puts(b, "}");
 }
 
@@ -194,7 +197,7 @@ static bool unknown(const struct ag_limit_op *op, bool degraded)
  * "inspected", blocks, and fail-closed policies unknown while degraded). */
 static void check_body(struct ag_buf *b, const struct ag_plan *plan,
                        const struct ag_limit_result *res,
-                       const struct ag_decision *d, bool degraded)
+                       const struct ag_decision *d, bool degraded, bool cached)
 {
     bool peek = plan->kind == AG_PLAN_PEEK;
     const struct ag_limit_op *closed = NULL;
@@ -237,19 +240,20 @@ static void check_body(struct ag_buf *b, const struct ag_plan *plan,
                        plan->ops[i].policy->limit);
             ag_buf_puts(b, ",\"unknown\":true}");
         } else {
-            decision_json(b, &plan->ops[i], &res[i], peek);
+            decision_json(b, &plan->ops[i], &res[i], peek, cached);
         }
     }
     ag_buf_puts(b, "]}");
 }
 
-int ag_http_response_check(struct ag_http_response *r,
-                           const struct ag_plan *plan,
-                           const struct ag_limit_result *res,
-                           const struct ag_decision *d, bool degraded)
+static int check_response(struct ag_http_response *r,
+                          const struct ag_plan *plan,
+                          const struct ag_limit_result *res,
+                          const struct ag_decision *d, bool degraded,
+                          bool cached)
 {
     struct ag_buf *b = &r->body;
-    check_body(b, plan, res, d, degraded);
+    check_body(b, plan, res, d, degraded, cached);
     r->status = d->allowed ? 200 : 429;
     if (!d->allowed)
         r->retry_after = d->retry_after_s;
@@ -270,13 +274,29 @@ int ag_http_response_check(struct ag_http_response *r,
     return rc;
 }
 
+int ag_http_response_check(struct ag_http_response *r,
+                           const struct ag_plan *plan,
+                           const struct ag_limit_result *res,
+                           const struct ag_decision *d, bool degraded)
+{
+    return check_response(r, plan, res, d, degraded, false);
+}
+
+int ag_http_response_cached(struct ag_http_response *r,
+                            const struct ag_plan *plan,
+                            const struct ag_limit_result *res,
+                            const struct ag_decision *d)
+{
+    return check_response(r, plan, res, d, false, true);
+}
+
 int ag_http_response_inspect(struct ag_http_response *r,
                              const struct ag_plan *plan,
                              const struct ag_limit_result *res, bool degraded)
 {
     struct ag_decision d;
     ag_limiter_decide(plan, res, &d);
-    check_body(&r->body, plan, res, &d, degraded);
+    check_body(&r->body, plan, res, &d, degraded, false);
     r->status = 200;
     return ag_buf_error(&r->body);
 }

@@ -85,6 +85,14 @@ int ag_http_response_check(struct ag_http_response *r,
                            const struct ag_limit_result *res,
                            const struct ag_decision *d, bool degraded);
 
+/* The response to a check denied from the deny cache (ag_deny_cache):
+ * as ag_http_response_check, for a plan of the cached denials only, each
+ * decision marked "cached": true. */
+int ag_http_response_cached(struct ag_http_response *r,
+                            const struct ag_plan *plan,
+                            const struct ag_limit_result *res,
+                            const struct ag_decision *d);
+
 struct ag_list_entry;
 
 /* The answer to an admin inspect (ag_service_inspect) of a peek plan: 200

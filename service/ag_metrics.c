@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_log.h"
 
 /* Upper bounds of the latency buckets, in microseconds. */
@@ -58,6 +59,7 @@ struct ag_metrics {
     /* OTP codes sent (checks allowed) and verified, by calling code, the
      * code's number as the index (calling codes are 1 to 3 digits). */
     atomic_uint_fast64_t otp[2][1000];
+    atomic_uint_fast64_t events[AG_EV_COUNT]; /* by enum ag_event_type */
 };
 
 /* The one-number metrics: exposition name, type and help, by enum. */
@@ -107,6 +109,30 @@ static const struct {
                            "counter",
                            "Connections refused with a 503 at accept "
                            "(--max-conns or --max-conns-per-ip)."},
+    [AG_M_WEBHOOK_DELIVERED] = {"abuseguard_webhook_delivered_total", "counter",
+                                "Security events a webhook receiver took "
+                                "(answered 2xx)."},
+    [AG_M_WEBHOOK_DROPPED] = {"abuseguard_webhook_dropped_total", "counter",
+                              "Security events given up for a receiver: "
+                              "older than --webhook-max-age-s, pushed out "
+                              "of a full queue, or queued at shutdown."},
+    [AG_M_WEBHOOK_QUEUED] = {"abuseguard_webhook_queue_depth", "gauge",
+                             "Security events waiting for delivery, over "
+                             "every receiver."},
+    [AG_M_DENY_CACHE_HITS] = {"abuseguard_deny_cache_hits_total", "counter",
+                              "Checks denied from the local deny cache, "
+                              "without a Redis call."},
+    [AG_M_DENY_CACHE_MISSES] = {"abuseguard_deny_cache_misses_total", "counter",
+                                "Checks the deny cache sent on to Redis."},
+    [AG_M_DENY_CACHE_EVICTIONS] = {"abuseguard_deny_cache_evictions_total",
+                                   "counter",
+                                   "Deny cache entries pushed out by a "
+                                   "new one (the nearest expiry)."},
+    [AG_M_DENY_CACHE_INVALIDATIONS] =
+        {"abuseguard_deny_cache_invalidations_total", "counter",
+         "Keys invalidated in the deny cache, and whole clears."},
+    [AG_M_DENY_CACHE_ENTRIES] = {"abuseguard_deny_cache_entries", "gauge",
+                                 "Entries the deny cache holds."},
 };
 
 struct ag_metrics *ag_metrics_new(void)
@@ -231,6 +257,24 @@ void ag_metrics_otp(struct ag_metrics *m, const char *country, bool verified)
     atomic_fetch_add_explicit(&m->otp[verified][code], 1, memory_order_relaxed);
 }
 
+void ag_metrics_event(struct ag_metrics *m, int type)
+{
+    if (m && type >= 0 && type < AG_EV_COUNT)
+        atomic_fetch_add_explicit(&m->events[type], 1, memory_order_relaxed);
+}
+
+static int render_events(struct ag_metrics *m, struct ag_buf *b)
+{
+    int rc = ag_buf_puts(b, "# HELP abuseguard_events_total Security events "
+                            "raised, by type.\n"
+                            "# TYPE abuseguard_events_total counter\n");
+    for (int t = 0; !rc && t < AG_EV_COUNT; t++)
+        rc = ag_buf_printf(
+            b, "abuseguard_events_total{type=\"%s\"} %" PRIu64 "\n",
+            ag_event_type_name((enum ag_event_type)t), LOAD(m->events[t]));
+    return rc;
+}
+
 /* The OTP counters of each calling code seen. */
 static int render_otp(struct ag_metrics *m, struct ag_buf *b)
 {
@@ -325,6 +369,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                            scalars[k].type, scalars[k].name,
                            (int64_t)atomic_load(&m->scalar[k]));
     rc = rc ? rc : render_otp(m, b);
+    rc = rc ? rc : render_events(m, b);
     return rc ? rc
               : ag_buf_printf(
                     b,

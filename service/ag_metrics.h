@@ -44,6 +44,14 @@ enum ag_metric {
     AG_M_HTTP_RECLAIMED,       /* counter: ready connections ended at the cap */
     AG_M_HTTP_EXPIRED,         /* counter: connections past the deadline */
     AG_M_HTTP_REFUSED,         /* counter: connections refused at accept */
+    AG_M_WEBHOOK_DELIVERED,    /* counter: events a receiver took (2xx) */
+    AG_M_WEBHOOK_DROPPED,      /* counter: events given up (age, queue) */
+    AG_M_WEBHOOK_QUEUED,       /* gauge: events waiting, all receivers */
+    AG_M_DENY_CACHE_HITS,      /* counter: checks denied from the cache */
+    AG_M_DENY_CACHE_MISSES,    /* counter: checks the cache sent on */
+    AG_M_DENY_CACHE_EVICTIONS, /* counter: entries pushed out when full */
+    AG_M_DENY_CACHE_INVALIDATIONS, /* counter: keys invalidated, clears */
+    AG_M_DENY_CACHE_ENTRIES,       /* gauge: entries held */
     AG_M_COUNT
 };
 
@@ -74,6 +82,8 @@ void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
  * request had passed one and went on. Counted apart from denials. */
 void ag_metrics_challenge(struct ag_metrics *m, const char *policy,
                           bool passed);
+/* One security event raised, of type (enum ag_event_type, ag_events.h). */
+void ag_metrics_event(struct ag_metrics *m, int type);
 /* The current value of a counter or gauge (for tests and probes). */
 int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which);
 

@@ -251,6 +251,35 @@ bool ag_redis_link_stale(struct ag_redis_link *l)
     return stale;
 }
 
+int ag_redis_link_wait_reply(struct ag_redis_link *l, unsigned wait_ms,
+                             void **reply)
+{
+    *reply = NULL;
+    if (l->broken)
+        return AG_ESTORE;
+    /* A command appended meanwhile (a PING) goes first. */
+    if (flush(l, now_ms() + l->timeout_ms))
+        return AG_ESTORE;
+    /* One read may have brought several messages: the reader holds the
+     * rest, and the socket has nothing more to say about them. */
+    void *r = NULL;
+    if (redisReaderGetReply(l->reader, &r) != REDIS_OK)
+        return fail(l, false, "protocol error: %s", l->reader->errstr);
+    if (r) {
+        *reply = r;
+        return AG_OK;
+    }
+    if (!(l->ssl && SSL_pending(l->ssl) > 0)) {
+        struct pollfd pfd = {.fd = l->fd, .events = POLLIN};
+        int n = poll(&pfd, 1, (int)wait_ms);
+        if (n == 0)
+            return AG_OK;
+    }
+    if (!ag_redis_link_stale(l))
+        return AG_OK; /* a TLS record without data */
+    return ag_redis_link_get_reply(l, reply);
+}
+
 const char *ag_redis_link_error(const struct ag_redis_link *l)
 {
     return l->errstr;

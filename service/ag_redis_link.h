@@ -85,6 +85,15 @@ int ag_redis_link_get_reply(struct ag_redis_link *l, void **reply);
  * ticket) are taken in passing and do not count. */
 bool ag_redis_link_stale(struct ag_redis_link *l);
 
+/* For a subscribed link, whose messages come unasked: writes whatever is
+ * buffered, then returns a reply already read, or one whose first bytes
+ * arrive within wait_ms (then read whole
+ * within the link's timeout). AG_OK with *reply (free it with
+ * ag_redis_reply_free), AG_OK with *reply NULL if none came in time (the
+ * link stays usable), or AG_ESTORE as ag_redis_link_get_reply. */
+int ag_redis_link_wait_reply(struct ag_redis_link *l, unsigned wait_ms,
+                             void **reply);
+
 /* The last failure's text (one line; "" if none). Valid until the next
  * call on l. */
 const char *ag_redis_link_error(const struct ag_redis_link *l);

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
@@ -49,6 +51,10 @@ struct ag_check {
     struct ag_ruleset *set; /* the plan borrows from it */
     const struct ag_check_waiter *waiter;
     int store_rc;
+    /* The deny cache's clock and epoch, read before the store call was
+     * sent (ag_deny_cache.h). */
+    uint64_t sent_us;
+    uint64_t epoch;
     char country[AG_COUNTRY_MAX];        /* otp: the phone's calling code */
     char phone_prefix[AG_PHONE_MAX + 1]; /* otp: its number range */
     struct ag_plan plan;
@@ -94,6 +100,10 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
     struct ag_ruleset *old = s->set;
     s->set = set;
     pthread_mutex_unlock(&s->lock);
+    /* An edit may have raised a limit, disabled or deleted a policy: no
+     * cached denial of the old set may stand. */
+    if (s->o.deny_cache)
+        ag_deny_cache_clear(s->o.deny_cache);
     ag_ruleset_unref(old);
 }
 
@@ -270,6 +280,109 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
     }
 }
 
+/* The deny cache (issue 20). */
+
+/* Can op's denial be cached? Only an enforcing policy's whose denial ends
+ * with time alone: a consecutive policy's ends at the next success, a
+ * conversion policy's at a verification (either on any instance, at any
+ * moment), so neither is. */
+static bool cacheable(const struct ag_limit_op *op)
+{
+    return !op->shadow && op->policy->algorithm != AG_ALG_CONSECUTIVE &&
+           op->policy->algorithm != AG_ALG_CONVERSION;
+}
+
+/* The cache entry's member: a distinct policy's subject (a known subject
+ * is still allowed), none for the others. */
+static const char *cache_member(const struct ag_limit_op *op)
+{
+    return op->policy->algorithm == AG_ALG_DISTINCT ? op->member : "";
+}
+
+/* Whole milliseconds from now to at, rounded up. */
+static uint64_t ms_until(uint64_t at, uint64_t now)
+{
+    return at > now ? (at - now + 999) / 1000 : 0;
+}
+
+/* Answers c at once if one of its enforcing policies is denied in the
+ * cache: true with resp filled (and *rc its result). The plan is cut down
+ * to the cached denials, each with the wait Redis gave, counted down. */
+static bool answer_cached(struct ag_service *s, struct ag_check *c,
+                          struct ag_http_response *resp, int *rc)
+{
+    struct ag_deny_cache *dc = s->o.deny_cache;
+    if (!dc || !ag_deny_cache_live(dc))
+        return false;
+    size_t hits = 0;
+    uint64_t now = ag_deny_cache_now(dc);
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        uint64_t until, reset;
+        if (!cacheable(op) ||
+            !ag_deny_cache_lookup(dc, op->key, cache_member(op), &until,
+                                  &reset))
+            continue;
+        /* The deadline is a millisecond short of the wait Redis gave
+         * (ag_deny_cache_insert's caller), which the answer adds back. */
+        c->res[hits] = (struct ag_limit_result){
+            .allowed = false,
+            .retry_after_ms = ms_until(until, now) + 1,
+            .reset_after_ms = ms_until(reset, now) + 1,
+        };
+        if (hits != i)
+            c->plan.ops[hits] = *op;
+        hits++;
+    }
+    ag_deny_cache_count(dc, hits > 0);
+    if (!hits)
+        return false;
+    c->plan.n = hits;
+    struct ag_decision d;
+    ag_limiter_decide(&c->plan, c->res, &d);
+    note_denials(s, &c->plan, c->res);
+    *rc = ag_http_response_cached(resp, &c->plan, c->res, &d);
+    return true;
+}
+
+/* Remembers the denials Redis gave c. Redis computed each wait at a
+ * moment after sent_us, and rounded it up to a millisecond: a deadline a
+ * millisecond short of sent_us plus the wait is never after the moment
+ * Redis would allow. */
+static void remember_denials(struct ag_service *s, const struct ag_check *c)
+{
+    struct ag_deny_cache *dc = s->o.deny_cache;
+    if (!dc)
+        return;
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        const struct ag_limit_result *r = &c->res[i];
+        if (r->allowed || !cacheable(op) || r->retry_after_ms < 2)
+            continue;
+        ag_deny_cache_insert(dc, c->epoch, op->key, cache_member(op),
+                             c->sent_us + (r->retry_after_ms - 1) * 1000,
+                             c->sent_us + r->reset_after_ms * 1000);
+    }
+}
+
+/* The keys of p were cleared (a reset, a successful login): dropped from
+ * this instance's cache, and, when the store took the clear (told), from
+ * every other instance's through the store. Published whether or not
+ * this instance caches: the others may. */
+static void cleared(struct ag_service *s, const struct ag_plan *p, bool told)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const struct ag_limit_op *op = &p->ops[i];
+        if (op->policy->algorithm == AG_ALG_CONSECUTIVE ||
+            op->policy->algorithm == AG_ALG_CONVERSION)
+            continue; /* never cached */
+        if (s->o.deny_cache)
+            ag_deny_cache_invalidate(s->o.deny_cache, op->key);
+        if (told)
+            ag_store_publish(s->o.store, AG_DENY_CACHE_CHANNEL, op->key);
+    }
+}
+
 /* The store's callback, on a store thread (or on the calling thread when
  * the call could not start). */
 static void store_answered(void *arg, int rc)
@@ -287,6 +400,10 @@ static void start_store(struct ag_service *s, struct ag_check *c)
 {
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
+    if (s->o.deny_cache) {
+        c->epoch = ag_deny_cache_epoch(s->o.deny_cache);
+        c->sent_us = ag_deny_cache_now(s->o.deny_cache);
+    }
     c->waiter->suspend(c->waiter->arg);
     atomic_fetch_add(&s->waiting, 1);
     int rc =
@@ -342,12 +459,13 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         rc = AG_OK;
     } else {
         const struct ag_list_entry *listed = match_lists(c->set, &d);
-        if (!listed && c->plan.n > 0) {
+        if (!listed && c->plan.n > 0 && answer_cached(s, c, resp, &rc)) {
+            outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
+        } else if (!listed && c->plan.n > 0) {
             *out = c;
             start_store(s, c); /* the store decides */
             return AG_EPENDING;
-        }
-        if (listed) {
+        } else if (listed) {
             outcome =
                 listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
             rc = ag_http_response_listed(resp, listed, req.trusted);
@@ -384,6 +502,10 @@ int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp)
         struct ag_decision d;
         ag_limiter_decide(&c->plan, c->res, &d);
         note_denials(s, &c->plan, c->res);
+        if (!d.allowed)
+            ag_events_denied(s->o.events, &c->plan, c->res, degraded);
+        if (!degraded && !d.allowed)
+            remember_denials(s, c);
         outcome = d.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         rc = ag_http_response_check(resp, &c->plan, c->res, &d, degraded);
         if (d.allowed && c->endpoint == AG_EP_OTP)
@@ -497,6 +619,10 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
             ag_store_clear(s->o.fallback, &p);
         else
             ag_store_check(s->o.fallback, &p, res);
+    }
+    if (req.success) {
+        ag_events_cleared(s->o.events, &p);
+        cleared(s, &p, rc == AG_OK || rc == AG_EUNKNOWN);
     }
     ag_ruleset_unref(set);
     if (req.success)
@@ -636,6 +762,7 @@ static void flush_pending(struct ag_service *s)
         }
         int rc = ag_store_clear(s->o.store, &p);
         if (rc == AG_OK || rc == AG_EUNKNOWN) {
+            cleared(s, &p, true);
             ag_log(rc ? AG_LOG_WARN : AG_LOG_INFO, "reset_applied",
                    "%zu reset(s) made during the outage %s", take,
                    rc ? "sent to the store, unconfirmed (not sent again)"
@@ -658,6 +785,20 @@ static void flush_pending(struct ag_service *s)
         break;
     }
     atomic_store(&s->flushing, false);
+}
+
+/* A reset's event, and its lockout marker gone: the next lockout of the
+ * key is an event again. Raised once the reset is done or queued. */
+static void note_reset(struct ag_service *s, const struct ag_plan *plan)
+{
+    struct ag_event e;
+    const struct ag_policy *p = plan->ops[0].policy;
+    ag_event_init(&e, AG_EV_RESET);
+    snprintf(e.policy, sizeof e.policy, "%s", p->name);
+    e.endpoint = (int)p->endpoint;
+    ag_event_key_digest(plan->ops[0].key, e.key);
+    ag_events_cleared(s->o.events, plan);
+    ag_events_raise(s->o.events, &e);
 }
 
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
@@ -694,15 +835,24 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
         /* Unknown: sent and unanswered; it is not sent again (it could
          * forgive what was counted since), and the caller is told. */
         ag_store_clear(s->o.fallback, &plan);
+        note_reset(s, &plan);
+        cleared(s, &plan, true);
         return rc;
     }
+    cleared(s, &plan, false);
     if (!add_pending(s, &plan.ops[0]))
         return ag_error_set(err, AG_ETOOBIG, NULL,
                             "the limiter store is unavailable and %d resets "
                             "already wait for it",
                             AG_SERVICE_PENDING_RESETS);
     ag_store_clear(s->o.fallback, &plan);
+    note_reset(s, &plan);
     return AG_EPENDING;
+}
+
+struct ag_events *ag_service_events(struct ag_service *s)
+{
+    return s->o.events;
 }
 
 size_t ag_service_waiting(struct ag_service *s)

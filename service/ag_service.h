@@ -39,6 +39,8 @@
 #include "ag_policy.h"
 #include "ag_request.h"
 
+struct ag_events;
+struct ag_deny_cache;
 struct ag_metrics;
 struct ag_service;
 struct ag_store;
@@ -56,6 +58,13 @@ struct ag_service_opts {
     /* Keys carry their digest as a hash tag (struct ag_digests), as a
      * Redis Cluster store needs. */
     bool tagged_keys;
+    struct ag_events *events; /* security events; may be NULL */
+    /* The local deny cache (issue 20); NULL: off. Denials Redis gives
+     * are remembered in it until Redis could allow again, and later
+     * checks they cover are answered from it; a new ruleset clears it,
+     * and a reset or a successful login invalidates the keys it clears,
+     * here and (PUBLISH on AG_DENY_CACHE_CHANNEL) on every instance. */
+    struct ag_deny_cache *deny_cache;
 };
 
 /* A new service with no ruleset (checks answer 503 until one is set).
@@ -169,6 +178,10 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
  * HTTP layer stops it waits for this to reach 0, which the store's
  * timeouts bound. */
 size_t ag_service_waiting(struct ag_service *s);
+
+/* The security events the service raises (its opts' events, may be
+ * NULL), for the admin API's. */
+struct ag_events *ag_service_events(struct ag_service *s);
 
 /* Ready: a ruleset loaded and the store answering. */
 bool ag_service_ready(struct ag_service *s);

@@ -36,6 +36,7 @@
 #ifndef AG_STORE_H
 #define AG_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,11 @@ struct ag_store;
 /* Called once when an asynchronous check ends, on a store thread, with 0
  * (the results are filled) or AG_ESTORE. */
 typedef void (*ag_store_done_fn)(void *arg, int rc);
+
+/* Called once when a command_async ends, on a store thread: rc 0 and
+ * reply (a redisReply, borrowed for the call; it may be an error reply),
+ * or AG_ESTORE and NULL. */
+typedef void (*ag_store_reply_fn)(void *arg, int rc, const void *reply);
 
 struct ag_store_ops {
     const char *name;
@@ -73,6 +79,26 @@ struct ag_store_ops {
      * strings; the caller frees it with ag_redis_reply_free), or
      * AG_ESTORE. NULL: AG_EINVAL from ag_store_read_hash. */
     int (*read_hash)(struct ag_store *s, const char *key, void **reply);
+    /* One command beside the limits (the security events: a marker, the
+     * stream), whose key is argv[key_at] (the cluster store routes by
+     * it). Not counted toward the breaker; refused at once (AG_ESTORE)
+     * while it is open. command_async sends it without waiting and
+     * returns 0 and later calls done (if not NULL), or returns an error
+     * and never calls it; command waits: AG_OK and *reply (free it with
+     * ag_redis_reply_free), or AG_ESTORE. NULL for stores without
+     * Redis: AG_EINVAL from the wrappers below. */
+    int (*command_async)(struct ag_store *s, int argc, const char **argv,
+                         const size_t *lens, int key_at, ag_store_reply_fn done,
+                         void *arg);
+    int (*command)(struct ag_store *s, int argc, const char **argv,
+                   const size_t *lens, int key_at, void **reply);
+    /* PUBLISH message on channel (the deny cache's invalidations), sent
+     * without waiting (the caller publishes a clear once it has been
+     * answered); dropped while the store cannot answer. A cluster store sends
+     * it to the node of the slot of message, a key (Redis Cluster broadcasts a
+     * PUBLISH to every node). NULL: nothing to tell (one instance). */
+    void (*publish)(struct ag_store *s, const char *channel,
+                    const char *message);
     void (*destroy)(struct ag_store *s);
 };
 
@@ -104,6 +130,11 @@ struct ag_store_redis_opts {
     const char *probe_key;
     void (*redirect)(void *arg, const char *text);
     void *redirect_arg;
+    /* Called when the store's circuit breaker opens (open true, on the
+     * thread whose operation failed) or closes (on its probe thread),
+     * with no lock of the store held. NULL: nobody is told. */
+    void (*breaker)(void *arg, bool open);
+    void *breaker_arg;
 };
 
 /* A Redis store. Commands are pipelined over two connections, each its
@@ -176,6 +207,32 @@ static inline int ag_store_read_hash(struct ag_store *s, const char *key,
                                      void **reply)
 {
     return s->ops->read_hash ? s->ops->read_hash(s, key, reply) : AG_EINVAL;
+}
+
+static inline int ag_store_command_async(struct ag_store *s, int argc,
+                                         const char **argv, const size_t *lens,
+                                         int key_at, ag_store_reply_fn done,
+                                         void *arg)
+{
+    if (!s->ops->command_async)
+        return AG_EINVAL;
+    return s->ops->command_async(s, argc, argv, lens, key_at, done, arg);
+}
+
+static inline int ag_store_command(struct ag_store *s, int argc,
+                                   const char **argv, const size_t *lens,
+                                   int key_at, void **reply)
+{
+    if (!s->ops->command)
+        return AG_EINVAL;
+    return s->ops->command(s, argc, argv, lens, key_at, reply);
+}
+
+static inline void ag_store_publish(struct ag_store *s, const char *channel,
+                                    const char *message)
+{
+    if (s->ops->publish)
+        s->ops->publish(s, channel, message);
 }
 
 static inline void ag_store_destroy(struct ag_store *s)

@@ -86,6 +86,8 @@ struct cluster {
     char tls_error[AG_ERROR_MSG_MAX];
     char instance[17];
     atomic_uint_fast64_t seq;
+    void (*breaker)(void *arg, bool open); /* each node's, see ag_store.h */
+    void *breaker_arg;
 };
 
 struct ccheck;
@@ -185,6 +187,8 @@ static int node_index(struct cluster *c, const char *host, int port,
         .probe_key = n->probe_key,
         .redirect = on_redirect,
         .redirect_arg = c,
+        .breaker = c->breaker,
+        .breaker_arg = c->breaker_arg,
     });
     sodium_memzero(a.password, sizeof a.password);
     if (!n->store) {
@@ -759,6 +763,30 @@ static int cluster_read_hash(struct ag_store *base, const char *key,
     return s ? ag_store_read_hash(s, key, reply) : AG_ESTORE;
 }
 
+static int cluster_command_async(struct ag_store *base, int argc,
+                                 const char **argv, const size_t *lens,
+                                 int key_at, ag_store_reply_fn done, void *arg)
+{
+    struct ag_store *s = store_of((struct cluster *)base, argv[key_at]);
+    return s ? ag_store_command_async(s, argc, argv, lens, key_at, done, arg)
+             : AG_ESTORE;
+}
+
+static int cluster_command(struct ag_store *base, int argc, const char **argv,
+                           const size_t *lens, int key_at, void **reply)
+{
+    struct ag_store *s = store_of((struct cluster *)base, argv[key_at]);
+    return s ? ag_store_command(s, argc, argv, lens, key_at, reply) : AG_ESTORE;
+}
+
+static void cluster_publish(struct ag_store *base, const char *channel,
+                            const char *message)
+{
+    struct ag_store *s = store_of((struct cluster *)base, message);
+    if (s)
+        ag_store_publish(s, channel, message);
+}
+
 static const struct ag_store_ops cluster_ops = {
     .name = "redis-cluster",
     .check = cluster_check,
@@ -767,6 +795,9 @@ static const struct ag_store_ops cluster_ops = {
     .ping = cluster_ping,
     .tally = cluster_tally,
     .read_hash = cluster_read_hash,
+    .command_async = cluster_command_async,
+    .command = cluster_command,
+    .publish = cluster_publish,
     .destroy = cluster_destroy,
 };
 
@@ -779,6 +810,8 @@ struct ag_store *ag_store_cluster_new(const struct ag_store_redis_opts *o)
     c->addr = *o->addr;
     c->timeout_ms = o->timeout_ms;
     c->metrics = o->metrics;
+    c->breaker = o->breaker;
+    c->breaker_arg = o->breaker_arg;
     unsigned char id[8];
     randombytes_buf(id, sizeof id);
     sodium_bin2hex(c->instance, sizeof c->instance, id, sizeof id);

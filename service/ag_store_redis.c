@@ -86,6 +86,8 @@ struct redis_store {
     struct ag_plan probe_plan;
     void (*redirect)(void *arg, const char *text); /* see ag_store.h */
     void *redirect_arg;
+    void (*breaker_fn)(void *arg, bool open); /* see ag_store.h */
+    void *breaker_arg;
 };
 
 /* One check in flight: its job in the pipe, and where its answer goes. A
@@ -456,6 +458,8 @@ static int outcome(struct redis_store *s, int rc, bool orphaned)
     pthread_mutex_lock(&s->lock);
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
+    if (s->breaker_fn)
+        s->breaker_fn(s->breaker_arg, true);
     return rc;
 }
 
@@ -709,6 +713,12 @@ static void *probe(void *arg)
         if (ag_redis_breaker_probed(&s->breaker, up)) {
             ag_metrics_set(s->metrics, AG_M_BREAKER_OPEN, 0);
             ag_log(AG_LOG_WARN, "redis_breaker_closed", "Redis answers again");
+            /* Told without the lock: the listener may send commands. */
+            if (s->breaker_fn) {
+                pthread_mutex_unlock(&s->lock);
+                s->breaker_fn(s->breaker_arg, false);
+                pthread_mutex_lock(&s->lock);
+            }
         }
     }
     pthread_mutex_unlock(&s->lock);
@@ -799,6 +809,71 @@ static int redis_read_hash(struct ag_store *base, const char *key, void **reply)
     return AG_OK;
 }
 
+/* A command_async in flight: its job, and whom to tell. */
+struct command {
+    struct ag_redis_job job; /* first: the job's done finds it */
+    ag_store_reply_fn done;
+    void *arg;
+};
+
+static void command_done(struct ag_redis_job *j, struct ag_redis_conn *c)
+{
+    (void)c;
+    struct command *k = (struct command *)j;
+    if (k->done)
+        k->done(k->arg, j->reply ? AG_OK : AG_ESTORE, j->reply);
+    ag_redis_reply_free(j->reply);
+    redisFreeCommand(j->cmd);
+    free(k);
+}
+
+static int redis_command_async(struct ag_store *base, int argc,
+                               const char **argv, const size_t *lens,
+                               int key_at, ag_store_reply_fn done, void *arg)
+{
+    (void)key_at;
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return AG_ESTORE;
+    struct command *k = calloc(1, sizeof *k);
+    long long len =
+        k ? redisFormatCommandArgv(&k->job.cmd, argc, argv, lens) : -1;
+    if (len < 0) {
+        free(k);
+        return AG_ENOMEM;
+    }
+    k->job.len = (size_t)len;
+    k->job.done = command_done;
+    k->done = done;
+    k->arg = arg;
+    ag_redis_pipe_send(s->pipe, &k->job);
+    return AG_OK;
+}
+
+static int redis_command(struct ag_store *base, int argc, const char **argv,
+                         const size_t *lens, int key_at, void **reply)
+{
+    (void)key_at;
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return AG_ESTORE;
+    bool sent;
+    redisReply *r = ag_redis_pipe_call(s->pipe, argc, argv, lens, &sent);
+    if (!r)
+        return AG_ESTORE;
+    *reply = r;
+    return AG_OK;
+}
+
+static void redis_publish(struct ag_store *base, const char *channel,
+                          const char *message)
+{
+    struct redis_store *s = (struct redis_store *)base;
+    if (ag_redis_breaker_is_open(&s->breaker))
+        return;
+    fire(s, 3, (const char *[]){"PUBLISH", channel, message});
+}
+
 static const struct ag_store_ops redis_ops = {
     .name = "redis",
     .check = redis_check,
@@ -807,6 +882,9 @@ static const struct ag_store_ops redis_ops = {
     .ping = redis_ping,
     .tally = redis_tally,
     .read_hash = redis_read_hash,
+    .command_async = redis_command_async,
+    .command = redis_command,
+    .publish = redis_publish,
     .destroy = redis_destroy,
 };
 
@@ -840,6 +918,8 @@ struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *o)
              o->probe_key ? o->probe_key : PROBE_KEY);
     s->redirect = o->redirect;
     s->redirect_arg = o->redirect_arg;
+    s->breaker_fn = o->breaker;
+    s->breaker_arg = o->breaker_arg;
     memcpy(s->probe_plan.ops[0].member, "probe", sizeof "probe");
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t attr;

@@ -17,15 +17,19 @@
 #include "ag_cli.h"
 #include "ag_config.h"
 #include "ag_db.h"
+#include "ag_deny_cache.h"
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_policy.h"
+#include "ag_redis_sub.h"
 #include "ag_reload.h"
 #include "ag_service.h"
 #include "ag_store.h"
 #include "ag_store_cluster.h"
+#include "ag_webhook.h"
 
 #define EXIT_CONFIG 2
 /* How often each instance asks SQLite whether the policies changed. */
@@ -102,6 +106,17 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
 
+    /* The webhooks' signing key, read now so a bad file stops the start;
+     * the webhooks keep their own copy. */
+    static unsigned char webhook_key[AG_SECRET_MAX];
+    size_t webhook_key_len = 0;
+    if (cfg.n_webhooks && ag_config_read_secret_for(
+                              "webhook-secret-file", cfg.webhook_secret_file,
+                              webhook_key, &webhook_key_len, &cerr)) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        return EXIT_CONFIG;
+    }
+
     /* Block the stop signals before any thread starts, so that only the
      * sigwait below receives them. */
     sigset_t stop;
@@ -123,14 +138,58 @@ int main(int argc, char **argv)
     ag_db_close(db);
 
     struct ag_metrics *metrics = ag_metrics_new();
+    /* The events before the store, whose breaker tells them; attached to
+     * it once it exists. */
+    struct ag_webhooks *hooks = NULL;
+    struct ag_events *events = NULL;
+    const char *urls[AG_CONFIG_WEBHOOKS_MAX];
+    for (unsigned i = 0; i < cfg.n_webhooks; i++)
+        urls[i] = cfg.webhook_urls[i];
+    int hrc = cfg.n_webhooks ? ag_webhooks_new(
+                                   &(struct ag_webhook_opts){
+                                       .urls = urls,
+                                       .n = cfg.n_webhooks,
+                                       .key = webhook_key,
+                                       .key_len = webhook_key_len,
+                                       .max_age_s = cfg.webhook_max_age_s,
+                                       .metrics = metrics,
+                                   },
+                                   &hooks)
+                             : AG_OK;
+    sodium_memzero(webhook_key, sizeof webhook_key);
+    if (hrc ||
+        ag_events_new(&(struct ag_events_opts){.metrics = metrics,
+                                               .hooks = hooks,
+                                               .max_len = cfg.events_max_len},
+                      &events)) {
+        fprintf(stderr, "abuseguard: out of memory\n");
+        return 1;
+    }
     struct ag_store_redis_opts ropts = {
         .addr = &cfg.redis,
         .timeout_ms = cfg.redis_timeout_ms,
         .metrics = metrics,
+        .breaker = ag_events_breaker,
+        .breaker_arg = events,
     };
     bool cluster = cfg.redis.kind == AG_REDIS_CLUSTER;
     struct ag_store *store =
         cluster ? ag_store_cluster_new(&ropts) : ag_store_redis_new(&ropts);
+    /* The deny cache and its subscriber, which keeps its own copy of the
+     * address: it answers nothing until subscribed. */
+    struct ag_deny_cache *deny_cache = NULL;
+    struct ag_redis_sub *sub = NULL;
+    if (cfg.deny_cache) {
+        struct ag_deny_cache_opts dopts = {.entries = AG_DENY_CACHE_ENTRIES,
+                                           .metrics = metrics};
+        if (ag_deny_cache_new(&dopts, &deny_cache) ||
+            ag_redis_sub_start(&cfg.redis, cfg.redis_timeout_ms, deny_cache,
+                               metrics, &sub, &cerr)) {
+            fprintf(stderr, "abuseguard: deny cache: %s\n",
+                    deny_cache ? cerr.msg : "out of memory");
+            return 1;
+        }
+    }
     /* The store keeps its own copy. */
     sodium_memzero(cfg.redis.password, sizeof cfg.redis.password);
     struct ag_store *fallback =
@@ -139,6 +198,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "abuseguard: out of memory\n");
         return 1;
     }
+    ag_events_attach(events, store);
     struct ag_service_opts sopts = {
         .hasher = &hasher,
         .store = store,
@@ -153,6 +213,8 @@ int main(int argc, char **argv)
             },
         .device_token_ttl_s = cfg.device_token_ttl_s,
         .tagged_keys = cluster,
+        .events = events,
+        .deny_cache = deny_cache,
     };
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {
@@ -195,8 +257,15 @@ int main(int argc, char **argv)
     }
     ag_admin_free(admin);
     ag_reload_stop(reload);
+    ag_redis_sub_stop(sub);
     ag_service_free(svc);
+    /* No new marker or append once the store goes; what its pipe still
+     * holds answers into the events, which outlive it. */
+    ag_events_attach(events, NULL);
+    ag_deny_cache_free(deny_cache);
     ag_store_destroy(store);
+    ag_events_free(events);
+    ag_webhooks_free(hooks);
     ag_store_destroy(fallback);
     ag_metrics_free(metrics);
     ag_hasher_wipe(&hasher);

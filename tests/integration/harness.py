@@ -11,6 +11,7 @@ import hashlib
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -26,10 +27,34 @@ BINARY = os.environ.get("AG_BINARY") or os.path.join(
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, drawn from outside the kernel's
+    ephemeral range: a port the kernel picked for us (bind to 0) is one it
+    may hand out again as the local port of any outgoing connection before
+    our server binds it, which made starts fail with "Address already in
+    use" under parallel tests. 20000-39999 is the cluster nodes' (and
+    their bus ports'), harness_topology.cluster_port."""
+    lo, hi = _ephemeral_range()
+    candidates = [p for p in range(10000, 20000) if not lo <= p <= hi]
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.choice(candidates)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port")
 
 
 def wait_until(pred, timeout=10.0, step=0.02):

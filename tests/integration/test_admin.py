@@ -425,7 +425,9 @@ class ResetTest(AdminTest):
         self.assertEqual(self.decision(r, "login.ip_users")["remaining"], 19)
 
     def test_reset_during_an_outage_clears_the_fallback_then_redis(self):
-        svc = self.admin_service()
+        # The fallback's own limits: a deny cache would answer the denied
+        # key while the frozen Redis goes unnoticed (test_deny_cache.py).
+        svc = self.admin_service(extra=["--deny-cache", "off"])
         user, ip = "stuck@example.com", "192.0.2.77"
         for _ in range(5):
             self.login(svc, user, ip)

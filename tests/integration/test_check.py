@@ -2,9 +2,10 @@
 denied check records, the global count across instances, and what lands in
 Redis."""
 import concurrent.futures
+import json
 import unittest
 
-from harness import PolicyTest, digest, policy
+from harness import PolicyTest, digest, policy, wait_until
 
 # The core table of the contract; the shipped defaults add more policies,
 # which test_keys and test_failures cover.
@@ -72,7 +73,9 @@ class CheckTest(PolicyTest):
         self.assertIs(self.decision(r, "login.user_ip")["allowed"], False)
 
     def test_denied_check_is_recorded_in_no_policy(self):
-        svc = self.service()
+        # Redis's own all-or-nothing: the deny cache would answer the
+        # repeats without asking it (test_deny_cache.py).
+        (svc,) = self.seeded(CORE, extra=["--deny-cache", "off"])
         for _ in range(5):
             self.assertEqual(
                 self.login(svc, "ana@example.com", "203.0.113.7").status, 200)
@@ -165,7 +168,18 @@ class CheckTest(PolicyTest):
         for key in figures:
             ttl = self.redis.cmd("PTTL", key)
             self.assertTrue(0 < ttl <= 8 * 86400 * 1000, (key, ttl))
-        keys = [k for k in self.redis.keys() if k not in figures]
+        # The lockout markers (issue 19) live as long as the denial, the
+        # event stream is capped by length (XADD MAXLEN ~).
+        self.assertTrue(wait_until(lambda: self.redis.cmd(
+            "XLEN", "ag::events") == 2, 5.0))
+        markers = [k for k in self.redis.keys() if k.endswith(":e")]
+        self.assertEqual(len(markers), 2, markers)
+        for key in markers:
+            ttl = self.redis.cmd("PTTL", key)
+            policy = key.split(":")[1]
+            self.assertTrue(0 < ttl <= windows[policy] * 1000, (key, ttl))
+        keys = [k for k in self.redis.keys()
+                if k not in figures + markers + ["ag::events"]]
         self.assertEqual(len(keys), 6, keys)
         for key in keys:
             policy = key.split(":")[1]
@@ -185,6 +199,10 @@ class CheckTest(PolicyTest):
             dump.append(key)
             if key.startswith("ag::conv:"):
                 dump.extend(self.redis.cmd("HGETALL", key))
+            elif key == "ag::events" or key.endswith(":e"):
+                dump.append(json.dumps(self.redis.cmd(
+                    "XRANGE" if key == "ag::events" else "GET", key,
+                    *(("-", "+") if key == "ag::events" else ()))))
             else:
                 dump.extend(self.redis.cmd("ZRANGE", key, 0, -1,
                                            "WITHSCORES"))

@@ -3,7 +3,7 @@ clearing on success."""
 import time
 import unittest
 
-from harness import PolicyTest, digest, policy
+from harness import PolicyTest, digest, policy, wait_until
 
 FAIL_POLICIES = [
     policy("f.user_ip", key=("user", "ip"), limit=3, window_s=60,
@@ -106,7 +106,12 @@ class FailureTest(PolicyTest):
         a = "ag:m.a:" + digest(self.secret, [u])
         b = "ag:m.b:" + digest(self.secret, [u, i])
         c = "ag:m.c:" + digest(self.secret, [i])
-        self.assertEqual(self.redis.keys(), sorted([a, b, b + ":b", c]))
+        # The denial's lockout marker (issue 19) beside m.b's own keys, and
+        # the event stream.
+        self.assertTrue(wait_until(lambda: self.redis.cmd(
+            "XLEN", "ag::events") == 1, 5.0))
+        self.assertEqual(self.redis.keys(),
+                         sorted([a, b, b + ":b", b + ":e", c, "ag::events"]))
         for key in (a, b, c):
             self.assertEqual(self.redis.cmd("ZCARD", key), 1, key)
         self.assertTrue(4000 < self.redis.cmd("PTTL", b + ":b") <= 5000)

@@ -82,7 +82,9 @@ class ClusterTest(PolicyTest):
         self.assertTrue(all(n > 0 for n in counts.values()), counts)
 
     def test_a_denied_check_charges_no_other_policy(self):
-        svcs = self.instances([USER, IP], count=1)
+        # Every denial must reach the cluster to be released: no deny cache.
+        svcs = self.instances([USER, IP], count=1,
+                              extra=["--deny-cache", "off"])
         ip = "203.0.113.9"
         # The two policies' keys in different slots, on different masters
         # if the map says so: the denial must be undone across nodes.
@@ -134,6 +136,29 @@ class ClusterTest(PolicyTest):
         r = self.login(svc, "other@x.org", ip)
         self.assertEqual(self.decision(r, "c.ip")["remaining"],
                          IP["limit"] - USER["limit"] - 1)
+
+    def test_a_success_on_one_instance_reaches_the_others_deny_cache(self):
+        # PUBLISH goes to the node of the key's slot, and the cluster
+        # passes it to every node: the subscriber of the other instance
+        # listens on one of the seeds.
+        fail = policy("c.ui_fail", key=("user", "ip"), limit=2, window_s=60,
+                      counts="failures")
+        a, b = self.instances([fail], count=2)
+        self.assertTrue(wait_until(
+            lambda: '"deny_cache_subscribed"' in a.log_text(), 10),
+            a.log_text())
+        body = {"user": "pub@x.org", "ip": "192.0.2.9"}
+        for _ in range(2):
+            self.assertEqual(b.post("/report-login",
+                                    dict(body, success=False)).status, 204)
+        self.assertEqual(self.login(a, "pub@x.org", "192.0.2.9").status, 429)
+        r = self.login(a, "pub@x.org", "192.0.2.9")
+        self.assertTrue(r.json["decisions"][0].get("cached"), r.raw)
+        self.assertEqual(b.post("/report-login",
+                                dict(body, success=True)).status, 200)
+        self.assertTrue(wait_until(
+            lambda: self.login(a, "pub@x.org", "192.0.2.9").status == 200,
+            1.0, 0.01))
 
     def traffic(self, svc, stop, answers):
         i = 0

@@ -6,8 +6,9 @@ import threading
 import time
 import unittest
 
-from harness import PolicyTest, Service, policy, wait_until
+from harness import PolicyTest, Service, digest, policy, wait_until
 from harness_topology import SentinelGroup, cmd_at
+from test_resilience import metric
 
 USER = policy("s.user", key=("user",), limit=10, window_s=60)
 
@@ -105,6 +106,36 @@ class SentinelTest(PolicyTest):
                          [None] * 10, svc.log_text())
         self.assertIn("redis_not_master", svc.log_text())
         self.assertTrue(cmd_at(new[1], "KEYS", "ag:s.user:*"))
+
+
+    def test_the_deny_cache_follows_a_failover_to_the_new_master(self):
+        svc = self.instance()
+
+        def subscribed(n):
+            return wait_until(lambda: svc.log_text().count(
+                '"deny_cache_subscribed"') >= n, 30)
+        self.assertTrue(subscribed(1), svc.log_text())
+        key = "ag:s.user:" + digest(self.secret, [("user", "f@x.org")])
+
+        def denied_from_the_cache():
+            self.login(svc, "f@x.org")
+            r = self.login(svc, "f@x.org")
+            return r.status == 429 and \
+                r.json["decisions"][0].get("cached") is True
+        for _ in range(USER["limit"]):
+            self.login(svc, "f@x.org")
+        self.assertTrue(denied_from_the_cache())
+        old = self.group.kill_master()
+        self.group.wait_for_failover(old)
+        # Dropped with the old connection, subscribed on the new master.
+        self.assertTrue(subscribed(2), svc.log_text())
+        self.assertEqual(metric(svc, "abuseguard_deny_cache_entries"), 0)
+        # The promoted replica still holds the log: denied, cached again,
+        # and an invalidation published on the new master reaches it.
+        self.assertTrue(wait_until(denied_from_the_cache, 10, 0.1))
+        self.group.cmd_master("PUBLISH", "ag::deny-cache", key)
+        self.assertTrue(wait_until(
+            lambda: metric(svc, "abuseguard_deny_cache_entries") == 0, 2))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 
 #include "ag_embedded.h"
 #include "ag_error.h"
+#include "ag_redis_reply.h"
 #include "ag_store.h"
 #include "ag_vectors.h"
 
@@ -879,6 +881,74 @@ static void the_memory_store_refuses_a_reserve_and_a_release(void **state)
     assert_int_equal(check, AG_OK);
 }
 
+/* A command_async's answer, waited for by the test. */
+struct answer {
+    sem_t done;
+    int rc;
+    int type;
+    char str[64];
+};
+
+static void answered(void *arg, int rc, const void *reply)
+{
+    struct answer *a = arg;
+    const redisReply *r = reply;
+    a->rc = rc;
+    a->type = r ? r->type : -1;
+    snprintf(a->str, sizeof a->str, "%s", r && r->str ? r->str : "");
+    sem_post(&a->done);
+}
+
+static struct answer *send_cmd(int argc, const char **argv)
+{
+    static struct answer a;
+    size_t lens[8];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    sem_init(&a.done, 0, 0);
+    assert_int_equal(
+        ag_store_command_async(env.store, argc, argv, lens, 1, answered, &a),
+        AG_OK);
+    sem_wait(&a.done);
+    sem_destroy(&a.done);
+    return &a;
+}
+
+static void a_command_beside_the_limits_answers_its_caller(void **state)
+{
+    (void)state;
+    const char *set[] = {"SET", "ag:cmd:m:e", "1", "NX", "PX", "60000"};
+    struct answer *a = send_cmd(6, set);
+    assert_int_equal(a->rc, AG_OK);
+    assert_int_equal(a->type, REDIS_REPLY_STATUS);
+    assert_string_equal(a->str, "OK");
+    /* The marker is set: the second SET NX answers nil. */
+    a = send_cmd(6, set);
+    assert_int_equal(a->rc, AG_OK);
+    assert_int_equal(a->type, REDIS_REPLY_NIL);
+    /* An error reply is an answer too, for the caller to judge. */
+    const char *bad[] = {"INCR", "ag:cmd:m:e", "x"};
+    a = send_cmd(3, bad);
+    assert_int_equal(a->rc, AG_OK);
+    assert_int_equal(a->type, REDIS_REPLY_ERROR);
+    /* Waiting: the reply is the caller's. */
+    const char *xadd[] = {"XADD", "ag:cmd:s", "*", "event", "{}"};
+    size_t xlens[] = {4, 8, 1, 5, 2};
+    void *reply = NULL;
+    assert_int_equal(ag_store_command(env.store, 5, xadd, xlens, 1, &reply),
+                     AG_OK);
+    assert_int_equal(((redisReply *)reply)->type, REDIS_REPLY_STRING);
+    ag_redis_reply_free(reply);
+    /* A store without Redis has no commands. */
+    struct ag_store *mem = ag_store_mem_new(16, 16, fake_clock, NULL);
+    assert_int_equal(
+        ag_store_command_async(mem, 5, xadd, xlens, 1, answered, NULL),
+        AG_EINVAL);
+    assert_int_equal(ag_store_command(mem, 5, xadd, xlens, 1, &reply),
+                     AG_EINVAL);
+    ag_store_destroy(mem);
+}
+
 /* The admin inspect's peek on every kind of state a check leaves or
  * tidies: each algorithm's, a set with expired members and one over a
  * lowered limit, a running block and its level, a key of another type.
@@ -971,6 +1041,7 @@ int main(void)
         cmocka_unit_test(a_reserve_or_release_without_a_nonce_is_refused),
         cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
         cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),
+        cmocka_unit_test(a_command_beside_the_limits_answers_its_caller),
         cmocka_unit_test(a_peek_leaves_redis_byte_for_byte_as_it_found_it),
     };
     return cmocka_run_group_tests(tests, start_redis, stop_redis);

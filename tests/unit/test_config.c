@@ -1037,6 +1037,60 @@ static void token_file_missing_is_refused(void **state)
     assert_int_equal(read_token(path, token, err), AG_EIO);
     assert_non_null(strstr(err, path));
 }
+static void webhook_urls_add_up_from_repeats_and_spaces(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_int_equal(c.n_webhooks, 0);
+    assert_int_equal(c.webhook_max_age_s, 3600);
+    assert_int_equal(c.events_max_len, 10000);
+    assert_int_equal(parse(&c, err, "--webhook-url", "http://127.0.0.1:1/a",
+                           "--webhook-secret-file", "/k", "--webhook-url",
+                           "https://[::1]:2/b http://127.0.0.2/c",
+                           "--webhook-url=http://127.0.0.3/d", (char *)NULL),
+                     AG_OK);
+    assert_int_equal(c.n_webhooks, 4);
+    assert_string_equal(c.webhook_urls[0], "http://127.0.0.1:1/a");
+    assert_string_equal(c.webhook_urls[1], "https://[::1]:2/b");
+    assert_string_equal(c.webhook_urls[2], "http://127.0.0.2/c");
+    assert_string_equal(c.webhook_urls[3], "http://127.0.0.3/d");
+    assert_string_equal(c.webhook_secret_file, "/k");
+    /* The environment holds several in one value. */
+    assert_int_equal(setenv("ABUSEGUARD_WEBHOOK_URL",
+                            " http://127.0.0.1/x  http://127.0.0.1/y ", 1),
+                     0);
+    assert_int_equal(setenv("ABUSEGUARD_WEBHOOK_SECRET_FILE", "/k", 1), 0);
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_int_equal(c.n_webhooks, 2);
+    assert_string_equal(c.webhook_urls[1], "http://127.0.0.1/y");
+}
+
+static void webhook_flags_are_refused_naming_the_flag(void **state)
+{
+    (void)state;
+    struct ag_config c;
+    char err[ERRSZ];
+    expect_flag_refused("--webhook-url", "ftp://127.0.0.1/x");
+    expect_flag_refused("--webhook-url", "http://");
+    expect_flag_refused("--webhook-max-age-s", "0");
+    expect_flag_refused("--events-max-len", "99");
+    /* A URL without the key of its signatures. */
+    assert_int_equal(
+        parse(&c, err, "--webhook-url", "http://127.0.0.1/x", (char *)NULL),
+        AG_EINVAL);
+    assert_string_equal(last.field, "webhook-secret-file");
+    /* More receivers than AG_CONFIG_WEBHOOKS_MAX. */
+    assert_int_equal(parse(&c, err, "--webhook-secret-file", "/k",
+                           "--webhook-url",
+                           "http://a/1 http://a/2 http://a/3 http://a/4 "
+                           "http://a/5 http://a/6 http://a/7 http://a/8 "
+                           "http://a/9",
+                           (char *)NULL),
+                     AG_EINVAL);
+    assert_string_equal(last.field, "webhook-url");
+}
 
 #define ENV_TEST(f) cmocka_unit_test_setup_teardown(f, clear_env, clear_env)
 #define FILE_TEST(f) cmocka_unit_test_setup_teardown(f, tmp_setup, tmp_teardown)
@@ -1045,6 +1099,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         ENV_TEST(defaults_apply_without_flags_or_environment),
+        ENV_TEST(webhook_urls_add_up_from_repeats_and_spaces),
+        ENV_TEST(webhook_flags_are_refused_naming_the_flag),
         ENV_TEST(flags_with_separate_values_override_defaults),
         ENV_TEST(flag_equals_value_form_is_accepted),
         ENV_TEST(listen_localhost_becomes_loopback_address),

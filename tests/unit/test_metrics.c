@@ -14,6 +14,7 @@
 
 #include "ag_buf.h"
 #include "ag_error.h"
+#include "ag_events.h"
 #include "ag_metrics.h"
 
 static char *render(struct ag_metrics *m, struct ag_buf *b)
@@ -71,6 +72,14 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_http_connections_reclaimed_total",
         "abuseguard_http_connections_expired_total",
         "abuseguard_http_connections_refused_total",
+        "abuseguard_webhook_delivered_total",
+        "abuseguard_webhook_dropped_total",
+        "abuseguard_webhook_queue_depth",
+        "abuseguard_deny_cache_hits_total",
+        "abuseguard_deny_cache_misses_total",
+        "abuseguard_deny_cache_evictions_total",
+        "abuseguard_deny_cache_invalidations_total",
+        "abuseguard_deny_cache_entries",
     };
     assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
     for (size_t i = 0; i < AG_M_COUNT; i++) {
@@ -126,6 +135,29 @@ static void challenges_are_counted_apart_from_denials(void **state)
     ag_metrics_free(m);
 }
 
+static void events_are_counted_by_type_with_every_type_shown(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    ag_metrics_event(m, AG_EV_LOCKOUT);
+    ag_metrics_event(m, AG_EV_LOCKOUT);
+    ag_metrics_event(m, AG_EV_BREAKER_OPEN);
+    ag_metrics_event(m, AG_EV_COUNT); /* out of range: ignored */
+    ag_metrics_event(m, -1);
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    assert_non_null(strstr(text, "# TYPE abuseguard_events_total counter\n"));
+    assert_non_null(
+        strstr(text, "\nabuseguard_events_total{type=\"lockout\"} 2\n"));
+    assert_non_null(
+        strstr(text, "\nabuseguard_events_total{type=\"breaker_open\"} 1\n"));
+    assert_non_null(
+        strstr(text, "\nabuseguard_events_total{type=\"reset\"} 0\n"));
+    assert_null(strstr(text, "type=\"unknown\""));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
 static void recording_without_metrics_does_nothing(void **state)
 {
     (void)state;
@@ -144,6 +176,7 @@ int main(void)
         cmocka_unit_test(every_scalar_metric_is_exposed_once),
         cmocka_unit_test(denials_are_counted_by_policy_and_kind),
         cmocka_unit_test(challenges_are_counted_apart_from_denials),
+        cmocka_unit_test(events_are_counted_by_type_with_every_type_shown),
         cmocka_unit_test(recording_without_metrics_does_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,9 @@
  * fails, or answers later on demand) and the real in-process fallback:
  * fail closed against fail open, list precedence, login reports, an
  * abandoned check, the waiter's order, resets during an outage, device
- * tokens and their lanes, and the challenge tier.
+ * tokens and their lanes, the challenge tier, and the deny cache (a
+ * denial answered from it until a millisecond short of the store's wait,
+ * dropped by a reset, which is published, and by a new ruleset).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
 #include "ag_lists.h"
@@ -38,7 +41,8 @@ struct fake {
     int clear_rc; /* what clear answers while rc is AG_OK (default AG_OK) */
     bool async;
     uint32_t remaining;
-    int checks, clears;
+    uint64_t deny_ms; /* not 0: every check denied, retry after this */
+    int checks, clears, publishes;
     char log[256];
     enum ag_plan_kind last_kind;
     size_t last_n;
@@ -73,8 +77,12 @@ static int fake_check(struct ag_store *s, const struct ag_plan *plan,
     note_names(f, plan);
     note(f, "check ");
     for (size_t i = 0; f->rc == AG_OK && i < plan->n; i++)
-        res[i] = (struct ag_limit_result){.allowed = true,
-                                          .remaining = f->remaining};
+        res[i] = f->deny_ms
+                     ? (struct ag_limit_result){.allowed = false,
+                                                .retry_after_ms = f->deny_ms,
+                                                .reset_after_ms = f->deny_ms}
+                     : (struct ag_limit_result){.allowed = true,
+                                                .remaining = f->remaining};
     return f->rc;
 }
 
@@ -111,6 +119,16 @@ static int fake_clear(struct ag_store *s, const struct ag_plan *plan)
     return f->rc ? f->rc : f->clear_rc;
 }
 
+static void fake_publish(struct ag_store *s, const char *channel,
+                         const char *message)
+{
+    struct fake *f = (struct fake *)s;
+    assert_string_equal(channel, AG_DENY_CACHE_CHANNEL);
+    assert_int_equal(strncmp(message, "ag:", 3), 0);
+    f->publishes++;
+    note(f, "publish ");
+}
+
 static int fake_ping(struct ag_store *s)
 {
     return ((struct fake *)s)->rc;
@@ -126,6 +144,7 @@ static const struct ag_store_ops sync_ops = {
     .check = fake_check,
     .clear = fake_clear,
     .ping = fake_ping,
+    .publish = fake_publish,
     .destroy = fake_destroy,
 };
 
@@ -135,6 +154,7 @@ static const struct ag_store_ops async_ops = {
     .check_async = fake_check_async,
     .clear = fake_clear,
     .ping = fake_ping,
+    .publish = fake_publish,
     .destroy = fake_destroy,
 };
 
@@ -145,6 +165,18 @@ static uint64_t fake_clock(void *ctx)
     (void)ctx;
     return fake_now;
 }
+
+/* The deny cache's clock, microseconds, and the cache world_new gives
+ * the next service (NULL: none). */
+static uint64_t cache_now = 5000000;
+
+static uint64_t cache_clock(void *ctx)
+{
+    (void)ctx;
+    return cache_now;
+}
+
+static struct ag_deny_cache *next_cache;
 
 /* What the waiter saw, in order. */
 static char waiter_log[128];
@@ -190,6 +222,7 @@ static struct world *world_new(bool async, const char *const *policies,
         .store = &w->store.base,
         .fallback = w->fallback,
         .metrics = w->metrics,
+        .deny_cache = next_cache,
     };
     assert_int_equal(ag_service_new(&o, &w->svc), AG_OK);
     struct ag_policy ps[8];
@@ -543,7 +576,8 @@ reset_during_an_outage_clears_the_fallback_and_later_the_store(void **state)
     w->store.rc = AG_OK;
     w->store.log[0] = '\0';
     assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
-    assert_string_equal(w->store.log, "clear check ");
+    /* Cleared, then published for the other instances' deny caches. */
+    assert_string_equal(w->store.log, "clear publish check ");
     w->store.log[0] = '\0';
     assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
     assert_string_equal(w->store.log, "check "); /* sent once */
@@ -575,7 +609,8 @@ static void reset_the_store_may_have_done_is_not_sent_again(void **state)
     struct ag_http_response r;
     ag_http_response_init(&r);
     assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
-    assert_string_equal(w->store.log, "clear check ");
+    /* It may have been done: published like a clear that was. */
+    assert_string_equal(w->store.log, "clear publish check ");
     w->store.log[0] = '\0';
     assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
     assert_string_equal(w->store.log, "check ");
@@ -958,6 +993,96 @@ static void listed_answer_says_the_lane_too(void **state)
     world_free(w);
 }
 
+/* A world whose service has a live deny cache on cache_clock. */
+static struct world *cached_world(struct ag_deny_cache **dc)
+{
+    struct ag_deny_cache_opts o = {.entries = 64, .clock = cache_clock};
+    assert_int_equal(ag_deny_cache_new(&o, dc), AG_OK);
+    ag_deny_cache_set_live(*dc, true);
+    static const char *const ps[] = {OPEN};
+    next_cache = *dc;
+    struct world *w = world_new(true, ps, 1);
+    next_cache = NULL;
+    w->store.deny_ms = 5000;
+    return w;
+}
+
+static void
+a_denial_is_answered_from_the_cache_until_the_stores_wait(void **state)
+{
+    (void)state;
+    struct ag_deny_cache *dc;
+    struct world *w = cached_world(&dc);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_false(body_has(&r, "cached"));
+    assert_int_equal(w->store.checks, 1);
+    /* The store is asked no more, and the wait counts down. */
+    cache_now += 2000000;
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "\"cached\":true"));
+    assert_true(body_has(&r, "\"retry_after\":3,"));
+    assert_int_equal(r.retry_after, 3);
+    assert_int_equal(w->store.checks, 1);
+    /* A millisecond short of the store's 5 s wait: the last cached one. */
+    cache_now += 2998999;
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_int_equal(w->store.checks, 1);
+    cache_now += 1;
+    w->store.deny_ms = 0;
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    assert_int_equal(w->store.checks, 2);
+    ag_http_response_free(&r);
+    world_free(w);
+    ag_deny_cache_free(dc);
+}
+
+static void a_reset_drops_the_cached_denial_and_is_published(void **state)
+{
+    (void)state;
+    struct ag_deny_cache *dc;
+    struct world *w = cached_world(&dc);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    run_check(w, LOGIN_BODY, &r);
+    run_check(w, LOGIN_BODY, &r);
+    assert_true(body_has(&r, "cached"));
+    struct ag_policy p = ag_test_policy(OPEN);
+    char key[AG_STORE_KEY_MAX];
+    struct ag_error err;
+    assert_int_equal(
+        ag_service_reset(w->svc, &p, LOGIN_BODY, strlen(LOGIN_BODY), key, &err),
+        AG_OK);
+    assert_int_equal(w->store.publishes, 1);
+    assert_int_equal(ag_deny_cache_entries(dc), 0);
+    w->store.deny_ms = 0;
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
+    assert_int_equal(w->store.checks, 2);
+    ag_http_response_free(&r);
+    world_free(w);
+    ag_deny_cache_free(dc);
+}
+
+static void a_new_ruleset_drops_every_cached_denial(void **state)
+{
+    (void)state;
+    struct ag_deny_cache *dc;
+    struct world *w = cached_world(&dc);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    run_check(w, LOGIN_BODY, &r);
+    assert_int_equal(ag_deny_cache_entries(dc), 1);
+    ag_service_set_ruleset(w->svc, ag_ruleset_ref(w->set));
+    assert_int_equal(ag_deny_cache_entries(dc), 0);
+    run_check(w, LOGIN_BODY, &r);
+    assert_false(body_has(&r, "cached"));
+    assert_int_equal(w->store.checks, 2);
+    ag_http_response_free(&r);
+    world_free(w);
+    ag_deny_cache_free(dc);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -991,6 +1116,10 @@ int main(void)
         cmocka_unit_test(
             challenge_is_asked_then_waived_while_a_deny_still_denies),
         cmocka_unit_test(listed_answer_says_the_lane_too),
+        cmocka_unit_test(
+            a_denial_is_answered_from_the_cache_until_the_stores_wait),
+        cmocka_unit_test(a_reset_drops_the_cached_denial_and_is_published),
+        cmocka_unit_test(a_new_ruleset_drops_every_cached_denial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

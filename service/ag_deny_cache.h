@@ -1,0 +1,107 @@
+/*
+ * The exact local deny cache (issue 20): remembers, per instance, that
+ * Redis denied a policy's key (and, for distinct, one subject of it) until
+ * the earliest moment Redis could allow it again, so that a flood of
+ * checks for a denied key is answered without a Redis call.
+ *
+ * Exactness is the caller's contract, kept by three rules. The deadline
+ * is taken from this cache's clock (monotonic) read before the Redis call
+ * was sent, plus a wait Redis computed later, so it never outlives the
+ * moment Redis would allow. Every way a denial can end early (an edit of
+ * the policies, an admin reset, a successful login) clears the cache or
+ * invalidates the key, here and, through Redis pub/sub (ag_redis_sub), on
+ * every instance. And an entry is taken only while the cache is live:
+ * while the subscription that brings other instances' invalidations is
+ * down, the cache answers nothing and holds nothing, since it could miss
+ * one.
+ *
+ * An insert carries the epoch read before its Redis call was sent; any
+ * clear, invalidation or change of liveness since moves the epoch on and
+ * the insert is dropped, so a denial Redis computed before a reset never
+ * lands after the reset's invalidation.
+ *
+ * The table: a fixed number of slots (a power of two, at least
+ * AG_DENY_CACHE_WAYS), set-associative: a key's entries (all its members)
+ * live in one bucket of AG_DENY_CACHE_WAYS slots chosen by the key, so
+ * invalidating a key touches one bucket. A full bucket gives up its entry
+ * with the nearest expiry. Entries hold keyed SipHash digests of the key
+ * and of the key and member (a random key per cache), never the key text:
+ * 32 bytes each, 2 MiB for 65 536. Buckets are guarded by striped mutexes;
+ * every function may be called from any thread.
+ */
+#ifndef AG_DENY_CACHE_H
+#define AG_DENY_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AG_DENY_CACHE_ENTRIES 65536 /* slots of the service's cache */
+#define AG_DENY_CACHE_WAYS 8        /* slots per bucket */
+/* The Redis pub/sub channel of invalidations: each message is the exact
+ * state key an instance cleared (keys hold keyed digests only). */
+#define AG_DENY_CACHE_CHANNEL "ag::deny-cache"
+
+/* A monotonic clock in microseconds. */
+typedef uint64_t (*ag_deny_cache_clock_fn)(void *ctx);
+
+struct ag_metrics;
+struct ag_deny_cache;
+
+struct ag_deny_cache_opts {
+    size_t entries; /* rounded up to a power of two, >= AG_DENY_CACHE_WAYS */
+    ag_deny_cache_clock_fn clock; /* NULL: CLOCK_MONOTONIC */
+    void *clock_ctx;
+    /* Hits, misses, evictions, invalidations and the entries gauge; may be
+     * NULL. Borrowed: it must outlive the cache. */
+    struct ag_metrics *metrics;
+};
+
+/* A new, empty cache, not live (ag_deny_cache_set_live). AG_OK with *out
+ * (free with ag_deny_cache_free), or AG_ENOMEM. */
+int ag_deny_cache_new(const struct ag_deny_cache_opts *o,
+                      struct ag_deny_cache **out);
+/* NULL is allowed. */
+void ag_deny_cache_free(struct ag_deny_cache *c);
+
+/* The cache's clock, microseconds. */
+uint64_t ag_deny_cache_now(const struct ag_deny_cache *c);
+/* The epoch to pass to ag_deny_cache_insert: read it, with the clock,
+ * before the Redis call is sent. */
+uint64_t ag_deny_cache_epoch(const struct ag_deny_cache *c);
+
+/* Clears the cache and says whether it answers from now on: live while
+ * the invalidation subscription is up. Moves the epoch on. */
+void ag_deny_cache_set_live(struct ag_deny_cache *c, bool live);
+bool ag_deny_cache_live(const struct ag_deny_cache *c);
+
+/* Remembers that key (and member, "" for none) is denied until until_us
+ * of the clock; reset_us is when its window will hold nothing (the
+ * reset_after a cached answer reports; until_us if not later). AG_OK;
+ * AG_EPENDING when the entry was not taken because the epoch moved on
+ * since epoch was read, or the cache is not live, or until_us has passed.
+ * An entry for the same key and member is replaced. */
+int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
+                         const char *key, const char *member, uint64_t until_us,
+                         uint64_t reset_us);
+
+/* Whether key and member are denied now: true with *until_us and
+ * *reset_us of the entry (either may be NULL). An entry whose deadline
+ * has come is no hit (and is dropped). Counts no metric: the caller
+ * counts one hit or miss per check (ag_deny_cache_count). */
+bool ag_deny_cache_lookup(struct ag_deny_cache *c, const char *key,
+                          const char *member, uint64_t *until_us,
+                          uint64_t *reset_us);
+/* Counts one check answered from the cache (hit) or sent on (miss). */
+void ag_deny_cache_count(struct ag_deny_cache *c, bool hit);
+
+/* Drops every entry of key, whatever its member; moves the epoch on and
+ * counts one invalidation. */
+void ag_deny_cache_invalidate(struct ag_deny_cache *c, const char *key);
+/* Drops every entry; moves the epoch on and counts one invalidation. */
+void ag_deny_cache_clear(struct ag_deny_cache *c);
+
+/* Entries held now (expired ones not yet dropped included). */
+size_t ag_deny_cache_entries(const struct ag_deny_cache *c);
+
+#endif

@@ -1,0 +1,686 @@
+#include "ag_events.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <sodium.h>
+
+#include "ag_endpoint.h"
+#include "ag_log.h"
+#include "ag_metrics.h"
+#include "ag_redis_reply.h"
+#include "ag_store.h"
+#include "ag_webhook.h"
+
+static const char *const type_names[AG_EV_COUNT] = {
+    [AG_EV_LOCKOUT] = "lockout",
+    [AG_EV_BLOCK_ESCALATED] = "block_escalated",
+    [AG_EV_CONVERSION_BLOCK] = "conversion_block",
+    [AG_EV_RESET] = "reset",
+    [AG_EV_POLICY_CHANGED] = "policy_changed",
+    [AG_EV_LIST_CHANGED] = "list_changed",
+    [AG_EV_BREAKER_OPEN] = "breaker_open",
+    [AG_EV_BREAKER_CLOSED] = "breaker_closed",
+};
+
+const char *ag_event_type_name(enum ag_event_type t)
+{
+    return t >= 0 && t < AG_EV_COUNT ? type_names[t] : "unknown";
+}
+
+void ag_event_init(struct ag_event *e, enum ag_event_type type)
+{
+    memset(e, 0, sizeof *e);
+    e->type = type;
+    e->endpoint = -1;
+}
+
+/* Adds key: value to o unless v is NULL (out of memory) */
+static int set_new(json_t *o, const char *key, json_t *v)
+{
+    return v ? json_object_set_new(o, key, v) : -1;
+}
+
+char *ag_event_json(const struct ag_event *e)
+{
+    time_t secs = (time_t)(e->time_ms / 1000);
+    struct tm tm;
+    char when[32];
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%03uZ",
+             (unsigned)(e->time_ms % 1000));
+    json_t *o = json_object();
+    int bad = !o;
+    bad = bad || set_new(o, "id", json_string(e->id));
+    bad = bad || set_new(o, "type", json_string(ag_event_type_name(e->type)));
+    bad = bad || set_new(o, "time", json_string(when));
+    if (!bad && e->policy[0])
+        bad = set_new(o, "policy", json_string(e->policy));
+    if (!bad && e->endpoint >= 0 && e->endpoint < AG_EP_COUNT)
+        bad = set_new(
+            o, "endpoint",
+            json_string(ag_endpoint_name((enum ag_endpoint)e->endpoint)));
+    if (!bad && e->key[0])
+        bad = set_new(o, "key", json_string(e->key));
+    if (!bad && e->action[0])
+        bad = set_new(o, "action", json_string(e->action));
+    if (!bad && e->retry_after_s)
+        bad = set_new(o, "retry_after", json_integer(e->retry_after_s));
+    if (!bad && e->level)
+        bad = set_new(o, "level", json_integer(e->level));
+    if (!bad && e->list[0])
+        bad = set_new(o, "list", json_string(e->list));
+    if (!bad && e->change[0])
+        bad = set_new(o, "change", json_string(e->change));
+    if (!bad && e->entry)
+        bad = set_new(o, "entry", json_integer(e->entry));
+    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+uint32_t ag_event_level_parse(const char *text, size_t len)
+{
+    uint32_t n = 0;
+    size_t i = 0;
+    while (i < len && text[i] >= '0' && text[i] <= '9' && n < 100000000u)
+        n = n * 10 + (uint32_t)(text[i++] - '0');
+    return i > 0 && i < len && text[i] == ' ' ? n : 0;
+}
+
+void ag_event_key_digest(const char *store_key, char *out)
+{
+    out[0] = '\0';
+    const char *d = strrchr(store_key, ':');
+    if (!d)
+        return;
+    d++;
+    if (*d == '{')
+        d++;
+    size_t n = strspn(d, "0123456789abcdef");
+    if (n != AG_DIGEST_HEX)
+        return;
+    memcpy(out, d, n);
+    out[n] = '\0';
+}
+
+/* A marker this instance set while Redis could not answer: the 64-bit
+ * hash of its key and when it lapses. */
+struct local_mark {
+    uint64_t hash;
+    uint64_t until_ms;
+};
+
+struct ag_events {
+    struct ag_metrics *metrics;
+    struct ag_webhooks *hooks;
+    char max_len[24];         /* the stream's cap, as XADD's argument */
+    char instance[17];        /* random hex: ids unique across instances */
+    atomic_uint_fast64_t seq; /* with instance, each event's id */
+    /* Readers use store; ag_events_attach writes it, so that a detach
+     * waits for every call into the old store to return. */
+    pthread_rwlock_t store_lock;
+    struct ag_store *store;
+    pthread_mutex_t lock;             /* guards backlog and marks */
+    char *backlog[AG_EVENTS_BACKLOG]; /* a ring of owned JSON texts */
+    size_t bl_head, bl_n;
+    bool flushing; /* the head is being sent: it stays until answered */
+    struct local_mark marks[AG_EVENTS_LOCAL_MARKS];
+    /* The markers this instance asked Redis for in the last
+     * AG_EVENTS_ASKED_MS: not asked again meanwhile. */
+    struct local_mark asked[AG_EVENTS_LOCAL_MARKS];
+};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
+{
+    struct ag_events *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return AG_ENOMEM;
+    ev->metrics = o->metrics;
+    ev->hooks = o->hooks;
+    snprintf(ev->max_len, sizeof ev->max_len, "%u",
+             o->max_len ? o->max_len : AG_EVENTS_MAX_LEN_DEFAULT);
+    unsigned char id[8];
+    randombytes_buf(id, sizeof id);
+    sodium_bin2hex(ev->instance, sizeof ev->instance, id, sizeof id);
+    atomic_init(&ev->seq, 0);
+    pthread_rwlock_init(&ev->store_lock, NULL);
+    pthread_mutex_init(&ev->lock, NULL);
+    *out = ev;
+    return AG_OK;
+}
+
+void ag_events_attach(struct ag_events *ev, struct ag_store *store)
+{
+    pthread_rwlock_wrlock(&ev->store_lock);
+    ev->store = store;
+    pthread_rwlock_unlock(&ev->store_lock);
+}
+
+void ag_events_free(struct ag_events *ev)
+{
+    if (!ev)
+        return;
+    ag_events_attach(ev, NULL);
+    if (ev->bl_n)
+        ag_log(AG_LOG_WARN, "events_backlog_lost",
+               "%zu event(s) never reached the stream", ev->bl_n);
+    for (size_t i = 0; i < ev->bl_n; i++)
+        free(ev->backlog[(ev->bl_head + i) % AG_EVENTS_BACKLOG]);
+    pthread_mutex_destroy(&ev->lock);
+    pthread_rwlock_destroy(&ev->store_lock);
+    free(ev);
+}
+
+/* Keeps json (owned) for a later append, dropping the oldest if full.
+ * With ev->lock held. */
+static char *backlog_push_locked(struct ag_events *ev, char *json)
+{
+    char *dropped = NULL;
+    /* While a flush sends the head, a full backlog drops the newest
+     * instead: the head stays until its answer. */
+    if (ev->bl_n == AG_EVENTS_BACKLOG && ev->flushing)
+        return json;
+    if (ev->bl_n == AG_EVENTS_BACKLOG) {
+        dropped = ev->backlog[ev->bl_head];
+        ev->bl_head = (ev->bl_head + 1) % AG_EVENTS_BACKLOG;
+        ev->bl_n--;
+    }
+    ev->backlog[(ev->bl_head + ev->bl_n) % AG_EVENTS_BACKLOG] = json;
+    ev->bl_n++;
+    return dropped;
+}
+
+static void dropped_one(char *dropped)
+{
+    if (!dropped)
+        return;
+    ag_log(AG_LOG_WARN, "events_backlog_full",
+           "an event waiting for Redis was dropped from the backlog (the "
+           "webhooks had it)");
+    free(dropped);
+}
+
+/* Sends one XADD of json, calling done(arg) when Redis answers; an error
+ * if it could not be sent (done is then not called). */
+static int send_xadd(struct ag_events *ev, const char *json,
+                     ag_store_reply_fn done, void *arg)
+{
+    const char *argv[] = {"XADD", AG_EVENTS_STREAM, "MAXLEN", "~", ev->max_len,
+                          "*",    "event",          json};
+    size_t lens[8];
+    for (size_t i = 0; i < 8; i++)
+        lens[i] = strlen(argv[i]);
+    pthread_rwlock_rdlock(&ev->store_lock);
+    int rc = ev->store ? ag_store_command_async(ev->store, 8, argv, lens, 1,
+                                                done, arg)
+                       : AG_ESTORE;
+    pthread_rwlock_unlock(&ev->store_lock);
+    return rc;
+}
+
+static void flush_next(struct ag_events *ev);
+
+/* The answer to the backlog's head, sent alone: on success the next one
+ * goes, on failure the head stays for a later flush. */
+static void flushed(void *arg, int rc, const void *reply)
+{
+    struct ag_events *ev = arg;
+    const redisReply *r = reply;
+    bool ok = rc == AG_OK && r->type != REDIS_REPLY_ERROR;
+    pthread_mutex_lock(&ev->lock);
+    if (ok) {
+        free(ev->backlog[ev->bl_head]);
+        ev->bl_head = (ev->bl_head + 1) % AG_EVENTS_BACKLOG;
+        ev->bl_n--;
+    }
+    ev->flushing = false;
+    bool more = ok && ev->bl_n > 0;
+    pthread_mutex_unlock(&ev->lock);
+    if (more)
+        flush_next(ev);
+}
+
+/* Sends the backlog's head, unless a flush is under way: one at a time,
+ * so that the stream keeps the backlog's order, and every later event
+ * waits behind it. */
+static void flush_next(struct ag_events *ev)
+{
+    pthread_mutex_lock(&ev->lock);
+    if (ev->flushing || !ev->bl_n) {
+        pthread_mutex_unlock(&ev->lock);
+        return;
+    }
+    ev->flushing = true;
+    const char *head = ev->backlog[ev->bl_head];
+    pthread_mutex_unlock(&ev->lock);
+    /* The head stays in place while flushing is set (backlog_push_locked
+     * never drops it), so it is read here without the lock. */
+    if (send_xadd(ev, head, flushed, ev) != AG_OK) {
+        pthread_mutex_lock(&ev->lock);
+        ev->flushing = false;
+        pthread_mutex_unlock(&ev->lock);
+    }
+}
+
+struct appending {
+    struct ag_events *ev;
+    char *json; /* owned */
+};
+
+static void appended(void *arg, int rc, const void *reply)
+{
+    struct appending *a = arg;
+    const redisReply *r = reply;
+    if (rc == AG_OK && r->type != REDIS_REPLY_ERROR) {
+        free(a->json);
+    } else {
+        pthread_mutex_lock(&a->ev->lock);
+        char *dropped = backlog_push_locked(a->ev, a->json);
+        pthread_mutex_unlock(&a->ev->lock);
+        dropped_one(dropped);
+    }
+    free(a);
+}
+
+/* Appends json (owned) to the stream; behind the backlog if one waits
+ * (which this then tries to send), or into it if Redis cannot take it. */
+static void append(struct ag_events *ev, char *json)
+{
+    pthread_mutex_lock(&ev->lock);
+    if (ev->bl_n || ev->flushing) {
+        char *dropped = backlog_push_locked(ev, json);
+        pthread_mutex_unlock(&ev->lock);
+        dropped_one(dropped);
+        flush_next(ev);
+        return;
+    }
+    pthread_mutex_unlock(&ev->lock);
+    struct appending *a = malloc(sizeof *a);
+    if (!a) {
+        free(json);
+        return;
+    }
+    *a = (struct appending){ev, json};
+    if (send_xadd(ev, json, appended, a) != AG_OK) {
+        pthread_mutex_lock(&ev->lock);
+        char *dropped = backlog_push_locked(ev, json);
+        pthread_mutex_unlock(&ev->lock);
+        dropped_one(dropped);
+        free(a);
+    }
+}
+
+void ag_events_raise(struct ag_events *ev, struct ag_event *e)
+{
+    if (!ev)
+        return;
+    uint64_t seq = atomic_fetch_add(&ev->seq, 1) + 1;
+    snprintf(e->id, sizeof e->id, "%s-%" PRIu64, ev->instance, seq);
+    e->time_ms = wall_ms();
+    char *json = ag_event_json(e);
+    if (!json) {
+        ag_log(AG_LOG_ERROR, "event_lost", "type=%s: out of memory",
+               ag_event_type_name(e->type));
+        return;
+    }
+    ag_metrics_event(ev->metrics, (int)e->type);
+    ag_log(AG_LOG_INFO, "security_event", "type=%s id=%s policy=%s key=%s",
+           ag_event_type_name(e->type), e->id, e->policy[0] ? e->policy : "-",
+           e->key[0] ? e->key : "-");
+    ag_webhooks_push(ev->hooks, json, strlen(json));
+    append(ev, json);
+}
+
+/* FNV-1a: the local table's hash of a marker key. */
+static uint64_t hash_key(const char *s)
+{
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h ? h : 1;
+}
+
+#define PROBES 8
+
+/* "SET NX PX" in one of this instance's tables (tab, under ev->lock):
+ * true if no live marker of key was there (one is then set for ttl_ms).
+ * A full neighbourhood overwrites the marker that lapses first: at worst
+ * a lockout is told twice, or Redis asked once more. */
+static bool table_first(struct ag_events *ev, struct local_mark *tab,
+                        const char *key, uint64_t ttl_ms)
+{
+    uint64_t h = hash_key(key), now = mono_ms();
+    size_t at = (size_t)(h % AG_EVENTS_LOCAL_MARKS), victim = at;
+    bool first = true;
+    pthread_mutex_lock(&ev->lock);
+    for (size_t i = 0; i < PROBES; i++) {
+        struct local_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
+        if (m->hash == h && m->until_ms > now) {
+            first = false;
+            break;
+        }
+        if (m->until_ms < tab[victim].until_ms)
+            victim = (at + i) % AG_EVENTS_LOCAL_MARKS;
+    }
+    if (first)
+        tab[victim] = (struct local_mark){h, now + ttl_ms};
+    pthread_mutex_unlock(&ev->lock);
+    return first;
+}
+
+static void table_clear(struct ag_events *ev, struct local_mark *tab,
+                        const char *key)
+{
+    uint64_t h = hash_key(key);
+    size_t at = (size_t)(h % AG_EVENTS_LOCAL_MARKS);
+    pthread_mutex_lock(&ev->lock);
+    for (size_t i = 0; i < PROBES; i++) {
+        struct local_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
+        if (m->hash == h)
+            m->until_ms = 0;
+    }
+    pthread_mutex_unlock(&ev->lock);
+}
+
+/* The stand-in for the Redis marker while Redis cannot judge. */
+static bool local_first(struct ag_events *ev, const char *key, uint64_t ttl_ms)
+{
+    return table_first(ev, ev->marks, key, ttl_ms);
+}
+
+/* A denial waiting for its marker's answer: the event it would raise. */
+struct marking {
+    struct ag_events *ev;
+    char key[AG_STORE_KEY_MAX];   /* the marker's */
+    char level[AG_STORE_KEY_MAX]; /* the policy's level key; "": none */
+    uint64_t ttl_ms;
+    struct ag_event e;
+};
+
+/* Raises m's lockout, and block_escalated beside it above level 1. */
+static void raise_marked(struct marking *m)
+{
+    ag_events_raise(m->ev, &m->e);
+    if (m->e.level > 1) {
+        struct ag_event esc = m->e;
+        esc.type = AG_EV_BLOCK_ESCALATED;
+        ag_events_raise(m->ev, &esc);
+    }
+}
+
+/* The level key's answer: the block's level, then the events. */
+static void leveled(void *arg, int rc, const void *reply)
+{
+    struct marking *m = arg;
+    const redisReply *r = reply;
+    if (rc == AG_OK && r->type == REDIS_REPLY_STRING)
+        m->e.level = ag_event_level_parse(r->str, r->len);
+    raise_marked(m);
+    free(m);
+}
+
+/* Asks for the level of m's block where its policy's blocks grow, then
+ * raises; raises at once where they do not. Frees m. */
+static void raise_lockout(struct marking *m)
+{
+    if (m->level[0]) {
+        /* m may be freed by leveled as soon as the GET is sent. */
+        struct ag_events *ev = m->ev;
+        const char *argv[] = {"GET", m->level};
+        size_t lens[] = {3, strlen(m->level)};
+        pthread_rwlock_rdlock(&ev->store_lock);
+        int rc = ev->store ? ag_store_command_async(ev->store, 2, argv, lens, 1,
+                                                    leveled, m)
+                           : AG_ESTORE;
+        pthread_rwlock_unlock(&ev->store_lock);
+        if (rc == AG_OK)
+            return;
+        m->e.level = 0; /* not known */
+    }
+    raise_marked(m);
+    free(m);
+}
+
+static void marked(void *arg, int rc, const void *reply)
+{
+    struct marking *m = arg;
+    const redisReply *r = reply;
+    if (rc == AG_OK && r->type == REDIS_REPLY_STATUS) {
+        raise_lockout(m); /* OK: this denial began the lockout */
+        return;
+    }
+    if (rc != AG_OK || r->type == REDIS_REPLY_ERROR) {
+        /* Redis did not judge it (gone, or refusing writes): this
+         * instance does, as while the breaker is open; the level is not
+         * known then. */
+        m->e.level = m->level[0] ? 0 : m->e.level;
+        if (local_first(m->ev, m->key, m->ttl_ms))
+            raise_marked(m);
+    }
+    free(m);
+}
+
+/* The marker of op's key into out (AG_STORE_KEY_MAX bytes); false if it
+ * would not fit. */
+static bool mark_key(const struct ag_limit_op *op, char *out)
+{
+    int n = snprintf(out, AG_STORE_KEY_MAX, "%s" AG_EVENT_MARK_SUFFIX, op->key);
+    return n > 0 && n < AG_STORE_KEY_MAX;
+}
+
+void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
+                      const struct ag_limit_result *res, bool degraded)
+{
+    if (!ev)
+        return;
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct ag_limit_op *op = &plan->ops[i];
+        const struct ag_policy *p = op->policy;
+        if (res[i].allowed || op->shadow)
+            continue;
+        struct marking *m = calloc(1, sizeof *m);
+        if (!m || !mark_key(op, m->key)) {
+            free(m);
+            continue;
+        }
+        m->ev = ev;
+        /* The marker lives as long as the denial: the next one after it
+         * lapses, once the key was allowed again, is a new lockout. */
+        m->ttl_ms = res[i].retry_after_ms > 1000 ? res[i].retry_after_ms : 1000;
+        struct ag_event *e = &m->e;
+        ag_event_init(e, p->algorithm == AG_ALG_CONVERSION
+                             ? AG_EV_CONVERSION_BLOCK
+                             : AG_EV_LOCKOUT);
+        snprintf(e->policy, sizeof e->policy, "%s", p->name);
+        e->endpoint = (int)p->endpoint;
+        ag_event_key_digest(op->key, e->key);
+        snprintf(e->action, sizeof e->action, "%s",
+                 p->action == AG_ACTION_CHALLENGE ? "challenge" : "deny");
+        e->retry_after_s = ag_limiter_seconds(res[i].retry_after_ms);
+        /* A block's level: 1 without growth; with it, what the level key
+         * says once the marker is set. */
+        e->level = p->block_s ? 1 : 0;
+        if (p->block_s && p->block_growth > 1)
+            ag_limiter_level_key(op, m->level);
+        char ttl[24];
+        snprintf(ttl, sizeof ttl, "%" PRIu64, m->ttl_ms);
+        const char *argv[] = {"SET", m->key, "1", "NX", "PX", ttl};
+        size_t lens[6];
+        for (size_t k = 0; k < 6; k++)
+            lens[k] = strlen(argv[k]);
+        /* A marker asked for within the last AG_EVENTS_ASKED_MS lives on
+         * (each lives a second at least), so a flood of denials of one
+         * key costs Redis one SET a second, not one each. */
+        if (!degraded &&
+            !table_first(ev, ev->asked, m->key, AG_EVENTS_ASKED_MS)) {
+            free(m);
+            continue;
+        }
+        int rc = AG_ESTORE;
+        if (!degraded) {
+            pthread_rwlock_rdlock(&ev->store_lock);
+            if (ev->store)
+                rc = ag_store_command_async(ev->store, 6, argv, lens, 1, marked,
+                                            m);
+            pthread_rwlock_unlock(&ev->store_lock);
+        }
+        if (rc == AG_OK)
+            continue;
+        /* Without Redis the level of a growing block is not known. */
+        if (m->level[0])
+            e->level = 0;
+        if (local_first(ev, m->key, m->ttl_ms))
+            raise_marked(m);
+        free(m);
+    }
+}
+
+void ag_events_cleared(struct ag_events *ev, const struct ag_plan *plan)
+{
+    if (!ev)
+        return;
+    for (size_t i = 0; i < plan->n; i++) {
+        char key[AG_STORE_KEY_MAX];
+        if (!mark_key(&plan->ops[i], key))
+            continue;
+        table_clear(ev, ev->marks, key);
+        table_clear(ev, ev->asked, key);
+        const char *argv[] = {"DEL", key};
+        size_t lens[] = {3, strlen(key)};
+        pthread_rwlock_rdlock(&ev->store_lock);
+        if (ev->store)
+            ag_store_command_async(ev->store, 2, argv, lens, 1, NULL, NULL);
+        pthread_rwlock_unlock(&ev->store_lock);
+    }
+}
+
+void ag_events_breaker(void *arg, bool open)
+{
+    struct ag_events *ev = arg;
+    struct ag_event e;
+    ag_event_init(&e, open ? AG_EV_BREAKER_OPEN : AG_EV_BREAKER_CLOSED);
+    /* What waited for Redis first, so that the stream keeps the order in
+     * which they happened. */
+    if (!open)
+        flush_next(ev);
+    ag_events_raise(ev, &e);
+}
+
+/* Parses a stream id "ms-seq" (both decimal); false if it is not one. */
+static bool parse_id(const char *s, uint64_t *ms, uint64_t *seq)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0]))
+        return false;
+    errno = 0;
+    *ms = strtoull(s, &end, 10);
+    if (errno || *end != '-' || !isdigit((unsigned char)end[1]))
+        return false;
+    *seq = strtoull(end + 1, &end, 10);
+    return !errno && !*end;
+}
+
+/* One stream entry [id, [field, value, ...]] as its event with its
+ * stream_id, or NULL if it holds none that parses. */
+static json_t *entry_event(const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    const redisReply *f = r->element[1];
+    for (size_t i = 0; i + 1 < f->elements; i += 2) {
+        if (f->element[i]->type != REDIS_REPLY_STRING ||
+            strcmp(f->element[i]->str, "event") != 0 ||
+            f->element[i + 1]->type != REDIS_REPLY_STRING)
+            continue;
+        json_t *e =
+            json_loadb(f->element[i + 1]->str, f->element[i + 1]->len, 0, NULL);
+        if (json_is_object(e) &&
+            json_object_set_new(e, "stream_id",
+                                json_string(r->element[0]->str)) == 0)
+            return e;
+        json_decref(e);
+    }
+    return NULL;
+}
+
+int ag_events_read(struct ag_events *ev, const char *after, long long limit,
+                   json_t **out, struct ag_error *err)
+{
+    uint64_t ms = 0, seq = 0;
+    if (after && !parse_id(after, &ms, &seq))
+        return ag_error_set(err, AG_EINVAL, "after",
+                            "after must be a stream id such as "
+                            "1700000000000-0 (a next_after)");
+    if (limit < 1 || limit > AG_EVENTS_PAGE_MAX)
+        return ag_error_set(err, AG_EINVAL, "limit",
+                            "limit must be an integer from 1 to %d",
+                            AG_EVENTS_PAGE_MAX);
+    /* The id just after "after" (XRANGE's "(" needs Redis 6.2). */
+    char start[48], count[24];
+    if (!after)
+        snprintf(start, sizeof start, "-");
+    else if (seq == UINT64_MAX)
+        snprintf(start, sizeof start, "%" PRIu64 "-0", ms + 1);
+    else
+        snprintf(start, sizeof start, "%" PRIu64 "-%" PRIu64, ms, seq + 1);
+    snprintf(count, sizeof count, "%lld", limit);
+    const char *argv[] = {"XRANGE", AG_EVENTS_STREAM, start,
+                          "+",      "COUNT",          count};
+    size_t lens[6];
+    for (size_t i = 0; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    void *reply = NULL;
+    pthread_rwlock_rdlock(&ev->store_lock);
+    int rc = ev->store ? ag_store_command(ev->store, 6, argv, lens, 1, &reply)
+                       : AG_ESTORE;
+    pthread_rwlock_unlock(&ev->store_lock);
+    const redisReply *r = reply;
+    if (rc || r->type != REDIS_REPLY_ARRAY) {
+        ag_redis_reply_free(reply);
+        return ag_error_set(err, AG_ESTORE, NULL,
+                            "the event stream cannot be read while Redis "
+                            "does not answer");
+    }
+    json_t *events = json_array();
+    const char *last = after ? after : "0-0";
+    for (size_t i = 0; events && i < r->elements; i++) {
+        json_t *e = entry_event(r->element[i]);
+        if (e)
+            json_array_append_new(events, e);
+        /* An entry that does not parse is skipped, but paged past. */
+        if (r->element[i]->type == REDIS_REPLY_ARRAY &&
+            r->element[i]->elements == 2 &&
+            r->element[i]->element[0]->type == REDIS_REPLY_STRING)
+            last = r->element[i]->element[0]->str;
+    }
+    *out = events ? json_pack("{s:o,s:s}", "events", events, "next_after", last)
+                  : NULL;
+    ag_redis_reply_free(reply);
+    return *out ? AG_OK : ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+}

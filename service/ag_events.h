@@ -1,0 +1,160 @@
+/*
+ * Security events: a lockout began, a block escalated, an admin reset a
+ * key, changed a policy or a list, the Redis circuit breaker opened or
+ * closed, the OTP conversion algorithm blocked a number range. Each event
+ * is one JSON object (ag_event_json), appended to a capped Redis Stream
+ * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
+ * webhook receivers (ag_webhook.h); GET /admin/events pages through the
+ * stream (ag_events_read).
+ *
+ * An event names no identifier: a key is its keyed digest, the one in the
+ * policy's Redis key. Nothing here waits for Redis on a check's path:
+ * the lockout marker and the append are sent without waiting.
+ *
+ * "Once per lockout" across instances: a denial by an enforcing policy
+ * (deny or challenge) sends "SET <its state key>:e 1 NX PX <retry_after>"
+ * (the marker shares the state key's slot, hash tag included), and only
+ * the instance whose SET answers OK raises the event; each instance asks
+ * once per AG_EVENTS_ASKED_MS per key at most, however many denials.
+ * While Redis cannot answer, a small table in this instance stands in
+ * (AG_EVENTS_LOCAL_MARKS markers): the lockout is then once per instance.
+ * An append Redis cannot take waits in a bounded backlog
+ * (AG_EVENTS_BACKLOG, oldest dropped first), sent in order, one at a
+ * time, with the next event or when the breaker closes; the webhooks get
+ * every event at once either way.
+ *
+ * Thread-safety: every function from any thread, once ag_events_attach
+ * has run; callbacks arrive on store threads.
+ */
+#ifndef AG_EVENTS_H
+#define AG_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ag_error.h"
+#include "ag_identity.h"
+#include "ag_limiter.h"
+#include "ag_policy.h"
+
+/* The stream's key; the empty policy name keeps it apart from every
+ * policy's "ag:<policy>:..." key (as AG_FP_KEY_PREFIX). */
+#define AG_EVENTS_STREAM "ag::events"
+/* A policy's lockout marker key is its state key and this. */
+#define AG_EVENT_MARK_SUFFIX ":e"
+#define AG_EVENTS_MAX_LEN_DEFAULT 10000 /* stream entries kept, about */
+#define AG_EVENTS_BACKLOG 256           /* appends waiting for Redis at most */
+#define AG_EVENTS_LOCAL_MARKS 4096      /* markers kept while Redis is down */
+/* A key's marker is asked of Redis once in this long at most, per
+ * instance: no marker lives shorter. */
+#define AG_EVENTS_ASKED_MS 1000
+#define AG_EVENTS_PAGE_MAX 1000 /* events in one GET /admin/events */
+#define AG_EVENTS_PAGE_DEFAULT 100
+/* "<16 hex digits of the instance>-<sequence>" and its NUL. */
+#define AG_EVENT_ID_MAX 40
+
+enum ag_event_type {
+    AG_EV_LOCKOUT,          /* a policy began denying a key */
+    AG_EV_BLOCK_ESCALATED,  /* a block with growth began above level 1 */
+    AG_EV_CONVERSION_BLOCK, /* a conversion policy began denying a key */
+    AG_EV_RESET,            /* POST /admin/reset */
+    AG_EV_POLICY_CHANGED,   /* PUT or DELETE /admin/policies/{name} */
+    AG_EV_LIST_CHANGED,     /* POST or DELETE /admin/lists/... */
+    AG_EV_BREAKER_OPEN,     /* this instance stopped using Redis */
+    AG_EV_BREAKER_CLOSED,   /* and uses it again */
+    AG_EV_COUNT
+};
+
+/* "lockout", "block_escalated", ...: the event's "type". */
+const char *ag_event_type_name(enum ag_event_type t);
+
+/* One event. What does not apply is left empty (""), 0 or -1, and is
+ * left out of its JSON. */
+struct ag_event {
+    enum ag_event_type type;
+    char policy[AG_POLICY_NAME_MAX + 1];
+    int endpoint;                /* enum ag_endpoint, or -1 */
+    char key[AG_DIGEST_HEX + 1]; /* the key's digest */
+    uint32_t retry_after_s;      /* until the key is allowed again */
+    uint32_t level;              /* the block's level (1: the first) */
+    char action[12];             /* lockouts: "deny" or "challenge" */
+    char list[8];                /* list_changed: "allow" or "deny" */
+    char change[8];              /* "put", "delete" or "add" */
+    int64_t entry;               /* list_changed: the entry's id, or 0 */
+    /* Set by ag_events_raise: */
+    char id[AG_EVENT_ID_MAX]; /* unique across instances: dedupe on it */
+    uint64_t time_ms;         /* Unix time in milliseconds */
+};
+
+/* An event with nothing set but its type. */
+void ag_event_init(struct ag_event *e, enum ag_event_type type);
+
+/* The event as compact JSON: {"id", "type", "time" (RFC 3339, UTC, ms),
+ * then what applies of "policy", "endpoint", "key", "action",
+ * "retry_after", "level", "list", "change", "entry"}. Caller frees with free();
+ * NULL when out of memory. */
+char *ag_event_json(const struct ag_event *e);
+
+/* The block level a policy's level key holds ("<n> <end_us>", its n
+ * blocks in a row: lua/common.lua), or 0 if text is not one. */
+uint32_t ag_event_level_parse(const char *text, size_t len);
+
+/* The digest in a policy's store key ("ag:<policy>:<digest>" or
+ * "ag:<policy>:{<digest>}") into out (AG_DIGEST_HEX + 1 bytes); "" if the
+ * key has none. */
+void ag_event_key_digest(const char *store_key, char *out);
+
+struct ag_metrics;
+struct ag_store;
+struct ag_webhooks;
+struct ag_events;
+
+struct ag_events_opts {
+    struct ag_metrics *metrics; /* borrowed; may be NULL */
+    struct ag_webhooks *hooks;  /* borrowed; NULL: no webhooks */
+    unsigned max_len;           /* the stream's cap; 0: the default */
+};
+
+/* A new event source, not yet attached to a store (events are then only
+ * pushed to the webhooks). AG_OK and *out, or AG_ENOMEM. Free with
+ * ag_events_free. */
+int ag_events_new(const struct ag_events_opts *o, struct ag_events **out);
+/* Sends markers and appends to store (borrowed) from now on; NULL
+ * detaches it, and returns once no call into the old store is running,
+ * so that the store may then be destroyed. */
+void ag_events_attach(struct ag_events *ev, struct ag_store *store);
+/* Frees ev (detached first); what waits in the backlog is lost. NULL is
+ * allowed. */
+void ag_events_free(struct ag_events *ev);
+
+/* Stamps e (id, time), counts it, appends it and pushes it. NULL ev does
+ * nothing. */
+void ag_events_raise(struct ag_events *ev, struct ag_event *e);
+
+/* A check of plan was denied with results res (degraded: the store did
+ * not answer, the fallback did). Each enforcing policy that denied (a
+ * challenge one too: it turns the key away until a challenge is passed)
+ * raises lockout (conversion_block for a conversion policy), and
+ * block_escalated beside it when its block's level is above 1, once per
+ * lockout. Returns without waiting. */
+void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
+                      const struct ag_limit_result *res, bool degraded);
+/* The keys of plan were cleared (a reset, a successful login): their
+ * markers go, so that their next lockout is an event again. */
+void ag_events_cleared(struct ag_events *ev, const struct ag_plan *plan);
+/* The store's breaker callback (ag_store_redis_opts): arg is the
+ * struct ag_events. */
+void ag_events_breaker(void *arg, bool open);
+
+/* A page of the stream: up to limit events after stream id after (NULL:
+ * from the start) as {"events": [<event> + "stream_id"], "next_after":
+ * <the last one's stream id, or after>}. AG_OK and *out (the caller
+ * decrefs it); AG_EINVAL (err names "after" or "limit"); AG_ESTORE while
+ * Redis cannot answer; AG_ENOMEM. */
+int ag_events_read(struct ag_events *ev, const char *after, long long limit,
+                   json_t **out, struct ag_error *err);
+
+#endif

@@ -1,0 +1,261 @@
+#include "ag_redis_sub.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <sodium.h>
+
+#include "ag_deny_cache.h"
+#include "ag_log.h"
+#include "ag_metrics.h"
+#include "ag_redis_link.h"
+#include "ag_redis_reply.h"
+#include "ag_redis_sentinel.h"
+
+/* How long one wait for a message lasts: the longest a stop waits. */
+#define WAIT_MS 100
+/* A PING this often on the subscribed connection, which must be answered
+ * within the Redis timeout but never less than PONG_MIN_MS: a Redis that
+ * stopped answering (frozen, or cut off without the connection closing)
+ * could be missing other instances' invalidations. */
+#define PING_MS 500
+#define PONG_MIN_MS 1000
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 1000
+
+struct ag_redis_sub {
+    struct ag_redis_addr addr; /* a copy; its password wiped at stop */
+    unsigned timeout_ms;
+    struct ag_deny_cache *cache;
+    struct ag_metrics *metrics;
+    struct ag_redis_tls *tls; /* NULL without TLS */
+    int next_seed;            /* cluster: the seed node to try next */
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards stopping */
+    pthread_cond_t wake;
+    bool stopping;
+};
+
+static bool stopping(struct ag_redis_sub *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool stop = s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
+}
+
+/* Sleeps ms unless stopped first; returns whether stopping. */
+static bool nap(struct ag_redis_sub *s, unsigned ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping &&
+           pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0)
+        ;
+    bool stop = s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
+}
+
+/* A connection to where the invalidations can be heard; NULL (logged)
+ * if none. */
+static struct ag_redis_link *connect_sub(struct ag_redis_sub *s)
+{
+    struct ag_redis_addr a = s->addr;
+    struct ag_redis_link *l = NULL;
+    struct ag_error err = {0};
+    int rc = AG_OK;
+    if (a.kind == AG_REDIS_SENTINEL) {
+        rc =
+            ag_redis_sentinel_master(&s->addr, s->tls, s->timeout_ms, &a, &err);
+    } else if (a.kind == AG_REDIS_CLUSTER) {
+        const struct ag_redis_hostport *seed =
+            &s->addr.seeds[s->next_seed++ % s->addr.n_seeds];
+        a.kind = AG_REDIS_TCP;
+        memcpy(a.host, seed->host, sizeof a.host);
+        a.port = seed->port;
+        a.db = 0;
+    }
+    if (rc == AG_OK)
+        rc = ag_redis_link_open(&a, s->tls, s->timeout_ms, &l, &err);
+    sodium_memzero(a.password, sizeof a.password);
+    if (rc) {
+        ag_log(AG_LOG_WARN, "deny_cache_subscribe", "%s", err.msg);
+        ag_metrics_count(s->metrics, AG_M_REDIS_ERRORS);
+        return NULL;
+    }
+    return l;
+}
+
+/* Is r a pub/sub push of kind ("subscribe", "message") on the channel? */
+static bool push_of(const redisReply *r, const char *kind)
+{
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(r->element[0]->str, kind) == 0 &&
+           r->element[1]->type == REDIS_REPLY_STRING &&
+           strcmp(r->element[1]->str, AG_DENY_CACHE_CHANNEL) == 0;
+}
+
+/* Subscribes l; true once Redis confirms. */
+static bool subscribe(struct ag_redis_link *l)
+{
+    static const char cmd[] = "*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\n"
+                              "ag::deny-cache\r\n";
+    _Static_assert(sizeof AG_DENY_CACHE_CHANNEL - 1 == 14,
+                   "the SUBSCRIBE command spells the channel out");
+    redisReply *r = NULL;
+    bool ok = ag_redis_link_append(l, cmd, sizeof cmd - 1) == AG_OK &&
+              ag_redis_link_get_reply(l, (void **)&r) == AG_OK &&
+              push_of(r, "subscribe");
+    if (!ok)
+        ag_log(AG_LOG_WARN, "deny_cache_subscribe", "SUBSCRIBE refused: %s",
+               r && r->type == REDIS_REPLY_ERROR ? r->str
+                                                 : ag_redis_link_error(l));
+    ag_redis_reply_free(r);
+    return ok;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A subscribed connection's answer to PING: ["pong", ""]. */
+static bool pong(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(r->element[0]->str, "pong") == 0;
+}
+
+/* Takes messages until the link fails, Redis stops answering its PING,
+ * or a stop is asked for. */
+static void listen_on(struct ag_redis_sub *s, struct ag_redis_link *l)
+{
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    uint64_t pong_ms =
+        s->timeout_ms > PONG_MIN_MS ? s->timeout_ms : PONG_MIN_MS;
+    uint64_t last = now_ms(), sent = 0; /* sent: 0 while none is out */
+    const char *why = NULL;
+    while (!why && !stopping(s)) {
+        uint64_t now = now_ms();
+        if (!sent && now - last >= PING_MS) {
+            if (ag_redis_link_append(l, ping, sizeof ping - 1) != AG_OK) {
+                why = "cannot send PING";
+                break;
+            }
+            sent = now;
+        } else if (sent && now - sent > pong_ms) {
+            why = "no answer to PING";
+            break;
+        }
+        redisReply *r = NULL;
+        if (ag_redis_link_wait_reply(l, WAIT_MS, (void **)&r) != AG_OK) {
+            why = ag_redis_link_error(l);
+            break;
+        }
+        if (pong(r)) {
+            sent = 0;
+            last = now_ms();
+        } else if (push_of(r, "message") &&
+                   r->element[2]->type == REDIS_REPLY_STRING) {
+            ag_deny_cache_invalidate(s->cache, r->element[2]->str);
+        }
+        ag_redis_reply_free(r);
+    }
+    if (why)
+        ag_log(AG_LOG_WARN, "deny_cache_unsubscribed",
+               "%s: the deny cache is off until subscribed again", why);
+}
+
+static void *run(void *arg)
+{
+    struct ag_redis_sub *s = arg;
+    unsigned backoff = BACKOFF_MIN_MS;
+    while (!stopping(s)) {
+        struct ag_redis_link *l = connect_sub(s);
+        if (l && subscribe(l)) {
+            /* Whatever was sent before this moment may have been missed. */
+            ag_deny_cache_set_live(s->cache, true);
+            ag_log(AG_LOG_INFO, "deny_cache_subscribed", "invalidations on %s",
+                   AG_DENY_CACHE_CHANNEL);
+            backoff = BACKOFF_MIN_MS;
+            listen_on(s, l);
+            ag_deny_cache_set_live(s->cache, false);
+        }
+        ag_redis_link_close(l);
+        if (nap(s, backoff))
+            break;
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+    }
+    return NULL;
+}
+
+int ag_redis_sub_start(const struct ag_redis_addr *addr, unsigned timeout_ms,
+                       struct ag_deny_cache *cache, struct ag_metrics *metrics,
+                       struct ag_redis_sub **out, struct ag_error *err)
+{
+    *out = NULL;
+    struct ag_redis_sub *s = calloc(1, sizeof *s);
+    if (!s)
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+    s->addr = *addr;
+    s->timeout_ms = timeout_ms;
+    s->cache = cache;
+    s->metrics = metrics;
+    if (addr->tls && ag_redis_tls_new(addr, &s->tls, err) != AG_OK) {
+        /* As the store does: the service runs (degraded, the store's log
+         * says why), and the cache stays off. */
+        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
+               "%s: the deny cache stays off", err->msg);
+        sodium_memzero(&s->addr, sizeof s->addr);
+        free(s);
+        return AG_OK;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&s->thread, NULL, run, s) != 0) {
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        ag_redis_tls_free(s->tls);
+        sodium_memzero(&s->addr, sizeof s->addr);
+        free(s);
+        return ag_error_set(err, AG_ENOMEM, NULL,
+                            "cannot start the deny cache's subscriber");
+    }
+    *out = s;
+    return AG_OK;
+}
+
+void ag_redis_sub_stop(struct ag_redis_sub *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    ag_deny_cache_set_live(s->cache, false);
+    ag_redis_tls_free(s->tls);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    sodium_memzero(&s->addr, sizeof s->addr);
+    free(s);
+}

@@ -1,0 +1,343 @@
+// The admin console in a real browser: Debian's chromium driven by
+// playwright-core (no browser download). tests/integration/test_console.py
+// starts Redis and the service and runs this with:
+//   AG_CONSOLE_BASE  the admin listener, e.g. http://127.0.0.1:8081
+//   AG_PUBLIC_BASE   the public listener, for real /check-login calls
+//   AG_ADMIN_TOKEN   the admin token
+//   AG_ARTIFACTS     a directory for the screenshots of each view
+// Elements are found by role and label, as a screen reader finds them.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {after, before, describe, it} from 'node:test';
+
+import {chromium} from 'playwright-core';
+
+const BASE = process.env.AG_CONSOLE_BASE;
+const PUBLIC = process.env.AG_PUBLIC_BASE || BASE;
+const TOKEN = process.env.AG_ADMIN_TOKEN;
+const ARTIFACTS = process.env.AG_ARTIFACTS ||
+                  fs.mkdtempSync(path.join(os.tmpdir(), 'console-shots-'));
+const XSS = '<script>window.__xss=1</script><img src=x onerror=window.__xss=1>';
+// Without these chromium tries the network, which is closed here, and
+// hangs on the attempts.
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
+              '--no-first-run', '--disable-background-networking',
+              '--disable-component-update', '--disable-sync'];
+
+assert.ok(BASE && TOKEN, 'AG_CONSOLE_BASE and AG_ADMIN_TOKEN are required');
+fs.mkdirSync(ARTIFACTS, {recursive: true});
+
+let context;
+let page;
+let userDir;
+const consoleErrors = [];  // console messages of type error, as text
+const pageErrors = [];     // uncaught exceptions in the page
+const consoleResponses = [];  // every response for /admin/ui/...
+
+async function adminApi(method, p, body) {
+  const r = await fetch(BASE + '/admin/' + p, {
+    method,
+    headers: {Authorization: 'Bearer ' + TOKEN,
+              'Content-Type': 'application/json'},
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return {status: r.status, body: text ? JSON.parse(text) : null};
+}
+
+// Waits until locator's text matches re; fails with the last text seen.
+async function waitText(locator, re, timeout = 10000) {
+  const deadline = Date.now() + timeout;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (await locator.count() === 1) {
+      last = (await locator.textContent()) || '';
+      if (re.test(last)) return last;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const alert = page.getByRole('alert');
+  const shown = await alert.count() ? await alert.textContent() : '';
+  assert.fail('text ' + JSON.stringify(last) + ' never matched ' + re +
+              (shown ? '; the alert says ' + JSON.stringify(shown) : ''));
+}
+
+function region(name) {
+  return page.getByRole('region', {name, exact: true});
+}
+
+function policyRow(name) {
+  return region('Policies').getByRole('row').filter({
+    has: page.getByRole('rowheader', {name, exact: true}),
+  });
+}
+
+async function shot(name) {
+  await page.screenshot({path: path.join(ARTIFACTS, 'console-' + name + '.png'),
+                         fullPage: true});
+}
+
+before(async () => {
+  userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-chromium-'));
+  context = await chromium.launchPersistentContext(userDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ARGS,
+    viewport: {width: 1280, height: 900},
+  });
+  // Injected by the browser, not the page, so the page's CSP does not
+  // stop it: it records every violation the page would report.
+  await context.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
+    });
+  });
+  page = context.pages()[0] || await context.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error')
+      consoleErrors.push({text: m.text(), url: m.location().url || ''});
+  });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('response', (r) => {
+    if (new URL(r.url()).pathname.startsWith('/admin/ui'))
+      consoleResponses.push(r);
+  });
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (userDir) fs.rmSync(userDir, {recursive: true, force: true});
+});
+
+describe('the admin console', () => {
+  it('refuses a wrong token with an alert and signs in with the right one',
+     async () => {
+       await page.goto(BASE + '/admin/ui/');
+       await page.getByLabel('Admin token', {exact: true})
+           .fill('not-the-token-0123456789');
+       await page.getByRole('button', {name: 'Sign in'}).click();
+       await waitText(page.getByRole('alert'), /token was refused/);
+       await shot('signin');
+       assert.equal(await page.evaluate(
+                        () => sessionStorage.getItem('abuseguard.admin_token')),
+                    null, 'a refused token is not kept');
+       await page.getByLabel('Admin token', {exact: true}).fill(TOKEN);
+       await page.getByRole('button', {name: 'Sign in'}).click();
+       await policyRow('login.ip').waitFor();
+       assert.equal(await page.getByRole('alert').count(), 0);
+       // Kept for this tab only: in sessionStorage, not localStorage.
+       assert.equal(await page.evaluate(
+                        () => sessionStorage.getItem('abuseguard.admin_token')),
+                    TOKEN);
+       assert.equal(await page.evaluate(() => localStorage.length), 0);
+       const rows = await region('Policies').getByRole('rowheader').count();
+       const listed = (await adminApi('GET', 'policies')).body.policies;
+       assert.equal(rows, listed.length, 'one row per policy');
+       await shot('policies');
+     });
+
+  it('shows a refused edit naming the field and a saved one in the table',
+     async () => {
+       await policyRow('login.ip').getByRole('button', {name: 'Edit'}).click();
+       const form = page.getByRole('form', {name: 'Edit login.ip'});
+       const limit = form.getByLabel('limit', {exact: true});
+       assert.equal(await limit.inputValue(), '100');
+       assert.equal(await form.getByLabel('window_s', {exact: true})
+                        .inputValue(), '900');
+       await limit.fill('0');
+       await form.getByRole('button', {name: 'Save'}).click();
+       const text = await waitText(page.getByRole('alert'), /limit/);
+       assert.match(text, /^limit must be/);
+       assert.equal(await limit.getAttribute('aria-invalid'), 'true');
+       await shot('edit-refused');
+       assert.equal((await adminApi('GET', 'policies/login.ip'))
+                        .body.policy.limit, 100, 'the refused edit changed nothing');
+       await limit.fill('150');
+       await form.getByRole('button', {name: 'Save'}).click();
+       await waitText(page.getByRole('status'), /Saved login\.ip/);
+       await waitText(policyRow('login.ip').getByRole('cell').nth(3), /^150$/);
+       assert.equal(await form.count(), 0, 'the form closes once saved');
+       assert.equal((await adminApi('GET', 'policies/login.ip'))
+                        .body.policy.limit, 150);
+     });
+
+  it('switches shadow and enforce, and enabled, with one click each',
+     async () => {
+       const row = policyRow('otp.ip');
+       await row.getByRole('button', {name: 'Switch to shadow'}).click();
+       await row.getByRole('button', {name: 'Switch to enforce'}).waitFor();
+       assert.equal((await adminApi('GET', 'policies/otp.ip')).body.policy.mode,
+                    'shadow');
+       await row.getByRole('button', {name: 'Disable'}).click();
+       await row.getByRole('button', {name: 'Enable'}).waitFor();
+       let p = (await adminApi('GET', 'policies/otp.ip')).body.policy;
+       assert.equal(p.enabled, false);
+       assert.equal(p.mode, 'shadow', 'a toggle keeps the rest of the record');
+       assert.equal(p.limit, 20);
+       await row.getByRole('button', {name: 'Switch to enforce'}).click();
+       await row.getByRole('button', {name: 'Switch to shadow'}).waitFor();
+       await row.getByRole('button', {name: 'Enable'}).click();
+       await row.getByRole('button', {name: 'Disable'}).waitFor();
+       p = (await adminApi('GET', 'policies/otp.ip')).body.policy;
+       assert.equal(p.mode, 'enforce');
+       assert.equal(p.enabled, true);
+     });
+
+  it('looks up a locked subject, unlocks it, and then shows it allowed',
+     async () => {
+       const user = 'locked@example.com';
+       const ip = '198.51.100.7';
+       // login.user_ip allows an untrusted device 5 attempts in 900 s:
+       // real checks use them up, and the sixth is refused.
+       let last;
+       for (let i = 0; i < 6; i++)
+         last = await fetch(PUBLIC + '/check-login', {
+           method: 'POST', body: JSON.stringify({user, ip})});
+       assert.equal(last.status, 429);
+       assert.equal((await last.json()).policy, 'login.user_ip');
+       await page.getByRole('link', {name: 'Look up'}).click();
+       const view = region('Look up');
+       await view.getByLabel('endpoint', {exact: true}).selectOption('login');
+       await view.getByLabel('user', {exact: true}).fill(user);
+       await view.getByLabel('ip', {exact: true}).fill(ip);
+       await view.getByRole('button', {name: 'Look up'}).click();
+       const row = view.getByRole('row').filter({
+         has: page.getByRole('rowheader', {name: 'login.user_ip', exact: true}),
+       });
+       await waitText(row.getByRole('cell').first(), /^denied/);
+       await view.getByText(/^Denied by login\.user_ip/).waitFor();
+       // One row per policy of the endpoint that the subject's lane
+       // applies, each with its own Unlock.
+       assert.ok(await view.getByRole('button', {name: 'Unlock'}).count() > 1);
+       await shot('lookup-locked');
+       // login.ip_users blocks an address for an hour once it has tried
+       // 20 users: the 21st is refused and the block starts.
+       const busy = '198.51.100.99';
+       for (let i = 0; i <= 20; i++)
+         last = await fetch(PUBLIC + '/check-login', {
+           method: 'POST',
+           body: JSON.stringify({user: 'u' + i + '@example.com', ip: busy})});
+       assert.equal((await last.json()).policy, 'login.ip_users');
+       await view.getByLabel('ip', {exact: true}).fill(busy);
+       await view.getByRole('button', {name: 'Look up'}).click();
+       const blocked = view.getByRole('row').filter({
+         has: page.getByRole('rowheader', {name: 'login.ip_users',
+                                           exact: true}),
+       });
+       await waitText(blocked.getByRole('cell').first(),
+                      /^blocked for \d+ s, block 1 in a row$/);
+       await shot('lookup-blocked');
+       await view.getByLabel('ip', {exact: true}).fill(ip);
+       await view.getByRole('button', {name: 'Look up'}).click();
+       await waitText(row.getByRole('cell').first(), /^denied/);
+       await row.getByRole('button', {name: 'Unlock'}).click();
+       await waitText(page.getByRole('status'), /^Unlocked login\.user_ip/);
+       await waitText(row.getByRole('cell').first(), /^allowed$/);
+       await view.getByText(/^Allowed/).waitFor();
+       await shot('lookup');
+       // A real check passes again.
+       const again = await fetch(PUBLIC + '/check-login', {
+         method: 'POST', body: JSON.stringify({user, ip})});
+       assert.equal(again.status, 200);
+     });
+
+  it('lists the edits and the unlock in the audit log, a page at a time',
+     async () => {
+    await page.getByRole('link', {name: 'Audit'}).click();
+    const audit = region('Audit');
+    await audit.getByRole('row').nth(1).waitFor();
+    const rows = audit.getByRole('row');
+    const cells = async (i) =>
+        (await rows.nth(i).getByRole('cell').allTextContents());
+    const first = await cells(1);
+    assert.equal(first[3], 'admin-api');
+    assert.match(first[0], /^\d{4}-\d\d-\d\d/);
+    const page1 = [];
+    for (let i = 1; i < await rows.count(); i++) page1.push(await cells(i));
+    const has = (action, name) => assert.ok(
+        page1.some((c) => c[1] === action && c[2] === name),
+        action + ' ' + name + ' in ' + JSON.stringify(page1));
+    has('update', 'login.ip');
+    has('update', 'otp.ip');
+    has('reset', 'login.user_ip');
+    await shot('audit');
+    const next = audit.getByRole('button', {name: 'Next page'});
+    assert.equal(await next.isEnabled(), true);
+    await next.click();
+    await waitText(rows.nth(1), /seed/);
+    const page2 = await cells(1);
+    assert.equal(page2[3], 'seed');
+    assert.ok(!page1.some((c) => c.join() === page2.join()),
+              'the next page holds older entries');
+  });
+
+  it('adds a list entry, shows a note with markup as text, and deletes it',
+     async () => {
+       await page.getByRole('link', {name: 'Lists'}).click();
+       const lists = region('Lists');
+       const add = lists.getByRole('form', {name: 'Add an entry'});
+       await add.getByLabel('list', {exact: true}).selectOption('deny');
+       await add.getByLabel('kind', {exact: true}).selectOption('ip');
+       await add.getByLabel('value', {exact: true}).fill('203.0.113.9');
+       await add.getByLabel('endpoint', {exact: true}).selectOption({label: '* (every endpoint)'});
+       await add.getByLabel('note', {exact: true}).fill(XSS);
+       await add.getByRole('button', {name: 'Add entry'}).click();
+       await waitText(page.getByRole('status'), /Added entry \d+ to the deny/);
+       const deny = lists.getByRole('table', {name: 'Deny list'});
+       const row = deny.getByRole('row').filter({hasText: '203.0.113.9'});
+       await row.waitFor();
+       const note = row.getByRole('cell').nth(4);
+       assert.equal(await note.textContent(), XSS);
+       assert.equal(await note.evaluate((n) => n.children.length), 0,
+                    'the note made no element');
+       assert.equal(await page.evaluate(() => document.querySelectorAll(
+                        'main img, main script').length), 0);
+       assert.equal(await page.evaluate(() => typeof window.__xss),
+                    'undefined');
+       await shot('lists');
+       const entries = (await adminApi('GET', 'lists/deny')).body.entries;
+       const entry = entries.find((e) => e.value === '203.0.113.9');
+       assert.equal(entry.note, XSS);
+       await row.getByRole('button', {name: 'Delete'}).click();
+       await waitText(page.getByRole('status'),
+                      new RegExp('Deleted entry ' + entry.id));
+       assert.equal(await row.count(), 0);
+       assert.ok(!(await adminApi('GET', 'lists/deny')).body.entries.some(
+           (e) => e.id === entry.id));
+       assert.equal(await page.evaluate(() => typeof window.__xss),
+                    'undefined');
+     });
+
+  it('sent every console file with its security headers', async () => {
+    assert.ok(consoleResponses.length >= 3, 'the page, its script and style');
+    for (const r of consoleResponses) {
+      const h = await r.allHeaders();
+      const where = r.url();
+      assert.match(h['content-security-policy'], /^default-src 'self';/, where);
+      assert.equal(h['x-frame-options'], 'DENY', where);
+      assert.equal(h['referrer-policy'], 'no-referrer', where);
+      assert.equal(h['x-content-type-options'], 'nosniff', where);
+    }
+  });
+
+  it('raised no script error and no CSP violation', async () => {
+    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(await page.evaluate(() => window.__csp), []);
+    // Chromium logs each refused API call as a console error; these are
+    // the two the test asked for (the wrong token, the limit of 0), and
+    // nothing else may be there.
+    const refused = consoleErrors.filter(
+        (e) => /^Failed to load resource: the server responded with a status of 4\d\d/
+                   .test(e.text) &&
+               !new URL(e.url).pathname.startsWith('/admin/ui'));
+    const others = consoleErrors.filter((e) => !refused.includes(e));
+    assert.deepEqual(others, []);
+    assert.deepEqual(
+        refused.map((e) => e.text.match(/status of (\d+)/)[1] + ' ' +
+                           new URL(e.url).pathname),
+        ['401 /admin/policies', '400 /admin/policies/login.ip']);
+  });
+});

@@ -1,0 +1,128 @@
+/*
+ * ag_webhook without a receiver: the signature against RFC 4231's
+ * HMAC-SHA256 vectors, the backoff schedule, the queue's order and bound,
+ * and the options refused at start.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "ag_error.h"
+#include "ag_webhook.h"
+
+static void signature_matches_the_rfc_4231_vectors(void **state)
+{
+    (void)state;
+    char sig[AG_WEBHOOK_SIGNATURE_LEN + 1];
+    const char *data = "what do ya want for nothing?";
+    ag_webhook_sign((const unsigned char *)"Jefe", 4, data, strlen(data), sig);
+    assert_string_equal(sig, "sha256=5bdcc146bf60754e6a042426089575c75a003f08"
+                             "9d2739839dec58b964ec3843");
+    /* A key longer than the block is hashed first (test case 6). */
+    unsigned char key[131];
+    memset(key, 0xaa, sizeof key);
+    data = "Test Using Larger Than Block-Size Key - Hash Key First";
+    ag_webhook_sign(key, sizeof key, data, strlen(data), sig);
+    assert_string_equal(sig, "sha256=60e431591ee0b67f0d8a26aacbf5b77f8e0bc621"
+                             "3728c5140546040f0ee37f54");
+}
+
+static void signature_changes_with_the_body_and_the_key(void **state)
+{
+    (void)state;
+    char a[AG_WEBHOOK_SIGNATURE_LEN + 1], b[AG_WEBHOOK_SIGNATURE_LEN + 1];
+    const unsigned char key[] = "0123456789abcdef0123456789abcdef";
+    ag_webhook_sign(key, 32, "{\"type\":\"reset\"}", 16, a);
+    ag_webhook_sign(key, 32, "{\"type\":\"reset\"} ", 17, b);
+    assert_string_not_equal(a, b);
+    ag_webhook_sign((const unsigned char *)"1123456789abcdef0123456789abcdef",
+                    32, "{\"type\":\"reset\"}", 16, b);
+    assert_string_not_equal(a, b);
+    assert_int_equal(strlen(a), AG_WEBHOOK_SIGNATURE_LEN);
+}
+
+static void backoff_doubles_from_half_a_second_up_to_thirty(void **state)
+{
+    (void)state;
+    assert_int_equal(ag_webhook_backoff_ms(1), AG_WEBHOOK_BACKOFF_MIN_MS);
+    assert_int_equal(ag_webhook_backoff_ms(2), 1000);
+    assert_int_equal(ag_webhook_backoff_ms(3), 2000);
+    assert_int_equal(ag_webhook_backoff_ms(6), 16000);
+    assert_int_equal(ag_webhook_backoff_ms(7), AG_WEBHOOK_BACKOFF_MAX_MS);
+    assert_int_equal(ag_webhook_backoff_ms(1000), AG_WEBHOOK_BACKOFF_MAX_MS);
+}
+
+static void queue_keeps_order_and_drops_the_oldest_when_full(void **state)
+{
+    (void)state;
+    struct ag_webhook_queue *q = ag_webhook_queue_new(3);
+    assert_non_null(q);
+    const char *body;
+    size_t len;
+    uint64_t at, seq, first_seq;
+    assert_false(ag_webhook_queue_peek(q, &body, &len, &at, &seq));
+    assert_int_equal(ag_webhook_queue_push(q, "a", 1, 10), 0);
+    assert_int_equal(ag_webhook_queue_push(q, "bb", 2, 20), 0);
+    assert_int_equal(ag_webhook_queue_push(q, "ccc", 3, 30), 0);
+    assert_true(ag_webhook_queue_peek(q, &body, &len, &at, &first_seq));
+    assert_string_equal(body, "a");
+    /* Full: the fourth pushes the oldest out. */
+    assert_int_equal(ag_webhook_queue_push(q, "dddd", 4, 40), 1);
+    assert_int_equal(ag_webhook_queue_len(q), 3);
+    const char *want[] = {"bb", "ccc", "dddd"};
+    for (int i = 0; i < 3; i++) {
+        assert_true(ag_webhook_queue_peek(q, &body, &len, &at, &seq));
+        assert_string_equal(body, want[i]);
+        assert_int_equal(len, strlen(want[i]));
+        assert_int_equal(at, 20u + 10u * (unsigned)i);
+        /* The head's number tells a sender its entry was pushed out. */
+        assert_int_equal(seq, first_seq + 1 + (unsigned)i);
+        ag_webhook_queue_pop(q);
+    }
+    assert_int_equal(ag_webhook_queue_len(q), 0);
+    ag_webhook_queue_pop(q); /* empty: nothing */
+    assert_int_equal(ag_webhook_queue_push(q, "e", 1, 50), 0);
+    ag_webhook_queue_free(q); /* frees what is still queued */
+    assert_null(ag_webhook_queue_new(0));
+}
+
+static void webhooks_refuse_no_receiver_or_no_key(void **state)
+{
+    (void)state;
+    const char *urls[] = {"http://127.0.0.1:9/x"};
+    const unsigned char key[] = "0123456789abcdef0123456789abcdef";
+    struct ag_webhooks *w = (struct ag_webhooks *)1;
+    struct ag_webhook_opts o = {
+        .urls = urls, .n = 0, .key = key, .key_len = 32, .max_age_s = 1};
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_EINVAL);
+    assert_null(w);
+    o.n = AG_WEBHOOKS_MAX + 1;
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_EINVAL);
+    o.n = 1;
+    o.key_len = 0;
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_EINVAL);
+    /* A receiver that is never reached still starts and stops cleanly. */
+    o.key_len = 32;
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_OK);
+    ag_webhooks_push(w, "{}", 2);
+    ag_webhooks_free(w);
+    ag_webhooks_push(NULL, "{}", 2);
+    ag_webhooks_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(signature_matches_the_rfc_4231_vectors),
+        cmocka_unit_test(signature_changes_with_the_body_and_the_key),
+        cmocka_unit_test(backoff_doubles_from_half_a_second_up_to_thirty),
+        cmocka_unit_test(queue_keeps_order_and_drops_the_oldest_when_full),
+        cmocka_unit_test(webhooks_refuse_no_receiver_or_no_key),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
