@@ -8,9 +8,9 @@
 -- a0, na, now`, then this file (service/ag_redis_code.c).
 --
 -- Redis runs it with k0 nil: the check is the whole of KEYS and ARGV, at
--- the clock's time. A batch of checks in one call (bench/batch.lua, the
--- measured and declined experiment of issue 20) runs it over a slice:
--- keys KEYS[k0 + 1] to KEYS[k0 + nk], arguments ARGV[a0 + 1] to
+-- the clock's time. A batch of checks in one call (bench/batch.lua,
+-- issue 20's experiment, which the service does not send) runs it over a
+-- slice: keys KEYS[k0 + 1] to KEYS[k0 + nk], arguments ARGV[a0 + 1] to
 -- ARGV[a0 + na], at now, microseconds (now_text's number), the batch
 -- having set now_text and the locals common.lua leaves to the driver.
 --
@@ -41,11 +41,12 @@
 -- failure whose password fingerprint (ARGV[3]) is one of the user's last
 -- three within its window records in no policy (fingerprint_seen).
 --
--- KEYS (of the slice): per policy in order, its state key; then, only if its block_ms is
+-- The layout, of a slice (KEYS[i] below is KEYS[k0 + i], ARGV[i] is
+-- ARGV[a0 + i]):
+-- KEYS: per policy in order, its state key; then, only if its block_ms is
 --   above 0, its block key; then, only if its growth is also above 1, its
 --   level key. Last, only if ARGV[3] is not empty, the user's fingerprint
 --   set.
--- ARGV (of the slice, a0 past ARGV[1]):
 -- ARGV[1] nonce, unique per request    ARGV[2] mode
 -- Record mode only (a check's arguments are as they were before there
 -- were fingerprints): ARGV[3] the keyed digest of the user and the
