@@ -34,7 +34,7 @@ import json
 import sqlite3
 import urllib.parse
 
-from harness import ServiceTest, free_port
+from harness import ServiceTest, free_port, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC_PATH = os.path.join(HERE, "..", "..", "api", "openapi.json")
@@ -127,6 +127,15 @@ class Ctx:
                                   r.raw[:500])
         return r
 
+    def denied(self, path, body, n, cached):
+        """The nth request of body: a 429 that the deny cache answered or
+        (the first denial) Redis did, as cached says."""
+        r = self.repeat(n, path, body)
+        self.test.assertEqual(r.status, 429, r.raw)
+        self.test.assertEqual(
+            any(d.get("cached") for d in r.json["decisions"]), cached, r.raw)
+        return r
+
     def resets_until_refused(self):
         """Resets while Redis is down queue up; past the queue's 256 the
         answer is a 503."""
@@ -163,8 +172,11 @@ def check_cases(path, body, deny_after):
         (path, "post", 403): ("up", lambda c: c.post(
             path, dict(body(c), ip=DENIED_IP))),
         (path, "post", 413): ("up", lambda c: c.post(path, BIG)),
-        (path, "post", 429): ("up", lambda c: c.repeat(
-            deny_after + 1, path, body(c))),
+        (path, "post", 429): [
+            # The first denial, from Redis; the next from the deny cache.
+            ("up", lambda c: c.denied(path, body(c), deny_after + 1, False)),
+            ("up", lambda c: c.denied(path, body(c), deny_after + 2, True)),
+        ],
         (path, "post", 503): ("redis_down", lambda c: c.post(path, body(c))),
     }
 
@@ -444,6 +456,10 @@ class OpenApiTest(ServiceTest):
                      "algorithm": "fixed_window", "limit": 1000000,
                      "window_s": 60, "fail": "closed"}, headers=AUTH)
                 self.assertEqual(r.status, 201, r.raw)
+            # Denials are cached only once the cache's subscription is.
+            self.assertTrue(wait_until(
+                lambda: '"deny_cache_subscribed"' in self.svc.log_text(),
+                10.0), "the deny cache never subscribed")
             for which, net in (("deny", "198.51.100.0/24"),
                                ("allow", ALLOWED_IP)):
                 r = self.svc.request("POST", "/admin/lists/" + which,
