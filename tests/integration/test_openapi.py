@@ -127,6 +127,13 @@ class Ctx:
                                   r.raw[:500])
         return r
 
+    def refused(self, method, path, body, field):
+        """An admin request the service must refuse naming field."""
+        r = self.admin(method, path, body)
+        self.test.assertEqual((r.status, r.json.get("field")), (400, field),
+                              r.raw)
+        return r
+
     def denied(self, path, body, n, cached):
         """The nth request of body: a 429 that the deny cache answered or
         (the first denial) Redis did, as cached says."""
@@ -134,6 +141,56 @@ class Ctx:
         self.test.assertEqual(r.status, 429, r.raw)
         self.test.assertEqual(
             any(d.get("cached") for d in r.json["decisions"]), cached, r.raw)
+        return r
+
+    def inspect(self, body, endpoint="login", **expect):
+        """POST /admin/inspect of body for endpoint; asserts the answer
+        holds expect (the shape the row is there to provoke)."""
+        r = self.admin("POST", "/admin/inspect", dict(body, endpoint=endpoint))
+        for k, v in expect.items():
+            self.test.assertEqual(r.json.get(k), v, r.raw)
+        return r
+
+    def inspect_blocked(self):
+        """An inspect of a subject that five reported wrong passwords and
+        the check they failed have blocked (login.user_ip_fail): denied,
+        with the block's time left and level."""
+        body = login(self)
+        for _ in range(5):
+            self.post("/report-login", dict(body, success=False))
+        self.test.assertEqual(self.post("/check-login", body).status, 429)
+        r = self.inspect(body, allowed=False, policy="login.user_ip_fail")
+        d, = [d for d in r.json["decisions"]
+              if d["policy"] == "login.user_ip_fail"]
+        self.test.assertGreater(d["blocked_for"], 0, r.raw)
+        self.test.assertEqual(d["block_level"], 1, r.raw)
+        return r
+
+    def inspect_unknown(self):
+        """An inspect while Redis is down: a fail-closed policy of the
+        untrusted lane is unknown, the answer the check's 503."""
+        r = self.inspect(login(self), reason="store_unavailable",
+                         degraded=True)
+        self.test.assertIn({"policy": "login.closed", "allowed": False,
+                            "limit": 1000000, "unknown": True},
+                           r.json["decisions"], r.raw)
+        return r
+
+    def inspect_degraded(self):
+        """An inspect while Redis is down in the trusted lane, where no
+        policy fails closed: the fallback's answer."""
+        user, token = self.test.trusted
+        return self.inspect({"user": user, "ip": self.ip(),
+                             "device_token": token}, allowed=True,
+                            device="trusted", degraded=True)
+
+    def audited_inspect(self):
+        """The audit log's newest page right after an inspect, which it
+        holds."""
+        self.inspect(login(self), allowed=True)
+        r = self.admin("GET", "/admin/audit?limit=5")
+        self.test.assertEqual(r.json["entries"][0]["action"], "inspect",
+                              r.raw[:500])
         return r
 
     def resets_until_refused(self):
@@ -287,8 +344,33 @@ CASES = {
                                     lambda c: c.resets_until_refused()),
     **admin_cases("/admin/reset", "post", {"policy": "login.user"}),
 
-    ("/admin/audit", "get", 200): ("up", lambda c: c.admin(
-        "GET", "/admin/audit?limit=5")),
+    ("/admin/inspect", "post", 200): [
+        ("up", lambda c: c.inspect(login(c), allowed=True)),
+        ("up", lambda c: c.inspect(otp(c), "otp", allowed=True)),
+        ("up", lambda c: c.inspect_blocked()),
+        ("up", lambda c: c.inspect(dict(login(c), ip=DENIED_IP),
+                                   allowed=False, list="deny")),
+        ("up", lambda c: c.inspect(dict(otp(c), ip=ALLOWED_IP),
+                                   "otp_verify", allowed=True, list="allow")),
+        ("redis_down", lambda c: c.inspect_unknown()),
+        ("redis_down", lambda c: c.inspect_degraded()),
+    ],
+    ("/admin/inspect", "post", 400): [
+        ("up", lambda c: c.refused("POST", "/admin/inspect",
+                                   dict(login(c), endpoint="signup"),
+                                   "endpoint")),
+        ("up", lambda c: c.refused("POST", "/admin/inspect",
+                                   {"endpoint": "otp", "ip": c.ip()},
+                                   "phone")),
+    ],
+    ("/admin/inspect", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/inspect", BIG)),
+    **admin_cases("/admin/inspect", "post", {"endpoint": "login"}),
+
+    ("/admin/audit", "get", 200): [
+        ("up", lambda c: c.admin("GET", "/admin/audit?limit=5")),
+        ("up", lambda c: c.audited_inspect()),
+    ],
     ("/admin/audit", "get", 400): ("up", lambda c: c.admin(
         "GET", "/admin/audit?limit=0")),
     **admin_cases("/admin/audit", "get"),
@@ -448,14 +530,23 @@ class OpenApiTest(ServiceTest):
         db = self.svc.db
         if phase == "up":
             # Policies that fail closed, so that a check answers 503 while
-            # Redis is down, and a deny entry for the 403s.
+            # Redis is down, and a deny entry for the 403s. They judge the
+            # untrusted lane only: the trusted one is left to show an
+            # inspect read from the fallback.
             for ep in ("login", "otp", "otp_verify"):
                 r = self.svc.request(
                     "PUT", "/admin/policies/%s.closed" % ep,
                     {"endpoint": ep, "key": ["ip"],
                      "algorithm": "fixed_window", "limit": 1000000,
-                     "window_s": 60, "fail": "closed"}, headers=AUTH)
+                     "window_s": 60, "fail": "closed",
+                     "applies_to": "untrusted"}, headers=AUTH)
                 self.assertEqual(r.status, 201, r.raw)
+            user = "trusted@example.com"
+            r = self.svc.post("/report-login", {"user": user,
+                                                "ip": "192.0.2.1",
+                                                "success": True})
+            self.assertEqual(r.status, 200, r.raw)
+            self.trusted = (user, r.json["device_token"])
             # Denials are cached only once the cache's subscription is.
             self.assertTrue(wait_until(
                 lambda: '"deny_cache_subscribed"' in self.svc.log_text(),
