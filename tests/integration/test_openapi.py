@@ -193,6 +193,27 @@ class Ctx:
                               r.raw[:500])
         return r
 
+    def events(self):
+        """The stream's first page once it holds an event of each kind
+        the rows before have raised (appends do not wait for Redis)."""
+        want = {"lockout", "reset", "policy_changed", "list_changed"}
+        pages = []
+
+        def holds_each():
+            pages.append(self.admin("GET", "/admin/events?limit=1000"))
+            return want <= {e["type"] for e in pages[-1].json["events"]}
+
+        self.test.assertTrue(wait_until(holds_each, 5.0), pages[-1].raw[:500])
+        return pages[-1]
+
+    def events_past_the_end(self):
+        """The page after the last: empty, and next_after kept."""
+        after = self.events().json["next_after"]
+        r = self.admin("GET", "/admin/events?after=" + after)
+        self.test.assertEqual((r.json["events"], r.json["next_after"]),
+                              ([], after), r.raw[:500])
+        return r
+
     def resets_until_refused(self):
         """Resets while Redis is down queue up; past the queue's 256 the
         answer is a 503."""
@@ -415,6 +436,21 @@ CASES = {
     ("/admin/otp/conversion", "get", 503): ("redis_down", lambda c: c.admin(
         "GET", "/admin/otp/conversion?by=phone_prefix")),
     **admin_cases("/admin/otp/conversion", "get"),
+
+    # Last of the up rows: the stream then holds what they raised.
+    ("/admin/events", "get", 200): [
+        ("up", lambda c: c.events()),
+        ("up", lambda c: c.events_past_the_end()),
+    ],
+    ("/admin/events", "get", 400): [
+        ("up", lambda c: c.refused("GET", "/admin/events?after=yesterday",
+                                   None, "after")),
+        ("up", lambda c: c.refused("GET", "/admin/events?limit=1001", None,
+                                   "limit")),
+    ],
+    ("/admin/events", "get", 503): ("redis_down", lambda c: c.admin(
+        "GET", "/admin/events")),
+    **admin_cases("/admin/events", "get"),
 
     # x-abuseguard-unrouted: answers on any path.
     ("*", "*", 400): ("up", lambda c: c.svc.request("GET", "/check%00")),
