@@ -732,6 +732,23 @@ class OpenApiTest(ServiceTest):
                 jsonschema.Draft202012Validator.check_schema(schema)
         self.assertGreaterEqual(len(schemas), 40)
 
+    def test_the_console_is_not_described_and_refuses_as_any_path(self):
+        # A page for people, left out on purpose (docs/decisions.md,
+        # "Issue 19: admin console"): no operation, no row of CASES.
+        self.assertEqual([p for p in self.spec["paths"]
+                          if p.startswith("/admin/ui")], [])
+        self.assertEqual([k for k in CASES if k[0].startswith("/admin/ui")],
+                         [])
+        r = self.svc.request("GET", "/admin/ui/")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.header("Content-Type").startswith("text/html"))
+        # Its refusals are the unrouted answers the description holds.
+        self.judge(("*", "*", 404), self.svc.request(
+            "GET", "/admin/ui/nothing.html"))
+        r = self.svc.request("POST", "/admin/ui/", "{}")
+        self.judge(("*", "*", 405), r)
+        self.assertEqual(r.header("Allow"), "GET, HEAD")
+
     def test_each_path_allows_exactly_the_methods_it_describes(self):
         for path, item in self.spec["paths"].items():
             described = {m.upper() for m in item if m in METHODS}
