@@ -20,6 +20,7 @@ struct entry {
     uint64_t key_hash; /* SipHash of the key */
     uint64_t id_hash;  /* SipHash of the key, a NUL and the member */
     uint64_t until_us; /* denied until then, the cache's clock */
+    uint64_t hold_us;  /* held until then: until_us or the cap, if sooner */
     uint64_t reset_us; /* the window holds nothing from then */
 };
 
@@ -151,12 +152,12 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
         return AG_EPENDING;
     /* Held no longer than the cap: what the cache cannot see (a lost
      * invalidation, a FLUSHDB, an eviction, Redis's clock slewed) then
-     * costs at most that long; reset_us still says what Redis said. */
-    uint64_t cap = now + (uint64_t)AG_DENY_CACHE_MAX_HOLD_MS * 1000u;
+     * costs at most that long. The answer still reports Redis's wait. */
+    uint64_t hold = now + (uint64_t)AG_DENY_CACHE_MAX_HOLD_MS * 1000u;
+    if (hold > until_us)
+        hold = until_us;
     if (reset_us < until_us)
         reset_us = until_us;
-    if (until_us > cap)
-        until_us = cap;
     uint64_t kh = digest(c, key, "", false);
     uint64_t id = digest(c, key, member, true);
     pthread_mutex_t *lock;
@@ -176,9 +177,9 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
             slot = &e[i];
             break;
         }
-        if (!slot && (!e[i].key_hash || e[i].until_us <= now))
+        if (!slot && (!e[i].key_hash || e[i].hold_us <= now))
             slot = &e[i];
-        if (!nearest || e[i].until_us < nearest->until_us)
+        if (!nearest || e[i].hold_us < nearest->hold_us)
             nearest = &e[i];
     }
     bool evicted = !slot;
@@ -190,6 +191,7 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
     slot->key_hash = kh;
     slot->id_hash = id;
     slot->until_us = until_us;
+    slot->hold_us = hold;
     slot->reset_us = reset_us;
     pthread_mutex_unlock(lock);
     if (evicted)
@@ -217,7 +219,7 @@ bool ag_deny_cache_lookup(struct ag_deny_cache *c, const char *key,
             continue;
         /* Read under the lock, so that an entry is never judged against
          * a clock read before the entry was written. */
-        if (ag_deny_cache_now(c) < e[i].until_us) {
+        if (ag_deny_cache_now(c) < e[i].hold_us) {
             hit = true;
             if (until_us)
                 *until_us = e[i].until_us;

@@ -31,7 +31,7 @@
  * invalidating a key touches one bucket. A full bucket gives up its entry
  * with the nearest expiry. Entries hold keyed SipHash digests of the key
  * and of the key and member (a random key per cache), never the key text:
- * 32 bytes each, 2 MiB for 65 536. Buckets are guarded by striped mutexes;
+ * 40 bytes each, 2.5 MiB for 65 536. Buckets are guarded by striped mutexes;
  * every function may be called from any thread.
  */
 #ifndef AG_DENY_CACHE_H
@@ -85,8 +85,8 @@ void ag_deny_cache_set_live(struct ag_deny_cache *c, bool live);
 bool ag_deny_cache_live(const struct ag_deny_cache *c);
 
 /* Remembers that key (and member, "" for none) is denied until until_us
- * of the clock, or for AG_DENY_CACHE_MAX_HOLD_MS if that ends sooner;
- * reset_us is when its window will hold nothing (the
+ * of the clock, held until then or for AG_DENY_CACHE_MAX_HOLD_MS if that
+ * ends sooner; reset_us is when its window will hold nothing (the
  * reset_after a cached answer reports; until_us if not later). AG_OK;
  * AG_EPENDING when the entry was not taken because the epoch moved on
  * since epoch was read, or the cache is not live, or until_us has passed.
@@ -97,7 +97,7 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
 
 /* Whether key and member are denied now: true with *until_us and
  * *reset_us of the entry (either may be NULL). An entry whose deadline
- * has come is no hit (and is dropped). Counts no metric: the caller
+ * or cap has come is no hit (and is dropped). Counts no metric: the caller
  * counts one hit or miss per check (ag_deny_cache_count). */
 bool ag_deny_cache_lookup(struct ag_deny_cache *c, const char *key,
                           const char *member, uint64_t *until_us,

@@ -1083,6 +1083,31 @@ static void a_new_ruleset_drops_every_cached_denial(void **state)
     ag_deny_cache_free(dc);
 }
 
+static void
+a_long_denial_is_cached_for_the_cap_and_reports_its_wait(void **state)
+{
+    (void)state;
+    struct ag_deny_cache *dc;
+    struct world *w = cached_world(&dc);
+    w->store.deny_ms = 3600000;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    cache_now += AG_DENY_CACHE_MAX_HOLD_MS * 1000u - 1;
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "\"cached\":true"));
+    assert_true(body_has(&r, "\"retry_after\":3591,"));
+    assert_int_equal(w->store.checks, 1);
+    /* The cap has come: Redis is asked again (and still denies). */
+    cache_now += 1;
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_false(body_has(&r, "cached"));
+    assert_int_equal(w->store.checks, 2);
+    ag_http_response_free(&r);
+    world_free(w);
+    ag_deny_cache_free(dc);
+}
+
 static void a_cached_answer_reports_the_reset_after_the_store_gave(void **state)
 {
     (void)state;
@@ -1228,6 +1253,8 @@ int main(void)
             a_denial_is_answered_from_the_cache_until_the_stores_wait),
         cmocka_unit_test(a_reset_drops_the_cached_denial_and_is_published),
         cmocka_unit_test(a_new_ruleset_drops_every_cached_denial),
+        cmocka_unit_test(
+            a_long_denial_is_cached_for_the_cap_and_reports_its_wait),
         cmocka_unit_test(
             a_cached_answer_reports_the_reset_after_the_store_gave),
         cmocka_unit_test(
