@@ -4,8 +4,10 @@
  * fail closed against fail open, list precedence, login reports, an
  * abandoned check, the waiter's order, resets during an outage, device
  * tokens and their lanes, the challenge tier, and the deny cache (a
- * denial answered from it until a millisecond short of the store's wait,
- * dropped by a reset, which is published, and by a new ruleset).
+ * denial answered from it until a millisecond short of the store's wait
+ * and at most the cap, with the store's reset_after, dropped by a reset,
+ * which is published, and by a new ruleset wherever it lands, and never
+ * a challenge where the store would report a deny).
  */
 #include <setjmp.h>
 #include <stdarg.h>
