@@ -16,6 +16,10 @@
 -- Each policy with a token runs its algorithm's release (common.lua).
 -- Returns the number of policies whose release undid something.
 rcall, rpcall, type_of, ceil = redis.call, redis.pcall, type, math.ceil
+-- Set by the last check.lua run in this library (a peek sets it): a
+-- release writes, so the housekeeping a peek skips (a key of another type
+-- deleted) must run here.
+peeking = false
 local nonce = ARGV[1]
 if #ARGV % 3 ~= 1 or #KEYS ~= (#ARGV - 1) / 3 then
   error('bad argument count: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args')

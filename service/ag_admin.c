@@ -369,6 +369,12 @@ static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
     json_t *body = parse_body(req, r);
     if (!body)
         return AG_OK;
+    /* Refused as a check refuses it: an array has no endpoint to name. */
+    if (!json_is_object(body)) {
+        json_decref(body);
+        return ag_http_response_field_error(
+            r, 400, "body must be a JSON object", "body");
+    }
     const json_t *name = json_object_get(body, "endpoint");
     int endpoint =
         json_is_string(name) ? ag_endpoint_parse(json_string_value(name)) : -1;

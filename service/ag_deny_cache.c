@@ -20,6 +20,7 @@ struct entry {
     uint64_t key_hash; /* SipHash of the key */
     uint64_t id_hash;  /* SipHash of the key, a NUL and the member */
     uint64_t until_us; /* denied until then, the cache's clock */
+    uint64_t hold_us;  /* held until then: until_us or the cap, if sooner */
     uint64_t reset_us; /* the window holds nothing from then */
 };
 
@@ -34,11 +35,14 @@ struct ag_deny_cache {
     atomic_size_t entries;
 };
 
-static uint64_t monotonic_us(void *ctx)
+/* CLOCK_BOOTTIME, not CLOCK_MONOTONIC: the monotonic clock stops while
+ * the host is suspended, and Redis's does not, so a deadline on it would
+ * outlive Redis's wait by the time spent asleep. */
+static uint64_t boottime_us(void *ctx)
 {
     (void)ctx;
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_BOOTTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
@@ -51,7 +55,7 @@ int ag_deny_cache_new(const struct ag_deny_cache_opts *o,
         return AG_ENOMEM;
     c->o = *o;
     if (!c->o.clock)
-        c->o.clock = monotonic_us;
+        c->o.clock = boottime_us;
     size_t n = AG_DENY_CACHE_WAYS;
     while (n < o->entries)
         n <<= 1;
@@ -99,13 +103,18 @@ bool ag_deny_cache_live(const struct ag_deny_cache *c)
     return atomic_load_explicit(&c->live, memory_order_relaxed);
 }
 
+/* Moves the count and the gauge by the same amount, each atomically:
+ * setting the gauge to the total one thread saw could leave another
+ * thread's older total last. */
 static void entries_changed(struct ag_deny_cache *c, size_t added,
                             size_t removed)
 {
-    size_t now = atomic_fetch_add(&c->entries, added) + added;
+    if (added)
+        atomic_fetch_add(&c->entries, added);
     if (removed)
-        now = atomic_fetch_sub(&c->entries, removed) - removed;
-    ag_metrics_set(c->o.metrics, AG_M_DENY_CACHE_ENTRIES, (int64_t)now);
+        atomic_fetch_sub(&c->entries, removed);
+    ag_metrics_add(c->o.metrics, AG_M_DENY_CACHE_ENTRIES,
+                   (int64_t)added - (int64_t)removed);
 }
 
 static uint64_t digest(const struct ag_deny_cache *c, const char *key,
@@ -138,8 +147,17 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
                          const char *key, const char *member, uint64_t until_us,
                          uint64_t reset_us)
 {
-    if (!ag_deny_cache_live(c) || until_us <= ag_deny_cache_now(c))
+    uint64_t now = ag_deny_cache_now(c);
+    if (!ag_deny_cache_live(c) || until_us <= now)
         return AG_EPENDING;
+    /* Held no longer than the cap: what the cache cannot see (a lost
+     * invalidation, a FLUSHDB, an eviction, Redis's clock slewed) then
+     * costs at most that long. The answer still reports Redis's wait. */
+    uint64_t hold = now + (uint64_t)AG_DENY_CACHE_MAX_HOLD_MS * 1000u;
+    if (hold > until_us)
+        hold = until_us;
+    if (reset_us < until_us)
+        reset_us = until_us;
     uint64_t kh = digest(c, key, "", false);
     uint64_t id = digest(c, key, member, true);
     pthread_mutex_t *lock;
@@ -152,16 +170,16 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
         pthread_mutex_unlock(lock);
         return AG_EPENDING;
     }
-    uint64_t now = ag_deny_cache_now(c);
+    now = ag_deny_cache_now(c);
     struct entry *slot = NULL, *nearest = NULL;
     for (int i = 0; i < AG_DENY_CACHE_WAYS; i++) {
         if (e[i].key_hash == kh && e[i].id_hash == id) {
             slot = &e[i];
             break;
         }
-        if (!slot && (!e[i].key_hash || e[i].until_us <= now))
+        if (!slot && (!e[i].key_hash || e[i].hold_us <= now))
             slot = &e[i];
-        if (!nearest || e[i].until_us < nearest->until_us)
+        if (!nearest || e[i].hold_us < nearest->hold_us)
             nearest = &e[i];
     }
     bool evicted = !slot;
@@ -173,7 +191,8 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
     slot->key_hash = kh;
     slot->id_hash = id;
     slot->until_us = until_us;
-    slot->reset_us = reset_us > until_us ? reset_us : until_us;
+    slot->hold_us = hold;
+    slot->reset_us = reset_us;
     pthread_mutex_unlock(lock);
     if (evicted)
         ag_metrics_count(c->o.metrics, AG_M_DENY_CACHE_EVICTIONS);
@@ -200,7 +219,7 @@ bool ag_deny_cache_lookup(struct ag_deny_cache *c, const char *key,
             continue;
         /* Read under the lock, so that an entry is never judged against
          * a clock read before the entry was written. */
-        if (ag_deny_cache_now(c) < e[i].until_us) {
+        if (ag_deny_cache_now(c) < e[i].hold_us) {
             hit = true;
             if (until_us)
                 *until_us = e[i].until_us;

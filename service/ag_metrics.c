@@ -164,6 +164,12 @@ void ag_metrics_set(struct ag_metrics *m, enum ag_metric which, int64_t v)
         atomic_store(&m->scalar[which], v);
 }
 
+void ag_metrics_add(struct ag_metrics *m, enum ag_metric which, int64_t delta)
+{
+    if (m)
+        atomic_fetch_add(&m->scalar[which], delta);
+}
+
 int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which)
 {
     return m ? (int64_t)atomic_load(&m->scalar[which]) : 0;

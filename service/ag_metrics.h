@@ -69,6 +69,10 @@ void ag_metrics_free(struct ag_metrics *m);
 void ag_metrics_count(struct ag_metrics *m, enum ag_metric which);
 /* Sets a gauge. */
 void ag_metrics_set(struct ag_metrics *m, enum ag_metric which, int64_t v);
+/* Adds delta (negative: takes away) to a gauge, atomically: for a gauge
+ * several threads move at once, where each setting the total it saw
+ * could leave a stale one last. */
+void ag_metrics_add(struct ag_metrics *m, enum ag_metric which, int64_t delta);
 /* One check of endpoint took us microseconds and ended in outcome. */
 void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us);

@@ -314,29 +314,54 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
     struct ag_deny_cache *dc = s->o.deny_cache;
     if (!dc || !ag_deny_cache_live(dc))
         return false;
+    /* Looked up first, the plan untouched, so that a check the cache must
+     * not answer still goes to Redis whole. */
+    bool hit[AG_PLAN_MAX] = {false};
+    struct ag_limit_result found[AG_PLAN_MAX];
     size_t hits = 0;
+    bool only_challenges = true, hidden_deny = false;
     uint64_t now = ag_deny_cache_now(dc);
     for (size_t i = 0; i < c->plan.n; i++) {
         const struct ag_limit_op *op = &c->plan.ops[i];
         uint64_t until, reset;
-        if (!cacheable(op) ||
-            !ag_deny_cache_lookup(dc, op->key, cache_member(op), &until,
+        if (!cacheable(op)) {
+            /* Never cached, so the cache cannot say it allows: when it
+             * denies, Redis reports it over any challenge. */
+            if (!op->shadow && op->policy->action == AG_ACTION_DENY)
+                hidden_deny = true;
+            continue;
+        }
+        if (!ag_deny_cache_lookup(dc, op->key, cache_member(op), &until,
                                   &reset))
             continue;
         /* The deadline is a millisecond short of the wait Redis gave
          * (ag_deny_cache_insert's caller), which the answer adds back. */
-        c->res[hits] = (struct ag_limit_result){
+        found[i] = (struct ag_limit_result){
             .allowed = false,
             .retry_after_ms = ms_until(until, now) + 1,
             .reset_after_ms = ms_until(reset, now) + 1,
         };
-        if (hits != i)
-            c->plan.ops[hits] = *op;
+        hit[i] = true;
         hits++;
+        if (op->policy->action != AG_ACTION_CHALLENGE)
+            only_challenges = false;
     }
+    /* Cached challenges alone, beside a deny the cache cannot see: Redis
+     * may answer deny (and a later Retry-After), so it is asked. */
+    if (hits && only_challenges && hidden_deny)
+        hits = 0;
     ag_deny_cache_count(dc, hits > 0);
     if (!hits)
         return false;
+    size_t n = 0;
+    for (size_t i = 0; i < c->plan.n; i++) {
+        if (!hit[i])
+            continue;
+        c->res[n] = found[i];
+        if (n != i)
+            c->plan.ops[n] = c->plan.ops[i];
+        n++;
+    }
     c->plan.n = hits;
     struct ag_decision d;
     ag_limiter_decide(&c->plan, c->res, &d);
@@ -348,7 +373,8 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
 /* Remembers the denials Redis gave c. Redis computed each wait at a
  * moment after sent_us, and rounded it up to a millisecond: a deadline a
  * millisecond short of sent_us plus the wait is never after the moment
- * Redis would allow. */
+ * Redis would allow. The reset is stored a millisecond short the same
+ * way, since a cached answer adds that millisecond back to both. */
 static void remember_denials(struct ag_service *s, const struct ag_check *c)
 {
     struct ag_deny_cache *dc = s->o.deny_cache;
@@ -359,9 +385,10 @@ static void remember_denials(struct ag_service *s, const struct ag_check *c)
         const struct ag_limit_result *r = &c->res[i];
         if (r->allowed || !cacheable(op) || r->retry_after_ms < 2)
             continue;
+        uint64_t reset_ms = r->reset_after_ms > 1 ? r->reset_after_ms - 1 : 0;
         ag_deny_cache_insert(dc, c->epoch, op->key, cache_member(op),
                              c->sent_us + (r->retry_after_ms - 1) * 1000,
-                             c->sent_us + r->reset_after_ms * 1000);
+                             c->sent_us + reset_ms * 1000);
     }
 }
 
@@ -400,10 +427,6 @@ static void start_store(struct ag_service *s, struct ag_check *c)
 {
     if (atomic_load_explicit(&s->npending, memory_order_relaxed))
         flush_pending(s);
-    if (s->o.deny_cache) {
-        c->epoch = ag_deny_cache_epoch(s->o.deny_cache);
-        c->sent_us = ag_deny_cache_now(s->o.deny_cache);
-    }
     c->waiter->suspend(c->waiter->arg);
     atomic_fetch_add(&s->waiting, 1);
     int rc =
@@ -439,6 +462,13 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     c->start = now_us();
     c->set = NULL;
     c->waiter = w;
+    /* Read before the plan takes its ruleset: a new set (which clears the
+     * cache) landing after this moves the epoch on, so a denial the old
+     * set computed is never cached under the new one. */
+    if (s->o.deny_cache) {
+        c->epoch = ag_deny_cache_epoch(s->o.deny_cache);
+        c->sent_us = ag_deny_cache_now(s->o.deny_cache);
+    }
     struct ag_request req;
     struct ag_error err;
     enum ag_outcome outcome = AG_OUT_INVALID;

@@ -46,6 +46,7 @@
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 
+#include "ag_deny_cache.h"
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
@@ -363,13 +364,24 @@ static void free_check(struct ccheck *k)
 }
 
 /* Undoes what each group that allowed charged, after another denied (or
- * failed). Fire and forget: the answer does not wait. */
+ * failed). Fire and forget: the answer does not wait. Once a release has
+ * landed, its keys are published on the deny cache's channel: a check
+ * that saw the reserved charge meanwhile may have been denied where one
+ * Redis would have allowed, and its denial cached for the full wait, on
+ * any instance (this one's subscriber hears it too). A check that saw the
+ * charge was sent before the release landed, so before this publish: its
+ * epoch (ag_deny_cache.h) drops an insert that comes after. */
 static void release_done(void *arg, int rc)
 {
     struct group *g = arg;
     if (rc)
         ag_log(AG_LOG_WARN, "cluster_release_failed",
                "a charge stays on slot %u (an over-count)", g->slot);
+    else
+        for (size_t i = 0; i < g->nops; i++)
+            if (g->res[i].undo)
+                ag_store_publish(&g->parent->c->base, AG_DENY_CACHE_CHANNEL,
+                                 g->plan.ops[i].key);
     if (atomic_fetch_sub(&g->parent->pending, 1) == 1)
         free_check(g->parent);
 }

@@ -178,6 +178,13 @@ class InspectTest(PolicyTest):
         r = svc.request("POST", "/admin/inspect", "{not json", headers=AUTH)
         self.assertEqual(r.status, 400)
         self.assertEqual(r.json["field"], "body")
+        # Not an object: the body is at fault, as on the check routes.
+        for body in ([], [{"endpoint": "login"}], "7", '"login"'):
+            r = svc.request("POST", "/admin/inspect", body, headers=AUTH)
+            self.assertEqual(r.status, 400, (body, r.raw))
+            self.assertEqual(r.json["field"], "body", (body, r.raw))
+            c = svc.request("POST", "/check-login", body)
+            self.assertEqual(c.json["field"], "body", (body, c.raw))
         r = svc.request("GET", "/admin/inspect", headers=AUTH)
         self.assertEqual(r.status, 405)
         self.assertEqual(r.header("Allow"), "POST")

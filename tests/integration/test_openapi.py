@@ -34,7 +34,7 @@ import json
 import sqlite3
 import urllib.parse
 
-from harness import ServiceTest, free_port
+from harness import ServiceTest, free_port, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC_PATH = os.path.join(HERE, "..", "..", "api", "openapi.json")
@@ -127,6 +127,93 @@ class Ctx:
                                   r.raw[:500])
         return r
 
+    def refused(self, method, path, body, field):
+        """An admin request the service must refuse naming field."""
+        r = self.admin(method, path, body)
+        self.test.assertEqual((r.status, r.json.get("field")), (400, field),
+                              r.raw)
+        return r
+
+    def denied(self, path, body, n, cached):
+        """The nth request of body: a 429 that the deny cache answered or
+        (the first denial) Redis did, as cached says."""
+        r = self.repeat(n, path, body)
+        self.test.assertEqual(r.status, 429, r.raw)
+        self.test.assertEqual(
+            any(d.get("cached") for d in r.json["decisions"]), cached, r.raw)
+        return r
+
+    def inspect(self, body, endpoint="login", **expect):
+        """POST /admin/inspect of body for endpoint; asserts the answer
+        holds expect (the shape the row is there to provoke)."""
+        r = self.admin("POST", "/admin/inspect", dict(body, endpoint=endpoint))
+        for k, v in expect.items():
+            self.test.assertEqual(r.json.get(k), v, r.raw)
+        return r
+
+    def inspect_blocked(self):
+        """An inspect of a subject that five reported wrong passwords and
+        the check they failed have blocked (login.user_ip_fail): denied,
+        with the block's time left and level."""
+        body = login(self)
+        for _ in range(5):
+            self.post("/report-login", dict(body, success=False))
+        self.test.assertEqual(self.post("/check-login", body).status, 429)
+        r = self.inspect(body, allowed=False, policy="login.user_ip_fail")
+        d, = [d for d in r.json["decisions"]
+              if d["policy"] == "login.user_ip_fail"]
+        self.test.assertGreater(d["blocked_for"], 0, r.raw)
+        self.test.assertEqual(d["block_level"], 1, r.raw)
+        return r
+
+    def inspect_unknown(self):
+        """An inspect while Redis is down: a fail-closed policy of the
+        untrusted lane is unknown, the answer the check's 503."""
+        r = self.inspect(login(self), reason="store_unavailable",
+                         degraded=True)
+        self.test.assertIn({"policy": "login.closed", "allowed": False,
+                            "limit": 1000000, "unknown": True},
+                           r.json["decisions"], r.raw)
+        return r
+
+    def inspect_degraded(self):
+        """An inspect while Redis is down in the trusted lane, where no
+        policy fails closed: the fallback's answer."""
+        user, token = self.test.trusted
+        return self.inspect({"user": user, "ip": self.ip(),
+                             "device_token": token}, allowed=True,
+                            device="trusted", degraded=True)
+
+    def audited_inspect(self):
+        """The audit log's newest page right after an inspect, which it
+        holds."""
+        self.inspect(login(self), allowed=True)
+        r = self.admin("GET", "/admin/audit?limit=5")
+        self.test.assertEqual(r.json["entries"][0]["action"], "inspect",
+                              r.raw[:500])
+        return r
+
+    def events(self):
+        """The stream's first page once it holds an event of each kind
+        the rows before have raised (appends do not wait for Redis)."""
+        want = {"lockout", "reset", "policy_changed", "list_changed"}
+        pages = []
+
+        def holds_each():
+            pages.append(self.admin("GET", "/admin/events?limit=1000"))
+            return want <= {e["type"] for e in pages[-1].json["events"]}
+
+        self.test.assertTrue(wait_until(holds_each, 5.0), pages[-1].raw[:500])
+        return pages[-1]
+
+    def events_past_the_end(self):
+        """The page after the last: empty, and next_after kept."""
+        after = self.events().json["next_after"]
+        r = self.admin("GET", "/admin/events?after=" + after)
+        self.test.assertEqual((r.json["events"], r.json["next_after"]),
+                              ([], after), r.raw[:500])
+        return r
+
     def resets_until_refused(self):
         """Resets while Redis is down queue up; past the queue's 256 the
         answer is a 503."""
@@ -163,8 +250,11 @@ def check_cases(path, body, deny_after):
         (path, "post", 403): ("up", lambda c: c.post(
             path, dict(body(c), ip=DENIED_IP))),
         (path, "post", 413): ("up", lambda c: c.post(path, BIG)),
-        (path, "post", 429): ("up", lambda c: c.repeat(
-            deny_after + 1, path, body(c))),
+        (path, "post", 429): [
+            # The first denial, from Redis; the next from the deny cache.
+            ("up", lambda c: c.denied(path, body(c), deny_after + 1, False)),
+            ("up", lambda c: c.denied(path, body(c), deny_after + 2, True)),
+        ],
         (path, "post", 503): ("redis_down", lambda c: c.post(path, body(c))),
     }
 
@@ -275,8 +365,33 @@ CASES = {
                                     lambda c: c.resets_until_refused()),
     **admin_cases("/admin/reset", "post", {"policy": "login.user"}),
 
-    ("/admin/audit", "get", 200): ("up", lambda c: c.admin(
-        "GET", "/admin/audit?limit=5")),
+    ("/admin/inspect", "post", 200): [
+        ("up", lambda c: c.inspect(login(c), allowed=True)),
+        ("up", lambda c: c.inspect(otp(c), "otp", allowed=True)),
+        ("up", lambda c: c.inspect_blocked()),
+        ("up", lambda c: c.inspect(dict(login(c), ip=DENIED_IP),
+                                   allowed=False, list="deny")),
+        ("up", lambda c: c.inspect(dict(otp(c), ip=ALLOWED_IP),
+                                   "otp_verify", allowed=True, list="allow")),
+        ("redis_down", lambda c: c.inspect_unknown()),
+        ("redis_down", lambda c: c.inspect_degraded()),
+    ],
+    ("/admin/inspect", "post", 400): [
+        ("up", lambda c: c.refused("POST", "/admin/inspect",
+                                   dict(login(c), endpoint="signup"),
+                                   "endpoint")),
+        ("up", lambda c: c.refused("POST", "/admin/inspect",
+                                   {"endpoint": "otp", "ip": c.ip()},
+                                   "phone")),
+    ],
+    ("/admin/inspect", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/inspect", BIG)),
+    **admin_cases("/admin/inspect", "post", {"endpoint": "login"}),
+
+    ("/admin/audit", "get", 200): [
+        ("up", lambda c: c.admin("GET", "/admin/audit?limit=5")),
+        ("up", lambda c: c.audited_inspect()),
+    ],
     ("/admin/audit", "get", 400): ("up", lambda c: c.admin(
         "GET", "/admin/audit?limit=0")),
     **admin_cases("/admin/audit", "get"),
@@ -321,6 +436,21 @@ CASES = {
     ("/admin/otp/conversion", "get", 503): ("redis_down", lambda c: c.admin(
         "GET", "/admin/otp/conversion?by=phone_prefix")),
     **admin_cases("/admin/otp/conversion", "get"),
+
+    # Last of the up rows: the stream then holds what they raised.
+    ("/admin/events", "get", 200): [
+        ("up", lambda c: c.events()),
+        ("up", lambda c: c.events_past_the_end()),
+    ],
+    ("/admin/events", "get", 400): [
+        ("up", lambda c: c.refused("GET", "/admin/events?after=yesterday",
+                                   None, "after")),
+        ("up", lambda c: c.refused("GET", "/admin/events?limit=1001", None,
+                                   "limit")),
+    ],
+    ("/admin/events", "get", 503): ("redis_down", lambda c: c.admin(
+        "GET", "/admin/events")),
+    **admin_cases("/admin/events", "get"),
 
     # x-abuseguard-unrouted: answers on any path.
     ("*", "*", 400): ("up", lambda c: c.svc.request("GET", "/check%00")),
@@ -436,14 +566,27 @@ class OpenApiTest(ServiceTest):
         db = self.svc.db
         if phase == "up":
             # Policies that fail closed, so that a check answers 503 while
-            # Redis is down, and a deny entry for the 403s.
+            # Redis is down, and a deny entry for the 403s. They judge the
+            # untrusted lane only: the trusted one is left to show an
+            # inspect read from the fallback.
             for ep in ("login", "otp", "otp_verify"):
                 r = self.svc.request(
                     "PUT", "/admin/policies/%s.closed" % ep,
                     {"endpoint": ep, "key": ["ip"],
                      "algorithm": "fixed_window", "limit": 1000000,
-                     "window_s": 60, "fail": "closed"}, headers=AUTH)
+                     "window_s": 60, "fail": "closed",
+                     "applies_to": "untrusted"}, headers=AUTH)
                 self.assertEqual(r.status, 201, r.raw)
+            user = "trusted@example.com"
+            r = self.svc.post("/report-login", {"user": user,
+                                                "ip": "192.0.2.1",
+                                                "success": True})
+            self.assertEqual(r.status, 200, r.raw)
+            self.trusted = (user, r.json["device_token"])
+            # Denials are cached only once the cache's subscription is.
+            self.assertTrue(wait_until(
+                lambda: '"deny_cache_subscribed"' in self.svc.log_text(),
+                10.0), "the deny cache never subscribed")
             for which, net in (("deny", "198.51.100.0/24"),
                                ("allow", ALLOWED_IP)):
                 r = self.svc.request("POST", "/admin/lists/" + which,
@@ -588,6 +731,23 @@ class OpenApiTest(ServiceTest):
             with self.subTest(schema=ptr):
                 jsonschema.Draft202012Validator.check_schema(schema)
         self.assertGreaterEqual(len(schemas), 40)
+
+    def test_the_console_is_not_described_and_refuses_as_any_path(self):
+        # A page for people, left out on purpose (docs/decisions.md,
+        # "Issue 19: admin console"): no operation, no row of CASES.
+        self.assertEqual([p for p in self.spec["paths"]
+                          if p.startswith("/admin/ui")], [])
+        self.assertEqual([k for k in CASES if k[0].startswith("/admin/ui")],
+                         [])
+        r = self.svc.request("GET", "/admin/ui/")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.header("Content-Type").startswith("text/html"))
+        # Its refusals are the unrouted answers the description holds.
+        self.judge(("*", "*", 404), self.svc.request(
+            "GET", "/admin/ui/nothing.html"))
+        r = self.svc.request("POST", "/admin/ui/", "{}")
+        self.judge(("*", "*", 405), r)
+        self.assertEqual(r.header("Allow"), "GET, HEAD")
 
     def test_each_path_allows_exactly_the_methods_it_describes(self):
         for path, item in self.spec["paths"].items():

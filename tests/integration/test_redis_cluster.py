@@ -5,12 +5,14 @@ resharding under traffic costs no check its answer; a killed master costs
 at most the seconds until its replica is promoted."""
 import json
 import os
+import socket
 import tempfile
 import threading
 import time
 import unittest
 
-from harness import PolicyTest, Service, digest, policy, wait_until
+from harness import (PolicyTest, Service, _read_reply, digest, policy,
+                     wait_until)
 from harness_topology import Cluster
 from test_resilience import metric
 
@@ -106,6 +108,45 @@ class ClusterTest(PolicyTest):
         # Each denied check released the address's reserve.
         self.assertEqual(metric(svcs[0], "abuseguard_cluster_releases_total"),
                          5)
+
+    def test_a_release_publishes_its_keys_to_every_deny_cache(self):
+        # Until a release lands, another check may see the reserved charge
+        # and be denied where one Redis would have allowed it, and that
+        # denial be cached: the released keys are published, so every
+        # instance drops it.
+        (svc,) = self.instances([USER, IP], count=1)
+        ip = "203.0.113.29"
+        user = next(u for u in ("p%d@x.org" % i for i in range(200))
+                    if self.cluster.slot_owner(
+                        self.key_slot("c.user", [("user", u)])) !=
+                    self.cluster.slot_owner(
+                        self.key_slot("c.ip", [("ip", ip)])))
+        for i in range(USER["limit"]):
+            self.assertEqual(self.login(svc, user, ip).status, 200)
+        # A subscriber on a node that holds neither key: a PUBLISH reaches
+        # every node of the cluster.
+        ports = self.cluster.initial_ports[:self.cluster.n_masters]
+        owners = {self.cluster.slot_owner(self.key_slot("c.ip", [("ip", ip)])),
+                  self.cluster.slot_owner(
+                      self.key_slot("c.user", [("user", user)]))}
+        port = next((p for p in ports if p not in owners), ports[0])
+        sub = socket.create_connection(("127.0.0.1", port), 5)
+        self.addCleanup(sub.close)
+        sub.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\nag::deny-cache\r\n")
+        f = sub.makefile("rb")
+        self.assertEqual(_read_reply(f)[0], "subscribe")
+        r = self.login(svc, user, ip)  # denied on the user: the IP released
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertEqual(r.json["policy"], "c.user")
+        ip_key = "ag:c.ip:{%s}" % digest(self.secret, [("ip", ip)])
+        try:
+            message = _read_reply(f)
+        except TimeoutError:
+            self.fail("the released address key was not published")
+        self.assertEqual(message[:2], ["message", "ag::deny-cache"], message)
+        self.assertEqual(message[2], ip_key)
+        self.assertTrue(wait_until(lambda: metric(
+            svc, "abuseguard_cluster_releases_total") == 1, 2))
 
     def test_an_inspect_peeks_each_slot_group_and_releases_nothing(self):
         token = os.path.join(self.workdir, "admin.token")

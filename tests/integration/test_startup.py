@@ -281,6 +281,35 @@ class StartupTest(ServiceTest):
         self.assertTrue(keys)
         self.assertTrue(all(k.startswith("ag:") for k in keys), keys)
 
+    def test_an_acl_user_without_the_channel_keeps_the_deny_cache_off(self):
+        # ~ag:* +@all grants no pub/sub channel (Redis 7 resets channels
+        # for a new user): the subscription is refused and logged, and the
+        # cache stays off; &ag::deny-cache turns it on.
+        for name, channel in (("nochan", []), ("chan", ["&ag::deny-cache"])):
+            with self.subTest(name):
+                redis = Redis(self.workdir, extra=[
+                    "--user", "ag", "on", ">ag-pass-4711", "~ag:*",
+                    *channel, "+@all"])
+                self.addCleanup(redis.stop)
+                svc = Service(
+                    self.workdir,
+                    "redis://ag:ag-pass-4711@127.0.0.1:%d" % redis.port,
+                    secret=self.secret, db=self.workdir + "/%s.db" % name,
+                    name=name)
+                self.services.append(svc)
+                if channel:
+                    self.assertTrue(wait_until(
+                        lambda: '"deny_cache_subscribed"' in svc.log_text(),
+                        10), svc.log_text())
+                    self.assertNotIn("NOPERM", svc.log_text())
+                else:
+                    self.assertTrue(wait_until(
+                        lambda: "NOPERM" in svc.log_text(), 10),
+                        svc.log_text())
+                    self.assertIn('"deny_cache_subscribe"', svc.log_text())
+                    self.assertNotIn('"deny_cache_subscribed"',
+                                     svc.log_text())
+
     def test_wrong_redis_password_is_degraded_and_logged_without_it(self):
         redis = self.acl_redis()
         svc = Service(self.workdir,

@@ -801,6 +801,29 @@ static void a_release_with_a_nonce_not_in_the_log_removes_nothing(void **state)
     assert_true(redis_has(plan.ops[0].key, "rel6-reserved"));
 }
 
+/* A peek leaves the library's `peeking` set; the release after it must
+ * still tidy as a write does: a key of another type (an edited policy's
+ * old algorithm) is deleted. */
+static void a_release_after_a_peek_deletes_a_key_of_another_type(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_SLIDING_LOG, 3);
+    struct ag_plan plan = {.n = 0};
+    struct ag_limit_result res[AG_PLAN_MAX];
+    rel_op(&plan, &p, "rel11", "", "");
+    redisReply *r =
+        redisCommand(env.clock_ctx, "SET %s old-type", plan.ops[0].key);
+    assert_non_null(r);
+    freeReplyObject(r);
+    run_at(REL_BASE_US + 1 * S_US, &plan, AG_PLAN_PEEK, res);
+    assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 1);
+    snprintf(plan.nonce, sizeof plan.nonce, "rel11-nonce");
+    res[0].undo = 1;
+    run_at(REL_BASE_US + 1 * S_US, &plan, AG_PLAN_RELEASE, res);
+    assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 0);
+}
+
 static void a_reserve_or_release_without_a_nonce_is_refused(void **state)
 {
     (void)state;
@@ -1038,6 +1061,7 @@ int main(void)
             a_sliding_window_release_a_window_later_takes_from_the_previous),
         cmocka_unit_test(a_token_bucket_release_never_fills_it_past_its_limit),
         cmocka_unit_test(a_release_with_a_nonce_not_in_the_log_removes_nothing),
+        cmocka_unit_test(a_release_after_a_peek_deletes_a_key_of_another_type),
         cmocka_unit_test(a_reserve_or_release_without_a_nonce_is_refused),
         cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
         cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),

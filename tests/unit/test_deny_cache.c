@@ -2,8 +2,9 @@
  * ag_deny_cache: an entry holds until its deadline and not a microsecond
  * longer, a full bucket gives up its nearest expiry, invalidation drops a
  * key's every member, a clear drops everything, inserts that raced an
- * invalidation or came while not live are refused, and many threads at
- * once keep the count straight.
+ * invalidation or came while not live are refused, no entry is held past
+ * the cap, and many threads at once keep the count and its gauge
+ * straight.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,6 +57,27 @@ static void an_entry_holds_until_its_deadline_and_not_after(void **state)
     fake_now = 1500000; /* the moment Redis would allow */
     assert_false(ag_deny_cache_lookup(c, "ag:p:aa", "", NULL, NULL));
     assert_int_equal(ag_deny_cache_entries(c), 0);
+    ag_deny_cache_free(c);
+}
+
+static void an_entry_is_held_at_most_the_cap(void **state)
+{
+    (void)state;
+    fake_now = 1000000;
+    struct ag_deny_cache *c = cache(64, NULL);
+    uint64_t hour = 3600000000u, cap = AG_DENY_CACHE_MAX_HOLD_MS * 1000u;
+    assert_int_equal(ag_deny_cache_insert(c, ag_deny_cache_epoch(c), "ag:p:aa",
+                                          "", fake_now + hour, fake_now + hour),
+                     AG_OK);
+    uint64_t until = 0, reset = 0;
+    assert_true(ag_deny_cache_lookup(c, "ag:p:aa", "", &until, &reset));
+    /* What Redis said, still: only the holding is cut short. */
+    assert_int_equal(until, 1000000 + hour);
+    assert_int_equal(reset, 1000000 + hour);
+    fake_now = 1000000 + cap - 1;
+    assert_true(ag_deny_cache_lookup(c, "ag:p:aa", "", NULL, NULL));
+    fake_now = 1000000 + cap; /* then Redis is asked again */
+    assert_false(ag_deny_cache_lookup(c, "ag:p:aa", "", NULL, NULL));
     ag_deny_cache_free(c);
 }
 
@@ -231,7 +253,7 @@ static void *hammer(void *arg)
 {
     struct worker *w = arg;
     char key[32];
-    for (int round = 0; round < 2000; round++) {
+    for (int round = 0; round < 20000; round++) {
         snprintf(key, sizeof key, "ag:p:%d:%d", w->id, round % 300);
         ag_deny_cache_insert(w->c, ag_deny_cache_epoch(w->c), key, "",
                              UINT64_MAX, 0);
@@ -248,7 +270,9 @@ static void many_threads_at_once_keep_the_count_straight(void **state)
 {
     (void)state;
     fake_now = 0;
-    struct ag_deny_cache *c = cache(4096, NULL);
+    struct ag_metrics *m = ag_metrics_new();
+    assert_non_null(m);
+    struct ag_deny_cache *c = cache(4096, m);
     pthread_t t[4];
     struct worker w[4];
     for (int i = 0; i < 4; i++) {
@@ -270,9 +294,13 @@ static void many_threads_at_once_keep_the_count_straight(void **state)
             held += ag_deny_cache_lookup(c, key, "", NULL, NULL);
         }
     assert_int_equal(ag_deny_cache_entries(c), held);
+    /* And the gauge says the same, whatever order the threads ran in. */
+    assert_int_equal(ag_metrics_get(m, AG_M_DENY_CACHE_ENTRIES), held);
     ag_deny_cache_clear(c);
     assert_int_equal(ag_deny_cache_entries(c), 0);
+    assert_int_equal(ag_metrics_get(m, AG_M_DENY_CACHE_ENTRIES), 0);
     ag_deny_cache_free(c);
+    ag_metrics_free(m);
 }
 
 int main(void)
@@ -281,6 +309,7 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_entry_holds_until_its_deadline_and_not_after),
+        cmocka_unit_test(an_entry_is_held_at_most_the_cap),
         cmocka_unit_test(a_deadline_already_past_is_not_taken),
         cmocka_unit_test(members_of_one_key_are_apart),
         cmocka_unit_test(a_full_cache_evicts_the_nearest_expiry),
