@@ -319,18 +319,12 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
     bool hit[AG_PLAN_MAX] = {false};
     struct ag_limit_result found[AG_PLAN_MAX];
     size_t hits = 0;
-    bool only_challenges = true, hidden_deny = false;
     uint64_t now = ag_deny_cache_now(dc);
     for (size_t i = 0; i < c->plan.n; i++) {
         const struct ag_limit_op *op = &c->plan.ops[i];
         uint64_t until, reset;
-        if (!cacheable(op)) {
-            /* Never cached, so the cache cannot say it allows: when it
-             * denies, Redis reports it over any challenge. */
-            if (!op->shadow && op->policy->action == AG_ACTION_DENY)
-                hidden_deny = true;
+        if (!cacheable(op))
             continue;
-        }
         if (!ag_deny_cache_lookup(dc, op->key, cache_member(op), &until,
                                   &reset))
             continue;
@@ -343,13 +337,7 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
         };
         hit[i] = true;
         hits++;
-        if (op->policy->action != AG_ACTION_CHALLENGE)
-            only_challenges = false;
     }
-    /* Cached challenges alone, beside a deny the cache cannot see: Redis
-     * may answer deny (and a later Retry-After), so it is asked. */
-    if (hits && only_challenges && hidden_deny)
-        hits = 0;
     ag_deny_cache_count(dc, hits > 0);
     if (!hits)
         return false;
@@ -374,12 +362,26 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
  * moment after sent_us, and rounded it up to a millisecond: a deadline a
  * millisecond short of sent_us plus the wait is never after the moment
  * Redis would allow. The reset is stored a millisecond short the same
- * way, since a cached answer adds that millisecond back to both. */
+ * way, since a cached answer adds that millisecond back to both.
+ *
+ * An answer in which a policy the cache never holds (consecutive,
+ * conversion) denied is not remembered at all: Redis reported that policy
+ * (a deny before a challenge, then the longest wait), and a cached answer
+ * built from the others would name another policy, perhaps a challenge,
+ * and a shorter wait. Such a policy that starts denying while an entry is
+ * held (failures reported on another instance) is seen when the entry
+ * ends, within AG_DENY_CACHE_MAX_HOLD_MS; until then the cached answer
+ * still denies, only under the other policy's name. */
 static void remember_denials(struct ag_service *s, const struct ag_check *c)
 {
     struct ag_deny_cache *dc = s->o.deny_cache;
     if (!dc)
         return;
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        if (!c->res[i].allowed && !op->shadow && !cacheable(op))
+            return;
+    }
     for (size_t i = 0; i < c->plan.n; i++) {
         const struct ag_limit_op *op = &c->plan.ops[i];
         const struct ag_limit_result *r = &c->res[i];

@@ -43,7 +43,8 @@ struct fake {
     int clear_rc; /* what clear answers while rc is AG_OK (default AG_OK) */
     bool async;
     uint32_t remaining;
-    uint64_t deny_ms; /* not 0: every check denied, retry after this */
+    uint64_t deny_ms;   /* not 0: every check denied, retry after this */
+    unsigned allow_ops; /* bit i: plan op i allowed even so */
     int checks, clears, publishes;
     char log[256];
     enum ag_plan_kind last_kind;
@@ -79,7 +80,7 @@ static int fake_check(struct ag_store *s, const struct ag_plan *plan,
     note_names(f, plan);
     note(f, "check ");
     for (size_t i = 0; f->rc == AG_OK && i < plan->n; i++)
-        res[i] = f->deny_ms
+        res[i] = f->deny_ms && !(f->allow_ops & (1u << i))
                      ? (struct ag_limit_result){.allowed = false,
                                                 .retry_after_ms = f->deny_ms,
                                                 .reset_after_ms = f->deny_ms}
@@ -1218,6 +1219,37 @@ a_cached_challenge_never_hides_a_deny_redis_would_report(void **state)
     ag_deny_cache_free(dc);
 }
 
+/* The default policies' shape: a challenge policy and a consecutive lock
+ * in every login check. While the lock allows, the challenge's denial is
+ * cached as any other; a flood must not reach Redis for it. */
+static void
+a_challenge_beside_an_allowing_lock_is_answered_from_the_cache(void **state)
+{
+    (void)state;
+    struct ag_deny_cache *dc;
+    struct ag_deny_cache_opts o = {.entries = 64, .clock = cache_clock};
+    assert_int_equal(ag_deny_cache_new(&o, &dc), AG_OK);
+    ag_deny_cache_set_live(dc, true);
+    static const char *const ps[] = {ASK, LOCK};
+    next_cache = dc;
+    struct world *w = world_new(true, ps, 2);
+    next_cache = NULL;
+    w->store.deny_ms = 60000;
+    w->store.allow_ops = 1u << 1; /* login.lock (after login.ask) allows */
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+        assert_true(
+            body_has(&r, "\"policy\":\"login.ask\",\"action\":\"challenge\""));
+    }
+    assert_int_equal(w->store.checks, 1);
+    assert_true(body_has(&r, "\"cached\":true"));
+    ag_http_response_free(&r);
+    world_free(w);
+    ag_deny_cache_free(dc);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -1263,6 +1295,8 @@ int main(void)
             a_denial_of_the_old_ruleset_is_not_cached_after_a_swap),
         cmocka_unit_test(
             a_cached_challenge_never_hides_a_deny_redis_would_report),
+        cmocka_unit_test(
+            a_challenge_beside_an_allowing_lock_is_answered_from_the_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
