@@ -2,10 +2,17 @@
 -- The service composes the function library (Redis 7 and later) from
 -- common.lua, every algorithm file (each registered in `algorithms` by
 -- the service), then this file as the body of `local function check(KEYS,
--- ARGV)` (and release.lua, the undo of mode "reserve", as another); and,
--- where Redis refuses functions, scripts of common.lua, the
--- algorithm files a check's policies use, then this file
--- (service/ag_redis_code.c).
+-- ARGV, k0, nk, a0, na, now)` (and release.lua, the undo of mode
+-- "reserve", as another); and, where Redis refuses functions, scripts of
+-- common.lua, the algorithm files a check's policies use, `local k0, nk,
+-- a0, na, now`, then this file (service/ag_redis_code.c).
+--
+-- Redis runs it with k0 nil: the check is the whole of KEYS and ARGV, at
+-- the clock's time. A batch of checks in one call (bench/batch.lua,
+-- issue 20's experiment, which the service does not send) runs it over a
+-- slice: keys KEYS[k0 + 1] to KEYS[k0 + nk], arguments ARGV[a0 + 1] to
+-- ARGV[a0 + na], at now, microseconds (now_text's number), the batch
+-- having set now_text and the locals common.lua leaves to the driver.
 --
 -- Mode "check" (a check endpoint): every policy is evaluated, and the
 -- attempt is recorded only if no enforcing policy denies it ("all or
@@ -34,6 +41,8 @@
 -- failure whose password fingerprint (ARGV[3]) is one of the user's last
 -- three within its window records in no policy (fingerprint_seen).
 --
+-- The layout, of a slice (KEYS[i] below is KEYS[k0 + i], ARGV[i] is
+-- ARGV[a0 + i]):
 -- KEYS: per policy in order, its state key; then, only if its block_ms is
 --   above 0, its block key; then, only if its growth is also above 1, its
 --   level key. Last, only if ARGV[3] is not empty, the user's fingerprint
@@ -64,26 +73,31 @@
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
-rcall, rpcall, type_of, ceil = redis.call, redis.pcall, type, math.ceil
-local log_member = ARGV[1]
-if #ARGV % 2 ~= 0 then
-  error('bad argument count: ' .. #ARGV)
+if not k0 then
+  rcall, rpcall, type_of, ceil = redis.call, redis.pcall, type, math.ceil
+  k0, nk, a0, na = 0, #KEYS, 0, #ARGV
+  now_text = clock()
+  now = tonumber(now_text)
 end
-local record = ARGV[2] == 'record'
+local log_member = ARGV[a0 + 1]
+if na % 2 ~= 0 then
+  error('bad argument count: ' .. na)
+end
+local mode = ARGV[a0 + 2]
+local record = mode == 'record'
 recording = record
-local reserve = ARGV[2] == 'reserve'
-local peek = ARGV[2] == 'peek'
+local reserve = mode == 'reserve'
+local peek = mode == 'peek'
 peeking = peek
 local w = reserve and 5 or peek and 6 or 4 -- the reply's integers per policy
-local b = record and 3 or 1 -- where the policies' arguments begin
-local n = (#ARGV - b - 1) / 2
-now_text = clock()
-local now = tonumber(now_text)
+-- Where the policies' arguments begin, in ARGV (ARGV[b + 2i], below).
+local b = a0 + (record and 3 or 1)
+local n = (na - (b - a0) - 1) / 2
 -- A failure with a repeated fingerprint charges nothing: as if every
 -- policy's charge were 0.
-local repeated = record and ARGV[3] ~= '' and
-  fingerprint_seen(KEYS[#KEYS], ARGV[3], tonumber(ARGV[4]) * 1000, ARGV[4],
-                   now)
+local repeated = record and ARGV[a0 + 3] ~= '' and
+  fingerprint_seen(KEYS[k0 + nk], ARGV[a0 + 3],
+                   tonumber(ARGV[a0 + 4]) * 1000, ARGV[a0 + 4], now)
 
 -- Two flat arrays carry the policies from the first pass to the second:
 -- out is the reply (allowed, remaining, retry_ms, reset_ms per policy,
@@ -98,7 +112,7 @@ local repeated = record and ARGV[3] ~= '' and
 local out = {unpack(KEYS, 1, w * n)}
 local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
-local k = 1 -- the next policy's first key
+local k = k0 + 1 -- the next policy's first key
 for i = 1, n do
   local spec = ARGV[b + 2 * i]
   local p = specs[spec] or spec_of(spec)
@@ -140,7 +154,7 @@ for i = 1, n do
   kept[s - 1], kept[s] = s3 or false, s4 or false
 end
 
-k = 1
+k = k0 + 1
 for i = 1, n do
   local o, s = w * (i - 1) + 4, 6 * i
   local p = kept[s - 5]

@@ -13,6 +13,11 @@
 #define CLOCK_PIECE "clock.lua" /* optional: a test's clock */
 #define DRIVER_PIECE "check.lua"
 #define RELEASE_PIECE "release.lua" /* the library's second driver */
+/* Before the driver: in the library, its function; in a script, the
+ * locals it reads, nil (lua/check.lua: a check of all of KEYS and ARGV at
+ * the clock's time). */
+#define LIBRARY_HEAD "local function check(KEYS, ARGV, k0, nk, a0, na, now)\n"
+#define SCRIPT_HEAD "local k0, nk, a0, na, now\n"
 /* The release driver's function, after the check's in the library. */
 #define RELEASE_HEAD "end\nlocal function release(KEYS, ARGV)\n"
 /* The longest line compose writes between or around the pieces. */
@@ -119,8 +124,8 @@ static int compose_library(struct ag_redis_code *c,
 {
     size_t len;
     int rc;
-    char *code = compose(files, n, AG_REDIS_SCRIPTS - 1,
-                         "local function check(KEYS, ARGV)\n", true, &len, &rc);
+    char *code =
+        compose(files, n, AG_REDIS_SCRIPTS - 1, LIBRARY_HEAD, true, &len, &rc);
     if (!code)
         return rc;
     unsigned char hash[AG_REDIS_VERSION_HEX / 2];
@@ -154,7 +159,7 @@ int ag_redis_code_init(struct ag_redis_code *c,
     int rc = compose_library(c, files, n);
     for (unsigned m = 1; !rc && m < AG_REDIS_SCRIPTS; m++) {
         struct ag_redis_text *t = &c->scripts[m];
-        t->text = compose(files, n, m, "", false, &t->len, &rc);
+        t->text = compose(files, n, m, SCRIPT_HEAD, false, &t->len, &rc);
     }
     if (rc)
         ag_redis_code_free(c);

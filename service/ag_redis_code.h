@@ -11,8 +11,10 @@
  * <ag_algorithm_name>.lua followed by that table's registration in
  * `algorithms` under its enum ag_algorithm value (the code a policy's spec
  * carries), then check.lua, the driver. The registrations are written here
- * from the C enum, so the Lua numbering cannot drift from it. The library
- * wraps the driver as the body of `local function check(KEYS, ARGV)`, then
+ * from the C enum, so the Lua numbering cannot drift from it. A script
+ * has `local k0, nk, a0, na, now` before the driver; the library wraps it
+ * as the body of `local function check(KEYS, ARGV, k0, nk, a0, na, now)`
+ * (a slice of a batch, which Redis never passes: see lua/check.lua), then
  * release.lua (the undo of a cluster check's reserve) as the body of
  * `local function release(KEYS, ARGV)`, and registers both; its name and
  * its functions' carry a hash of its code, so instances of two versions

@@ -129,6 +129,29 @@ static void release_is_a_function_of_the_library_and_of_no_script(void **state)
     ag_redis_code_free(&c);
 }
 
+/* The driver's slice (lua/check.lua): parameters of the library's check
+ * function, which Redis never passes (a check is then all of KEYS and
+ * ARGV), and in a script the same names as locals, nil. */
+static void the_driver_reads_its_slice_as_parameters_or_nil_locals(void **state)
+{
+    (void)state;
+    struct ag_redis_code c;
+    assert_int_equal(
+        ag_redis_code_init(&c, ag_embedded_lua, ag_embedded_lua_count), AG_OK);
+    const char *driver = lua_file("check.lua")->data;
+    const char *fn = "local function check(KEYS, ARGV, k0, nk, a0, na, now)\n";
+    const char *locals = "local k0, nk, a0, na, now\n";
+    const char *at = strstr(c.library.text, driver);
+    assert_non_null(at);
+    assert_memory_equal(at - strlen(fn), fn, strlen(fn));
+    for (unsigned m = 1; m < AG_REDIS_SCRIPTS; m++) {
+        at = strstr(c.scripts[m].text, driver);
+        assert_non_null(at);
+        assert_memory_equal(at - strlen(locals), locals, strlen(locals));
+    }
+    ag_redis_code_free(&c);
+}
+
 static void same_pieces_give_the_same_version(void **state)
 {
     (void)state;
@@ -196,6 +219,8 @@ int main(void)
         cmocka_unit_test(each_script_holds_exactly_its_algorithms),
         cmocka_unit_test(library_is_named_after_its_version),
         cmocka_unit_test(release_is_a_function_of_the_library_and_of_no_script),
+        cmocka_unit_test(
+            the_driver_reads_its_slice_as_parameters_or_nil_locals),
         cmocka_unit_test(same_pieces_give_the_same_version),
         cmocka_unit_test(version_differs_when_any_piece_differs),
         cmocka_unit_test(a_missing_piece_is_refused),
