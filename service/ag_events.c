@@ -437,8 +437,11 @@ static void leveled(void *arg, int rc, const void *reply)
 {
     struct marking *m = arg;
     const redisReply *r = reply;
-    if (rc == AG_OK && r->type == REDIS_REPLY_STRING)
-        m->e.level = ag_event_level_parse(r->str, r->len);
+    /* Anything but a level (an error, a timeout, no key: it lapsed or was
+     * reset meanwhile) leaves the level unknown, as without Redis. */
+    m->e.level = rc == AG_OK && r->type == REDIS_REPLY_STRING
+                     ? ag_event_level_parse(r->str, r->len)
+                     : 0;
     raise_marked(m);
     free(m);
 }
