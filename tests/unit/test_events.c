@@ -362,9 +362,9 @@ static void answer(struct fake *f, enum answer how, const char *level)
                              .str = "WRONGTYPE not a stream",
                              .len = 22};
         } else if (strcmp(h->argv[0], "GET") == 0 && how == ANSWER_OK) {
-            r = (redisReply){.type = REDIS_REPLY_STRING,
-                             .str = (char *)level,
-                             .len = strlen(level)};
+            const char *v = level ? level : "";
+            r = (redisReply){
+                .type = REDIS_REPLY_STRING, .str = (char *)v, .len = strlen(v)};
         } else if (strcmp(h->argv[0], "XADD") == 0 && how == ANSWER_OK) {
             pthread_mutex_lock(&f->lock);
             taken(f, h->argv[7]);
