@@ -208,6 +208,17 @@ static void *retry_main(void *arg)
     return NULL;
 }
 
+/* Has the retry thread send the backlog now, its backoff forgotten: Redis
+ * is there again. */
+static void retry_now(struct ag_events *ev)
+{
+    pthread_mutex_lock(&ev->lock);
+    ev->failures = 0;
+    ev->retry_at_ms = 0;
+    pthread_cond_signal(&ev->wake);
+    pthread_mutex_unlock(&ev->lock);
+}
+
 int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
 {
     struct ag_events *ev = calloc(1, sizeof *ev);
@@ -247,6 +258,10 @@ void ag_events_attach(struct ag_events *ev, struct ag_store *store)
     pthread_rwlock_wrlock(&ev->store_lock);
     ev->store = store;
     pthread_rwlock_unlock(&ev->store_lock);
+    /* What was raised before there was a store goes now, not after the
+     * backoff its failures built up. */
+    if (store)
+        retry_now(ev);
 }
 
 void ag_events_free(struct ag_events *ev)
@@ -751,13 +766,8 @@ void ag_events_breaker(void *arg, bool open)
     /* What waited for Redis is sent now rather than after its backoff;
      * this event goes behind it, so that the stream keeps the order in
      * which they happened. */
-    if (!open) {
-        pthread_mutex_lock(&ev->lock);
-        ev->failures = 0;
-        ev->retry_at_ms = 0;
-        pthread_cond_signal(&ev->wake);
-        pthread_mutex_unlock(&ev->lock);
-    }
+    if (!open)
+        retry_now(ev);
     ag_events_raise(ev, &e);
 }
 
