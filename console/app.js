@@ -37,6 +37,14 @@ function button(text, onClick, attrs) {
   return b;
 }
 
+// A button repeated on every row of a table: its accessible name is its
+// text and what the row is ("Edit login.ip"), so that a screen reader's
+// list of buttons tells the rows apart; the name starts with the visible
+// text, so that speech input finds it by what it shows.
+function rowButton(text, what, onClick) {
+  return button(text, onClick, {'aria-label': text + ' ' + what});
+}
+
 function show(node, text) {
   node.textContent = text;
   node.hidden = !text;
@@ -186,7 +194,7 @@ function policyRow(p) {
   if (p.invalid && !p.endpoint) {
     tr.append(el('td', {colspan: 7, class: 'denied'},
                  'invalid, not in force: ' + p.invalid));
-    tr.append(el('td', {}, button('Edit', () => openEdit(p))));
+    tr.append(el('td', {}, rowButton('Edit', p.name, () => openEdit(p))));
     return tr;
   }
   tr.append(el('td', {}, p.endpoint),
@@ -198,15 +206,16 @@ function policyRow(p) {
             el('td', {}, p.enabled ? 'yes' : 'no'));
   const actions = el('td', {class: 'actions'});
   actions.append(
-      button('Edit', () => openEdit(p)),
-      button(p.mode === 'shadow' ? 'Switch to enforce' : 'Switch to shadow',
-             () => save(p.name, Object.assign(record(p), {
-                          mode: p.mode === 'shadow' ? 'enforce' : 'shadow'
-                        }), null)),
-      button(p.enabled ? 'Disable' : 'Enable',
-             () => save(p.name,
-                        Object.assign(record(p), {enabled: !p.enabled}),
-                        null)));
+      rowButton('Edit', p.name, () => openEdit(p)),
+      rowButton(p.mode === 'shadow' ? 'Switch to enforce' : 'Switch to shadow',
+                p.name,
+                () => save(p.name, Object.assign(record(p), {
+                             mode: p.mode === 'shadow' ? 'enforce' : 'shadow'
+                           }), null)),
+      rowButton(p.enabled ? 'Disable' : 'Enable', p.name,
+                () => save(p.name,
+                           Object.assign(record(p), {enabled: !p.enabled}),
+                           null)));
   if (p.invalid)
     actions.append(el('p', {class: 'denied'},
                       'stored row invalid: ' + p.invalid));
@@ -352,8 +361,10 @@ function lookupRow(d) {
                d.reset_after === undefined ? '' : d.reset_after + ' s'),
             el('td', {class: 'num'},
                d.retry_after === undefined ? '' : d.retry_after + ' s'));
-  tr.append(el('td', {}, d.policy ? button('Unlock', () => unlock(d.policy))
-                                  : 'edit the list to change'));
+  tr.append(el('td', {}, d.policy
+                             ? rowButton('Unlock', d.policy,
+                                         () => unlock(d.policy))
+                             : 'edit the list to change'));
   return tr;
 }
 
@@ -453,7 +464,8 @@ function listRow(list, e) {
             el('td', {class: e.hash ? 'hash' : ''},
                e.hash ? 'hash ' + e.hash : e.value),
             el('td', {}, e.endpoint), el('td', {class: 'note'}, e.note),
-            el('td', {}, button('Delete', () => deleteEntry(list, e))));
+            el('td', {}, rowButton('Delete', list + ' list entry ' + e.id,
+                                   () => deleteEntry(list, e))));
 }
 
 async function loadLists() {
@@ -518,8 +530,10 @@ function route() {
     signOut(null);
     return;
   }
+  // Own properties only: "#constructor" or "#__proto__" is no view, though
+  // VIEWS inherits members of those names from Object.prototype.
   const name = location.hash.slice(1);
-  const view = VIEWS[name] ? name : 'policies';
+  const view = Object.hasOwn(VIEWS, name) ? name : 'policies';
   for (const [k, v] of Object.entries(VIEWS)) $(v.section).hidden = k !== view;
   for (const a of document.querySelectorAll('nav a')) {
     if (a.getAttribute('href') === '#' + view)

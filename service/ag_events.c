@@ -124,16 +124,29 @@ struct ag_events {
     struct ag_metrics *metrics;
     struct ag_webhooks *hooks;
     char max_len[24];         /* the stream's cap, as XADD's argument */
+    unsigned max_entries;     /* the same, as a number */
     char instance[17];        /* random hex: ids unique across instances */
     atomic_uint_fast64_t seq; /* with instance, each event's id */
     /* Readers use store; ag_events_attach writes it, so that a detach
      * waits for every call into the old store to return. */
     pthread_rwlock_t store_lock;
     struct ag_store *store;
-    pthread_mutex_t lock;             /* guards backlog and marks */
+    pthread_mutex_t lock;             /* guards what follows */
     char *backlog[AG_EVENTS_BACKLOG]; /* a ring of owned JSON texts */
     size_t bl_head, bl_n;
-    bool flushing; /* the head is being sent: it stays until answered */
+    bool flushing;       /* a flusher sends the head: it stays until done */
+    pthread_cond_t idle; /* flushing went false */
+    /* The retry thread: it sends the backlog at retry_at_ms (monotonic),
+     * failures appends in a row having failed. */
+    pthread_cond_t wake;
+    pthread_t retry;
+    bool retry_started, stopping;
+    unsigned failures;
+    uint64_t retry_at_ms;
+    /* The failure log's gate: when the next line may be written, and the
+     * failures not logged since the last one. */
+    uint64_t log_at_ms;
+    unsigned long unlogged;
     struct local_mark marks[AG_EVENTS_LOCAL_MARKS];
     /* The markers this instance asked Redis for in the last
      * AG_EVENTS_ASKED_MS: not asked again meanwhile. */
@@ -154,6 +167,58 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t ag_events_retry_ms(unsigned failures)
+{
+    uint64_t ms = AG_EVENTS_RETRY_MIN_MS;
+    for (unsigned i = 1; i < failures && ms < AG_EVENTS_RETRY_MAX_MS; i++)
+        ms *= 2;
+    return ms < AG_EVENTS_RETRY_MAX_MS ? ms : AG_EVENTS_RETRY_MAX_MS;
+}
+
+static int flush_backlog(struct ag_events *ev);
+
+/* Sends the backlog whenever it holds events and its retry time has
+ * come, until the events are freed. */
+static void *retry_main(void *arg)
+{
+    struct ag_events *ev = arg;
+    pthread_mutex_lock(&ev->lock);
+    while (!ev->stopping) {
+        uint64_t now = mono_ms();
+        if (!ev->bl_n || ev->flushing) {
+            pthread_cond_wait(&ev->wake, &ev->lock);
+            continue;
+        }
+        if (now < ev->retry_at_ms) {
+            uint64_t ms = ev->retry_at_ms - now;
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += (time_t)(ms / 1000);
+            until.tv_nsec += (long)(ms % 1000) * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&ev->wake, &ev->lock, &until);
+            continue;
+        }
+        pthread_mutex_unlock(&ev->lock);
+        flush_backlog(ev);
+        pthread_mutex_lock(&ev->lock);
+    }
+    pthread_mutex_unlock(&ev->lock);
+    return NULL;
+}
+
+/* Has the retry thread send the backlog now, its backoff forgotten: Redis
+ * is there again. */
+static void retry_now(struct ag_events *ev)
+{
+    pthread_mutex_lock(&ev->lock);
+    ev->failures = 0;
+    ev->retry_at_ms = 0;
+    pthread_cond_signal(&ev->wake);
+    pthread_mutex_unlock(&ev->lock);
+}
+
 int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
 {
     struct ag_events *ev = calloc(1, sizeof *ev);
@@ -161,35 +226,65 @@ int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
         return AG_ENOMEM;
     ev->metrics = o->metrics;
     ev->hooks = o->hooks;
-    snprintf(ev->max_len, sizeof ev->max_len, "%u",
-             o->max_len ? o->max_len : AG_EVENTS_MAX_LEN_DEFAULT);
+    ev->max_entries = o->max_len ? o->max_len : AG_EVENTS_MAX_LEN_DEFAULT;
+    snprintf(ev->max_len, sizeof ev->max_len, "%u", ev->max_entries);
     unsigned char id[8];
     randombytes_buf(id, sizeof id);
     sodium_bin2hex(ev->instance, sizeof ev->instance, id, sizeof id);
     atomic_init(&ev->seq, 0);
     pthread_rwlock_init(&ev->store_lock, NULL);
     pthread_mutex_init(&ev->lock, NULL);
+    pthread_cond_init(&ev->idle, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&ev->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&ev->retry, NULL, retry_main, ev) != 0) {
+        ag_events_free(ev);
+        return AG_ENOMEM;
+    }
+    ev->retry_started = true;
     *out = ev;
     return AG_OK;
 }
 
 void ag_events_attach(struct ag_events *ev, struct ag_store *store)
 {
+    /* A detach is the service stopping: what waits for Redis has one
+     * last try while the old store is still there. */
+    if (!store)
+        flush_backlog(ev);
     pthread_rwlock_wrlock(&ev->store_lock);
     ev->store = store;
     pthread_rwlock_unlock(&ev->store_lock);
+    /* What was raised before there was a store goes now, not after the
+     * backoff its failures built up. */
+    if (store)
+        retry_now(ev);
 }
 
 void ag_events_free(struct ag_events *ev)
 {
     if (!ev)
         return;
-    ag_events_attach(ev, NULL);
+    if (ev->retry_started) {
+        pthread_mutex_lock(&ev->lock);
+        ev->stopping = true;
+        pthread_cond_signal(&ev->wake);
+        pthread_mutex_unlock(&ev->lock);
+        pthread_join(ev->retry, NULL);
+    }
+    pthread_rwlock_wrlock(&ev->store_lock);
+    ev->store = NULL;
+    pthread_rwlock_unlock(&ev->store_lock);
     if (ev->bl_n)
         ag_log(AG_LOG_WARN, "events_backlog_lost",
                "%zu event(s) never reached the stream", ev->bl_n);
     for (size_t i = 0; i < ev->bl_n; i++)
         free(ev->backlog[(ev->bl_head + i) % AG_EVENTS_BACKLOG]);
+    pthread_cond_destroy(&ev->wake);
+    pthread_cond_destroy(&ev->idle);
     pthread_mutex_destroy(&ev->lock);
     pthread_rwlock_destroy(&ev->store_lock);
     free(ev);
@@ -224,6 +319,47 @@ static void dropped_one(char *dropped)
     free(dropped);
 }
 
+/* Why an append failed, into why (AG_EVENTS_WHY_MAX bytes): Redis's error
+ * reply, or that it did not answer. */
+#define AG_EVENTS_WHY_MAX 160
+static void failure_text(int rc, const redisReply *r, char *why)
+{
+    if (rc == AG_OK && r && r->type == REDIS_REPLY_ERROR)
+        snprintf(why, AG_EVENTS_WHY_MAX, "Redis answered: %.*s",
+                 (int)(r->len < 120 ? r->len : 120), r->str);
+    else
+        snprintf(why, AG_EVENTS_WHY_MAX,
+                 "Redis did not answer (a timeout, a lost connection, or the "
+                 "breaker open)");
+}
+
+/* An append failed (with ev->lock held): the backlog is tried again after
+ * the backoff, and the failure is logged unless one was within
+ * AG_EVENTS_LOG_EVERY_MS; true if the caller is to log it. */
+static bool failed_locked(struct ag_events *ev, unsigned long *unlogged)
+{
+    uint64_t now = mono_ms();
+    ev->failures++;
+    ev->retry_at_ms = now + ag_events_retry_ms(ev->failures);
+    pthread_cond_signal(&ev->wake);
+    if (now < ev->log_at_ms) {
+        ev->unlogged++;
+        return false;
+    }
+    ev->log_at_ms = now + AG_EVENTS_LOG_EVERY_MS;
+    *unlogged = ev->unlogged;
+    ev->unlogged = 0;
+    return true;
+}
+
+static void log_failure(const char *why, size_t waiting, unsigned long unlogged)
+{
+    ag_log(AG_LOG_WARN, "events_append_failed",
+           "an event did not reach the stream (%zu waiting, retried with "
+           "backoff; %lu more failure(s) since the last line): %s",
+           waiting, unlogged, why);
+}
+
 /* Sends one XADD of json, calling done(arg) when Redis answers; an error
  * if it could not be sent (done is then not called). */
 static int send_xadd(struct ag_events *ev, const char *json,
@@ -242,48 +378,75 @@ static int send_xadd(struct ag_events *ev, const char *json,
     return rc;
 }
 
-static void flush_next(struct ag_events *ev);
-
-/* The answer to the backlog's head, sent alone: on success the next one
- * goes, on failure the head stays for a later flush. */
-static void flushed(void *arg, int rc, const void *reply)
+/* One XADD of json, waited for: AG_OK, or AG_ESTORE with why filled. */
+static int xadd_wait(struct ag_events *ev, const char *json, char *why)
 {
-    struct ag_events *ev = arg;
+    const char *argv[] = {"XADD", AG_EVENTS_STREAM, "MAXLEN", "~", ev->max_len,
+                          "*",    "event",          json};
+    size_t lens[8];
+    for (size_t i = 0; i < 8; i++)
+        lens[i] = strlen(argv[i]);
+    void *reply = NULL;
+    pthread_rwlock_rdlock(&ev->store_lock);
+    int rc = ev->store ? ag_store_command(ev->store, 8, argv, lens, 1, &reply)
+                       : AG_ESTORE;
+    pthread_rwlock_unlock(&ev->store_lock);
     const redisReply *r = reply;
     bool ok = rc == AG_OK && r->type != REDIS_REPLY_ERROR;
-    pthread_mutex_lock(&ev->lock);
-    if (ok) {
-        free(ev->backlog[ev->bl_head]);
-        ev->bl_head = (ev->bl_head + 1) % AG_EVENTS_BACKLOG;
-        ev->bl_n--;
-    }
-    ev->flushing = false;
-    bool more = ok && ev->bl_n > 0;
-    pthread_mutex_unlock(&ev->lock);
-    if (more)
-        flush_next(ev);
+    if (!ok)
+        failure_text(rc == AG_OK ? AG_OK : AG_ESTORE, r, why);
+    ag_redis_reply_free(reply);
+    return ok ? AG_OK : AG_ESTORE;
 }
 
-/* Sends the backlog's head, unless a flush is under way: one at a time,
- * so that the stream keeps the backlog's order, and every later event
- * waits behind it. */
-static void flush_next(struct ag_events *ev)
+/* Sends the backlog, oldest first, each XADD waited for, until it is empty
+ * (AG_OK) or one fails (AG_ESTORE: the rest waits for the retry). One
+ * flusher at a time, so that the stream keeps the backlog's order: a
+ * second caller waits for the first to finish, then sends what is left. */
+static int flush_backlog(struct ag_events *ev)
 {
     pthread_mutex_lock(&ev->lock);
-    if (ev->flushing || !ev->bl_n) {
-        pthread_mutex_unlock(&ev->lock);
-        return;
-    }
+    while (ev->flushing)
+        pthread_cond_wait(&ev->idle, &ev->lock);
     ev->flushing = true;
-    const char *head = ev->backlog[ev->bl_head];
-    pthread_mutex_unlock(&ev->lock);
-    /* The head stays in place while flushing is set (backlog_push_locked
-     * never drops it), so it is read here without the lock. */
-    if (send_xadd(ev, head, flushed, ev) != AG_OK) {
-        pthread_mutex_lock(&ev->lock);
-        ev->flushing = false;
+    int rc = AG_OK;
+    size_t sent = 0;
+    char why[AG_EVENTS_WHY_MAX];
+    while (ev->bl_n) {
+        /* The head stays in place while flushing is set
+         * (backlog_push_locked never drops it), so it is read here
+         * without the lock. */
+        char *head = ev->backlog[ev->bl_head];
         pthread_mutex_unlock(&ev->lock);
+        rc = xadd_wait(ev, head, why);
+        pthread_mutex_lock(&ev->lock);
+        if (rc)
+            break;
+        free(head);
+        ev->bl_head = (ev->bl_head + 1) % AG_EVENTS_BACKLOG;
+        ev->bl_n--;
+        sent++;
     }
+    bool log = false, recovered = false;
+    unsigned long unlogged = 0;
+    size_t waiting = ev->bl_n;
+    if (rc) {
+        log = failed_locked(ev, &unlogged);
+    } else {
+        recovered = ev->failures > 0 && sent > 0;
+        ev->failures = 0;
+        ev->retry_at_ms = 0;
+        ev->log_at_ms = 0;
+    }
+    ev->flushing = false;
+    pthread_cond_broadcast(&ev->idle);
+    pthread_mutex_unlock(&ev->lock);
+    if (log)
+        log_failure(why, waiting, unlogged);
+    if (recovered)
+        ag_log(AG_LOG_INFO, "events_append_recovered",
+               "%zu waiting event(s) reached the stream", sent);
+    return rc;
 }
 
 struct appending {
@@ -291,46 +454,60 @@ struct appending {
     char *json; /* owned */
 };
 
+/* Into the backlog, for the retry thread, after a failure. */
+static void backlog_failed(struct ag_events *ev, char *json, int rc,
+                           const redisReply *r)
+{
+    char why[AG_EVENTS_WHY_MAX];
+    failure_text(rc, r, why);
+    unsigned long unlogged = 0;
+    pthread_mutex_lock(&ev->lock);
+    char *dropped = backlog_push_locked(ev, json);
+    bool log = failed_locked(ev, &unlogged);
+    size_t waiting = ev->bl_n;
+    pthread_mutex_unlock(&ev->lock);
+    dropped_one(dropped);
+    if (log)
+        log_failure(why, waiting, unlogged);
+}
+
 static void appended(void *arg, int rc, const void *reply)
 {
     struct appending *a = arg;
     const redisReply *r = reply;
-    if (rc == AG_OK && r->type != REDIS_REPLY_ERROR) {
+    if (rc == AG_OK && r->type != REDIS_REPLY_ERROR)
         free(a->json);
-    } else {
-        pthread_mutex_lock(&a->ev->lock);
-        char *dropped = backlog_push_locked(a->ev, a->json);
-        pthread_mutex_unlock(&a->ev->lock);
-        dropped_one(dropped);
-    }
+    else
+        backlog_failed(a->ev, a->json, rc, r);
     free(a);
 }
 
-/* Appends json (owned) to the stream; behind the backlog if one waits
- * (which this then tries to send), or into it if Redis cannot take it. */
+/* Appends json (owned) to the stream: behind the backlog if one waits
+ * (the retry thread sends it), or at once, into the backlog if Redis
+ * cannot take it. */
 static void append(struct ag_events *ev, char *json)
 {
     pthread_mutex_lock(&ev->lock);
     if (ev->bl_n || ev->flushing) {
         char *dropped = backlog_push_locked(ev, json);
+        pthread_cond_signal(&ev->wake);
         pthread_mutex_unlock(&ev->lock);
         dropped_one(dropped);
-        flush_next(ev);
         return;
     }
     pthread_mutex_unlock(&ev->lock);
     struct appending *a = malloc(sizeof *a);
     if (!a) {
+        ag_log(AG_LOG_ERROR, "event_lost",
+               "out of memory: an event reached the webhooks only");
         free(json);
         return;
     }
     *a = (struct appending){ev, json};
-    if (send_xadd(ev, json, appended, a) != AG_OK) {
-        pthread_mutex_lock(&ev->lock);
-        char *dropped = backlog_push_locked(ev, json);
-        pthread_mutex_unlock(&ev->lock);
-        dropped_one(dropped);
+    int rc = send_xadd(ev, json, appended, a);
+    if (rc != AG_OK) {
         free(a);
+        backlog_failed(ev, json, rc, NULL);
     }
 }
 
@@ -437,8 +614,11 @@ static void leveled(void *arg, int rc, const void *reply)
 {
     struct marking *m = arg;
     const redisReply *r = reply;
-    if (rc == AG_OK && r->type == REDIS_REPLY_STRING)
-        m->e.level = ag_event_level_parse(r->str, r->len);
+    /* Anything but a level (an error, a timeout, no key: it lapsed or was
+     * reset meanwhile) leaves the level unknown, as without Redis. */
+    m->e.level = rc == AG_OK && r->type == REDIS_REPLY_STRING
+                     ? ag_event_level_parse(r->str, r->len)
+                     : 0;
     raise_marked(m);
     free(m);
 }
@@ -583,10 +763,11 @@ void ag_events_breaker(void *arg, bool open)
     struct ag_events *ev = arg;
     struct ag_event e;
     ag_event_init(&e, open ? AG_EV_BREAKER_OPEN : AG_EV_BREAKER_CLOSED);
-    /* What waited for Redis first, so that the stream keeps the order in
+    /* What waited for Redis is sent now rather than after its backoff;
+     * this event goes behind it, so that the stream keeps the order in
      * which they happened. */
     if (!open)
-        flush_next(ev);
+        retry_now(ev);
     ag_events_raise(ev, &e);
 }
 
@@ -629,9 +810,58 @@ static json_t *entry_event(const redisReply *r)
     return NULL;
 }
 
+/* XRANGE of up to count entries from start: AG_OK and *reply (an array),
+ * or AG_ESTORE with err saying why. */
+static int xrange(struct ag_events *ev, const char *start, long long count,
+                  redisReply **reply, struct ag_error *err)
+{
+    char n[24];
+    snprintf(n, sizeof n, "%lld", count);
+    const char *argv[] = {"XRANGE", AG_EVENTS_STREAM, start, "+", "COUNT", n};
+    size_t lens[6];
+    for (size_t i = 0; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    void *got = NULL;
+    pthread_rwlock_rdlock(&ev->store_lock);
+    int rc = ev->store ? ag_store_command(ev->store, 6, argv, lens, 1, &got)
+                       : AG_ESTORE;
+    pthread_rwlock_unlock(&ev->store_lock);
+    redisReply *r = got;
+    if (rc == AG_OK && r->type == REDIS_REPLY_ARRAY) {
+        *reply = r;
+        return AG_OK;
+    }
+    /* Redis's own words where it answered (a stream key of another
+     * type, say): "does not answer" would send the operator elsewhere. */
+    if (rc == AG_OK && r->type == REDIS_REPLY_ERROR)
+        ag_error_fill(err, AG_ESTORE, NULL,
+                      "the event stream cannot be read: Redis answered %.*s",
+                      (int)(r->len < 120 ? r->len : 120), r->str);
+    else
+        ag_error_fill(err, AG_ESTORE, NULL,
+                      "the event stream cannot be read while Redis does not "
+                      "answer");
+    ag_redis_reply_free(got);
+    return AG_ESTORE;
+}
+
+/* The stream id just after ms-seq into out (48 bytes): XRANGE's "(" needs
+ * Redis 6.2. False if there is none (ms-seq is the largest id). */
+static bool id_after(uint64_t ms, uint64_t seq, char *out)
+{
+    if (seq < UINT64_MAX)
+        snprintf(out, 48, "%" PRIu64 "-%" PRIu64, ms, seq + 1);
+    else if (ms < UINT64_MAX)
+        snprintf(out, 48, "%" PRIu64 "-0", ms + 1);
+    else
+        return false;
+    return true;
+}
+
 int ag_events_read(struct ag_events *ev, const char *after, long long limit,
                    json_t **out, struct ag_error *err)
 {
+    *out = NULL;
     uint64_t ms = 0, seq = 0;
     if (after && !parse_id(after, &ms, &seq))
         return ag_error_set(err, AG_EINVAL, "after",
@@ -641,46 +871,48 @@ int ag_events_read(struct ag_events *ev, const char *after, long long limit,
         return ag_error_set(err, AG_EINVAL, "limit",
                             "limit must be an integer from 1 to %d",
                             AG_EVENTS_PAGE_MAX);
-    /* The id just after "after" (XRANGE's "(" needs Redis 6.2). */
-    char start[48], count[24];
+    /* What waits in the backlog first, so that a reader sees every event
+     * Redis can take now; if it cannot, the page is still what it holds. */
+    pthread_mutex_lock(&ev->lock);
+    bool waiting = ev->bl_n > 0;
+    pthread_mutex_unlock(&ev->lock);
+    if (waiting)
+        flush_backlog(ev);
+    json_t *events = json_array();
+    char start[48], last[48];
+    snprintf(last, sizeof last, "%s", after ? after : "0-0");
+    bool more = true;
     if (!after)
         snprintf(start, sizeof start, "-");
-    else if (seq == UINT64_MAX)
-        snprintf(start, sizeof start, "%" PRIu64 "-0", ms + 1);
     else
-        snprintf(start, sizeof start, "%" PRIu64 "-%" PRIu64, ms, seq + 1);
-    snprintf(count, sizeof count, "%lld", limit);
-    const char *argv[] = {"XRANGE", AG_EVENTS_STREAM, start,
-                          "+",      "COUNT",          count};
-    size_t lens[6];
-    for (size_t i = 0; i < 6; i++)
-        lens[i] = strlen(argv[i]);
-    void *reply = NULL;
-    pthread_rwlock_rdlock(&ev->store_lock);
-    int rc = ev->store ? ag_store_command(ev->store, 6, argv, lens, 1, &reply)
-                       : AG_ESTORE;
-    pthread_rwlock_unlock(&ev->store_lock);
-    const redisReply *r = reply;
-    if (rc || r->type != REDIS_REPLY_ARRAY) {
-        ag_redis_reply_free(reply);
-        return ag_error_set(err, AG_ESTORE, NULL,
-                            "the event stream cannot be read while Redis "
-                            "does not answer");
-    }
-    json_t *events = json_array();
-    const char *last = after ? after : "0-0";
-    for (size_t i = 0; events && i < r->elements; i++) {
-        json_t *e = entry_event(r->element[i]);
-        if (e)
-            json_array_append_new(events, e);
-        /* An entry that does not parse is skipped, but paged past. */
-        if (r->element[i]->type == REDIS_REPLY_ARRAY &&
-            r->element[i]->elements == 2 &&
-            r->element[i]->element[0]->type == REDIS_REPLY_STRING)
-            last = r->element[i]->element[0]->str;
+        more = id_after(ms, seq, start);
+    /* Entries that hold no event (not written by abuseguard) are skipped
+     * but paged past, and the read goes on past them: a page is empty only
+     * at the end of the stream. The stream's cap bounds the skipping. */
+    size_t skipped = 0;
+    while (events && more && json_array_size(events) == 0 &&
+           skipped <= ev->max_entries) {
+        redisReply *r = NULL;
+        if (xrange(ev, start, limit, &r, err)) {
+            json_decref(events);
+            return AG_ESTORE;
+        }
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *x = r->element[i];
+            json_t *e = entry_event(x);
+            if (e)
+                json_array_append_new(events, e);
+            else
+                skipped++;
+            if (x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
+                x->element[0]->type == REDIS_REPLY_STRING)
+                snprintf(last, sizeof last, "%s", x->element[0]->str);
+        }
+        more = r->elements == (size_t)limit && parse_id(last, &ms, &seq) &&
+               id_after(ms, seq, start);
+        ag_redis_reply_free(r);
     }
     *out = events ? json_pack("{s:o,s:s}", "events", events, "next_after", last)
                   : NULL;
-    ag_redis_reply_free(reply);
     return *out ? AG_OK : ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
 }

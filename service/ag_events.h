@@ -18,13 +18,21 @@
  * once per AG_EVENTS_ASKED_MS per key at most, however many denials.
  * While Redis cannot answer, a small table in this instance stands in
  * (AG_EVENTS_LOCAL_MARKS markers): the lockout is then once per instance.
- * An append Redis cannot take waits in a bounded backlog
- * (AG_EVENTS_BACKLOG, oldest dropped first), sent in order, one at a
- * time, with the next event or when the breaker closes; the webhooks get
- * every event at once either way.
+ * An append Redis cannot take (an error answer, a timeout, the breaker
+ * open) waits in a bounded backlog (AG_EVENTS_BACKLOG, oldest dropped
+ * first), and later events wait behind it. This module's own retry thread
+ * sends it, in order, one XADD at a time, after a backoff
+ * (ag_events_retry_ms) that restarts when the breaker closes; a read of
+ * the stream sends it first, and a detach tries once more. A failed
+ * append is logged with Redis's answer, one line per
+ * AG_EVENTS_LOG_EVERY_MS at most. An append that timed out may have
+ * reached Redis and is sent again: the stream may then hold an event
+ * twice, with one id (dedupe on it, as for the webhooks). The webhooks
+ * get every event at once either way.
  *
  * Thread-safety: every function from any thread, once ag_events_attach
- * has run; callbacks arrive on store threads.
+ * has run; callbacks arrive on store threads, retries on the retry
+ * thread, which ag_events_new starts and ag_events_free joins.
  */
 #ifndef AG_EVENTS_H
 #define AG_EVENTS_H
@@ -51,6 +59,12 @@
 /* A key's marker is asked of Redis once in this long at most, per
  * instance: no marker lives shorter. */
 #define AG_EVENTS_ASKED_MS 1000
+/* The backlog's retries: the first after this long, doubling with each
+ * failure in a row, at most the second. */
+#define AG_EVENTS_RETRY_MIN_MS 200
+#define AG_EVENTS_RETRY_MAX_MS 5000
+/* One "events_append_failed" line in this long at most. */
+#define AG_EVENTS_LOG_EVERY_MS 10000
 #define AG_EVENTS_PAGE_MAX 1000 /* events in one GET /admin/events */
 #define AG_EVENTS_PAGE_DEFAULT 100
 /* "<16 hex digits of the instance>-<sequence>" and its NUL. */
@@ -118,13 +132,19 @@ struct ag_events_opts {
     unsigned max_len;           /* the stream's cap; 0: the default */
 };
 
+/* The wait before the backlog's next try after failures appends failed in
+ * a row (1 or more): AG_EVENTS_RETRY_MIN_MS, doubling, at most
+ * AG_EVENTS_RETRY_MAX_MS. */
+uint64_t ag_events_retry_ms(unsigned failures);
+
 /* A new event source, not yet attached to a store (events are then only
  * pushed to the webhooks). AG_OK and *out, or AG_ENOMEM. Free with
  * ag_events_free. */
 int ag_events_new(const struct ag_events_opts *o, struct ag_events **out);
 /* Sends markers and appends to store (borrowed) from now on; NULL
- * detaches it, and returns once no call into the old store is running,
- * so that the store may then be destroyed. */
+ * detaches it, after one last try to send the backlog (one Redis timeout
+ * at most), and returns once no call into the old store is running, so
+ * that the store may then be destroyed. */
 void ag_events_attach(struct ag_events *ev, struct ag_store *store);
 /* Frees ev (detached first); what waits in the backlog is lost. NULL is
  * allowed. */
@@ -149,11 +169,15 @@ void ag_events_cleared(struct ag_events *ev, const struct ag_plan *plan);
  * struct ag_events. */
 void ag_events_breaker(void *arg, bool open);
 
-/* A page of the stream: up to limit events after stream id after (NULL:
- * from the start) as {"events": [<event> + "stream_id"], "next_after":
- * <the last one's stream id, or after>}. AG_OK and *out (the caller
- * decrefs it); AG_EINVAL (err names "after" or "limit"); AG_ESTORE while
- * Redis cannot answer; AG_ENOMEM. */
+/* A page of the stream, once the backlog was sent (if Redis takes it):
+ * up to limit events after stream id after (NULL: from the start) as
+ * {"events": [<event> + "stream_id"], "next_after": <the last entry's
+ * stream id, or after>}. Entries that hold no event are paged past, and
+ * the read goes on past them (up to the stream's cap), so that a page is
+ * empty only at the end of the stream; after the largest stream id is
+ * such an end. Waits for Redis. AG_OK and *out (the caller decrefs it);
+ * AG_EINVAL (err names "after" or "limit"); AG_ESTORE while Redis cannot
+ * answer or refuses (err says which, with Redis's words); AG_ENOMEM. */
 int ag_events_read(struct ag_events *ev, const char *after, long long limit,
                    json_t **out, struct ag_error *err);
 

@@ -119,12 +119,35 @@ uint64_t ag_webhook_backoff_ms(unsigned failures)
     return ms < AG_WEBHOOK_BACKOFF_MAX_MS ? ms : AG_WEBHOOK_BACKOFF_MAX_MS;
 }
 
+/* One kind of log line of a receiver, written once per
+ * AG_WEBHOOK_LOG_EVERY_MS at most: when the next may be, and how many
+ * were held back since the last. Under its receiver's lock. */
+struct log_gate {
+    uint64_t next_ms;
+    unsigned long held;
+};
+
+/* True if a line may be written now (*held: how many were not since the
+ * last); else counts this one as held back. */
+static bool gate_open(struct log_gate *g, uint64_t now, unsigned long *held)
+{
+    if (now < g->next_ms) {
+        g->held++;
+        return false;
+    }
+    g->next_ms = now + AG_WEBHOOK_LOG_EVERY_MS;
+    *held = g->held;
+    g->held = 0;
+    return true;
+}
+
 struct receiver {
     struct ag_webhooks *w;
     unsigned index; /* 1-based, for logs: a URL may hold a credential */
     char url[AG_WEBHOOK_URL_MAX];
-    pthread_mutex_t lock; /* guards q */
-    pthread_cond_t wake;  /* a push, or the stop */
+    pthread_mutex_t lock; /* guards q and the gates */
+    struct log_gate full_gate, aged_gate;
+    pthread_cond_t wake; /* a push, or the stop */
     struct ag_webhook_queue *q;
     CURL *curl;
     pthread_t thread;
@@ -134,12 +157,18 @@ struct receiver {
 struct ag_webhooks {
     struct receiver r[AG_WEBHOOKS_MAX];
     size_t n;
-    unsigned char key[64]; /* the HMAC key, or its BLAKE2b if longer */
+    /* The HMAC key, or its SHA-256 if longer than HMAC-SHA256's block,
+     * which is what HMAC itself does with such a key. */
+    unsigned char key[64];
     size_t key_len;
     uint64_t max_age_ms;
     struct ag_metrics *metrics;
     atomic_bool stopping;
-    atomic_size_t queued; /* over every receiver, for the gauge */
+    /* Events queued over every receiver, and the gauge set to it under
+     * the same lock: set from two threads without it, an older count
+     * could land last and stay. */
+    pthread_mutex_t queued_lock;
+    int64_t queued;
 };
 
 static uint64_t mono_ms(void)
@@ -149,13 +178,12 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void queued_add(struct ag_webhooks *w, long delta)
+static void queued_add(struct ag_webhooks *w, int64_t delta)
 {
-    size_t now =
-        delta >= 0
-            ? atomic_fetch_add(&w->queued, (size_t)delta) + (size_t)delta
-            : atomic_fetch_sub(&w->queued, (size_t)-delta) - (size_t)-delta;
-    ag_metrics_set(w->metrics, AG_M_WEBHOOK_QUEUED, (int64_t)now);
+    pthread_mutex_lock(&w->queued_lock);
+    w->queued += delta;
+    ag_metrics_set(w->metrics, AG_M_WEBHOOK_QUEUED, w->queued);
+    pthread_mutex_unlock(&w->queued_lock);
 }
 
 static void count_dropped(struct ag_webhooks *w, size_t n)
@@ -171,8 +199,12 @@ void ag_webhooks_push(struct ag_webhooks *w, const char *body, size_t len)
     uint64_t now = mono_ms();
     for (size_t i = 0; i < w->n; i++) {
         struct receiver *r = &w->r[i];
+        unsigned long held = 0;
+        bool log = false;
         pthread_mutex_lock(&r->lock);
         int dropped = ag_webhook_queue_push(r->q, body, len, now);
+        if (dropped > 0)
+            log = gate_open(&r->full_gate, now, &held);
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
         if (dropped < 0) {
@@ -180,9 +212,14 @@ void ag_webhooks_push(struct ag_webhooks *w, const char *body, size_t len)
             continue;
         }
         if (dropped) {
+            /* The counter counts each; the log says so once in a while,
+             * as a flood fills the queue with every push. */
             count_dropped(w, 1);
-            ag_log(AG_LOG_WARN, "webhook_queue_full",
-                   "receiver %u: oldest event dropped", r->index);
+            if (log)
+                ag_log(AG_LOG_WARN, "webhook_queue_full",
+                       "receiver %u: oldest event dropped (and %lu more "
+                       "since the last line)",
+                       r->index, held);
         } else {
             queued_add(w, 1);
         }
@@ -277,14 +314,22 @@ static void *deliver(void *arg)
         uint64_t at = 0, seq = 0;
         if (!ag_webhook_queue_peek(r->q, &body, &len, &at, &seq))
             continue;
-        if (mono_ms() - at > w->max_age_ms) {
+        uint64_t now = mono_ms();
+        if (now - at > w->max_age_ms) {
             ag_webhook_queue_pop(r->q);
             queued_add(w, -1);
             count_dropped(w, 1);
-            ag_log(AG_LOG_WARN, "webhook_dropped",
-                   "receiver %u: an event older than --webhook-max-age-s "
-                   "was dropped",
-                   r->index);
+            unsigned long held = 0;
+            if (gate_open(&r->aged_gate, now, &held)) {
+                /* Written without the lock, which pushes wait for. */
+                pthread_mutex_unlock(&r->lock);
+                ag_log(AG_LOG_WARN, "webhook_dropped",
+                       "receiver %u: an event older than "
+                       "--webhook-max-age-s was dropped (and %lu more since "
+                       "the last line)",
+                       r->index, held);
+                pthread_mutex_lock(&r->lock);
+            }
             continue;
         }
         /* Sent from a copy without the lock, so that pushes go on; the
@@ -395,7 +440,7 @@ int ag_webhooks_new(const struct ag_webhook_opts *o, struct ag_webhooks **out)
     w->max_age_ms = (uint64_t)o->max_age_s * 1000u;
     w->metrics = o->metrics;
     atomic_init(&w->stopping, false);
-    atomic_init(&w->queued, 0);
+    pthread_mutex_init(&w->queued_lock, NULL);
     size_t qmax = o->queue_max ? o->queue_max : AG_WEBHOOK_QUEUE_MAX;
     int rc = AG_OK;
     for (size_t i = 0; i < o->n && !rc; i++) {
@@ -419,6 +464,7 @@ void ag_webhooks_free(struct ag_webhooks *w)
     for (size_t i = 0; i < w->n; i++)
         receiver_free(w, &w->r[i]);
     ag_metrics_set(w->metrics, AG_M_WEBHOOK_QUEUED, 0);
+    pthread_mutex_destroy(&w->queued_lock);
     sodium_memzero(w->key, sizeof w->key);
     free(w);
     curl_global_cleanup();

@@ -36,6 +36,10 @@
 #define AG_WEBHOOK_TIMEOUT_MS 2000
 #define AG_WEBHOOK_BACKOFF_MIN_MS 500
 #define AG_WEBHOOK_BACKOFF_MAX_MS 30000
+/* "webhook_queue_full" and "webhook_dropped" are each written once in this
+ * long per receiver at most (with a count of those held back); the
+ * dropped counter counts every one. */
+#define AG_WEBHOOK_LOG_EVERY_MS 10000
 /* "sha256=" and 64 hex digits, without the NUL. */
 #define AG_WEBHOOK_SIGNATURE_LEN (7 + 64)
 

@@ -35,6 +35,7 @@ let userDir;
 const consoleErrors = [];  // console messages of type error, as text
 const pageErrors = [];     // uncaught exceptions in the page
 const consoleResponses = [];  // every response for /admin/ui/...
+const requestUrls = [];  // every URL the page asked for
 
 async function adminApi(method, p, body) {
   const r = await fetch(BASE + '/admin/' + p, {
@@ -101,6 +102,7 @@ before(async () => {
       consoleErrors.push({text: m.text(), url: m.location().url || ''});
   });
   page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('request', (r) => requestUrls.push(r.url()));
   page.on('response', (r) => {
     if (new URL(r.url()).pathname.startsWith('/admin/ui'))
       consoleResponses.push(r);
@@ -137,6 +139,32 @@ describe('the admin console', () => {
        const listed = (await adminApi('GET', 'policies')).body.policies;
        assert.equal(rows, listed.length, 'one row per policy');
        await shot('policies');
+     });
+
+  it('names the buttons of each row after the row, starting with their text',
+     async () => {
+       // A screen reader's list of buttons must tell the rows apart: not
+       // "Edit, Edit, Edit".
+       const table = region('Policies').getByRole('table');
+       const names = await table.getByRole('button').evaluateAll(
+           (bs) => bs.map((b) => [b.textContent, b.getAttribute('aria-label')]));
+       assert.ok(names.length > 3, JSON.stringify(names));
+       for (const [text, name] of names)
+         assert.ok(name && name.startsWith(text + ' '), text + ': ' + name);
+       const unique = new Set(names.map(([, name]) => name));
+       assert.equal(unique.size, names.length, JSON.stringify(names));
+       for (const name of ['Edit login.ip', 'Switch to shadow login.ip',
+                           'Disable login.ip'])
+         assert.equal(await page.getByRole('button', {name, exact: true})
+                          .count(), 1, name);
+     });
+
+  it('offers no named field that a password manager would keep the token by',
+     async () => {
+       const field = page.locator('#token');
+       assert.equal(await field.getAttribute('name'), null);
+       assert.equal(await field.getAttribute('type'), 'password');
+       assert.equal(await field.getAttribute('autocomplete'), 'off');
      });
 
   it('shows a refused edit naming the field and a saved one in the table',
@@ -212,6 +240,8 @@ describe('the admin console', () => {
        // One row per policy of the endpoint that the subject's lane
        // applies, each with its own Unlock.
        assert.ok(await view.getByRole('button', {name: 'Unlock'}).count() > 1);
+       assert.equal(await row.getByRole('button', {
+         name: 'Unlock login.user_ip', exact: true}).count(), 1);
        await shot('lookup-locked');
        // login.ip_users blocks an address for an hour once it has tried
        // 20 users: the 21st is refused and the block starts.
@@ -301,7 +331,8 @@ describe('the admin console', () => {
        const entries = (await adminApi('GET', 'lists/deny')).body.entries;
        const entry = entries.find((e) => e.value === '203.0.113.9');
        assert.equal(entry.note, XSS);
-       await row.getByRole('button', {name: 'Delete'}).click();
+       await row.getByRole('button', {
+         name: 'Delete deny list entry ' + entry.id, exact: true}).click();
        await waitText(page.getByRole('status'),
                       new RegExp('Deleted entry ' + entry.id));
        assert.equal(await row.count(), 0);
@@ -310,6 +341,28 @@ describe('the admin console', () => {
        assert.equal(await page.evaluate(() => typeof window.__xss),
                     'undefined');
      });
+
+  it('falls back to the policies view for any hash that is no view',
+     async () => {
+       // An inherited property name is no view either: VIEWS[name] must
+       // not find Object.prototype's members.
+       for (const hash of ['#nope', '#constructor', '#__proto__',
+                           '#toString']) {
+         const before = pageErrors.length;
+         await page.evaluate((h) => { location.hash = h; }, hash);
+         await region('Policies').waitFor({timeout: 2000}).catch(() => {});
+         assert.deepEqual(pageErrors.slice(before), [], hash);
+         assert.equal(await region('Policies').isVisible(), true, hash);
+       }
+       await page.evaluate(() => { location.hash = '#policies'; });
+     });
+
+  it('never put the token in a URL', async () => {
+    assert.ok(requestUrls.length > 0);
+    for (const u of requestUrls)
+      assert.ok(!u.includes(TOKEN), u);
+    assert.ok(!page.url().includes(TOKEN));
+  });
 
   it('sent every console file with its security headers', async () => {
     assert.ok(consoleResponses.length >= 3, 'the page, its script and style');

@@ -486,6 +486,106 @@ class EventsTest(EventsBase):
             ["breaker_open", "breaker_closed"], 5.0),
             self.all_streamed(svc))
 
+    def test_bad_input_to_admin_events_is_a_400_naming_the_field(self):
+        hook = self.receiver()
+        svc = self.start([hook])
+        self.reset(svc, "a@example.com")
+        self.streamed(svc, 1)
+        for q in ["after=", "after=abc", "after=1-", "after=-1-0",
+                  "after=1-2-3", "after=99999999999999999999-0",
+                  "after=1-99999999999999999999", "after=%00",
+                  "limit=0", "limit=-1", "limit=1001", "limit=abc",
+                  "limit=", "limit=1e3", "limit=99999999999999999999"]:
+            with self.subTest(q=q):
+                r = svc.request("GET", "/admin/events?" + q, headers=AUTH)
+                self.assertEqual(r.status, 400, (q, r.raw))
+                self.assertTrue(
+                    r.json["error"].startswith(q.split("=")[0]), r.json)
+
+    def test_after_the_largest_stream_id_is_an_empty_page(self):
+        # Its successor would overflow: there is none, so the page is the
+        # end of the stream, not its start again.
+        hook = self.receiver()
+        svc = self.start([hook])
+        self.reset(svc, "a@example.com")
+        self.streamed(svc, 1)
+        m = "18446744073709551615"
+        page = self.stream(svc, "%s-%s" % (m, m))
+        self.assertEqual(page["events"], [], page)
+        self.assertEqual(page["next_after"], "%s-%s" % (m, m))
+        page = self.stream(svc, "%s-0" % m)
+        self.assertEqual(page["events"], [], page)
+
+    def test_entries_that_hold_no_event_are_read_past_not_an_empty_page(
+            self):
+        hook = self.receiver()
+        svc = self.start([hook])
+        for i in range(3):
+            self.redis.cmd("XADD", "ag::events", "*", "other", str(i))
+        self.reset(svc, "a@example.com")
+        self.streamed(svc, 1)
+        # A page of two would be two foreign entries: the read goes on.
+        page = self.stream(svc, None, 2)
+        self.assertEqual([e["type"] for e in page["events"]], ["reset"],
+                         page)
+        self.assertEqual(page["next_after"], page["events"][-1]["stream_id"])
+        self.assertEqual(self.stream(svc, page["next_after"], 2)["events"],
+                         [])
+
+    def test_an_append_redis_refused_once_reaches_the_stream_unprompted(
+            self):
+        """One XADD refused while Redis is otherwise fine (here the stream
+        key briefly holds another type; in life an OOM refusal, a dropped
+        connection, a MOVED) waits in the backlog, and is sent again by
+        the retry thread with no later event or breaker close."""
+        hook = self.receiver()
+        svc = self.start([hook])
+        self.redis.cmd("SET", "ag::events", "not a stream")
+        self.reset(svc, "first@example.com")
+        self.assertTrue(wait_until(lambda: len(hook.events()) == 1, 5.0))
+        # The refusal is logged with Redis's words, and the read names
+        # them too rather than blaming a Redis that answers.
+        self.assertTrue(wait_until(
+            lambda: "events_append_failed" in svc.log_text(), 5.0))
+        self.assertIn("WRONGTYPE", svc.log_text())
+        r = svc.request("GET", "/admin/events", headers=AUTH)
+        self.assertEqual(r.status, 503, r.raw)
+        self.assertIn("WRONGTYPE", r.json["error"])
+        self.assertNotIn("does not answer", r.json["error"])
+        self.redis.cmd("DEL", "ag::events")
+        # Redis takes appends again, and nothing else happens: the event
+        # reaches the stream on its own (raw, not through a read, which
+        # would send the backlog itself).
+        self.assertTrue(wait_until(
+            lambda: self.redis.cmd("XLEN", "ag::events") == 1, 10.0),
+            "the reset event never reached the stream")
+        self.assertEqual([e["type"] for e in self.all_streamed(svc)],
+                         ["reset"])
+        self.assertIn("events_append_recovered", svc.log_text())
+
+    def test_an_append_lost_to_one_redis_stall_reaches_the_stream(self):
+        """A Redis stall a little longer than --redis-timeout-ms (a fork,
+        a slow command) times one XADD out without opening the breaker;
+        the retry thread sends it once Redis is back."""
+        hook = self.receiver()
+        svc = self.start([hook], extra=["--redis-timeout-ms", "300"])
+        self.open_every_connection(svc)
+        self.reset(svc, "warm@example.com")
+        self.streamed(svc, 1)
+        self.redis.cmd("CLIENT", "PAUSE", "700", "WRITE")
+        svc.post("/admin/reset", {"policy": "login.user_ip",
+                                  "user": "stalled@example.com", "ip": IP},
+                 headers=AUTH)
+        # The webhook has it at once; the stream once Redis is back.
+        self.assertTrue(wait_until(lambda: len(hook.events()) == 2, 5.0))
+        time.sleep(1.0)  # the pause is over: Redis takes writes again
+        self.assertNotIn("redis_breaker_open", svc.log_text())
+        self.assertTrue(wait_until(
+            lambda: self.redis.cmd("XLEN", "ag::events") >= 2, 10.0),
+            "the second reset event never reached the stream")
+        ids = {e["id"] for e in self.all_streamed(svc)}
+        self.assertEqual(ids, {e["id"] for e in hook.events()})
+
     def test_webhook_flags_are_checked_at_start(self):
         for args, field in [
                 (["--webhook-url", "http://127.0.0.1:9/x"],

@@ -1,7 +1,8 @@
 /*
  * ag_webhook without a receiver: the signature against RFC 4231's
  * HMAC-SHA256 vectors, the backoff schedule, the queue's order and bound,
- * and the options refused at start.
+ * the options refused at start; then, against a port where nothing
+ * listens, the drops' counter, gauge and log lines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,9 +11,16 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "ag_buf.h"
 #include "ag_error.h"
+#include "ag_metrics.h"
 #include "ag_webhook.h"
 
 static void signature_matches_the_rfc_4231_vectors(void **state)
@@ -115,6 +123,144 @@ static void webhooks_refuse_no_receiver_or_no_key(void **state)
     ag_webhooks_free(NULL);
 }
 
+/* Nothing listens on the discard port of loopback here: every POST is a
+ * refused connection, so nothing leaves a queue but by age or room. */
+static const char *const nowhere[] = {"http://127.0.0.1:9/hook"};
+static const unsigned char hook_key[] = "0123456789abcdef0123456789abcdef";
+
+static long long metric(struct ag_metrics *m, const char *name)
+{
+    struct ag_buf b;
+    ag_buf_init(&b, 1 << 20);
+    assert_int_equal(ag_metrics_render(m, &b), AG_OK);
+    char want[128];
+    snprintf(want, sizeof want, "\n%s ", name);
+    const char *at = strstr(b.p, want);
+    assert_non_null(at);
+    long long n = atoll(at + strlen(want));
+    ag_buf_free(&b);
+    return n;
+}
+
+/* stderr (the log) into a file while a test runs. */
+struct captured {
+    FILE *f;
+    int saved;
+};
+
+static void capture(struct captured *c)
+{
+    fflush(stderr);
+    c->f = tmpfile();
+    assert_non_null(c->f);
+    c->saved = dup(STDERR_FILENO);
+    assert_true(dup2(fileno(c->f), STDERR_FILENO) >= 0);
+}
+
+/* Ends the capture: how many of its lines name event. */
+static int lines_of(struct captured *c, const char *event)
+{
+    fflush(stderr);
+    assert_true(dup2(c->saved, STDERR_FILENO) >= 0);
+    close(c->saved);
+    rewind(c->f);
+    char want[64], line[1024];
+    snprintf(want, sizeof want, "\"event\":\"%s\"", event);
+    int n = 0;
+    while (fgets(line, sizeof line, c->f))
+        n += strstr(line, want) != NULL;
+    fclose(c->f);
+    return n;
+}
+
+static void a_full_queue_logs_once_a_while_and_counts_every_drop(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_webhooks *w;
+    struct ag_webhook_opts o = {.urls = nowhere,
+                                .n = 1,
+                                .key = hook_key,
+                                .key_len = 32,
+                                .max_age_s = 600,
+                                .queue_max = 2,
+                                .metrics = m};
+    struct captured c;
+    capture(&c);
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_OK);
+    for (int i = 0; i < 50; i++)
+        ag_webhooks_push(w, "{}", 2);
+    assert_int_equal(metric(m, "abuseguard_webhook_dropped_total"), 48);
+    assert_int_equal(metric(m, "abuseguard_webhook_queue_depth"), 2);
+    ag_webhooks_free(w);
+    assert_int_equal(lines_of(&c, "webhook_queue_full"), 1);
+    ag_metrics_free(m);
+}
+
+static void aged_events_are_dropped_with_one_line_not_one_each(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_webhooks *w;
+    struct ag_webhook_opts o = {.urls = nowhere,
+                                .n = 1,
+                                .key = hook_key,
+                                .key_len = 32,
+                                .max_age_s = 1,
+                                .metrics = m};
+    struct captured c;
+    capture(&c);
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_OK);
+    for (int i = 0; i < 30; i++)
+        ag_webhooks_push(w, "{}", 2);
+    /* Past the age after a retry or two: all go in one pass. */
+    for (int i = 0; i < 100; i++) {
+        if (metric(m, "abuseguard_webhook_dropped_total") == 30)
+            break;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    long long dropped = metric(m, "abuseguard_webhook_dropped_total");
+    long long depth = metric(m, "abuseguard_webhook_queue_depth");
+    ag_webhooks_free(w);
+    int lines = lines_of(&c, "webhook_dropped");
+    assert_int_equal(dropped, 30);
+    assert_int_equal(depth, 0);
+    assert_int_equal(lines, 1);
+    ag_metrics_free(m);
+}
+
+static void *pusher(void *arg)
+{
+    for (int i = 0; i < 2000; i++)
+        ag_webhooks_push(arg, "{}", 2);
+    return NULL;
+}
+
+static void
+the_depth_gauge_ends_at_the_depth_under_concurrent_pushes(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_webhooks *w;
+    struct ag_webhook_opts o = {.urls = nowhere,
+                                .n = 1,
+                                .key = hook_key,
+                                .key_len = 32,
+                                .max_age_s = 600,
+                                .metrics = m};
+    assert_int_equal(ag_webhooks_new(&o, &w), AG_OK);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, pusher, w), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(metric(m, "abuseguard_webhook_queue_depth"), 8000);
+    ag_webhooks_free(w);
+    assert_int_equal(metric(m, "abuseguard_webhook_queue_depth"), 0);
+    ag_metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +269,10 @@ int main(void)
         cmocka_unit_test(backoff_doubles_from_half_a_second_up_to_thirty),
         cmocka_unit_test(queue_keeps_order_and_drops_the_oldest_when_full),
         cmocka_unit_test(webhooks_refuse_no_receiver_or_no_key),
+        cmocka_unit_test(a_full_queue_logs_once_a_while_and_counts_every_drop),
+        cmocka_unit_test(aged_events_are_dropped_with_one_line_not_one_each),
+        cmocka_unit_test(
+            the_depth_gauge_ends_at_the_depth_under_concurrent_pushes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
