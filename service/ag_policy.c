@@ -412,6 +412,27 @@ void ag_ruleset_unref(struct ag_ruleset *s)
     }
 }
 
+bool ag_ruleset_same_policies(const struct ag_ruleset *a,
+                              const struct ag_ruleset *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->count != b->count)
+        return false;
+    /* Compared as their JSON, which holds every field: a field added to
+     * the record is compared without another list of fields here. */
+    for (size_t i = 0; i < a->count; i++) {
+        json_t *x = ag_policy_to_json(&a->policies[i]);
+        json_t *y = ag_policy_to_json(&b->policies[i]);
+        bool same = x && y && json_equal(x, y);
+        json_decref(x);
+        json_decref(y);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
 int ag_policy_parse_file(const char *text, size_t len, struct ag_policy **out,
                          size_t *n, struct ag_error *err)
 {

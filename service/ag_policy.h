@@ -138,6 +138,12 @@ struct ag_ruleset *ag_ruleset_ref(struct ag_ruleset *s);
 
 void ag_ruleset_unref(struct ag_ruleset *s);
 
+/* True if a and b hold the same policies, every field alike (the lists
+ * are not compared); false also when out of memory. NULL is the same only
+ * as NULL. */
+bool ag_ruleset_same_policies(const struct ag_ruleset *a,
+                              const struct ag_ruleset *b);
+
 /* Parses a policy file: {"policies": [<policy>, ...]}. On success *out is a
  * malloc'd array of *n policies that the caller frees. Names must be
  * unique. On failure err says which policy and field. */

@@ -101,8 +101,12 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
     s->set = set;
     pthread_mutex_unlock(&s->lock);
     /* An edit may have raised a limit, disabled or deleted a policy: no
-     * cached denial of the old set may stand. */
-    if (s->o.deny_cache)
+     * cached denial of the old set may stand. A reload that changed no
+     * policy (any other commit to the database: a list entry, which checks
+     * meet before the cache, or the audit row of an inspect) keeps them;
+     * emptying every instance's cache for those would send a flood back
+     * to Redis whenever the support desk looks a subject up. */
+    if (s->o.deny_cache && !ag_ruleset_same_policies(old, set))
         ag_deny_cache_clear(s->o.deny_cache);
     ag_ruleset_unref(old);
 }

@@ -162,6 +162,32 @@ class DenyCacheTest(PolicyTest):
         self.assertGreaterEqual(
             metric(a, "abuseguard_deny_cache_invalidations_total"), 1)
 
+    def test_an_inspect_and_a_list_entry_leave_every_cache_as_it_was(self):
+        # Each commits to the policy database (the inspect its audit row),
+        # so every instance reloads; no policy changed, so no cached
+        # denial goes, and the flood stays away from Redis.
+        a, b = self.instances([policy("login.u", limit=2, window_s=600)])
+        self.deny_on(a, "kept@x.org", 2)
+        cleared = metric(a, "abuseguard_deny_cache_invalidations_total")
+        reloads = metric(a, "abuseguard_policy_reloads_total")
+        r = self.admin(b, "POST", "/admin/inspect",
+                       {"endpoint": "login", "user": "else@x.org",
+                        "ip": "192.0.2.9"})
+        self.assertEqual(r.status, 200, r.raw)
+        r = self.admin(b, "POST", "/admin/lists/deny",
+                       {"kind": "ip", "value": "198.51.100.0/24"})
+        self.assertIn(r.status, (201, 202), r.raw)
+        self.assertTrue(wait_until(
+            lambda: metric(a, "abuseguard_policy_reloads_total")
+            >= reloads + 1, 2.0))
+        before = checks_run(self.redis)
+        r = self.check(a, "kept@x.org")
+        self.assertEqual(r.status, 429)
+        self.assertTrue(cached(r), r.raw)
+        self.assertEqual(checks_run(self.redis), before)
+        self.assertEqual(
+            metric(a, "abuseguard_deny_cache_invalidations_total"), cleared)
+
     def test_a_raised_limit_lets_the_next_check_in_on_the_other_instance(
             self):
         p = policy("login.u", limit=2, window_s=600)

@@ -1080,6 +1080,32 @@ static void empty_policy_set_is_valid(void **state)
     ag_ruleset_unref(s);
 }
 
+static void sets_are_the_same_only_when_every_policy_field_is(void **state)
+{
+    (void)state;
+    struct ag_policy in[] = {named("login.user", 2), named("login.ip", 3)};
+    struct ag_ruleset *a = ag_ruleset_new(in, 2, 1);
+    /* Another load of the same rows: its own version, same policies. */
+    struct ag_ruleset *b = ag_ruleset_new(in, 2, 2);
+    assert_true(ag_ruleset_same_policies(a, b));
+    in[1].mode = AG_MODE_SHADOW;
+    struct ag_ruleset *shadow = ag_ruleset_new(in, 2, 3);
+    assert_false(ag_ruleset_same_policies(a, shadow));
+    in[1].mode = AG_MODE_ENFORCE;
+    in[0].block_s = 60;
+    struct ag_ruleset *blocked = ag_ruleset_new(in, 2, 4);
+    assert_false(ag_ruleset_same_policies(a, blocked));
+    struct ag_ruleset *fewer = ag_ruleset_new(in, 1, 5);
+    assert_false(ag_ruleset_same_policies(a, fewer));
+    assert_false(ag_ruleset_same_policies(a, NULL));
+    assert_true(ag_ruleset_same_policies(NULL, NULL));
+    ag_ruleset_unref(a);
+    ag_ruleset_unref(b);
+    ag_ruleset_unref(shadow);
+    ag_ruleset_unref(blocked);
+    ag_ruleset_unref(fewer);
+}
+
 static void enum_names_parse_back(void **state)
 {
     (void)state;
@@ -1359,6 +1385,7 @@ int main(void)
         cmocka_unit_test(policy_set_is_sorted_by_name),
         cmocka_unit_test(policy_set_is_reference_counted),
         cmocka_unit_test(empty_policy_set_is_valid),
+        cmocka_unit_test(sets_are_the_same_only_when_every_policy_field_is),
         cmocka_unit_test(enum_names_parse_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1067,6 +1067,16 @@ static void a_reset_drops_the_cached_denial_and_is_published(void **state)
     ag_deny_cache_free(dc);
 }
 
+/* A copy of set with its first policy's limit raised: an edit. */
+static struct ag_ruleset *raised_copy(const struct ag_ruleset *set)
+{
+    struct ag_policy ps[8];
+    assert_true(set->count <= 8);
+    memcpy(ps, set->policies, set->count * sizeof ps[0]);
+    ps[0].limit++;
+    return ag_ruleset_new(ps, set->count, set->version + 1);
+}
+
 static void a_new_ruleset_drops_every_cached_denial(void **state)
 {
     (void)state;
@@ -1076,12 +1086,37 @@ static void a_new_ruleset_drops_every_cached_denial(void **state)
     ag_http_response_init(&r);
     run_check(w, LOGIN_BODY, &r);
     assert_int_equal(ag_deny_cache_entries(dc), 1);
-    ag_service_set_ruleset(w->svc, ag_ruleset_ref(w->set));
+    ag_service_set_ruleset(w->svc, raised_copy(w->set));
     assert_int_equal(ag_deny_cache_entries(dc), 0);
     run_check(w, LOGIN_BODY, &r);
     assert_false(body_has(&r, "cached"));
     assert_int_equal(w->store.checks, 2);
     ag_http_response_free(&r);
+    ag_service_set_ruleset(w->svc, ag_ruleset_ref(w->set));
+    world_free(w);
+    ag_deny_cache_free(dc);
+}
+
+/* A reload that changed no policy (a list entry, an inspect's audit row)
+ * keeps what the cache holds. */
+static void a_reload_of_the_same_policies_keeps_the_cache(void **state)
+{
+    (void)state;
+    struct ag_deny_cache *dc;
+    struct world *w = cached_world(&dc);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    run_check(w, LOGIN_BODY, &r);
+    assert_int_equal(ag_deny_cache_entries(dc), 1);
+    ag_service_set_ruleset(
+        w->svc,
+        ag_ruleset_new(w->set->policies, w->set->count, w->set->version + 1));
+    assert_int_equal(ag_deny_cache_entries(dc), 1);
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "\"cached\":true"));
+    assert_int_equal(w->store.checks, 1);
+    ag_http_response_free(&r);
+    ag_service_set_ruleset(w->svc, ag_ruleset_ref(w->set));
     world_free(w);
     ag_deny_cache_free(dc);
 }
@@ -1169,8 +1204,7 @@ static void a_denial_of_the_old_ruleset_is_not_cached_after_a_swap(void **state)
         swap_world = w;
         w->store.deny_ms = 3600000; /* the old policy denies for an hour */
         swap_reads = 0;
-        swap_to = ag_ruleset_new(w->set->policies, w->set->count,
-                                 w->set->version + 1);
+        swap_to = raised_copy(w->set);
         struct ag_http_response r;
         ag_http_response_init(&r);
         assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
@@ -1287,6 +1321,7 @@ int main(void)
             a_denial_is_answered_from_the_cache_until_the_stores_wait),
         cmocka_unit_test(a_reset_drops_the_cached_denial_and_is_published),
         cmocka_unit_test(a_new_ruleset_drops_every_cached_denial),
+        cmocka_unit_test(a_reload_of_the_same_policies_keeps_the_cache),
         cmocka_unit_test(
             a_long_denial_is_cached_for_the_cap_and_reports_its_wait),
         cmocka_unit_test(
