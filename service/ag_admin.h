@@ -25,7 +25,11 @@
  *   GET    /lists/{allow|deny}    {"entries": [...]}
  *   POST   /lists/{allow|deny}    201 | 202 {"entry": ...}
  *   DELETE /lists/{allow|deny}/{id}  204 | 202 | 404
+ *   GET    /otp/conversion?by=&window_s=  sent and verified codes
  *   GET    /events?after=&limit=  {"events": [...], "next_after": id}
+ *
+ * api/openapi.json describes each in full, and test_openapi.py holds the
+ * description to what these handlers answer.
  *
  * Handlers run on HTTP threads; the admin's own SQLite connection is used
  * under a mutex (admin traffic is rare; checks never wait for it).
