@@ -769,13 +769,17 @@ static bool add_pending(struct ag_service *s, const struct ag_limit_op *op)
     return room;
 }
 
-/* Sends the resets the store missed while it could not answer, a plan's
- * worth at a time, before this instance next asks it to judge a check.
- * One thread sends them while the others go on (a slow store then holds
- * up one check, not every worker); the queue's lock is never held across
- * the store call. A clear the store may have done (AG_EUNKNOWN) counts as
- * done: sent again, it could forgive what was counted since. What the
- * store refused stays queued for the next try. */
+/* Sends the resets the store missed while it could not answer, before
+ * this instance next asks it to judge a check. One thread sends them
+ * while the others go on (a slow store then holds up one check, not every
+ * worker); the queue's lock is never held across the store call. Each
+ * reset is its own clear: on Redis Cluster the resets of one batch live on
+ * several nodes, and a clear that one node refused has still cleared the
+ * others, so a batch put back whole would clear those again before every
+ * check (forgiving all that was counted since) for as long as the node is
+ * down. A clear the store may have done (AG_EUNKNOWN) counts as done: sent
+ * again, it could forgive what was counted since. What the store refused
+ * stays queued for the next try. */
 static void flush_pending(struct ag_service *s)
 {
     if (atomic_exchange(&s->flushing, true))
@@ -790,34 +794,42 @@ static void flush_pending(struct ag_service *s)
         pthread_mutex_unlock(&s->pending_lock);
         if (!take)
             break;
-        struct ag_plan p = {.kind = AG_PLAN_SUCCESS, .n = take};
+        size_t done = 0, unconfirmed = 0, back = 0;
         for (size_t i = 0; i < take; i++) {
-            memset(&p.ops[i], 0, sizeof p.ops[i]);
-            p.ops[i].policy = &batch[i].policy;
-            memcpy(p.ops[i].key, batch[i].key, sizeof p.ops[i].key);
+            struct ag_plan p = {.kind = AG_PLAN_SUCCESS, .n = 1};
+            memset(&p.ops[0], 0, sizeof p.ops[0]);
+            p.ops[0].policy = &batch[i].policy;
+            memcpy(p.ops[0].key, batch[i].key, sizeof p.ops[0].key);
+            int rc = ag_store_clear(s->o.store, &p);
+            if (rc == AG_OK || rc == AG_EUNKNOWN) {
+                ag_events_cleared(s->o.events, &p);
+                cleared(s, &p, true);
+                done++;
+                unconfirmed += rc == AG_EUNKNOWN;
+            } else {
+                batch[back++] = batch[i]; /* refused: kept, in order */
+            }
         }
-        int rc = ag_store_clear(s->o.store, &p);
-        if (rc == AG_OK || rc == AG_EUNKNOWN) {
-            cleared(s, &p, true);
-            ag_log(rc ? AG_LOG_WARN : AG_LOG_INFO, "reset_applied",
-                   "%zu reset(s) made during the outage %s", take,
-                   rc ? "sent to the store, unconfirmed (not sent again)"
-                      : "cleared in the store");
+        if (done)
+            ag_log(unconfirmed ? AG_LOG_WARN : AG_LOG_INFO, "reset_applied",
+                   "%zu reset(s) made during the outage sent to the store "
+                   "(%zu unconfirmed, not sent again)",
+                   done, unconfirmed);
+        if (!back)
             continue;
-        }
         /* Put them back (after any queued meanwhile), or drop the oldest
          * if the queue filled up: a reset is a convenience, not a limit. */
         pthread_mutex_lock(&s->pending_lock);
         n = atomic_load(&s->npending);
         size_t room = AG_SERVICE_PENDING_RESETS - n;
-        size_t back = take < room ? take : room;
-        memcpy(&s->pending[n], batch + (take - back), back * sizeof *batch);
-        atomic_store(&s->npending, n + back);
+        size_t keep = back < room ? back : room;
+        memcpy(&s->pending[n], batch + (back - keep), keep * sizeof *batch);
+        atomic_store(&s->npending, n + keep);
         pthread_mutex_unlock(&s->pending_lock);
-        if (back < take)
+        if (keep < back)
             ag_log(AG_LOG_WARN, "reset_dropped",
                    "%zu reset(s) waiting for the store dropped: queue full",
-                   take - back);
+                   back - keep);
         break;
     }
     atomic_store(&s->flushing, false);
