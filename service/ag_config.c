@@ -421,9 +421,13 @@ static int set_urls(struct ag_config *c, const struct flag *f, const char *val,
             return AG_OK;
         bool http = n > 7 && strncmp(s, "http://", 7) == 0;
         bool https = n > 8 && strncmp(s, "https://", 8) == 0;
-        if (!http && !https)
+        /* A host must follow the scheme: libcurl would otherwise fail
+         * each delivery, long after the service started. */
+        size_t host = http ? 7 : 8;
+        if ((!http && !https) || s[host] == '/' || s[host] == ':')
             return ag_error_set(err, AG_EINVAL, f->name,
-                                "%s: --%s must be an http:// or https:// URL",
+                                "%s: --%s must be an http:// or https:// URL "
+                                "with a host",
                                 origin, f->name);
         if (n >= AG_CONFIG_WEBHOOK_URL)
             return ag_error_set(err, AG_EINVAL, f->name,
@@ -701,6 +705,10 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         return ag_error_set(err, AG_EINVAL, "webhook-secret-file",
                             "--webhook-url needs --webhook-secret-file (the "
                             "key of its signatures)");
+    if (!c->n_webhooks && c->webhook_secret_file[0])
+        return ag_error_set(err, AG_EINVAL, "webhook-url",
+                            "--webhook-secret-file is given but no "
+                            "--webhook-url to sign for");
     /* The group holds the addresses it groups: a longer group prefix than
      * the ip key's would split one key over several groups. */
     if (c->ipv6_group_prefix > c->ipv6_ip_prefix)

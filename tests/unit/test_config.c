@@ -1074,6 +1074,8 @@ static void webhook_flags_are_refused_naming_the_flag(void **state)
     char err[ERRSZ];
     expect_flag_refused("--webhook-url", "ftp://127.0.0.1/x");
     expect_flag_refused("--webhook-url", "http://");
+    expect_flag_refused("--webhook-url", "http:///nohost");
+    expect_flag_refused("--webhook-url", "https://:8443/x");
     expect_flag_refused("--webhook-max-age-s", "0");
     expect_flag_refused("--events-max-len", "99");
     /* A URL without the key of its signatures. */
@@ -1081,6 +1083,10 @@ static void webhook_flags_are_refused_naming_the_flag(void **state)
         parse(&c, err, "--webhook-url", "http://127.0.0.1/x", (char *)NULL),
         AG_EINVAL);
     assert_string_equal(last.field, "webhook-secret-file");
+    /* The key of signatures nothing would be sent with: a slip. */
+    assert_int_equal(
+        parse(&c, err, "--webhook-secret-file", "/k", (char *)NULL), AG_EINVAL);
+    assert_string_equal(last.field, "webhook-url");
     /* More receivers than AG_CONFIG_WEBHOOKS_MAX. */
     assert_int_equal(parse(&c, err, "--webhook-secret-file", "/k",
                            "--webhook-url",
