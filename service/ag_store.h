@@ -85,8 +85,12 @@ struct ag_store_ops {
      * while it is open. command_async sends it without waiting and
      * returns 0 and later calls done (if not NULL), or returns an error
      * and never calls it; command waits: AG_OK and *reply (free it with
-     * ag_redis_reply_free), or AG_ESTORE. NULL for stores without
-     * Redis: AG_EINVAL from the wrappers below. */
+     * ag_redis_reply_free), or AG_ESTORE. A Cluster node's store answers
+     * command with AG_EREDIRECT for MOVED or ASK (nothing ran; the cluster
+     * store follows a MOVED once), and tells its redirect callback of
+     * either answer to command_async, whose done gets the answer as it
+     * came. NULL for stores without Redis: AG_EINVAL from the wrappers
+     * below. */
     int (*command_async)(struct ag_store *s, int argc, const char **argv,
                          const size_t *lens, int key_at, ag_store_reply_fn done,
                          void *arg);

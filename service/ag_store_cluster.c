@@ -336,6 +336,31 @@ static int owner_of(const struct cluster *c, uint16_t slot)
     return m < 0 || (size_t)m >= c->mapped ? -1 : c->owner_node[m];
 }
 
+/* After an answer of MOVED (its text in last_redirect) from node: the
+ * map takes the slot's new owner, whose store is returned to send the
+ * command to once more; NULL for anything but a MOVED, or an owner not
+ * reachable. host-less redirections name node's host. */
+static struct ag_store *moved_owner(struct cluster *c, int node)
+{
+    struct ag_redis_redirect to;
+    if (ag_redis_slot_parse_redirect(last_redirect, strlen(last_redirect),
+                                     &to) != AG_OK ||
+        to.kind != AG_REDIS_MOVED)
+        return NULL;
+    pthread_mutex_lock(&c->lock);
+    struct ag_store *s = NULL;
+    if (c->map && node >= 0) {
+        char target[256];
+        copy_host(target, to.host[0] ? to.host : c->nodes[node]->host);
+        ag_redis_slot_map_moved(c->map, to.slot, target, to.port);
+        remap(c, c->asked_host);
+        int n = owner_of(c, to.slot);
+        s = n >= 0 ? c->nodes[n]->store : NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return s;
+}
+
 static void group_done(void *arg, int rc);
 
 /* Sends g to its node, to end in cb; an error is returned and cb is not
@@ -668,21 +693,10 @@ static int cluster_clear(struct ag_store *base, const struct ag_plan *plan)
         struct ag_store *s = g->node >= 0 ? c->nodes[g->node]->store : NULL;
         pthread_mutex_unlock(&c->lock);
         int r = s ? ag_store_clear(s, &g->plan) : AG_ESTORE;
-        struct ag_redis_redirect to;
-        if (r == AG_EREDIRECT &&
-            ag_redis_slot_parse_redirect(last_redirect, strlen(last_redirect),
-                                         &to) == AG_OK &&
-            to.kind == AG_REDIS_MOVED) {
+        if (r == AG_EREDIRECT) {
             /* Once, to the owner the answer names (a DEL that was
              * redirected did not run). */
-            pthread_mutex_lock(&c->lock);
-            char target[256];
-            copy_host(target, to.host[0] ? to.host : c->nodes[g->node]->host);
-            ag_redis_slot_map_moved(c->map, to.slot, target, to.port);
-            remap(c, c->asked_host);
-            int n = owner_of(c, g->slot);
-            s = n >= 0 ? c->nodes[n]->store : NULL;
-            pthread_mutex_unlock(&c->lock);
+            s = moved_owner(c, g->node);
             r = s ? ag_store_clear(s, &g->plan) : AG_ESTORE;
         }
         if (r == AG_EREDIRECT)
@@ -749,14 +763,22 @@ static void cluster_destroy(struct ag_store *base)
     free(c);
 }
 
-/* The store of the node that holds key's slot, or NULL. */
-static struct ag_store *store_of(struct cluster *c, const char *key)
+/* The store of the node that holds key's slot, or NULL; *node (may be
+ * NULL) its index. */
+static struct ag_store *store_at(struct cluster *c, const char *key, int *node)
 {
     pthread_mutex_lock(&c->lock);
     int n = owner_of(c, ag_redis_slot(key, strlen(key)));
     struct ag_store *s = n >= 0 ? c->nodes[n]->store : NULL;
     pthread_mutex_unlock(&c->lock);
+    if (node)
+        *node = n;
     return s;
+}
+
+static struct ag_store *store_of(struct cluster *c, const char *key)
+{
+    return store_at(c, key, NULL);
 }
 
 static void cluster_tally(struct ag_store *base, const char *key,
@@ -784,11 +806,24 @@ static int cluster_command_async(struct ag_store *base, int argc,
              : AG_ESTORE;
 }
 
+/* A MOVED answer is followed once, as a clear's is: a slot moved since
+ * the map was last read (a resharding) costs the command nothing. An ASK
+ * (a slot half way through its move) is not followed: the command fails
+ * and the caller's own retry finds the slot moved. */
 static int cluster_command(struct ag_store *base, int argc, const char **argv,
                            const size_t *lens, int key_at, void **reply)
 {
-    struct ag_store *s = store_of((struct cluster *)base, argv[key_at]);
-    return s ? ag_store_command(s, argc, argv, lens, key_at, reply) : AG_ESTORE;
+    struct cluster *c = (struct cluster *)base;
+    int node;
+    struct ag_store *s = store_at(c, argv[key_at], &node);
+    int rc =
+        s ? ag_store_command(s, argc, argv, lens, key_at, reply) : AG_ESTORE;
+    if (rc == AG_EREDIRECT) {
+        s = moved_owner(c, node);
+        rc = s ? ag_store_command(s, argc, argv, lens, key_at, reply)
+               : AG_ESTORE;
+    }
+    return rc == AG_EREDIRECT ? AG_ESTORE : rc;
 }
 
 static void cluster_publish(struct ag_store *base, const char *channel,

@@ -809,9 +809,10 @@ static int redis_read_hash(struct ag_store *base, const char *key, void **reply)
     return AG_OK;
 }
 
-/* A command_async in flight: its job, and whom to tell. */
+/* A command_async in flight: its job, its store, and whom to tell. */
 struct command {
     struct ag_redis_job job; /* first: the job's done finds it */
+    struct redis_store *s;
     ag_store_reply_fn done;
     void *arg;
 };
@@ -820,6 +821,11 @@ static void command_done(struct ag_redis_job *j, struct ag_redis_conn *c)
 {
     (void)c;
     struct command *k = (struct command *)j;
+    /* A Cluster node that no longer holds the key: the cluster store
+     * reads its map again now, not at its next timed refresh. The caller
+     * gets the answer as it came. */
+    if (k->s->redirect && redirected(j->reply))
+        k->s->redirect(k->s->redirect_arg, j->reply->str);
     if (k->done)
         k->done(k->arg, j->reply ? AG_OK : AG_ESTORE, j->reply);
     ag_redis_reply_free(j->reply);
@@ -844,6 +850,7 @@ static int redis_command_async(struct ag_store *base, int argc,
     }
     k->job.len = (size_t)len;
     k->job.done = command_done;
+    k->s = s;
     k->done = done;
     k->arg = arg;
     ag_redis_pipe_send(s->pipe, &k->job);
@@ -861,6 +868,12 @@ static int redis_command(struct ag_store *base, int argc, const char **argv,
     redisReply *r = ag_redis_pipe_call(s->pipe, argc, argv, lens, &sent);
     if (!r)
         return AG_ESTORE;
+    if (s->redirect && redirected(r)) {
+        /* Nothing ran: the cluster store follows it (ag_store.h). */
+        s->redirect(s->redirect_arg, r->str);
+        ag_redis_reply_free(r);
+        return AG_EREDIRECT;
+    }
     *reply = r;
     return AG_OK;
 }

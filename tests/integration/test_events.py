@@ -648,6 +648,41 @@ class ClusterEventsTest(EventsBase):
         self.assertEqual([x["id"] for x in self.streamed(svc, 1)],
                          [e["id"]])
 
+    def move_slot(self, slot, src, dst):
+        """Moves slot, keys and all, from master src to master dst, as a
+        resharding does, and tells every master at once."""
+        c = self.cluster
+        c.cmd(dst, "CLUSTER", "SETSLOT", str(slot), "IMPORTING",
+              c.node_id(src))
+        c.cmd(src, "CLUSTER", "SETSLOT", str(slot), "MIGRATING",
+              c.node_id(dst))
+        for key in c.cmd(src, "CLUSTER", "GETKEYSINSLOT", str(slot), "100"):
+            c.cmd(src, "MIGRATE", "127.0.0.1", str(dst), key, "0", "5000")
+        for port in [dst, src] + [m for m in c.masters()
+                                  if m not in (src, dst)]:
+            c.cmd(port, "CLUSTER", "SETSLOT", str(slot), "NODE",
+                  c.node_id(dst))
+
+    def test_the_stream_is_read_at_once_after_its_slot_moves(self):
+        # The service's slot map is read again every second; a read in
+        # between is answered MOVED by the stream's old node, and followed.
+        svc = Service(self.workdir, self.cluster.url(), secret=self.secret,
+                      name="cl", extra=["--admin-token-file",
+                                        self.token_file])
+        self.services.append(svc)
+        self.assertTrue(wait_until(
+            lambda: svc.request("GET", "/readyz").status == 200, 10))
+        self.reset(svc, USER)
+        (e,) = self.streamed(svc, 1)
+        slot = self.cluster.keyslot("ag::events")
+        src = self.cluster.slot_owner(slot)
+        dst = next(m for m in self.cluster.masters() if m != src)
+        for _ in range(3):
+            self.move_slot(slot, src, dst)
+            page = self.stream(svc, None, 10)
+            self.assertEqual([x["id"] for x in page["events"]], [e["id"]])
+            src, dst = dst, src
+
 
 if __name__ == "__main__":
     unittest.main()
