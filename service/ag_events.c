@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 
+#include "ag_clock.h"
 #include "ag_endpoint.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
@@ -153,13 +154,6 @@ struct ag_events {
     struct local_mark asked[AG_EVENTS_LOCAL_MARKS];
 };
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static uint64_t wall_ms(void)
 {
     struct timespec ts;
@@ -184,19 +178,14 @@ static void *retry_main(void *arg)
     struct ag_events *ev = arg;
     pthread_mutex_lock(&ev->lock);
     while (!ev->stopping) {
-        uint64_t now = mono_ms();
+        uint64_t now = ag_clock_mono_ms();
         if (!ev->bl_n || ev->flushing) {
             pthread_cond_wait(&ev->wake, &ev->lock);
             continue;
         }
         if (now < ev->retry_at_ms) {
             uint64_t ms = ev->retry_at_ms - now;
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_sec += (time_t)(ms / 1000);
-            until.tv_nsec += (long)(ms % 1000) * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
+            struct timespec until = ag_clock_deadline(ms);
             pthread_cond_timedwait(&ev->wake, &ev->lock, &until);
             continue;
         }
@@ -235,11 +224,7 @@ int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
     pthread_rwlock_init(&ev->store_lock, NULL);
     pthread_mutex_init(&ev->lock, NULL);
     pthread_cond_init(&ev->idle, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&ev->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    ag_clock_cond_init(&ev->wake);
     if (pthread_create(&ev->retry, NULL, retry_main, ev) != 0) {
         ag_events_free(ev);
         return AG_ENOMEM;
@@ -338,7 +323,7 @@ static void failure_text(int rc, const redisReply *r, char *why)
  * AG_EVENTS_LOG_EVERY_MS; true if the caller is to log it. */
 static bool failed_locked(struct ag_events *ev, unsigned long *unlogged)
 {
-    uint64_t now = mono_ms();
+    uint64_t now = ag_clock_mono_ms();
     ev->failures++;
     ev->retry_at_ms = now + ag_events_retry_ms(ev->failures);
     pthread_cond_signal(&ev->wake);
@@ -550,7 +535,7 @@ static uint64_t hash_key(const char *s)
 static bool table_first(struct ag_events *ev, struct local_mark *tab,
                         const char *key, uint64_t ttl_ms)
 {
-    uint64_t h = hash_key(key), now = mono_ms();
+    uint64_t h = hash_key(key), now = ag_clock_mono_ms();
     size_t at = (size_t)(h % AG_EVENTS_LOCAL_MARKS), victim = at;
     bool first = true;
     pthread_mutex_lock(&ev->lock);

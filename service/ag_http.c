@@ -24,6 +24,7 @@
 #include <microhttpd.h>
 
 #include "ag_admin.h"
+#include "ag_clock.h"
 #include "ag_console.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
@@ -447,13 +448,6 @@ static int conn_fd(struct MHD_Connection *conn)
     return ci ? ci->connect_fd : -1;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Why the request's framing is refused, or NULL. Checked before anything
  * else: a request whose framing is in doubt must not be served, because a
  * proxy in front may have read the same bytes as another request. */
@@ -615,7 +609,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     struct ag_http *h = cls;
     /* The next request's deadline starts now. */
-    ag_http_conns_ready(h->conns, conn_fd(conn), now_ms());
+    ag_http_conns_ready(h->conns, conn_fd(conn), ag_clock_mono_ms());
     struct request *req = *con_cls;
     if (req) {
         ag_buf_free(&req->body);
@@ -733,7 +727,7 @@ static bool accept_batch(struct ag_http *h, enum listener l)
                      errno == ENOMEM);
         }
         switch (ag_http_conns_admit(h->conns, fd, (struct sockaddr *)&ss,
-                                    (int)l, now_ms())) {
+                                    (int)l, ag_clock_mono_ms())) {
         case AG_HTTP_ADMITTED:
             /* On failure libmicrohttpd has closed fd. */
             if (MHD_add_connection(h->daemon, fd, (struct sockaddr *)&ss,
@@ -785,7 +779,7 @@ static void *acceptor_main(void *arg)
         int ready = poll(p, n, paused ? PAUSE_MS : SWEEP_MS);
         if (ready > 0 && (p[0].revents & POLLIN))
             break;
-        ag_http_conns_sweep(h->conns, now_ms());
+        ag_http_conns_sweep(h->conns, ag_clock_mono_ms());
         paused = false;
         for (nfds_t i = 1; i < n && ready > 0; i++)
             if ((p[i].revents & POLLIN) && !accept_batch(h, which[i - 1])) {

@@ -9,6 +9,7 @@
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 
+#include "ag_clock.h"
 #include "ag_deny_cache.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
@@ -51,12 +52,7 @@ static bool stopping(struct ag_redis_sub *s)
 /* Sleeps ms unless stopped first; returns whether stopping. */
 static bool nap(struct ag_redis_sub *s, unsigned ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = ag_clock_deadline(ms);
     pthread_mutex_lock(&s->lock);
     while (!s->stopping &&
            pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0)
@@ -125,13 +121,6 @@ static bool subscribe(struct ag_redis_link *l)
     return ok;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* A subscribed connection's answer to PING: ["pong", ""]. */
 static bool pong(const redisReply *r)
 {
@@ -147,10 +136,11 @@ static void listen_on(struct ag_redis_sub *s, struct ag_redis_link *l)
     static const char ping[] = "*1\r\n$4\r\nPING\r\n";
     uint64_t pong_ms =
         s->timeout_ms > PONG_MIN_MS ? s->timeout_ms : PONG_MIN_MS;
-    uint64_t last = now_ms(), sent = 0; /* sent: 0 while none is out */
+    uint64_t last = ag_clock_mono_ms(),
+             sent = 0; /* sent: 0 while none is out */
     const char *why = NULL;
     while (!why && !stopping(s)) {
-        uint64_t now = now_ms();
+        uint64_t now = ag_clock_mono_ms();
         if (!sent && now - last >= PING_MS) {
             if (ag_redis_link_append(l, ping, sizeof ping - 1) != AG_OK) {
                 why = "cannot send PING";
@@ -168,7 +158,7 @@ static void listen_on(struct ag_redis_sub *s, struct ag_redis_link *l)
         }
         if (pong(r)) {
             sent = 0;
-            last = now_ms();
+            last = ag_clock_mono_ms();
         } else if (push_of(r, "message") &&
                    r->element[2]->type == REDIS_REPLY_STRING) {
             ag_deny_cache_invalidate(s->cache, r->element[2]->str);
@@ -225,11 +215,7 @@ int ag_redis_sub_start(const struct ag_redis_addr *addr, unsigned timeout_ms,
         return AG_OK;
     }
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    ag_clock_cond_init(&s->wake);
     if (pthread_create(&s->thread, NULL, run, s) != 0) {
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);

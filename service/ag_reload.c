@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_clock.h"
 #include "ag_error.h"
 #include "ag_lists.h"
 #include "ag_log.h"
@@ -173,11 +174,7 @@ static void *watch(void *arg)
     struct ag_reload *r = arg;
     pthread_mutex_lock(&r->lock);
     while (!r->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += (long)(r->interval_ms % 1000) * 1000000L;
-        until.tv_sec += r->interval_ms / 1000 + until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = ag_clock_deadline(r->interval_ms);
         while (r->asked == r->served && !r->stopping &&
                pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
             ;
@@ -227,12 +224,8 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
         return rc;
     }
     pthread_mutex_init(&r->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake, &attr);
-    pthread_cond_init(&r->done, &attr);
-    pthread_condattr_destroy(&attr);
+    ag_clock_cond_init(&r->wake);
+    ag_clock_cond_init(&r->done);
     if (pthread_create(&r->thread, NULL, watch, r)) {
 
         pthread_cond_destroy(&r->wake);
@@ -250,11 +243,7 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
 
 int ag_reload_sync(struct ag_reload *r)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += (long)(r->sync_timeout_ms % 1000) * 1000000L;
-    until.tv_sec += r->sync_timeout_ms / 1000 + until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = ag_clock_deadline(r->sync_timeout_ms);
     pthread_mutex_lock(&r->lock);
     uint64_t ticket = ++r->asked;
     pthread_cond_signal(&r->wake);

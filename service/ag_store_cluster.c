@@ -46,6 +46,7 @@
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 
+#include "ag_clock.h"
 #include "ag_deny_cache.h"
 #include "ag_error.h"
 #include "ag_log.h"
@@ -313,9 +314,7 @@ static void *refresher(void *arg)
         pthread_mutex_lock(&c->lock);
         if (c->stopping || c->dirty)
             continue;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += REFRESH_MS / 1000;
+        struct timespec until = ag_clock_deadline(REFRESH_MS);
         pthread_cond_timedwait(&c->wake, &c->lock, &until);
     }
     pthread_mutex_unlock(&c->lock);
@@ -864,11 +863,7 @@ struct ag_store *ag_store_cluster_new(const struct ag_store_redis_opts *o)
     sodium_bin2hex(c->instance, sizeof c->instance, id, sizeof id);
     atomic_init(&c->seq, 0);
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    ag_clock_cond_init(&c->wake);
     pthread_cond_init(&c->idle, NULL);
     if (c->addr.tls) {
         struct ag_error err;

@@ -44,6 +44,7 @@
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 
+#include "ag_clock.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_log.h"
@@ -698,12 +699,7 @@ static void *probe(void *arg)
             continue;
         }
         if (in > 0) {
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_sec += (time_t)(in / 1000);
-            until.tv_nsec += (long)(in % 1000) * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
+            struct timespec until = ag_clock_deadline(in);
             pthread_cond_timedwait(&s->wake, &s->lock, &until);
             continue;
         }
@@ -935,11 +931,7 @@ struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *o)
     s->breaker_arg = o->breaker_arg;
     memcpy(s->probe_plan.ops[0].member, "probe", sizeof "probe");
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    ag_clock_cond_init(&s->wake);
     s->pipe = ag_redis_pipe_new(o->addr, o->timeout_ms, &s->code, &s->breaker,
                                 o->metrics);
     /* Out of threads at start: give up cleanly. */

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
+#include "ag_clock.h"
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
@@ -171,13 +172,6 @@ struct ag_webhooks {
     int64_t queued;
 };
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void queued_add(struct ag_webhooks *w, int64_t delta)
 {
     pthread_mutex_lock(&w->queued_lock);
@@ -196,7 +190,7 @@ void ag_webhooks_push(struct ag_webhooks *w, const char *body, size_t len)
 {
     if (!w)
         return;
-    uint64_t now = mono_ms();
+    uint64_t now = ag_clock_mono_ms();
     for (size_t i = 0; i < w->n; i++) {
         struct receiver *r = &w->r[i];
         unsigned long held = 0;
@@ -285,12 +279,7 @@ static bool post(struct receiver *r, const char *body, size_t len,
 /* Waits ms on r's lock (held), or less if the service stops. */
 static void wait_ms(struct receiver *r, uint64_t ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = ag_clock_deadline(ms);
     while (!atomic_load(&r->w->stopping) &&
            pthread_cond_timedwait(&r->wake, &r->lock, &until) == 0)
         ;
@@ -314,7 +303,7 @@ static void *deliver(void *arg)
         uint64_t at = 0, seq = 0;
         if (!ag_webhook_queue_peek(r->q, &body, &len, &at, &seq))
             continue;
-        uint64_t now = mono_ms();
+        uint64_t now = ag_clock_mono_ms();
         if (now - at > w->max_age_ms) {
             ag_webhook_queue_pop(r->q);
             queued_add(w, -1);
@@ -372,11 +361,7 @@ static int receiver_init(struct ag_webhooks *w, struct receiver *r,
     r->w = w;
     snprintf(r->url, sizeof r->url, "%s", url);
     pthread_mutex_init(&r->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    ag_clock_cond_init(&r->wake);
     r->q = ag_webhook_queue_new(queue_max);
     r->curl = curl_easy_init();
     if (!r->q || !r->curl)
