@@ -146,8 +146,7 @@ struct ag_events {
     uint64_t retry_at_ms;
     /* The failure log's gate: when the next line may be written, and the
      * failures not logged since the last one. */
-    uint64_t log_at_ms;
-    unsigned long unlogged;
+    struct ag_log_gate failure_gate;
     struct local_mark marks[AG_EVENTS_LOCAL_MARKS];
     /* The markers this instance asked Redis for in the last
      * AG_EVENTS_ASKED_MS: not asked again meanwhile. */
@@ -327,14 +326,8 @@ static bool failed_locked(struct ag_events *ev, unsigned long *unlogged)
     ev->failures++;
     ev->retry_at_ms = now + ag_events_retry_ms(ev->failures);
     pthread_cond_signal(&ev->wake);
-    if (now < ev->log_at_ms) {
-        ev->unlogged++;
-        return false;
-    }
-    ev->log_at_ms = now + AG_EVENTS_LOG_EVERY_MS;
-    *unlogged = ev->unlogged;
-    ev->unlogged = 0;
-    return true;
+    return ag_log_gate_open(&ev->failure_gate, now, AG_EVENTS_LOG_EVERY_MS,
+                            unlogged);
 }
 
 static void log_failure(const char *why, size_t waiting, unsigned long unlogged)
@@ -421,7 +414,7 @@ static int flush_backlog(struct ag_events *ev)
         recovered = ev->failures > 0 && sent > 0;
         ev->failures = 0;
         ev->retry_at_ms = 0;
-        ev->log_at_ms = 0;
+        ev->failure_gate.next_ms = 0;
     }
     ev->flushing = false;
     pthread_cond_broadcast(&ev->idle);

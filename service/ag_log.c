@@ -103,3 +103,16 @@ static void emit(const struct timespec *ts, enum ag_log_level level,
     }
     ag_buf_free(&b);
 }
+
+bool ag_log_gate_open(struct ag_log_gate *g, uint64_t now_ms, uint64_t every_ms,
+                      unsigned long *held)
+{
+    if (now_ms < g->next_ms) {
+        g->held++;
+        return false;
+    }
+    g->next_ms = now_ms + every_ms;
+    *held = g->held;
+    g->held = 0;
+    return true;
+}

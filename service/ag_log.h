@@ -20,6 +20,7 @@ enum ag_log_level {
     AG_LOG_ERROR,
 };
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define AG_LOG_PER_SECOND 200
@@ -34,5 +35,20 @@ void ag_log_set_level(enum ag_log_level level);
 int ag_log_level_parse(const char *s);
 void ag_log(enum ag_log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* One kind of line that may repeat for as long as a fault lasts (a
+ * receiver down, Redis refusing an append), written once per interval at
+ * most and saying how many it stands for: when the next may be, and how
+ * many were held back since the last. Zeroed, the next is allowed at
+ * once. Not locked: the caller's lock guards it. */
+struct ag_log_gate {
+    uint64_t next_ms;
+    unsigned long held;
+};
+
+/* True if a line may be written at now_ms (*held: how many were not since
+ * the last; the next then waits every_ms); else counts this one held. */
+bool ag_log_gate_open(struct ag_log_gate *g, uint64_t now_ms, uint64_t every_ms,
+                      unsigned long *held);
 
 #endif

@@ -120,34 +120,14 @@ uint64_t ag_webhook_backoff_ms(unsigned failures)
     return ms < AG_WEBHOOK_BACKOFF_MAX_MS ? ms : AG_WEBHOOK_BACKOFF_MAX_MS;
 }
 
-/* One kind of log line of a receiver, written once per
- * AG_WEBHOOK_LOG_EVERY_MS at most: when the next may be, and how many
- * were held back since the last. Under its receiver's lock. */
-struct log_gate {
-    uint64_t next_ms;
-    unsigned long held;
-};
-
-/* True if a line may be written now (*held: how many were not since the
- * last); else counts this one as held back. */
-static bool gate_open(struct log_gate *g, uint64_t now, unsigned long *held)
-{
-    if (now < g->next_ms) {
-        g->held++;
-        return false;
-    }
-    g->next_ms = now + AG_WEBHOOK_LOG_EVERY_MS;
-    *held = g->held;
-    g->held = 0;
-    return true;
-}
-
 struct receiver {
     struct ag_webhooks *w;
     unsigned index; /* 1-based, for logs: a URL may hold a credential */
     char url[AG_WEBHOOK_URL_MAX];
     pthread_mutex_t lock; /* guards q and the gates */
-    struct log_gate full_gate, aged_gate;
+    /* Its drop lines, once per AG_WEBHOOK_LOG_EVERY_MS at most each;
+     * under its lock. */
+    struct ag_log_gate full_gate, aged_gate;
     pthread_cond_t wake; /* a push, or the stop */
     struct ag_webhook_queue *q;
     CURL *curl;
@@ -198,7 +178,8 @@ void ag_webhooks_push(struct ag_webhooks *w, const char *body, size_t len)
         pthread_mutex_lock(&r->lock);
         int dropped = ag_webhook_queue_push(r->q, body, len, now);
         if (dropped > 0)
-            log = gate_open(&r->full_gate, now, &held);
+            log = ag_log_gate_open(&r->full_gate, now, AG_WEBHOOK_LOG_EVERY_MS,
+                                   &held);
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
         if (dropped < 0) {
@@ -309,7 +290,8 @@ static void *deliver(void *arg)
             queued_add(w, -1);
             count_dropped(w, 1);
             unsigned long held = 0;
-            if (gate_open(&r->aged_gate, now, &held)) {
+            if (ag_log_gate_open(&r->aged_gate, now, AG_WEBHOOK_LOG_EVERY_MS,
+                                 &held)) {
                 /* Written without the lock, which pushes wait for. */
                 pthread_mutex_unlock(&r->lock);
                 ag_log(AG_LOG_WARN, "webhook_dropped",
