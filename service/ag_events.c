@@ -660,11 +660,19 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
         const struct ag_policy *p = op->policy;
         if (res[i].allowed || op->shadow)
             continue;
-        struct marking *m = calloc(1, sizeof *m);
-        if (!m || !mark_key(op, m->key)) {
-            free(m);
+        char key[AG_STORE_KEY_MAX];
+        if (!mark_key(op, key))
             continue;
-        }
+        /* A marker asked for within the last AG_EVENTS_ASKED_MS lives on
+         * (each lives a second at least), so a flood of denials of one
+         * key costs Redis one SET a second, not one each, and nothing is
+         * built for it. */
+        if (!degraded && !table_first(ev, ev->asked, key, AG_EVENTS_ASKED_MS))
+            continue;
+        struct marking *m = calloc(1, sizeof *m);
+        if (!m)
+            continue;
+        memcpy(m->key, key, sizeof m->key);
         m->ev = ev;
         /* The marker lives as long as the denial: the next one after it
          * lapses, once the key was allowed again, is a new lockout. */
@@ -690,14 +698,6 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
         size_t lens[6];
         for (size_t k = 0; k < 6; k++)
             lens[k] = strlen(argv[k]);
-        /* A marker asked for within the last AG_EVENTS_ASKED_MS lives on
-         * (each lives a second at least), so a flood of denials of one
-         * key costs Redis one SET a second, not one each. */
-        if (!degraded &&
-            !table_first(ev, ev->asked, m->key, AG_EVENTS_ASKED_MS)) {
-            free(m);
-            continue;
-        }
         int rc = AG_ESTORE;
         if (!degraded) {
             pthread_rwlock_rdlock(&ev->store_lock);
