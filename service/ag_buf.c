@@ -60,7 +60,7 @@ int ag_buf_reserve(struct ag_buf *b, size_t extra)
     return AG_OK;
 }
 
-int ag_buf_append(struct ag_buf *b, const void *data, size_t len)
+int ag_buf_append_slow(struct ag_buf *b, const void *data, size_t len)
 {
     int rc = ag_buf_reserve(b, len);
     if (rc)
@@ -70,11 +70,6 @@ int ag_buf_append(struct ag_buf *b, const void *data, size_t len)
     b->len += len;
     b->p[b->len] = '\0';
     return AG_OK;
-}
-
-int ag_buf_puts(struct ag_buf *b, const char *s)
-{
-    return ag_buf_append(b, s, strlen(s));
 }
 
 const char *ag_uint_text(char out[AG_UINT_TEXT], uint64_t v, size_t *len)

@@ -13,8 +13,10 @@
 #ifndef AG_BUF_H
 #define AG_BUF_H
 
+#include "ag_error.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct ag_buf {
     char *p;    /* contents, NUL-terminated; NULL until the first append */
@@ -38,8 +40,26 @@ static inline int ag_buf_error(const struct ag_buf *b)
 /* Makes room for extra more bytes at once (AG_ETOOBIG past the cap), so
  * the appends of a known-size message do not reallocate one by one. */
 int ag_buf_reserve(struct ag_buf *b, size_t extra);
-int ag_buf_append(struct ag_buf *b, const void *data, size_t len);
-int ag_buf_puts(struct ag_buf *b, const char *s);
+/* The appends are inline, so that an append that fits costs a copy and a
+ * literal's length is known where it is written: the check answers are
+ * built of a few dozen of them. The rest (growth, the cap, the sticky
+ * error) is ag_buf_append_slow. */
+int ag_buf_append_slow(struct ag_buf *b, const void *data, size_t len);
+static inline int ag_buf_append(struct ag_buf *b, const void *data, size_t len)
+{
+    /* b->cap is 0 until the first append and never more than b->max + 1,
+     * so what fits the allocation is within the cap too. */
+    if (b->err || len >= b->cap - b->len)
+        return ag_buf_append_slow(b, data, len);
+    memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+    return AG_OK;
+}
+static inline int ag_buf_puts(struct ag_buf *b, const char *s)
+{
+    return ag_buf_append(b, s, strlen(s));
+}
 /* Writes v in decimal at the end of out, without printf, and returns where
  * the digits start; *len is how many there are. */
 #define AG_UINT_TEXT 20 /* UINT64_MAX has 20 digits */

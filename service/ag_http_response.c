@@ -28,16 +28,25 @@ static void field_uint(struct ag_buf *b, const char *name, uint64_t v);
  * outside printable ASCII (none in a policy name) becomes '?'. */
 static void sf_string(struct ag_buf *b, const char *s)
 {
-    ag_buf_puts(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char one[3] = {'\\', (char)c, '\0'};
-        if (c == '"' || c == '\\')
-            ag_buf_puts(b, one);
+    ag_buf_append(b, "\"", 1);
+    for (;;) {
+        /* The run up to the next byte that needs care: a policy name is
+         * one run. */
+        size_t run = 0;
+        while (s[run] >= 0x20 && s[run] < 0x7f && s[run] != '"' &&
+               s[run] != '\\')
+            run++;
+        ag_buf_append(b, s, run);
+        s += run;
+        if (!*s)
+            break;
+        if (*s == '"' || *s == '\\')
+            ag_buf_append(b, (const char[]){'\\', *s}, 2);
         else
-            ag_buf_puts(b, c >= 0x20 && c < 0x7f ? one + 1 : "?");
+            ag_buf_append(b, "?", 1);
+        s++;
     }
-    ag_buf_puts(b, "\"");
+    ag_buf_append(b, "\"", 1);
 }
 
 /* The RateLimit-Policy and RateLimit fields of a check: an item per

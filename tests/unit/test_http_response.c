@@ -208,6 +208,25 @@ static void ratelimit_fields_list_each_enforcing_policy(void **state)
     ag_http_response_free(&r);
 }
 
+/* Names are [a-z0-9._-] once validated, but the field's writer does not
+ * rely on it: a quote and a backslash are escaped, and any byte outside
+ * printable ASCII becomes '?', whatever runs lie between them. */
+static void ratelimit_field_names_are_sf_strings(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, 1);
+    snprintf(f.ps[0].name, sizeof f.ps[0].name,
+             "a\"b\\c\x01"
+             "d\xc3\xa9");
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    render(&f, false, &r);
+    assert_string_equal(r.rl_policy_field.p, "\"a\\\"b\\\\c?d??\";q=10;w=900");
+    assert_string_equal(r.rl_field.p, "\"a\\\"b\\\\c?d??\";r=9;t=900");
+    ag_http_response_free(&r);
+}
+
 static void
 a_denying_policy_shows_r0_and_t_no_later_than_retry_after(void **state)
 {
@@ -601,6 +620,7 @@ int main(void)
         cmocka_unit_test(allowed_check_rate_headers_follow_the_tightest),
         cmocka_unit_test(denied_check_names_policy_and_retry),
         cmocka_unit_test(ratelimit_fields_list_each_enforcing_policy),
+        cmocka_unit_test(ratelimit_field_names_are_sf_strings),
         cmocka_unit_test(
             a_denying_policy_shows_r0_and_t_no_later_than_retry_after),
         cmocka_unit_test(check_body_says_the_lane_it_was_judged_in),
