@@ -27,14 +27,19 @@
 #define PONG_MIN_MS 1000
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
+/* A failure to subscribe is logged at once, then at most this often while
+ * Redis stays out of reach (the retries go on every second), each line
+ * saying how many it stands for. */
+#define FAIL_LOG_EVERY_MS 30000
 
 struct ag_redis_sub {
     struct ag_redis_addr addr; /* a copy; its password wiped at stop */
     unsigned timeout_ms;
     struct ag_deny_cache *cache;
     struct ag_metrics *metrics;
-    struct ag_redis_tls *tls; /* NULL without TLS */
-    int next_seed;            /* cluster: the seed node to try next */
+    struct ag_redis_tls *tls;     /* NULL without TLS */
+    int next_seed;                /* cluster: the seed node to try next */
+    struct ag_log_gate fail_gate; /* the subscriber thread's alone */
     pthread_t thread;
     pthread_mutex_t lock; /* guards stopping */
     pthread_cond_t wake;
@@ -62,6 +67,19 @@ static bool nap(struct ag_redis_sub *s, unsigned ms)
     return stop;
 }
 
+/* Logs why a subscription failed, through the gate. */
+static void log_failure(struct ag_redis_sub *s, const char *prefix,
+                        const char *why)
+{
+    unsigned long held = 0;
+    if (ag_log_gate_open(&s->fail_gate, ag_clock_mono_ms(), FAIL_LOG_EVERY_MS,
+                         &held))
+        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
+               "%s%s (%lu more failure(s) since the last line; retried every "
+               "second)",
+               prefix, why, held);
+}
+
 /* A connection to where the invalidations can be heard; NULL (logged)
  * if none. */
 static struct ag_redis_link *connect_sub(struct ag_redis_sub *s)
@@ -85,7 +103,7 @@ static struct ag_redis_link *connect_sub(struct ag_redis_sub *s)
         rc = ag_redis_link_open(&a, s->tls, s->timeout_ms, &l, &err);
     sodium_memzero(a.password, sizeof a.password);
     if (rc) {
-        ag_log(AG_LOG_WARN, "deny_cache_subscribe", "%s", err.msg);
+        log_failure(s, "", err.msg);
         ag_metrics_count(s->metrics, AG_M_REDIS_ERRORS);
         return NULL;
     }
@@ -103,7 +121,7 @@ static bool push_of(const redisReply *r, const char *kind)
 }
 
 /* Subscribes l; true once Redis confirms. */
-static bool subscribe(struct ag_redis_link *l)
+static bool subscribe(struct ag_redis_sub *s, struct ag_redis_link *l)
 {
     static const char cmd[] = "*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\n"
                               "ag::deny-cache\r\n";
@@ -114,9 +132,9 @@ static bool subscribe(struct ag_redis_link *l)
               ag_redis_link_get_reply(l, (void **)&r) == AG_OK &&
               push_of(r, "subscribe");
     if (!ok)
-        ag_log(AG_LOG_WARN, "deny_cache_subscribe", "SUBSCRIBE refused: %s",
-               r && r->type == REDIS_REPLY_ERROR ? r->str
-                                                 : ag_redis_link_error(l));
+        log_failure(s, "SUBSCRIBE refused: ",
+                    r && r->type == REDIS_REPLY_ERROR ? r->str
+                                                      : ag_redis_link_error(l));
     ag_redis_reply_free(r);
     return ok;
 }
@@ -176,12 +194,14 @@ static void *run(void *arg)
     unsigned backoff = BACKOFF_MIN_MS;
     while (!stopping(s)) {
         struct ag_redis_link *l = connect_sub(s);
-        if (l && subscribe(l)) {
+        if (l && subscribe(s, l)) {
             /* Whatever was sent before this moment may have been missed. */
             ag_deny_cache_set_live(s->cache, true);
             ag_log(AG_LOG_INFO, "deny_cache_subscribed", "invalidations on %s",
                    AG_DENY_CACHE_CHANNEL);
             backoff = BACKOFF_MIN_MS;
+            /* The next outage's first failure is logged at once. */
+            s->fail_gate = (struct ag_log_gate){0};
             listen_on(s, l);
             ag_deny_cache_set_live(s->cache, false);
         }

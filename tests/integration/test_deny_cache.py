@@ -311,6 +311,26 @@ class DenyCacheTest(PolicyTest):
         # Redis forgot the key, and so did the cache.
         self.assertIsNotNone(self.allowed_within(a, "restart@x.org", 5.0))
 
+    def test_an_unreachable_redis_is_logged_once_an_outage_not_per_retry(
+            self):
+        (a,) = self.instances([policy("login.u", limit=1, window_s=600)],
+                              caches=("on",))
+        failed = lambda: a.log_text().count('"deny_cache_subscribe"')
+        self.redis.stop()
+        self.assertTrue(wait_until(lambda: failed() >= 1, 5.0), a.log_text())
+        # Retried every second at most (after 0.1, 0.2, 0.4, 0.8 s), each
+        # retry failing: one line for all of them.
+        time.sleep(3.5)
+        self.assertEqual(failed(), 1, a.log_text())
+        line = [l for l in a.log_text().splitlines()
+                if '"deny_cache_subscribe"' in l][0]
+        self.assertIn("more failure(s) since the last line", line)
+        # Subscribed again, the next outage is logged at once.
+        self.redis.start()
+        self.wait_subscribed(a, 2)
+        self.redis.stop()
+        self.assertTrue(wait_until(lambda: failed() == 2, 5.0), a.log_text())
+
     def test_a_frozen_redis_empties_the_cache_within_its_heartbeat(self):
         (a,) = self.instances([policy("login.u", limit=1, window_s=600)],
                               caches=("on",))
