@@ -642,14 +642,6 @@ static void marked(void *arg, int rc, const void *reply)
     free(m);
 }
 
-/* The marker of op's key into out (AG_STORE_KEY_MAX bytes); false if it
- * would not fit. */
-static bool mark_key(const struct ag_limit_op *op, char *out)
-{
-    int n = snprintf(out, AG_STORE_KEY_MAX, "%s" AG_EVENT_MARK_SUFFIX, op->key);
-    return n > 0 && n < AG_STORE_KEY_MAX;
-}
-
 void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
                       const struct ag_limit_result *res, bool degraded)
 {
@@ -661,8 +653,7 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
         if (res[i].allowed || op->shadow)
             continue;
         char key[AG_STORE_KEY_MAX];
-        if (!mark_key(op, key))
-            continue;
+        ag_limiter_mark_key(op, key);
         /* A marker asked for within the last AG_EVENTS_ASKED_MS lives on
          * (each lives a second at least), so a flood of denials of one
          * key costs Redis one SET a second, not one each, and nothing is
@@ -721,18 +712,14 @@ void ag_events_cleared(struct ag_events *ev, const struct ag_plan *plan)
 {
     if (!ev)
         return;
+    /* The store's clear deletes the Redis marker with the key's other
+     * state (now, or when a queued reset is sent); what this instance
+     * remembers of it goes here. */
     for (size_t i = 0; i < plan->n; i++) {
         char key[AG_STORE_KEY_MAX];
-        if (!mark_key(&plan->ops[i], key))
-            continue;
+        ag_limiter_mark_key(&plan->ops[i], key);
         table_clear(ev, ev->marks, key);
         table_clear(ev, ev->asked, key);
-        const char *argv[] = {"DEL", key};
-        size_t lens[] = {3, strlen(key)};
-        pthread_rwlock_rdlock(&ev->store_lock);
-        if (ev->store)
-            ag_store_command_async(ev->store, 2, argv, lens, 1, NULL, NULL);
-        pthread_rwlock_unlock(&ev->store_lock);
     }
 }
 

@@ -51,8 +51,6 @@
 /* The stream's key; the empty policy name keeps it apart from every
  * policy's "ag:<policy>:..." key (as AG_FP_KEY_PREFIX). */
 #define AG_EVENTS_STREAM "ag::events"
-/* A policy's lockout marker key is its state key and this. */
-#define AG_EVENT_MARK_SUFFIX ":e"
 #define AG_EVENTS_MAX_LEN_DEFAULT 10000 /* stream entries kept, about */
 #define AG_EVENTS_BACKLOG 256           /* appends waiting for Redis at most */
 #define AG_EVENTS_LOCAL_MARKS 4096      /* markers kept while Redis is down */

@@ -238,3 +238,11 @@ size_t ag_limiter_level_key(const struct ag_limit_op *op, char *out)
     memcpy(out + n, AG_LEVEL_SUFFIX, AG_LEVEL_SUFFIX_LEN + 1);
     return n + AG_LEVEL_SUFFIX_LEN;
 }
+
+size_t ag_limiter_mark_key(const struct ag_limit_op *op, char *out)
+{
+    size_t n = strlen(op->key);
+    memcpy(out, op->key, n);
+    memcpy(out + n, AG_MARK_SUFFIX, AG_MARK_SUFFIX_LEN + 1);
+    return n + AG_MARK_SUFFIX_LEN;
+}

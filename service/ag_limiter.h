@@ -36,6 +36,11 @@
  * for block_growth) is its state key and this. */
 #define AG_LEVEL_SUFFIX ":l"
 #define AG_LEVEL_SUFFIX_LEN (sizeof AG_LEVEL_SUFFIX - 1)
+/* Its lockout marker (ag_events: set while a denial lasts, so that one
+ * lockout raises one event) is its state key and this. A clear deletes
+ * it with the rest. */
+#define AG_MARK_SUFFIX ":e"
+#define AG_MARK_SUFFIX_LEN (sizeof AG_MARK_SUFFIX - 1)
 /* A set of password fingerprint digests: "ag::fp:" and the user's digest
  * (the untrusted lane), or the digest of the user and one trusted device.
  * The empty policy name keeps it apart from every policy's key. */
@@ -198,6 +203,10 @@ size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out);
 /* Writes op's block level key (its key, then AG_LEVEL_SUFFIX) into out,
  * which holds AG_STORE_KEY_MAX bytes; returns its length. */
 size_t ag_limiter_level_key(const struct ag_limit_op *op, char *out);
+
+/* Writes op's lockout marker key (its key, then AG_MARK_SUFFIX) into out,
+ * which holds AG_STORE_KEY_MAX bytes; returns its length. */
+size_t ag_limiter_mark_key(const struct ag_limit_op *op, char *out);
 
 /* Whole seconds for a millisecond wait: rounded up, at least 1. */
 uint32_t ag_limiter_seconds(uint64_t ms);

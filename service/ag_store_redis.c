@@ -630,11 +630,14 @@ static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
     if (plan->n == 0)
         return AG_OK;
     /* Every key of each op, whatever its policy says now: an admin may
-     * have turned its blocks or their growth off since they were set. */
-    const char *argv[1 + 3 * AG_PLAN_MAX];
-    size_t lens[1 + 3 * AG_PLAN_MAX];
+     * have turned its blocks or their growth off since they were set. The
+     * lockout marker goes with them, so that the key's next lockout is an
+     * event again; all four share the key's hash tag. */
+    const char *argv[1 + 4 * AG_PLAN_MAX];
+    size_t lens[1 + 4 * AG_PLAN_MAX];
     char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
     char level_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
+    char mark_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
     int argc = 0;
     argv[argc] = "DEL";
     lens[argc++] = 3;
@@ -645,6 +648,8 @@ static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
         lens[argc++] = ag_limiter_block_key(&plan->ops[i], block_keys[i]);
         argv[argc] = level_keys[i];
         lens[argc++] = ag_limiter_level_key(&plan->ops[i], level_keys[i]);
+        argv[argc] = mark_keys[i];
+        lens[argc++] = ag_limiter_mark_key(&plan->ops[i], mark_keys[i]);
     }
     return simple(s, argc, argv, lens, REDIS_REPLY_INTEGER);
 }

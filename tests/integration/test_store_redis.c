@@ -824,6 +824,31 @@ static void a_release_after_a_peek_deletes_a_key_of_another_type(void **state)
     assert_int_equal(redis_int("EXISTS %s", plan.ops[0].key), 0);
 }
 
+/* A clear (a successful login, an admin reset) deletes every key of each
+ * policy: the state, its block and level, and its lockout marker, so that
+ * the key's next lockout is an event again. Nothing else. */
+static void a_clear_deletes_the_state_block_level_and_marker(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    rel_policy(&p, AG_ALG_FIXED_WINDOW, 3);
+    struct ag_plan plan = {.kind = AG_PLAN_SUCCESS};
+    rel_op(&plan, &p, "clear1", "", "");
+    const char *suffixes[] = {"", AG_BLOCK_SUFFIX, AG_LEVEL_SUFFIX,
+                              AG_MARK_SUFFIX, ":other"};
+    char keys[5][AG_STORE_KEY_MAX + 8];
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(keys[i], sizeof keys[i], "%s%s", plan.ops[0].key, suffixes[i]);
+        redisReply *r = redisCommand(env.clock_ctx, "SET %s 1", keys[i]);
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    assert_int_equal(ag_store_clear(env.store, &plan), AG_OK);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(redis_int("EXISTS %s", keys[i]), 0);
+    assert_int_equal(redis_int("EXISTS %s", keys[4]), 1);
+}
+
 static void a_reserve_or_release_without_a_nonce_is_refused(void **state)
 {
     (void)state;
@@ -1062,6 +1087,7 @@ int main(void)
         cmocka_unit_test(a_token_bucket_release_never_fills_it_past_its_limit),
         cmocka_unit_test(a_release_with_a_nonce_not_in_the_log_removes_nothing),
         cmocka_unit_test(a_release_after_a_peek_deletes_a_key_of_another_type),
+        cmocka_unit_test(a_clear_deletes_the_state_block_level_and_marker),
         cmocka_unit_test(a_reserve_or_release_without_a_nonce_is_refused),
         cmocka_unit_test(a_reserve_is_refused_where_redis_refuses_functions),
         cmocka_unit_test(the_memory_store_refuses_a_reserve_and_a_release),

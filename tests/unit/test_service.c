@@ -149,7 +149,7 @@ static void fake_publish(struct ag_store *s, const char *channel,
     note(f, "publish ");
 }
 
-static int marker_dels; /* DELs of a lockout marker the fake took */
+static int marker_dels; /* DELs the fake was sent: the store's clear's job */
 
 static int fake_command_async(struct ag_store *s, int argc, const char **argv,
                               const size_t *lens, int key_at,
@@ -160,9 +160,7 @@ static int fake_command_async(struct ag_store *s, int argc, const char **argv,
     struct fake *f = (struct fake *)s;
     if (f->rc != AG_OK)
         return AG_ESTORE; /* as the Redis store while its breaker is open */
-    if (argc == 2 && strcmp(argv[0], "DEL") == 0) {
-        size_t n = strlen(argv[1]);
-        assert_true(n > 2 && strcmp(argv[1] + n - 2, ":e") == 0);
+    if (argc >= 1 && strcmp(argv[0], "DEL") == 0) {
         marker_dels++;
         note(f, "del ");
     }
@@ -1375,9 +1373,11 @@ static void a_partly_done_queued_clear_is_not_sent_again(void **state)
 }
 
 /* A reset queued during an outage drops the key's lockout marker once the
- * store takes it: the marker's DEL sent at the reset was refused (the
- * breaker open), and a marker left in Redis for the rest of its denial's
- * wait hides the key's next lockout from the events. */
+ * store takes it: a marker left in Redis for the rest of its denial's wait
+ * hides the key's next lockout from the events. The store's clear deletes
+ * the marker with the key (ag_store_redis, test_store_redis), so the
+ * service sends no DEL of its own, which an open breaker would refuse
+ * while the queued clear waits; the local stand-in is forgotten at once. */
 static void a_queued_reset_drops_the_lockout_marker_once_sent(void **state)
 {
     (void)state;
@@ -1393,25 +1393,27 @@ static void a_queued_reset_drops_the_lockout_marker_once_sent(void **state)
     char key[AG_STORE_KEY_MAX];
     struct ag_error err;
     marker_dels = 0;
-    /* Up: the reset drops the marker at once. */
+    /* Up: the reset is one clear. */
     assert_int_equal(
         ag_service_reset(w->svc, &p, LOGIN_BODY, strlen(LOGIN_BODY), key, &err),
         AG_OK);
-    assert_int_equal(marker_dels, 1);
-    /* Down: queued; the marker's DEL is refused with the rest. */
+    assert_int_equal(w->store.clears, 1);
+    /* Down: refused, and queued. */
     w->store.rc = AG_ESTORE;
     assert_int_equal(
         ag_service_reset(w->svc, &p, LOGIN_BODY, strlen(LOGIN_BODY), key, &err),
         AG_EPENDING);
-    assert_int_equal(marker_dels, 1);
+    assert_int_equal(w->store.clears, 2);
     /* Up again: the queued clear goes before the next check, and the
-     * marker must go with it. */
+     * marker with it. */
     w->store.rc = AG_OK;
     w->store.log[0] = '\0';
     struct ag_http_response r;
     ag_http_response_init(&r);
     assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
-    assert_int_equal(marker_dels, 2);
+    assert_int_equal(w->store.clears, 3);
+    assert_string_equal(w->store.log, "clear publish check ");
+    assert_int_equal(marker_dels, 0);
     ag_http_response_free(&r);
     ag_events_attach(ev, NULL);
     world_free(w);
