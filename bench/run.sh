@@ -103,6 +103,8 @@ done
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # CPU time a process has used, in clock ticks (user + system).
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The same, as "user system".
+ticks2() { awk '{print $14, $15}' "/proc/$1/stat"; }
 
 # Every command Redis has run so far (INFO commandstats calls, summed).
 redis_calls() {
@@ -114,8 +116,10 @@ redis_calls() {
 measure() {
     local c0 c1
     c0=$(redis_calls)
-    wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/$wrk_script" \
+    # wrk alone in a subshell, whose times(1) are then wrk's CPU time.
+    (wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$shared/$wrk_script" \
         "http://127.0.0.1:$1" > "$out/wrk-$2.txt"
+        times > "$out/wrk-$2.times")
     c1=$(redis_calls)
     python3 - "$out/wrk-$2.txt" "$((c1 - c0))" <<'PY'
 import re, sys
@@ -165,9 +169,16 @@ echo "== $mode: $runs rounds of ${duration}s runs, wrk -t2 -c$conns" \
 declare -a ag_res fx_res peer_res rss_after cpu ceil_res base_res
 rss_before=$(rss $apid)
 run_ag() {
-    a0=$(ticks $apid); r0=$(ticks $rpid)
+    local au as au1 as1
+    read -r au as < <(ticks2 $apid); r0=$(ticks $rpid)
     ag_res+=("$(measure "$aport" "abuseguard-$i")")
-    cpu+=("$(($(ticks $apid) - a0)):$(($(ticks $rpid) - r0))")
+    read -r au1 as1 < <(ticks2 $apid)
+    # service user:system:Redis ticks, then wrk's seconds (its times line
+    # "0m1.234s 0m0.567s").
+    cpu+=("$((au1 - au)):$((as1 - as)):$(($(ticks $rpid) - r0)):$(
+        awk 'NR == 2 {s = 0; for (i = 1; i <= 2; i++) {
+            split($i, t, /[ms]/); s += t[1] * 60 + t[2] } print s}' \
+            "$out/wrk-abuseguard-$i.times")")
     rss_after+=("$(rss $apid)")
     if [ -n "$bport" ]; then
         base_res+=("$(measure "$bport" "baseline-$i")")
@@ -251,12 +262,21 @@ print("Redis commands per check, per round: abuseguard %s; abuseguard-fixed "
 print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))
 # CPU per check during the abuseguard runs: a steadier measure than
 # checks/s on a shared machine, for comparing builds.
+# With wrk's own, it is the budget of the two cores all three share.
 def per_check(j, part):
     checks = ag[j][0] * float(dur)
-    return int(cpu[j].split(":")[part]) * 1e6 / float(tck) / checks
-print("CPU us per check (abuseguard runs): service %s, redis %s" % (
-    " ".join("%.0f" % per_check(j, 0) for j in range(len(cpu))),
-    " ".join("%.0f" % per_check(j, 1) for j in range(len(cpu)))))
+    f = cpu[j].split(":")
+    if part == "wrk":
+        return float(f[3]) * 1e6 / checks
+    ticks = {"user": int(f[0]), "sys": int(f[1]),
+             "service": int(f[0]) + int(f[1]), "redis": int(f[2])}[part]
+    return ticks * 1e6 / float(tck) / checks
+def per_round(part):
+    return " ".join("%.0f" % per_check(j, part) for j in range(len(cpu)))
+print("CPU us per check (abuseguard runs): service %s (user %s, system %s), "
+      "redis %s, wrk %s" % (per_round("service"), per_round("user"),
+                            per_round("sys"), per_round("redis"),
+                            per_round("wrk")))
 print("redis: %s keys, used_memory %s bytes (%.0f B/key over all keys); "
       "login.user logs sampled: %.0f B/key (MEMORY USAGE, n=%s)"
       % (keys, used, float(used) / max(float(keys), 1), float(usage) / max(float(n), 1), n))
