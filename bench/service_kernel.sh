@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Where the service's CPU time goes at full speed, which service_cost.sh
+# (instructions under callgrind, user space only) cannot show: the system
+# calls a login check makes and the kernel's share. Builds the Release
+# binary, runs it against a private redis-server with the benchmark's three
+# sliding-log policies, drives it with wrk as bench/run.sh does (wrk-login.lua,
+# two threads, 64 connections), and while wrk runs:
+#
+#   1. counts the service's system calls and context switches with
+#      perf stat (raw_syscalls:sys_enter), per check;
+#   2. samples it with perf record and prints the shares of the kernel,
+#      each library and the system calls that cost most;
+#   3. with STRACE=1, breaks the system calls down by name (strace -c -f,
+#      which slows the service several times over: counts, not times).
+#
+# Environment: DURATION (s each step samples, default 4), SHARED_BENCH
+# (default ../shared/bench beside the repository), STRACE. Needs perf,
+# wrk and, with STRACE=1, strace (installed if missing). A benchmark, not
+# a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+shared=${SHARED_BENCH:-$root/../shared/bench}
+duration=${DURATION:-4}
+scripts/deps.sh
+command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
+command -v perf >/dev/null || apt-get install -y -qq linux-perf >/dev/null
+if [ "${STRACE:-}" = 1 ]; then
+    command -v strace >/dev/null || apt-get install -y -qq strace >/dev/null
+fi
+
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" >/dev/null
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+rport=$(port)
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$work" --logfile /dev/null &
+pids+=($!)
+until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
+head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
+cp bench/policies.json "$work/"
+sport=$(port)
+build-bench/abuseguard --listen "127.0.0.1:$sport" \
+    --redis "redis://127.0.0.1:$rport" --db "$work/policies.db" \
+    --secret-file "$work/secret" --seed-dir "$work" --log-level error \
+    2> "$work/service.log" &
+spid=$!
+pids+=($spid)
+until curl -s -o /dev/null -X POST "127.0.0.1:$sport/check-login" \
+    -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.1; done
+
+# Runs "$@" while wrk loads the service (from a second in, to past its
+# end); prints wrk's checks/s on the last line of $work/wrk.txt.
+under_load() {
+    wrk -t2 -c64 -d"$((duration + 3))s" -s "$shared/wrk-login.lua" \
+        "http://127.0.0.1:$sport" > "$work/wrk.txt" &
+    local w=$!
+    sleep 1
+    "$@"
+    wait "$w"
+}
+rps() { awk '/Requests\/sec/ {print $2}' "$work/wrk.txt"; }
+
+under_load perf stat -x, -o "$work/stat.csv" \
+    -e raw_syscalls:sys_enter,context-switches -p "$spid" -- sleep "$duration"
+awk -F, -v rps="$(rps)" -v d="$duration" '
+    /raw_syscalls/ {printf "system calls per check     %.2f\n", $1 / (rps * d)}
+    /context-switches/ {printf "context switches per check %.2f\n", $1 / (rps * d)}
+' "$work/stat.csv"
+echo "(at $(rps) checks/s)"
+
+under_load perf record -q -o "$work/perf.data" -F 2000 -g -p "$spid" \
+    -- sleep "$duration" 2>/dev/null
+echo "-- the service's CPU time, by where it ran (perf record)"
+perf report -i "$work/perf.data" --no-children --sort dso -g none --stdio \
+    2>/dev/null | awk '/^ +[0-9.]+%/ && $1 + 0 >= 0.5 {print "  " $0}'
+echo "-- system calls, inclusive of the kernel work they do"
+perf report -i "$work/perf.data" --children --sort sym -g none --stdio \
+    2>/dev/null | awk '/\[k\] (__x64_sys_|ksys_|__sys_sendmsg$)/ &&
+        $1 + 0 >= 0.5 && $NF != "__x64_sys_sendmsg" {print "  " $1, $NF}' |
+    sort -k1 -rn | head -12
+
+if [ "${STRACE:-}" = 1 ]; then
+    echo "-- system calls by name (strace -c -f; the service runs slower)"
+    under_load timeout "$duration" strace -c -f -o "$work/strace.txt" \
+        -p "$spid" 2>/dev/null || true
+    requests=$(awk '$NF == "sendmsg" {print $4}' "$work/strace.txt")
+    awk -v n="${requests:-0}" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ &&
+        n > 0 && $4 / n >= 0.005 {
+        printf "  %-14s %5.2f a check%s\n", $NF, $4 / n,
+            $5 ~ /^[0-9]+$/ ? sprintf(" (%.2f failed)", $5 / n) : ""}' \
+        "$work/strace.txt"
+    echo "  (per response sent: one sendmsg each)"
+fi
