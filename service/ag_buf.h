@@ -51,7 +51,8 @@ static inline int ag_buf_append(struct ag_buf *b, const void *data, size_t len)
      * so what fits the allocation is within the cap too. */
     if (b->err || len >= b->cap - b->len)
         return ag_buf_append_slow(b, data, len);
-    memcpy(b->p + b->len, data, len);
+    if (len) /* data may be NULL then */
+        memcpy(b->p + b->len, data, len);
     b->len += len;
     b->p[b->len] = '\0';
     return AG_OK;

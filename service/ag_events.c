@@ -713,7 +713,9 @@ void ag_events_cleared(struct ag_events *ev, const struct ag_plan *plan)
     if (!ev)
         return;
     /* The store's clear deletes the Redis marker with the key's other
-     * state (now, or when a queued reset is sent); what this instance
+     * state, in the same DEL (a reset the store refused is queued and
+     * sent later; a success report's refused clear is not, and the marker
+     * then lapses with its TTL, as the state does); what this instance
      * remembers of it goes here. */
     for (size_t i = 0; i < plan->n; i++) {
         char key[AG_STORE_KEY_MAX];

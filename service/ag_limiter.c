@@ -223,6 +223,15 @@ void ag_limiter_decide(const struct ag_plan *plan,
     }
 }
 
+/* The longest state key ("ag:<policy>:{<digest>}") with the longest
+ * suffix and its NUL: the key writers below copy without checking. */
+_Static_assert(3 + AG_POLICY_NAME_MAX + 1 + 2 + AG_DIGEST_HEX +
+                           AG_BLOCK_SUFFIX_LEN + 1 <=
+                       AG_STORE_KEY_MAX &&
+                   AG_BLOCK_SUFFIX_LEN == AG_LEVEL_SUFFIX_LEN &&
+                   AG_MARK_SUFFIX_LEN == AG_BLOCK_SUFFIX_LEN,
+               "AG_STORE_KEY_MAX holds every key's suffixed names");
+
 size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out)
 {
     size_t n = strlen(op->key);

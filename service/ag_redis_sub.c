@@ -72,12 +72,18 @@ static void log_failure(struct ag_redis_sub *s, const char *prefix,
                         const char *why)
 {
     unsigned long held = 0;
-    if (ag_log_gate_open(&s->fail_gate, ag_clock_mono_ms(), FAIL_LOG_EVERY_MS,
-                         &held))
+    if (!ag_log_gate_open(&s->fail_gate, ag_clock_mono_ms(), FAIL_LOG_EVERY_MS,
+                          &held))
+        return;
+    if (held)
         ag_log(AG_LOG_WARN, "deny_cache_subscribe",
-               "%s%s (%lu more failure(s) since the last line; retried every "
-               "second)",
+               "%s%s (and %lu more failure(s) since the last line; retried "
+               "every second)",
                prefix, why, held);
+    else
+        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
+               "%s%s (retried every second; logged again in 30 s at most)",
+               prefix, why);
 }
 
 /* A connection to where the invalidations can be heard; NULL (logged)
@@ -197,11 +203,15 @@ static void *run(void *arg)
         if (l && subscribe(s, l)) {
             /* Whatever was sent before this moment may have been missed. */
             ag_deny_cache_set_live(s->cache, true);
-            ag_log(AG_LOG_INFO, "deny_cache_subscribed", "invalidations on %s",
-                   AG_DENY_CACHE_CHANNEL);
-            backoff = BACKOFF_MIN_MS;
-            /* The next outage's first failure is logged at once. */
+            /* With the failures not logged since the last line, and the
+             * gate reset: the next outage's first failure is logged at
+             * once. */
+            ag_log(AG_LOG_INFO, "deny_cache_subscribed",
+                   "invalidations on %s (%lu failed attempt(s) not logged "
+                   "before)",
+                   AG_DENY_CACHE_CHANNEL, s->fail_gate.held);
             s->fail_gate = (struct ag_log_gate){0};
+            backoff = BACKOFF_MIN_MS;
             listen_on(s, l);
             ag_deny_cache_set_live(s->cache, false);
         }

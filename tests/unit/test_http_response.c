@@ -210,7 +210,8 @@ static void ratelimit_fields_list_each_enforcing_policy(void **state)
 
 /* Names are [a-z0-9._-] once validated, but the field's writer does not
  * rely on it: a quote and a backslash are escaped, and any byte outside
- * printable ASCII becomes '?', whatever runs lie between them. */
+ * printable ASCII becomes '?', whatever runs lie between them; ' ' and
+ * '~' are the printable range's ends, 0x7f just past it. */
 static void ratelimit_field_names_are_sf_strings(void **state)
 {
     (void)state;
@@ -218,12 +219,13 @@ static void ratelimit_field_names_are_sf_strings(void **state)
     fixture_init(&f, 1);
     snprintf(f.ps[0].name, sizeof f.ps[0].name,
              "a\"b\\c\x01"
-             "d\xc3\xa9");
+             "d\xc3\xa9 ~\x7f");
     struct ag_http_response r;
     ag_http_response_init(&r);
     render(&f, false, &r);
-    assert_string_equal(r.rl_policy_field.p, "\"a\\\"b\\\\c?d??\";q=10;w=900");
-    assert_string_equal(r.rl_field.p, "\"a\\\"b\\\\c?d??\";r=9;t=900");
+    assert_string_equal(r.rl_policy_field.p,
+                        "\"a\\\"b\\\\c?d?? ~?\";q=10;w=900");
+    assert_string_equal(r.rl_field.p, "\"a\\\"b\\\\c?d?? ~?\";r=9;t=900");
     ag_http_response_free(&r);
 }
 
