@@ -27,6 +27,8 @@
 # commandstats calls over the run / wrk's requests).
 # A benchmark, not a test: nothing here gates CI.
 set -euo pipefail
+# times(1) and awk read decimals with a point.
+export LC_ALL=C
 cd "$(dirname "$0")/.."
 root=$PWD
 shared=${SHARED_BENCH:-$root/../shared/bench}

@@ -18,6 +18,7 @@
 # wrk and, with STRACE=1, strace (installed if missing). A benchmark, not
 # a test.
 set -euo pipefail
+export LC_ALL=C
 cd "$(dirname "$0")/.."
 root=$PWD
 shared=${SHARED_BENCH:-$root/../shared/bench}
@@ -46,7 +47,14 @@ rport=$(port)
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$work" --logfile /dev/null &
 pids+=($!)
-until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
+# Waits up to 10 s for "$@" to succeed.
+ready() {
+    local i
+    for i in $(seq 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    echo "service_kernel.sh: not ready: $*" >&2
+    return 1
+}
+ready redis-cli -p "$rport" ping
 head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
 cp bench/policies.json "$work/"
 sport=$(port)
@@ -56,8 +64,9 @@ build-bench/abuseguard --listen "127.0.0.1:$sport" \
     2> "$work/service.log" &
 spid=$!
 pids+=($spid)
-until curl -s -o /dev/null -X POST "127.0.0.1:$sport/check-login" \
-    -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.1; done
+ready curl -sf -o /dev/null -X POST "127.0.0.1:$sport/check-login" \
+    -d '{"user":"warm@example.com","ip":"192.0.2.1"}' ||
+    { cat "$work/service.log" >&2; exit 1; }
 
 # Runs "$@" while wrk loads the service (from a second in, to past its
 # end); prints wrk's checks/s on the last line of $work/wrk.txt.
