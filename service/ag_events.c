@@ -414,7 +414,8 @@ static int flush_backlog(struct ag_events *ev)
         recovered = ev->failures > 0 && sent > 0;
         ev->failures = 0;
         ev->retry_at_ms = 0;
-        ev->failure_gate.next_ms = 0;
+        /* The gate stays as it is: a Redis that flaps still gets one
+         * failure line an interval, the next saying how many it held. */
     }
     ev->flushing = false;
     pthread_cond_broadcast(&ev->idle);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 #include <jansson.h>
@@ -479,6 +480,64 @@ an_append_that_failed_once_is_retried_with_no_later_event(void **state)
     }
 }
 
+/* Lines of the log (stderr, as the test runs) holding needle, from the
+ * capture begun by capture_log. */
+static int log_fd = -1;
+static FILE *log_file;
+static void capture_log(void)
+{
+    fflush(stderr);
+    log_file = tmpfile();
+    assert_non_null(log_file);
+    log_fd = dup(2);
+    assert_true(log_fd >= 0);
+    assert_true(dup2(fileno(log_file), 2) >= 0);
+}
+
+static int captured_lines(const char *needle)
+{
+    fflush(stderr);
+    assert_true(dup2(log_fd, 2) >= 0);
+    close(log_fd);
+    rewind(log_file);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, log_file))
+        n += strstr(line, needle) != NULL;
+    fclose(log_file);
+    return n;
+}
+
+static void set_take(struct fake *f, bool take)
+{
+    pthread_mutex_lock(&f->lock);
+    f->take_xadd = take;
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* One events_append_failed line an interval however Redis flaps: each
+ * recovery sent the backlog and, before the fix, reopened the gate, so
+ * an outage a second long every two seconds logged every time. */
+static void a_flapping_redis_gets_one_failure_line_an_interval(void **state)
+{
+    (void)state;
+    struct fake f;
+    struct ag_events *ev = attached(&f);
+    capture_log();
+    for (size_t k = 1; k <= 3; k++) {
+        set_take(&f, false);
+        raise_reset(ev);
+        answer(&f, ANSWER_ERROR, NULL);
+        set_take(&f, true);
+        assert_true(waits_for(stream_len, &f, k, 3000));
+    }
+    int lines = captured_lines("\"events_append_failed\"");
+    assert_int_equal(stream_len(&f), 3);
+    assert_int_equal(lines, 1);
+    ag_events_free(ev);
+    fake_free(&f);
+}
+
 /* An event in the backlog whose retries Redis refused twice, so that the
  * retry thread's next try is 800 ms away; Redis takes appends from now. */
 static struct ag_events *backlogged(struct fake *f)
@@ -606,6 +665,7 @@ int main(void)
         cmocka_unit_test(
             an_append_that_failed_once_is_retried_with_no_later_event),
         cmocka_unit_test(a_read_sends_the_backlog_before_it_reads),
+        cmocka_unit_test(a_flapping_redis_gets_one_failure_line_an_interval),
         cmocka_unit_test(a_detach_sends_the_backlog_one_last_time),
         cmocka_unit_test(after_the_largest_stream_id_is_an_empty_page),
         cmocka_unit_test(a_level_that_could_not_be_read_is_left_out),
