@@ -997,6 +997,15 @@ void ag_http_stop(struct ag_http *h)
     while (ag_service_waiting(h->svc) > 0)
         nanosleep(&step, NULL);
     MHD_stop_daemon(h->daemon);
+    h->daemon = NULL;
+    /* Unwatched now, but a recv on another thread may have read the
+     * table just before: it is freed by ag_http_free, after them. */
     ag_http_recv_watch(NULL);
-    free_http(h);
+    close_listeners(h);
+}
+
+void ag_http_free(struct ag_http *h)
+{
+    if (h)
+        free_http(h);
 }

@@ -42,7 +42,12 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
 /* Stops taking new requests: each gets a 503 with Retry-After and
  * Connection: close. In-flight requests go on. */
 void ag_http_quiesce(struct ag_http *h);
-/* Waits for in-flight requests, closes every connection and frees h. */
+/* Waits for in-flight requests and closes every connection. */
 void ag_http_stop(struct ag_http *h);
+/* Frees h (NULL: nothing), once no thread of the process can be in
+ * recv(2): the interposed recv (ag_http_recv) reads h's connection table
+ * on every thread, the Redis dispatchers', the subscriber's and libcurl's
+ * included, so they must have stopped first. */
+void ag_http_free(struct ag_http *h);
 
 #endif

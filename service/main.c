@@ -267,6 +267,8 @@ int main(int argc, char **argv)
     ag_events_free(events);
     ag_webhooks_free(hooks);
     ag_store_destroy(fallback);
+    /* Last of the threads' users: every recv(2) reads its table. */
+    ag_http_free(http);
     ag_metrics_free(metrics);
     ag_hasher_wipe(&hasher);
     sodium_memzero(admin_token, sizeof admin_token);
