@@ -505,6 +505,14 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
                              "Transfer-Encoding other than chunked is not "
                              "supported",
                              "Transfer-Encoding");
+    /* Past DISCARD_MAX the answer goes at once, whatever the route: every
+     * other answer waits for the body, which a client may never send. */
+    const char *cl = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    if (declared > DISCARD_MAX)
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
+                           NULL);
     struct request *req = new_request(h, con_cls);
     if (!req)
         return MHD_NO;
@@ -550,12 +558,6 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         return MHD_YES;
     }
 
-    const char *cl = MHD_lookup_connection_value(
-        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-    if (declared > DISCARD_MAX)
-        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
-                           NULL);
     if (declared > AG_BODY_MAX)
         return defer_error(req, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
                            NULL);

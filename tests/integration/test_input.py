@@ -195,6 +195,36 @@ ADMIN_TOKEN = "tok-" + "7" * 40
 ADMIN_AUTH = {"Authorization": "Bearer " + ADMIN_TOKEN}
 
 
+class DeclaredTooLargeTest(ServiceTest):
+    """A body declared past 1 MiB is answered 413 at once on every route,
+    not only on the checks': the rest read it to its end first, and a
+    client that never sent it waited out the connection's timeout with
+    no answer at all."""
+
+    def setUp(self):
+        super().setUp()
+        token = os.path.join(self.workdir, "admin.token")
+        with open(token, "w") as f:
+            f.write(ADMIN_TOKEN)
+        self.svc = self.service(extra=["--admin-token-file", token])
+
+    def test_every_route_answers_a_huge_declared_body_at_once(self):
+        for method, path in [("POST", "/check-login"), ("POST", "/nope"),
+                             ("GET", "/healthz"), ("POST", "/healthz"),
+                             ("POST", "/admin/reset"),
+                             ("GET", "/admin/policies"),
+                             ("GET", "/admin/ui/")]:
+            with self.subTest(method=method, path=path):
+                raw = ("%s %s HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Length: 5000000\r\n\r\n"
+                       % (method, path)).encode() + b"x" * 100000
+                # exchange reads for 2 s: well inside the 10 s timeout.
+                status, _, body, _ = exchange(self.svc.port, raw)
+                self.assertEqual(status, 413, body)
+        self.assertEqual(
+            self.login(self.svc, "a@example.com", "203.0.113.7").status, 200)
+
+
 class NulInPathTest(ServiceTest):
     """A %00 would cut the decoded path short where C strings end."""
 
