@@ -1,5 +1,7 @@
 #include "ag_admin.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,14 +417,19 @@ static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
     return AG_OK;
 }
 
-/* Parses a positive integer query argument; def if absent, -1 if bad. */
+/* Parses a positive integer query argument: decimal digits only (no
+ * sign, no white space, nothing that overflows); def if absent, -1 if
+ * bad. */
 static long long query_int(const char *s, long long def, long long max)
 {
     if (!s)
         return def;
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
     char *end;
+    errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < 1 || v > max)
+    if (errno || *end || v < 1 || v > max)
         return -1;
     return v;
 }

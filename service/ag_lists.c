@@ -77,9 +77,13 @@ static int parse_network(const char *s, struct ag_list_entry *e)
     unsigned mapped = strchr(text, ':') && ip.family == AF_INET ? 96 : 0;
     unsigned bits = max;
     if (slash) {
-        char *end;
-        unsigned long b = strtoul(slash + 1, &end, 10);
-        if (!slash[1] || *end || b < mapped || b > max + mapped)
+        /* One to three digits: strtoul alone takes a sign (and wraps a
+         * negative) and leading white space. */
+        size_t digits = strspn(slash + 1, "0123456789");
+        if (digits < 1 || digits > 3 || slash[1 + digits])
+            return AG_EINVAL;
+        unsigned long b = strtoul(slash + 1, NULL, 10);
+        if (b < mapped || b > max + mapped)
             return AG_EINVAL;
         bits = (unsigned)b - mapped;
     }

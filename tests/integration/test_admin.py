@@ -374,6 +374,14 @@ class LifecycleTest(AdminTest):
         self.assertLess(page["entries"][0]["id"], entries[-1]["id"])
         self.assertEqual(self.call(svc, "GET", "/admin/audit?limit=0")
                          .json["field"], "limit")
+        # Digits only, and nothing past 2^63 - 1: strtoll took a sign and
+        # leading white space, and saturated an overflow to the maximum.
+        for arg in ["limit=%2B5", "limit=%205", "before=9223372036854775808",
+                    "before=99999999999999999999999", "before=-1"]:
+            with self.subTest(arg=arg):
+                r = self.call(svc, "GET", "/admin/audit?" + arg)
+                self.assertEqual(r.status, 400, r.raw)
+                self.assertEqual(r.json["field"], arg.split("=")[0])
 
     def test_an_audit_row_that_cannot_be_shown_fails_the_page(self):
         svc = self.admin_service()
@@ -491,6 +499,10 @@ class ListsTest(AdminTest):
                            "allowed": False}])
         self.assertEqual(self.login(svc, "x@example.com", "198.51.101.1")
                          .status, 200)
+        # An id is digits only: "+<id>" deleted the entry.
+        for bad in ["%2B" + str(entry["id"]), "99999999999999999999"]:
+            r = self.call(svc, "DELETE", "/admin/lists/deny/" + bad)
+            self.assertEqual((r.status, r.json["field"]), (400, "id"), bad)
         self.assertEqual(self.call(svc, "DELETE", "/admin/lists/deny/%d"
                                    % entry["id"]).status, 204)
         self.assertEqual(self.login(svc, "x@example.com", "198.51.100.77")

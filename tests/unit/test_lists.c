@@ -63,8 +63,14 @@ static void networks_are_canonical_and_need_zero_host_bits(void **state)
                      AG_OK);
     assert_string_equal(e.value, "10.1.2.3");
     assert_int_equal(e.bits, 32);
-    static const char *const bad[] = {"10.1.2.3/8", "10.0.0.0/33", "10.0.0.0/",
-                                      "10.0.0.0/x", "host.example"};
+    /* A prefix length is digits only: strtoul took "+8", " 8", and "-"
+     * followed by a number that wraps to 32. */
+    static const char *const bad[] = {
+        "10.1.2.3/8",   "10.0.0.0/33",
+        "10.0.0.0/",    "10.0.0.0/x",
+        "host.example", "10.0.0.0/+8",
+        "10.0.0.0/ 8",  "0.0.0.0/-18446744073709551584",
+        "10.0.0.0/0008"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char json[128];
         snprintf(json, sizeof json, "{\"kind\":\"ip\",\"value\":\"%s\"}",
