@@ -43,6 +43,11 @@ bool ag_policy_name_valid(const char *s)
     size_t n = strlen(s);
     if (n < 1 || n > AG_POLICY_NAME_MAX)
         return false;
+    /* A path segment of "." or ".." is removed by URL normalisation
+     * (RFC 3986 5.2.4) in clients, proxies and browsers, so such a policy
+     * could not be reached at /admin/policies/<name>. */
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -57,7 +62,7 @@ int ag_policy_name_check(const char *s, struct ag_error *err)
     if (ag_policy_name_valid(s))
         return AG_OK;
     return ag_error_set(err, AG_EINVAL, "name",
-                        "name must be 1 to %d of [a-z0-9._-]",
+                        "name must be 1 to %d of [a-z0-9._-], not . or ..",
                         AG_POLICY_NAME_MAX);
 }
 

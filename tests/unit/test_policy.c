@@ -245,6 +245,11 @@ static void policy_name_validator_checks_alphabet_and_length(void **state)
     assert_false(ag_policy_name_valid("Login"));
     assert_false(ag_policy_name_valid("a b"));
     assert_false(ag_policy_name_valid("\xc3\xa9"));
+    /* Dot segments, which URL normalisation removes from a path. */
+    assert_false(ag_policy_name_valid("."));
+    assert_false(ag_policy_name_valid(".."));
+    assert_true(ag_policy_name_valid("..."));
+    assert_true(ag_policy_name_valid(".x"));
     char name[AG_POLICY_NAME_MAX + 2];
     memset(name, 'a', AG_POLICY_NAME_MAX);
     name[AG_POLICY_NAME_MAX] = '\0';
