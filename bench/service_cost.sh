@@ -21,42 +21,16 @@ root=$PWD
 shared=${SHARED_BENCH:-$root/../shared/bench}
 duration=${DURATION:-10}
 top=${TOP:-25}
-scripts/deps.sh
-command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
-command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
-
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF >/dev/null
-cmake --build build-bench -j"$(nproc)" >/dev/null
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-rport=$(port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$work" --logfile /dev/null &
-pids+=($!)
-until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
-
-head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
-cp bench/policies.json "$work/"
-sport=$(port)
+. bench/lib.sh
+bench_need wrk wrk
+bench_need valgrind valgrind
+bench_setup
 valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$work/service.cg" \
-    build-bench/abuseguard --listen "127.0.0.1:$sport" \
-    --redis "redis://127.0.0.1:$rport" --db "$work/policies.db" \
-    --secret-file "$work/secret" --seed-dir "$work" --log-level error \
-    2> "$work/service.log" &
+    build-bench/abuseguard "${service_args[@]}" 2> "$work/service.log" &
 spid=$!
 pids+=($spid)
-until curl -s -o /dev/null -X POST "127.0.0.1:$sport/check-login" \
-    -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.3; done
+bench_service_ready 120 # valgrind starts slowly
 
 callgrind_control -i on "$spid" >/dev/null 2>&1
 wrk -t1 -c16 -d"${duration}s" -s "$shared/wrk-login.lua" \

@@ -18,55 +18,19 @@
 # wrk and, with STRACE=1, strace (installed if missing). A benchmark, not
 # a test.
 set -euo pipefail
-export LC_ALL=C
 cd "$(dirname "$0")/.."
 root=$PWD
 shared=${SHARED_BENCH:-$root/../shared/bench}
 duration=${DURATION:-4}
-scripts/deps.sh
-command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
-command -v perf >/dev/null || apt-get install -y -qq linux-perf >/dev/null
-if [ "${STRACE:-}" = 1 ]; then
-    command -v strace >/dev/null || apt-get install -y -qq strace >/dev/null
-fi
-
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF >/dev/null
-cmake --build build-bench -j"$(nproc)" >/dev/null
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-rport=$(port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$work" --logfile /dev/null &
-pids+=($!)
-# Waits up to 10 s for "$@" to succeed.
-ready() {
-    local i
-    for i in $(seq 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-    echo "service_kernel.sh: not ready: $*" >&2
-    return 1
-}
-ready redis-cli -p "$rport" ping
-head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
-cp bench/policies.json "$work/"
-sport=$(port)
-build-bench/abuseguard --listen "127.0.0.1:$sport" \
-    --redis "redis://127.0.0.1:$rport" --db "$work/policies.db" \
-    --secret-file "$work/secret" --seed-dir "$work" --log-level error \
-    2> "$work/service.log" &
+. bench/lib.sh
+bench_need wrk wrk
+bench_need perf linux-perf
+[ "${STRACE:-}" != 1 ] || bench_need strace strace
+bench_setup
+build-bench/abuseguard "${service_args[@]}" 2> "$work/service.log" &
 spid=$!
 pids+=($spid)
-ready curl -sf -o /dev/null -X POST "127.0.0.1:$sport/check-login" \
-    -d '{"user":"warm@example.com","ip":"192.0.2.1"}' ||
-    { cat "$work/service.log" >&2; exit 1; }
+bench_service_ready 10
 
 # Runs "$@" while wrk loads the service (from a second in, to past its
 # end); prints wrk's checks/s on the last line of $work/wrk.txt.

@@ -195,11 +195,8 @@ ADMIN_TOKEN = "tok-" + "7" * 40
 ADMIN_AUTH = {"Authorization": "Bearer " + ADMIN_TOKEN}
 
 
-class DeclaredTooLargeTest(ServiceTest):
-    """A body declared past 1 MiB is answered 413 at once on every route,
-    not only on the checks': the rest read it to its end first, and a
-    client that never sent it waited out the connection's timeout with
-    no answer at all."""
+class AdminOnTest(ServiceTest):
+    """A service with the admin API on (ADMIN_TOKEN)."""
 
     def setUp(self):
         super().setUp()
@@ -207,6 +204,13 @@ class DeclaredTooLargeTest(ServiceTest):
         with open(token, "w") as f:
             f.write(ADMIN_TOKEN)
         self.svc = self.service(extra=["--admin-token-file", token])
+
+
+class DeclaredTooLargeTest(AdminOnTest):
+    """A body declared past 1 MiB is answered 413 at once on every route,
+    not only on the checks': the rest read it to its end first, and a
+    client that never sent it waited out the connection's timeout with
+    no answer at all."""
 
     def test_every_route_answers_a_huge_declared_body_at_once(self):
         for method, path in [("POST", "/check-login"), ("POST", "/nope"),
@@ -225,15 +229,8 @@ class DeclaredTooLargeTest(ServiceTest):
             self.login(self.svc, "a@example.com", "203.0.113.7").status, 200)
 
 
-class NulInPathTest(ServiceTest):
+class NulInPathTest(AdminOnTest):
     """A %00 would cut the decoded path short where C strings end."""
-
-    def setUp(self):
-        super().setUp()
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write(ADMIN_TOKEN)
-        self.svc = self.service(extra=["--admin-token-file", token])
 
     def assert_nul_refused(self, r):
         self.assertEqual(r.status, 400, r.raw)
