@@ -29,8 +29,16 @@ struct ag_deny_cache {
     size_t nbuckets; /* a power of two */
     struct entry *slots;
     pthread_mutex_t stripes[STRIPES];
+    /* The epoch an invalidation of a key in the stripe moved the count
+     * to, last; guarded by the stripe's lock. */
+    uint64_t invalidated[STRIPES];
     unsigned char hash_key[crypto_shorthash_KEYBYTES];
+    /* Moved on by every invalidation and wipe: what an insert's caller
+     * reads before its Redis call. */
     atomic_uint_fast64_t epoch;
+    /* The epoch the last wipe (a clear, a change of liveness) moved it
+     * to. */
+    atomic_uint_fast64_t wiped;
     atomic_bool live;
     atomic_size_t entries;
 };
@@ -71,6 +79,7 @@ int ag_deny_cache_new(const struct ag_deny_cache_opts *o,
      * (the keys are keyed digests already; this costs nothing more). */
     crypto_shorthash_keygen(c->hash_key);
     atomic_init(&c->epoch, 1);
+    atomic_init(&c->wiped, 0);
     atomic_init(&c->live, false);
     atomic_init(&c->entries, 0);
     *out = c;
@@ -164,9 +173,13 @@ int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
     struct entry *e = bucket_of(c, kh, &lock);
     pthread_mutex_lock(lock);
     /* Under the bucket's lock: an invalidation of this key takes the same
-     * lock after moving the epoch on, so either it sees this entry or this
-     * insert sees its epoch. */
-    if (atomic_load(&c->epoch) != epoch) {
+     * lock to move the epoch on and note it for the stripe, so either it
+     * sees this entry or this insert sees that it came after epoch was
+     * read. Only an invalidation of this stripe or a wipe drops it: with
+     * resets and successful logins published all over a fleet, one epoch
+     * for the whole cache dropped most of a flood's inserts. */
+    size_t stripe = (size_t)(lock - c->stripes);
+    if (c->invalidated[stripe] > epoch || atomic_load(&c->wiped) > epoch) {
         pthread_mutex_unlock(lock);
         return AG_EPENDING;
     }
@@ -250,7 +263,7 @@ void ag_deny_cache_invalidate(struct ag_deny_cache *c, const char *key)
     struct entry *e = bucket_of(c, kh, &lock);
     size_t removed = 0;
     pthread_mutex_lock(lock);
-    atomic_fetch_add(&c->epoch, 1);
+    c->invalidated[lock - c->stripes] = atomic_fetch_add(&c->epoch, 1) + 1;
     for (int i = 0; i < AG_DENY_CACHE_WAYS; i++)
         if (e[i].key_hash == kh) {
             memset(&e[i], 0, sizeof e[i]);
@@ -267,7 +280,7 @@ void ag_deny_cache_invalidate(struct ag_deny_cache *c, const char *key)
  * sees the new epoch. */
 static void wipe(struct ag_deny_cache *c)
 {
-    atomic_fetch_add(&c->epoch, 1);
+    atomic_store(&c->wiped, atomic_fetch_add(&c->epoch, 1) + 1);
     size_t removed = 0;
     for (int s = 0; s < STRIPES; s++) {
         pthread_mutex_lock(&c->stripes[s]);

@@ -20,10 +20,11 @@
  * entry is held at most AG_DENY_CACHE_MAX_HOLD_MS, then Redis is asked
  * again.
  *
- * An insert carries the epoch read before its Redis call was sent; any
- * clear, invalidation or change of liveness since moves the epoch on and
- * the insert is dropped, so a denial Redis computed before a reset never
- * lands after the reset's invalidation.
+ * An insert carries the epoch read before its Redis call was sent; a
+ * clear or a change of liveness since, or an invalidation of a key in the
+ * insert's own lock stripe (1 in 64 of the others share it), drops the
+ * insert, so a denial Redis computed before a reset never lands after the
+ * reset's invalidation.
  *
  * The table: a fixed number of slots (a power of two, at least
  * AG_DENY_CACHE_WAYS), set-associative: a key's entries (all its members)
@@ -88,8 +89,9 @@ bool ag_deny_cache_live(const struct ag_deny_cache *c);
  * of the clock, held until then or for AG_DENY_CACHE_MAX_HOLD_MS if that
  * ends sooner; reset_us is when its window will hold nothing (the
  * reset_after a cached answer reports; until_us if not later). AG_OK;
- * AG_EPENDING when the entry was not taken because the epoch moved on
- * since epoch was read, or the cache is not live, or until_us has passed.
+ * AG_EPENDING when the entry was not taken because a wipe or an
+ * invalidation of its stripe came since epoch was read, or the cache is
+ * not live, or until_us has passed.
  * An entry for the same key and member is replaced. */
 int ag_deny_cache_insert(struct ag_deny_cache *c, uint64_t epoch,
                          const char *key, const char *member, uint64_t until_us,

@@ -201,6 +201,35 @@ static void an_insert_that_raced_an_invalidation_is_dropped(void **state)
     ag_deny_cache_free(c);
 }
 
+/* An invalidation drops only the inserts of its own lock stripe: one of
+ * a key's, and about 1 in 64 of the others. With one epoch for the whole
+ * cache, every insert that raced any key's invalidation was dropped, and
+ * a fleet's successful logins publish invalidations all the time. */
+static void an_invalidation_drops_only_inserts_of_its_stripe(void **state)
+{
+    (void)state;
+    fake_now = 0;
+    struct ag_deny_cache *c = cache(1024, NULL);
+    uint64_t e = ag_deny_cache_epoch(c);
+    ag_deny_cache_invalidate(c, "ag:p:aa");
+    int taken = 0;
+    char key[32];
+    for (int i = 0; i < 16; i++) {
+        snprintf(key, sizeof key, "ag:p:other%d", i);
+        taken += ag_deny_cache_insert(c, e, key, "", 100, 0) == AG_OK;
+    }
+    /* All 16 in the invalidated key's stripe: 1 in 64^16. */
+    assert_true(taken > 0);
+    /* The invalidated key's own insert is still dropped. */
+    assert_int_equal(ag_deny_cache_insert(c, e, "ag:p:aa", "", 100, 0),
+                     AG_EPENDING);
+    /* An epoch read after the invalidation is not. */
+    assert_int_equal(
+        ag_deny_cache_insert(c, ag_deny_cache_epoch(c), "ag:p:aa", "", 100, 0),
+        AG_OK);
+    ag_deny_cache_free(c);
+}
+
 static void a_clear_drops_every_entry(void **state)
 {
     (void)state;
@@ -316,6 +345,7 @@ int main(void)
         cmocka_unit_test(an_expired_slot_is_reused_before_evicting),
         cmocka_unit_test(invalidating_a_key_drops_its_every_member),
         cmocka_unit_test(an_insert_that_raced_an_invalidation_is_dropped),
+        cmocka_unit_test(an_invalidation_drops_only_inserts_of_its_stripe),
         cmocka_unit_test(a_clear_drops_every_entry),
         cmocka_unit_test(a_cache_that_is_not_live_holds_and_answers_nothing),
         cmocka_unit_test(many_threads_at_once_keep_the_count_straight),
