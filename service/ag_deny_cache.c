@@ -280,7 +280,12 @@ void ag_deny_cache_invalidate(struct ag_deny_cache *c, const char *key)
  * sees the new epoch. */
 static void wipe(struct ag_deny_cache *c)
 {
-    atomic_store(&c->wiped, atomic_fetch_add(&c->epoch, 1) + 1);
+    /* wiped only grows: two wipes at once (a resubscribe and a reload)
+     * must not leave it at the older one's epoch, below an insert's. */
+    uint_fast64_t mine = atomic_fetch_add(&c->epoch, 1) + 1;
+    uint_fast64_t seen = atomic_load(&c->wiped);
+    while (seen < mine && !atomic_compare_exchange_weak(&c->wiped, &seen, mine))
+        ;
     size_t removed = 0;
     for (int s = 0; s < STRIPES; s++) {
         pthread_mutex_lock(&c->stripes[s]);

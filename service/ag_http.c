@@ -46,6 +46,9 @@
  * handshake is a bad trade. */
 #define DISCARD_MAX (1024 * 1024)
 
+/* A connection table that a failed start could not free (ag_http_start). */
+static struct ag_http_conns *kept_conns;
+
 /* The listeners, as tagged in the connection table. */
 enum listener { L_PUBLIC, L_ADMIN, L_COUNT };
 
@@ -955,6 +958,11 @@ int ag_http_start(const struct ag_config *cfg, struct ag_service *svc,
     if (pthread_create(&h->acceptor, NULL, acceptor_main, h) != 0) {
         ag_http_recv_watch(NULL);
         MHD_stop_daemon(h->daemon);
+        /* Watched a moment, so a recv on a store or webhook thread may be
+         * reading the table still: it is kept (the process is about to
+         * exit), where ag_http_free would free it after those threads. */
+        kept_conns = h->conns;
+        h->conns = NULL;
         free_http(h);
         return ag_error_set(err, AG_EIO, "listen",
                             "cannot start the accepting thread");
