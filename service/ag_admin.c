@@ -293,6 +293,26 @@ static int one_policy(struct ag_admin *a, const struct ag_admin_request *req,
                          why);
 }
 
+/* Audits an action already done, after (NULL: it could not be built)
+ * its row's "after", which this takes; a row that cannot be written is
+ * logged, not a reason to say the action failed. */
+static void audit_done(struct ag_admin *a, const char *action, const char *name,
+                       json_t *after)
+{
+    struct ag_error err;
+    int rc;
+    if (!after) {
+        rc = ag_error_set(&err, AG_ENOMEM, NULL, "out of memory");
+    } else {
+        pthread_mutex_lock(&a->lock);
+        rc = ag_db_audit_note(a->db, action, name, ACTOR, NULL, after, &err);
+        pthread_mutex_unlock(&a->lock);
+    }
+    json_decref(after);
+    if (rc)
+        ag_log(AG_LOG_ERROR, "admin_db", "%s not audited: %s", action, err.msg);
+}
+
 /* POST /admin/reset: clears one policy's counters for one identity. */
 static int reset(struct ag_admin *a, const struct ag_admin_request *req,
                  struct ag_http_response *r)
@@ -327,19 +347,7 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_refusal(r, 400, &rerr);
     if (cleared == AG_ETOOBIG)
         return ag_http_response_refusal(r, 503, &rerr);
-    /* The reset is done: an audit row that cannot be written is logged,
-     * not a reason to say the reset failed. */
-    json_t *after = json_pack("{s:s}", "key", key);
-    if (!after) {
-        rc = ag_error_set(&err, AG_ENOMEM, NULL, "out of memory");
-    } else {
-        pthread_mutex_lock(&a->lock);
-        rc = ag_db_audit_note(a->db, "reset", p.name, ACTOR, NULL, after, &err);
-        pthread_mutex_unlock(&a->lock);
-    }
-    json_decref(after);
-    if (rc)
-        ag_log(AG_LOG_ERROR, "admin_db", "reset not audited: %s", err.msg);
+    audit_done(a, "reset", p.name, json_pack("{s:s}", "key", key));
     if (cleared == AG_EUNKNOWN) {
         return send_json(
             r, 202,
@@ -390,30 +398,14 @@ static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
                                 req->len, &keys, r);
     if (rc || r->status != 200)
         return rc;
-    /* Answered: an audit row that cannot be written is logged, not a
-     * reason to withhold the answer. */
-    struct ag_error err;
+    /* Answered: audited with the keys it read. */
     json_t *list = json_array();
     for (size_t i = 0; list && i < keys.n; i++)
         list = append_or_drop(list, json_string(keys.key[i]));
+    const char *ep = ag_endpoint_name((enum ag_endpoint)endpoint);
     json_t *after =
-        json_pack("{s:s,s:o*}", "endpoint",
-                  ag_endpoint_name((enum ag_endpoint)endpoint), "keys", list);
-    int audited;
-    if (!list || !after) {
-        json_decref(after);
-        after = NULL;
-        audited = ag_error_set(&err, AG_ENOMEM, NULL, "out of memory");
-    } else {
-        pthread_mutex_lock(&a->lock);
-        audited = ag_db_audit_note(a->db, "inspect",
-                                   ag_endpoint_name((enum ag_endpoint)endpoint),
-                                   ACTOR, NULL, after, &err);
-        pthread_mutex_unlock(&a->lock);
-    }
-    json_decref(after);
-    if (audited)
-        ag_log(AG_LOG_ERROR, "admin_db", "inspect not audited: %s", err.msg);
+        list ? json_pack("{s:s,s:o}", "endpoint", ep, "keys", list) : NULL;
+    audit_done(a, "inspect", ep, after);
     return AG_OK;
 }
 

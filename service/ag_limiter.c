@@ -40,12 +40,12 @@ static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
 }
 
 void ag_digests_init(struct ag_digests *d, const struct ag_hasher *h,
-                     const struct ag_request *req)
+                     const struct ag_request *req, bool tagged)
 {
     d->hasher = h;
     d->req = req;
     d->done = 0;
-    d->tagged = false;
+    d->tagged = tagged;
 }
 
 const char *ag_digests_get(struct ag_digests *d, enum ag_key_kind kind)

@@ -163,14 +163,14 @@ struct ag_digests {
     /* Keys name their digest as a Redis Cluster hash tag,
      * "ag:<policy>:{<digest>}", so that a policy's state, block and level
      * keys share a slot, and so do all the policies of one identifier.
-     * false (ag_digests_init's): "ag:<policy>:<digest>". */
+     * false: "ag:<policy>:<digest>". */
     bool tagged;
     unsigned done; /* bit (1u << kind) per digest computed */
     char hex[AG_KEY_COUNT][AG_DIGEST_HEX + 1];
 };
 
 void ag_digests_init(struct ag_digests *d, const struct ag_hasher *h,
-                     const struct ag_request *req);
+                     const struct ag_request *req, bool tagged);
 /* The digest of the request's identifier of kind (ag_identity_digest), or
  * NULL if the request lacks it. Valid as long as d is. */
 const char *ag_digests_get(struct ag_digests *d, enum ag_key_kind kind);

@@ -480,8 +480,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     enum ag_outcome outcome = AG_OUT_INVALID;
     int rc;
     struct ag_digests d;
-    ag_digests_init(&d, s->o.hasher, &req);
-    d.tagged = s->o.tagged_keys;
+    ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     int parsed =
         ag_request_parse(endpoint, body, len, &s->o.request, &req, &err);
     if (parsed == AG_OK) {
@@ -632,8 +631,7 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     if (ag_request_parse_report(body, len, &s->o.request, &req, &err))
         return ag_http_response_refusal(resp, 400, &err);
     struct ag_digests d;
-    ag_digests_init(&d, s->o.hasher, &req);
-    d.tagged = s->o.tagged_keys;
+    ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     struct ag_ruleset *set;
     struct ag_plan p;
     if (plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE, &req, &d, &set,
@@ -677,8 +675,7 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
         return ag_http_response_refusal(resp, 400, &err);
     if (req.verified) {
         struct ag_digests d;
-        ag_digests_init(&d, s->o.hasher, &req);
-        d.tagged = s->o.tagged_keys;
+        ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
         struct ag_ruleset *set;
         struct ag_plan p;
         if (plan(s, AG_PLAN_VERIFIED, &req, &d, &set, &p, resp))
@@ -717,8 +714,7 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
     if (ag_request_parse(endpoint, body, len, &s->o.request, &req, &err))
         return ag_http_response_refusal(resp, 400, &err);
     struct ag_digests d;
-    ag_digests_init(&d, s->o.hasher, &req);
-    d.tagged = s->o.tagged_keys;
+    ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     struct ag_ruleset *set;
     struct ag_plan p;
     if (plan(s, AG_PLAN_PEEK, &req, &d, &set, &p, resp))
@@ -864,8 +860,7 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                              &s->o.request, &req, err))
         return AG_EINVAL;
     struct ag_digests d;
-    ag_digests_init(&d, s->o.hasher, &req);
-    d.tagged = s->o.tagged_keys;
+    ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     trust_device(s, &req, &d);
     if ((need & token) && !req.trusted)
         return ag_error_set(err, AG_EINVAL, "device_token",

@@ -80,7 +80,7 @@ static int plan_of(const struct ag_ruleset *s, enum ag_plan_kind kind,
                    struct ag_plan *plan)
 {
     struct ag_digests d;
-    ag_digests_init(&d, h, r);
+    ag_digests_init(&d, h, r, false);
     return ag_limiter_plan(s, kind, &d, plan);
 }
 
@@ -243,8 +243,7 @@ static void tagged_keys_put_the_digest_in_a_hash_tag(void **state)
     struct ag_request r;
     request(AG_EP_LOGIN, full_login, &r);
     struct ag_digests d;
-    ag_digests_init(&d, &h, &r);
-    d.tagged = true;
+    ag_digests_init(&d, &h, &r, true);
     struct ag_plan plan;
     assert_int_equal(ag_limiter_plan(s, AG_PLAN_CHECK, &d, &plan), AG_OK);
     const struct ag_ident_part parts[] = {{"user", "ana@example.com"},
