@@ -338,6 +338,37 @@ static void log_failure(const char *why, size_t waiting, unsigned long unlogged)
            waiting, unlogged, why);
 }
 
+/* A command of argc (at most 8) C strings, its key argv[1], to the store
+ * attached (AG_ESTORE while none): sent, to end in done(arg), which is
+ * not called if this returns an error; or, with store_call, waited for. */
+#define STORE_ARGS_MAX 8
+static int store_send(struct ag_events *ev, int argc, const char **argv,
+                      ag_store_reply_fn done, void *arg)
+{
+    size_t lens[STORE_ARGS_MAX];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    pthread_rwlock_rdlock(&ev->store_lock);
+    int rc = ev->store ? ag_store_command_async(ev->store, argc, argv, lens, 1,
+                                                done, arg)
+                       : AG_ESTORE;
+    pthread_rwlock_unlock(&ev->store_lock);
+    return rc;
+}
+
+static int store_call(struct ag_events *ev, int argc, const char **argv,
+                      void **reply)
+{
+    size_t lens[STORE_ARGS_MAX];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    pthread_rwlock_rdlock(&ev->store_lock);
+    int rc = ev->store ? ag_store_command(ev->store, argc, argv, lens, 1, reply)
+                       : AG_ESTORE;
+    pthread_rwlock_unlock(&ev->store_lock);
+    return rc;
+}
+
 /* Sends one XADD of json, calling done(arg) when Redis answers; an error
  * if it could not be sent (done is then not called). */
 static int send_xadd(struct ag_events *ev, const char *json,
@@ -345,15 +376,7 @@ static int send_xadd(struct ag_events *ev, const char *json,
 {
     const char *argv[] = {"XADD", AG_EVENTS_STREAM, "MAXLEN", "~", ev->max_len,
                           "*",    "event",          json};
-    size_t lens[8];
-    for (size_t i = 0; i < 8; i++)
-        lens[i] = strlen(argv[i]);
-    pthread_rwlock_rdlock(&ev->store_lock);
-    int rc = ev->store ? ag_store_command_async(ev->store, 8, argv, lens, 1,
-                                                done, arg)
-                       : AG_ESTORE;
-    pthread_rwlock_unlock(&ev->store_lock);
-    return rc;
+    return store_send(ev, 8, argv, done, arg);
 }
 
 /* One XADD of json, waited for: AG_OK, or AG_ESTORE with why filled. */
@@ -361,14 +384,8 @@ static int xadd_wait(struct ag_events *ev, const char *json, char *why)
 {
     const char *argv[] = {"XADD", AG_EVENTS_STREAM, "MAXLEN", "~", ev->max_len,
                           "*",    "event",          json};
-    size_t lens[8];
-    for (size_t i = 0; i < 8; i++)
-        lens[i] = strlen(argv[i]);
     void *reply = NULL;
-    pthread_rwlock_rdlock(&ev->store_lock);
-    int rc = ev->store ? ag_store_command(ev->store, 8, argv, lens, 1, &reply)
-                       : AG_ESTORE;
-    pthread_rwlock_unlock(&ev->store_lock);
+    int rc = store_call(ev, 8, argv, &reply);
     const redisReply *r = reply;
     bool ok = rc == AG_OK && r->type != REDIS_REPLY_ERROR;
     if (!ok)
@@ -608,15 +625,8 @@ static void raise_lockout(struct marking *m)
 {
     if (m->level[0]) {
         /* m may be freed by leveled as soon as the GET is sent. */
-        struct ag_events *ev = m->ev;
         const char *argv[] = {"GET", m->level};
-        size_t lens[] = {3, strlen(m->level)};
-        pthread_rwlock_rdlock(&ev->store_lock);
-        int rc = ev->store ? ag_store_command_async(ev->store, 2, argv, lens, 1,
-                                                    leveled, m)
-                           : AG_ESTORE;
-        pthread_rwlock_unlock(&ev->store_lock);
-        if (rc == AG_OK)
+        if (store_send(m->ev, 2, argv, leveled, m) == AG_OK)
             return;
         m->e.level = 0; /* not known */
     }
@@ -687,18 +697,7 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
         char ttl[24];
         snprintf(ttl, sizeof ttl, "%" PRIu64, m->ttl_ms);
         const char *argv[] = {"SET", m->key, "1", "NX", "PX", ttl};
-        size_t lens[6];
-        for (size_t k = 0; k < 6; k++)
-            lens[k] = strlen(argv[k]);
-        int rc = AG_ESTORE;
-        if (!degraded) {
-            pthread_rwlock_rdlock(&ev->store_lock);
-            if (ev->store)
-                rc = ag_store_command_async(ev->store, 6, argv, lens, 1, marked,
-                                            m);
-            pthread_rwlock_unlock(&ev->store_lock);
-        }
-        if (rc == AG_OK)
+        if (!degraded && store_send(ev, 6, argv, marked, m) == AG_OK)
             continue;
         /* Without Redis the level of a growing block is not known. */
         if (m->level[0])
@@ -786,14 +785,8 @@ static int xrange(struct ag_events *ev, const char *start, long long count,
     char n[24];
     snprintf(n, sizeof n, "%lld", count);
     const char *argv[] = {"XRANGE", AG_EVENTS_STREAM, start, "+", "COUNT", n};
-    size_t lens[6];
-    for (size_t i = 0; i < 6; i++)
-        lens[i] = strlen(argv[i]);
     void *got = NULL;
-    pthread_rwlock_rdlock(&ev->store_lock);
-    int rc = ev->store ? ag_store_command(ev->store, 6, argv, lens, 1, &got)
-                       : AG_ESTORE;
-    pthread_rwlock_unlock(&ev->store_lock);
+    int rc = store_call(ev, 6, argv, &got);
     redisReply *r = got;
     if (rc == AG_OK && r->type == REDIS_REPLY_ARRAY) {
         *reply = r;
