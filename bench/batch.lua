@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- batch: several checks in one FCALL, for bench/script_cost.sh only (the
 -- experiment of issue 20, measured and not taken into the service: see
 -- docs/performance-log.md). script_cost.sh appends this file to the

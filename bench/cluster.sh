@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Redis Cluster against one Redis, side by side: abuseguard with the
 # benchmark's login policies (bench/policies.json) on a standalone
 # redis-server and on a 3-master cluster (no replicas) on this machine,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What the single-service cost scripts (service_cost.sh, service_kernel.sh)
 # share, sourced from the repository's root: the Release build, a scratch
 # folder removed at exit with every process started, a private

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Side-by-side benchmark: abuseguard against the Node.js peer
 # (rate-limiter-flexible + ioredis), all on one private redis-server, under
 # the same wrk load (POST /check-login, users and IPs drawn from a million

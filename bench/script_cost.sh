@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What a login check costs Redis, counted in instructions rather than time
 # (which swings by a quarter between runs on a shared machine): runs
 # redis-server under callgrind, sends N pipelined checks with the

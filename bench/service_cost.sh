@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What a login check costs the service, counted in instructions rather than
 # time (steadier on a shared machine): builds the Release binary, runs it
 # under callgrind against a private redis-server with the benchmark's three

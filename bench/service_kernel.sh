@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Where the service's CPU time goes at full speed, which service_cost.sh
 # (instructions under callgrind, user space only) cannot show: the system
 # calls a login check makes and the kernel's share. Builds the Release

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The abuseguard admin console: plain DOM code over the admin API, no
 // framework and no build step. Every value from the API reaches the page
 // as text (textContent, option values), never as markup: the page's

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- check: the driver. Evaluates the policies of one request atomically.
 -- The service composes the function library (Redis 7 and later) from
 -- common.lua, every algorithm file (each registered in `algorithms` by

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- common: helpers every algorithm shares. It comes first in the library
 -- or script the service composes, before the algorithm files and the
 -- drivers (check.lua; release.lua, in the library only), which see its

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- consecutive: failures in a row, with no window (NIST SP 800-63B's cap on
 -- consecutive failed attempts). Only failure reports record (a policy of
 -- it must count failures), a check is denied once the count reaches

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- conversion: sends against verified codes, the OTP endpoint's defence
 -- against SMS pumping (a range whose codes are sent and never entered).
 -- Two sliding-window counters, each as sliding_window.lua keeps its one:

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- distinct: how many different subjects (users for login, phones for OTP)
 -- one key (an IP, say) has tried within the last `window`. A sorted set per
 -- key holds the subjects' keyed hashes, never the subjects, scored by when

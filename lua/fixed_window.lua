@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- fixed_window: a counter per window of `window` length, aligned to the
 -- Unix epoch. A hash per identity holds the window's index `i` (now /
 -- window, rounded down) with its count `n`; a count under another index is

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- release: the second driver of the function library (library only: no
 -- script holds it, service/ag_redis_code.c). Undoes exactly what a check
 -- in mode "reserve" (check.lua) charged, for one slot group of a check on

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- sliding_log: an exact sliding window. A sorted set holds one member per
 -- recorded request, scored by its time in microseconds; a request is allowed
 -- while fewer than `limit` members lie within the last `window` of time.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- sliding_window: the sliding-window counter. A hash per identity holds the
 -- current fixed window's index `w`, its count `c` and the previous window's
 -- count `p`. The rate estimate weights the previous window by the share of

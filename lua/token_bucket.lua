@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- token_bucket: a bucket of capacity `limit`, refilled continuously at
 -- limit / window tokens per second; a request takes one token. A hash per
 -- identity holds the tokens `t` (a fraction, stored with tostring: 14

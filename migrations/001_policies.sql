@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The policy record, one row per policy. Columns mirror the JSON record;
 -- "key" holds the JSON array of key kinds. Values are validated by the
 -- service before they are written (ag_policy_from_json); the CHECKs are a

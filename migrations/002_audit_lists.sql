@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Every change to policies and lists, written in the same transaction as
 -- the change itself. before/after hold the JSON record (NULL when absent).
 CREATE TABLE audit (

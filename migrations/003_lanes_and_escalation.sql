@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Issue 14: the lane a policy counts in (requests from trusted devices or
 -- not), what it does when it trips (deny or ask for a challenge), and
 -- blocks that grow for a key blocked again within a day. Existing rows

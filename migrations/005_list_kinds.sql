@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Lists of country calling codes ("+44") and number ranges ("+4479"),
 -- against SMS pumping (issue 17). SQLite cannot change a CHECK in place,
 -- so the table is copied into one that allows the two new kinds; ids and

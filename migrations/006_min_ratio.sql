@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The conversion algorithm's min_ratio (verified codes per send, above 0
 -- and at most 1), for SMS pumping. NULL in every other policy's row: the
 -- record has the field only for conversion, and reads a NULL as absent.

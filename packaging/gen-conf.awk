@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns abuseguard --help (service/ag_config.c's one list of flags) into
 # the packaged abuseguard.conf: every key but help, version and config
 # (which the file refuses) commented out with its built-in default, but for

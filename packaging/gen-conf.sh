@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Writes abuseguard-help.txt and abuseguard.conf into DIR from BINARY's
 # --help, so that the packaged configuration file lists exactly the flags
 # the binary has (see gen-conf.awk). Run by the install rules.

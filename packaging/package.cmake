@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package: cpack -G DEB in a Release build makes
 # abuseguard_<version>_<arch>.deb. The install rules below only run on
 # cmake --install and cpack, never in a plain build. Included at the end of

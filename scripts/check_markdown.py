@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the tables of Markdown files, so that none renders half as text.
 
     scripts/check_markdown.py FILE...     check files; exit 1 on any problem

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages abuseguard builds, runs and tests with,
 # skipping those already installed. Needs root (or sudo) only when something
 # is missing.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Quick start: builds abuseguard (Release) and runs it on 127.0.0.1:8080
 # (PORT to change) with a private redis-server on a unix socket and a local
 # SQLite file, all under var/. Creates var/secret.key (32 random bytes, mode

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints the calling-code table of service/ag_country.c.
 
 The assigned E.164 country calling codes are the keys of libphonenumber's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints the key -> slot vectors of tests/unit/test_redis_slot.c.
 
 Starts a cluster-enabled redis-server of its own (a single node answers

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite: installs missing packages, checks the formatting
 # of the C sources and the tables of the Markdown files, builds a Release
 # build that must compile warning-clean, builds with
@@ -20,10 +21,12 @@ if ! cmp -s "$lock" "$stamp"; then
 fi
 
 # Checks that need no build, first, so a slip fails in seconds: the C
-# sources formatted as .clang-format says, and no Markdown table broken.
+# sources formatted as .clang-format says, every source file naming its
+# licence, and no Markdown table broken.
 clang-format --dry-run -Werror service/*.c service/*.h tests/unit/*.c \
     tests/integration/*.c tests/vectors/*.c tests/vectors/*.h \
     tests/unit/*.h tests/fuzz/*.c
+python3 scripts/check_tree.py
 python3 scripts/check_markdown.py --self-test
 python3 scripts/check_markdown.py README.md bench/README.md docs/*.md
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The admin API: policy edits, counter resets, the audit log and the allow
  * and deny lists, as JSON over HTTP. Every route needs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The admin API's door: the bearer token check and the throttling of
  * failed attempts per client address, with abuseguard's own limiter.

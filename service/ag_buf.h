@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A growable byte buffer with a hard cap, after curl's dynbuf: appending past
  * the cap fails with AG_ETOOBIG and leaves the buffer as it was, so a hostile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The operators' CLI, for policy changes without HTTP:
  *   abuseguard policy list|get NAME|put NAME FILE|delete NAME|export|

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Monotonic time for the service's timeouts and timed waits: what every
  * thread that sleeps on a condition variable (the reload watcher, the

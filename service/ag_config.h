@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Command-line and environment configuration. Every flag --some-flag may also
  * be given as the environment variable ABUSEGUARD_SOME_FLAG; a flag on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The admin console: the web page of console/ (compiled into the binary
  * by service/embed.cmake), served at /admin/ui/ wherever the admin API is

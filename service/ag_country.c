@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The calling-code table and its lookup. The table is a sorted array
  * searched by bisection, once for each prefix length 1 to 3: fewer than

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * E.164 country calling codes, for the `country` key kind of SMS pumping
  * policies: a limit on how many codes are sent to per country, whatever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The policy database's core: opening, migrations, transactions, the
  * change counter and the one read transaction that loads everything.

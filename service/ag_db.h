@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The policy database (SQLite): policies, allow and deny lists, and the
  * audit log of every change to them. The code is cut by concern (ag_db.c:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The audit log: one row per change, written inside the change's own
  * transaction, and read back newest first a page at a time.

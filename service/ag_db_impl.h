@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Inside the policy database: what the ag_db*.c files share and no other
  * module may use. The connection, the statement helpers and the audit row

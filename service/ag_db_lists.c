@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Allow and deny list rows: add (under the cap), delete, load.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Policy rows: load, read, edit, each edit with its audit row.
  */

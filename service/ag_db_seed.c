@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Seeding a new database: the policies of every *.json of a directory, or
  * the compiled-in policies/.

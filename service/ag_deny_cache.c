@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "ag_deny_cache.h"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The exact local deny cache (issue 20): remembers, per instance, that
  * Redis denied a policy's key (and, for distinct, one subject of it) until

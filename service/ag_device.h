@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Device tokens (OWASP's "device cookies"): what /report-login hands a
  * device after a successful login, and what later requests show to be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Files compiled into the binary by service/embed.cmake: the Redis scripts
  * (lua/), the schema migrations (migrations/), the default policies

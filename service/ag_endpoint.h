@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The endpoints and what their bodies carry: one table that the request
  * parser reads to know which identifiers to read (and which are required),

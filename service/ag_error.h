@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Errors, one way for every module. Functions return 0 on success or one
  * of the negative codes below; codes are never combined. A limiter

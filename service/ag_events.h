@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Security events: a lockout began, a block escalated, an admin reset a
  * key, changed a policy or a list, the Redis circuit breaker opened or

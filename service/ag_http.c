@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* accept4(2) and pipe2(2) */
 #define _GNU_SOURCE
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The HTTP layer: libmicrohttpd glue. Routes requests, enforces the body
  * cap (64 KiB, a 413 past it) and the connection limits from the config,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_conns: the table of open client connections, for the limits
  * libmicrohttpd 0.9.75 cannot enforce by itself.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The recv(2) that libmicrohttpd calls: the bytes each client connection
  * receives pass through the connection's framing validator

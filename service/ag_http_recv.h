@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_recv: routes the bytes libmicrohttpd receives through each
  * connection's framing validator (see ag_http_recv.c for how and why).

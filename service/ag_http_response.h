@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HTTP responses as data: status, JSON body and the headers abuseguard
  * sets, built without libmicrohttpd so they can be tested alone. ag_http

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_wire: the framing of one connection's request stream, judged on
  * the bytes exactly as they arrive, before libmicrohttpd parses them.

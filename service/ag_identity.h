@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Identity normalisation and keyed hashing. Every identifier a client sends
  * (user, phone, IP, device) is first normalised, so that spellings of one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The limiter engine, without I/O: turns a request and a policy set into a
  * plan (one operation per applicable policy, with its hashed Redis key), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "ag_lists.h"
 
 #include <arpa/inet.h>

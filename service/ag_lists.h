@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Allow and deny lists: entries that settle a check before any policy is
  * evaluated. An entry names an IP address or network (CIDR), a user, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Structured logging: one JSON object a line on stderr,
  * {"ts":"2026-12-02T14:20:21.123Z","level":"info","event":"...","msg":"..."}.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Metrics, exposed at GET /metrics in the Prometheus text format. Opaque:
  * modules record through the functions below, any thread at any time

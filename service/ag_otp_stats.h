@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_otp_stats: the OTP conversion figures admins read (GET
  * /admin/otp/conversion): codes sent and codes verified per country

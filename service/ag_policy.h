@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The policy record: one shape for the SQLite row, the JSON files in
  * policies/ and the admin API. ag_policy_from_json is the only validator;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis store's circuit breaker: after AG_REDIS_BREAKER_THRESHOLD
  * failed operations in a row it opens, and the store fails every operation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * RESP, the Redis wire protocol, written straight into an ag_buf: a command
  * is "*<argc>\r\n" and then each argument as "$<len>\r\n<bytes>\r\n". The

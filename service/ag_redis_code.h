@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Lua code the Redis store runs, composed from the lua/ files: a
  * function library holding every algorithm (Redis 7 and later, FUNCTION

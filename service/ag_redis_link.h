@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One connection to Redis, owning its transport: a TCP or unix socket,
  * with TLS (OpenSSL) over it for rediss://. hiredis 0.14 has no TLS, so it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis store's pipeline ("auto-pipelining"): a caller formats its
  * command as RESP, queues it as a job and is called back. AG_REDIS_PIPE_

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * An array is one block: its redisReply, the element pointer vector, then
  * one redisReply slot per element. A scalar element (integer, nil, string,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Reply objects for the Redis connections, built with fewer allocations
  * than hiredis's own: an array and its scalar elements (integers, strings'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Finding the master through Redis Sentinel (the "Guidelines for Redis
  * clients with support for Redis Sentinel"): ask each sentinel of the URL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The map is a table of 16384 node indexes (-1 for an uncovered slot) and
  * a growable array of nodes, so an owner lookup is one load. Nodes are

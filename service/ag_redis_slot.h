@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Redis Cluster slot routing, which hiredis 0.14 lacks: the key slot of a
  * key, the map of which master owns which slot (built from a CLUSTER SLOTS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The deny cache's subscriber: one connection per instance, on its own
  * thread, SUBSCRIBEd to AG_DENY_CACHE_CHANNEL, through which every

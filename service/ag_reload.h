@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Hot reload: keeps a service's policy set in step with the database. A
  * watcher thread, on its own SQLite connection, asks for PRAGMA data_version

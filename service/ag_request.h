@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A check request: the JSON body of POST /check-login or /check-otp turned
  * into normalised, validated identifiers. Any refusal is a client error and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The service core: what a check does, from request body to response,
  * independent of HTTP. It owns the active ruleset (swapped atomically: a

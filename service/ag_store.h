@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The limiter store: where counters live. An interface (a table of function
  * pointers, after Redis's ConnectionType) so that the engine does not know

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis Cluster store: the store function table over one Redis store
  * (ag_store_redis.c) per master node, and the slot map that says which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis Cluster store (ag_store_cluster.c): checks over the master
  * nodes of a cluster, each group of a check's keys on the node of its

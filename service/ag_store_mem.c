@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The in-process store: the fallback a fail-open policy is evaluated in
  * while Redis cannot answer. Same algorithms, same semantics as lua/, laid

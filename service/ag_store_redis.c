@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis store: the store function table over the pipeline
  * (ag_redis_pipe.c), the check command's wire format and its reply, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Webhook delivery of the security events (ag_events): each receiver
  * (--webhook-url) has its own bounded queue and its own delivery thread

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT: a C file holding every lua/*.lua, migrations/*.sql,
 # policies/*.json, api/*.json and console/*.* under SRC as
 # NUL-terminated byte arrays, in name order.

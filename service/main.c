@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * abuseguard: wiring only. Reads the configuration, prepares the policy
  * database, starts the policy watcher, the store and the HTTP server, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The admin console in a real browser: Debian's chromium driven by
 // playwright-core (no browser download). tests/integration/test_console.py
 // starts Redis and the service and runs this with:

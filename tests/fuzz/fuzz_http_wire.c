@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the framing validator. The first byte picks where the
  * rest of the input is cut in two; the verdict and the count of heads must
  * be those of the rest fed whole, however the pieces fall. */

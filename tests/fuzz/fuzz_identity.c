@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the normalisers. Whatever they accept must be a fixed
  * point (normalising the output again gives the output) and within the
  * documented bounds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: policy files, as the seed directory, the CLI import
  * and the admin API read them. Every accepted policy must survive a round
  * trip through its JSON form unchanged. */

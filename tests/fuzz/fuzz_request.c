@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: check and report bodies, for every endpoint. Any input
  * must parse or be refused with a message; the sanitizers catch the rest. */
 #include <stddef.h>

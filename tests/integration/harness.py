@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Test harness: a private redis-server and real abuseguard processes.
 
 Every test process gets its own temporary directory, a redis-server on a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Topology harness: a Sentinel group and a Redis Cluster of real
 redis-server processes on loopback ports, for tests of failover and
 resharding. Standard library only; builds on harness.py's helpers.

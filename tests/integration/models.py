@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reference models of the limiter algorithms, written from their
 definitions (README, "Algorithms") rather than from the Lua, in the same
 double-precision arithmetic. Times are microseconds of Redis TIME. Each

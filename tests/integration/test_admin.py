@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The admin API: authentication, validation, the policy lifecycle across
 instances, shadow mode, audit, resets, and allow/deny lists."""
 import http.client

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Each algorithm against its reference model (models.py) at short windows,
 with requests alternating between two service instances on one Redis; the
 boundary burst the fixed window allows and the sliding log does not; and

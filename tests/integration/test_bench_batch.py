@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/batch.lua, the batched checks that bench/script_cost.sh measures
 (issue 20's experiment), against the library's own check: a batch must do
 exactly the work of the same checks sent one by one, or its rows would

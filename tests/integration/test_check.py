@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The check contract end to end: decisions, denials, headers, what a
 denied check records, the global count across instances, and what lands in
 Redis."""

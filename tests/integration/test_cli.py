@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """abuseguard policy ...: the operators' CLI, through the same validation
 and audit as the admin API, followed by running services."""
 import json

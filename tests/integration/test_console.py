@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The admin console at /admin/ui/: where it is served, the headers on
 every file, and the page itself driven in Debian's chromium by
 tests/browser/console.test.mjs (playwright-core, installed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The country key and country / number-range list entries (issue 17, the
 SMS pumping shield's first part), on two instances sharing one Redis and
 one database: every number of one calling code is one key; deny entries

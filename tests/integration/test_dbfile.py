@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The policy database file under operator faults: deleted, replaced by
 another file, corrupted and restored, while instances run."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The local deny cache (issue 20), against a real Redis and real service
 instances sharing it and one SQLite database: a flood of denied checks
 makes no Redis call after the first denial, cached answers say what Redis

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trusted devices, lanes and the challenge tier, over real processes:
 device tokens from /report-login, tokens minted here by the documented
 construction (so the format is checked independently of the C code),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Security events (issue 19): raised once per lockout, kept in a Redis
 Stream read through GET /admin/events, and POSTed, signed, to webhook
 receivers that may fail, hang or be down, without slowing a check."""

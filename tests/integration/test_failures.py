@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Login failure counting (/report-login), lockouts with block_s, and
 clearing on success."""
 import time

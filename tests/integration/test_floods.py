@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Connection floods: whatever one client or a handful of addresses do with
 connections (hold them idle, trickle a header line at a time, open more
 than the service takes), a well-behaved client from another address gets

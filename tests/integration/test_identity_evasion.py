@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Identity evasion: spellings and addresses an attacker rotates through
 must land on one counter. IPv6 addresses count per /64 and group per /48,
 with the shipped default policies; Unicode spellings of one user are one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input: every malformed request is a 4xx naming the field, never a
 5xx, a crash or a hang; and it changes nothing in Redis."""
 import http.client

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """POST /admin/inspect: the support desk's "why can't this customer log
 in?", answered in a check's shape from Redis (or the fallback) without
 charging anything."""

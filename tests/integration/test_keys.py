@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Key kinds beyond single identifiers: ip_prefix, phone_prefix, distinct
 subjects per IP; the otp_verify endpoint; and the shipped defaults for OTP
 send intervals."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The default policies against the lockout attack of issue 14, over real
 processes: an attacker who knows only a username, from many addresses,
 solving every challenge and reporting every wrong password, never stops

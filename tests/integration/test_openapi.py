@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The OpenAPI description, api/openapi.json, against the running service:
 the binary serves it as it is in the tree, every (path, method, status) it
 documents is provoked for real and its body and headers are judged by the

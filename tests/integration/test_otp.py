@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One-time codes: sending and verifying are limited apart, and a new code
 never resets the count of failed verifications (NIST SP 800-63B rev 4
 3.1.3: "generating a new authentication secret SHALL NOT reset the failed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Debian package: built with cpack from a fresh Release build of this
 source tree, inspected with dpkg-deb, unpacked into scratch roots whose
 maintainer scripts run with DPKG_ROOT (as dpkg --root
@@ -234,6 +235,21 @@ class PackageTest(unittest.TestCase):
                 self.assertEqual(
                     self.member("/usr/share/abuseguard/policies/" + p),
                     f.read())
+
+    def test_copyright_is_machine_readable_and_names_apache_2(self):
+        text = self.member("/usr/share/doc/abuseguard/copyright")
+        paragraphs = text.split("\n\n")
+        self.assertTrue(paragraphs[0].startswith(
+            "Format: https://www.debian.org/doc/packaging-manuals/"
+            "copyright-format/1.0/"), paragraphs[0])
+        files = [p for p in paragraphs if p.startswith("Files: *")]
+        self.assertEqual(len(files), 1, text)
+        self.assertIn("\nLicense: Apache-2.0", files[0])
+        # The stand-alone licence paragraph points at Debian's full text,
+        # which the format allows instead of quoting it.
+        self.assertIn("License: Apache-2.0\n Licensed under the Apache",
+                      text)
+        self.assertIn("/usr/share/common-licenses/Apache-2.0", text)
 
     def test_configuration_file_is_a_conffile(self):
         control = tempfile.mkdtemp(prefix="control-", dir=self.work)

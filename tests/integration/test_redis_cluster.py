@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Redis Cluster: three masters and three replicas (harness_topology),
 three service instances. Limits stay exact across instances and slots; a
 check some policy denies is charged to no other, wherever its keys live;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Redis Sentinel: a master, a replica and three sentinels
 (harness_topology). The service finds the master through the sentinels,
 follows a failover when the master is killed under traffic, and keeps its

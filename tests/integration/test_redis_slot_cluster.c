@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_slot against a real Redis Cluster node: a cluster-enabled
  * redis-server of its own (TCP on spare ports of 127.0.0.1, since a node

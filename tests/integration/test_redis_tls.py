@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Redis over TLS (rediss://) as an ACL user: a throwaway CA and server
 certificate made with the openssl command, a redis-server with a TLS port
 (and a plain one, for the test's own assertions), and real service

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Redis failures (stopped, paused with SIGSTOP, restarted, scripts
 flushed), fail-open and fail-closed policies, recovery without a restart,
 an unreadable policy database, draining on SIGTERM, metrics and logs."""

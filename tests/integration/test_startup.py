@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Start-up: flags and environment, refusals with exit code 2, database
 creation and seeding, probes."""
 import json

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis store against the shared algorithm vectors, on the test clock,
  * and against the in-process store on one seeded random trace (checks,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Self-test of harness_topology: a Sentinel group and a Redis Cluster
 start settled, serve keys, fail over and (the cluster) reshard."""
 import shutil

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers shared by the ag_db unit tests: a database in its own mkdtemp
  * directory under /tmp per test, opened through the API or reached

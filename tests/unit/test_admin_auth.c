@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_admin_auth: the bearer token check (scheme in any case, trailing
  * white space, the token whole) and the per-address throttle of failures,

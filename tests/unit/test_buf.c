@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_buf: the hard cap is enforced and a refused append leaves the buffer
  * exactly as it was; the first failure sticks, so later appends do nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_config: defaults, flags in both forms, ABUSEGUARD_* variables and the
  * precedence between them, refusals that name the flag, Redis URLs, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_console: which paths are the console's, which file each serves with
  * which type, the entity tags a browser revalidates with (a list, a weak

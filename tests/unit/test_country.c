@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_country: known numbers get their calling code; numbers under an
  * unassigned prefix, and text that is not a normalised phone, are refused

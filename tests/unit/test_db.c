@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_db: a new database is migrated and seeded once; reopening neither
  * migrates again nor reseeds; a failed open leaves nothing behind.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_db audit: pages are capped, and the refusal states the cap that
  * enforces it; a row that cannot be shown fails its page.

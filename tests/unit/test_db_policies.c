@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_db policies: put replaces; load round-trips every field; a row that
  * no longer validates fails the load naming the policy.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_deny_cache: an entry holds until its deadline and not a microsecond
  * longer, a full bucket gives up its nearest expiry, invalidation drops a

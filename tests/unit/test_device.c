@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_device: a token issued for a user verifies for that user while it
  * lives, and everything else (tampered, expired, from the future, another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_events without Redis: the JSON shape of each event, its time, the
  * level key and key digest parsers, once-per-lockout in the local table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_conns: a connection must finish its request within the deadline
  * of becoming ready, however it trickles; at the cap the longest-ready

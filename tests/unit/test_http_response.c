@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_response: check, error and store-unavailable responses, with every
  * body parsed back with jansson.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_wire: each framing rule is judged on the bytes of the head and
  * never on a body; pipelined requests are followed through their bodies;

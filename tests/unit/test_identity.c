@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_identity: normalisation of users, devices, phones and IP addresses,
  * and the keyed digest that turns them into key material.

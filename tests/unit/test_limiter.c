@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_limiter: which policies a check applies and under which hashed keys,
  * and how per-policy results combine into one decision.

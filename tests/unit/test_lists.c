@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_lists: parsing admin entries (canonical networks, hashed users and
  * phones) and matching requests, deny before allow.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_metrics: counters and gauges by name from one table, denials by
  * policy, challenges apart from them, the exposition, and recording without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_otp_stats: a count names its group only by digest, with the label
  * sealed; the report adds the hours up, opens the labels, orders by sends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_policy: the record's validation field by field, its JSON round trip,
  * policy files, the compiled-in defaults and reference-counted sets.

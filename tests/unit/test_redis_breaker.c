@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_breaker, on a fake clock: it opens on the threshold's failure
  * in a row and not before, a success in between starts the count again, a

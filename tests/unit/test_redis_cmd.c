@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_cmd: every command it writes is byte for byte what hiredis's own
  * formatter (redisFormatCommandArgv) makes of the same arguments, including

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_code: the library holds every algorithm, each registered under
  * its enum ag_algorithm value by the composer (the lua/ files register

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_link without a Redis: a fake server on a unix socket (a thread
  * that answers each read with the next canned reply) shows what the link

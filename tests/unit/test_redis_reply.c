@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_reply: whatever RESP the reader is fed, whole or a byte at a time,
  * the reply tree it builds is the one hiredis's own functions build from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_redis_slot: key slots as Redis computes them (vectors recorded from a
  * real server), the slot map built from CLUSTER SLOTS replies read from

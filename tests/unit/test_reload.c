@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_reload: ag_reload_sync says whether this instance applied a change:
  * applied, not yet (the wait ran out), or not at all (the load failed).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_request: check bodies for /check-login and /check-otp become
  * normalised identifiers, and every refusal names the field at fault.

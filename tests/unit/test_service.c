@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_service: the check lifecycle over a fake store (one that answers,
  * fails, or answers later on demand) and the real in-process fallback:

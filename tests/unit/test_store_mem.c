@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_store_mem: the in-process fallback store. The shared algorithm
  * vectors (tests/vectors/algorithms.json, which the Redis store is held to

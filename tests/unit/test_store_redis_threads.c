@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_store_redis_new when the system is out of threads: whichever of its
  * threads (two dispatchers, then the probe) fails to start, it returns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_webhook without a receiver: the signature against RFC 4231's
  * HMAC-SHA256 vectors, the backoff schedule, the queue's order and bound,

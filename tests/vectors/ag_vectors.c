@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The vector runner: JSON to plans, plans through a store, results against
  * the expected ones. See ag_vectors.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The shared algorithm vectors (tests/vectors/algorithms.json) and the one
  * runner both stores are held to: the in-process store in a cmocka test on
