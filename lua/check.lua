@@ -6,7 +6,7 @@
 -- ARGV, k0, nk, a0, na, now)` (and release.lua, the undo of mode
 -- "reserve", as another); and, where Redis refuses functions, scripts of
 -- common.lua, the algorithm files a check's policies use, `local k0, nk,
--- a0, na, now`, then this file (service/ag_redis_code.c).
+-- a0, na, now`, then this file (service/redis/ag_redis_code.c).
 --
 -- Redis runs it with k0 nil: the check is the whole of KEYS and ARGV, at
 -- the clock's time. A batch of checks in one call (bench/batch.lua,
@@ -57,7 +57,7 @@
 --   block_ms is above 0, " growth block_max_ms", then, only for an
 --   algorithm that needs_ratio (conversion), " r" and its min_ratio in
 --   parts per million (1 to 1000000); numbers in decimal (see spec_of)
---   algorithm: its enum ag_algorithm value (service/ag_policy.h), the
+--   algorithm: its enum ag_algorithm value (service/engine/ag_policy.h), the
 --              code the service registers its table under
 --   charge:    1 to record the request when it is allowed
 --   shadow:    1 if the policy may never deny (it reports only)

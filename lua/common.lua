@@ -40,7 +40,7 @@
 
 -- The algorithms in this script, by their spec code as text (no tonumber
 -- per policy). The service registers each algorithm file's table after it,
--- under its enum ag_algorithm value (service/ag_redis_code.c).
+-- under its enum ag_algorithm value (service/redis/ag_redis_code.c).
 local algorithms = {}
 
 -- redis.call, redis.pcall, type and math.ceil, each used several times a

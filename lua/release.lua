@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- release: the second driver of the function library (library only: no
--- script holds it, service/ag_redis_code.c). Undoes exactly what a check
+-- script holds it, service/redis/ag_redis_code.c). Undoes exactly what a check
 -- in mode "reserve" (check.lua) charged, for one slot group of a check on
 -- Redis Cluster whose other group denied: so that a check some policy
 -- denies is charged to no policy, across groups as within one. Blocks a

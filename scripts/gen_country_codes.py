@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Prints the calling-code table of service/ag_country.c.
+"""Prints the calling-code table of service/engine/ag_country.c.
 
 The assigned E.164 country calling codes are the keys of libphonenumber's
 COUNTRY_CODE_TO_REGION_CODE, as Debian's python3-phonenumbers ships it; the
 non-geographic codes (+800, +808, +870, +878, +881, +882, +883, +888,
 +979) are there with region "001". Prints the block between the BEGIN and
-END markers of service/ag_country.c, sorted, one code a line with the
+END markers of service/engine/ag_country.c, sorted, one code a line with the
 regions that use it. Run with Debian's python (a pyenv python lacks the
 package):
 
@@ -16,7 +16,7 @@ package):
 and check the file against it:
 
     /usr/bin/python3 scripts/gen_country_codes.py | diff - \
-        <(sed -n '/BEGIN generated/,/END generated/p' service/ag_country.c)
+        <(sed -n '/BEGIN generated/,/END generated/p' service/engine/ag_country.c)
 """
 import subprocess
 import sys

@@ -23,7 +23,8 @@ fi
 # Checks that need no build, first, so a slip fails in seconds: the C
 # sources formatted as .clang-format says, every source file naming its
 # licence, and no Markdown table broken.
-clang-format --dry-run -Werror service/*.c service/*.h tests/unit/*.c \
+clang-format --dry-run -Werror service/*.c service/*.h \
+    service/*/*.c service/*/*.h tests/unit/*.c \
     tests/integration/*.c tests/vectors/*.c tests/vectors/*.h \
     tests/unit/*.h tests/fuzz/*.c
 python3 scripts/check_tree.py

@@ -18,7 +18,7 @@ TTL = 7776000
 
 
 def mint(secret_path, user, issued, device_id=None):
-    """A device token as service/ag_device.h describes it."""
+    """A device token as service/engine/ag_device.h describes it."""
     with open(secret_path, "rb") as f:
         key = f.read()
     if len(key) > 64:

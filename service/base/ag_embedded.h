@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Files compiled into the binary by service/embed.cmake: the Redis scripts
+ * Files compiled into the binary by service/base/embed.cmake: the Redis scripts
  * (lua/), the schema migrations (migrations/), the default policies
  * (policies/) and the OpenAPI description of the HTTP API (api/), served
  * at GET /openapi.json. Each table is sorted by file name and ends with a

@@ -39,7 +39,7 @@
 #define AG_RATIO_ONE 1000000u
 
 /* Each value is also the algorithm's code in the Lua driver's specs:
- * service/ag_redis_code.c registers lua/<name>.lua's table under it. */
+ * service/redis/ag_redis_code.c registers lua/<name>.lua's table under it. */
 enum ag_algorithm {
     AG_ALG_SLIDING_LOG,
     AG_ALG_FIXED_WINDOW,

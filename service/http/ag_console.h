@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The admin console: the web page of console/ (compiled into the binary
- * by service/embed.cmake), served at /admin/ui/ wherever the admin API is
+ * by service/base/embed.cmake), served at /admin/ui/ wherever the admin API is
  * served. The page and its scripts hold no data, so they are answered
  * without a token, before the admin API's token check; every API call the
  * page makes sends the token its user typed.
