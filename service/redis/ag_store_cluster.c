@@ -6,7 +6,8 @@
  *
  * A check's keys hash to several slots (the user's, the address's, ...),
  * and one FCALL may only touch one slot, so a check becomes one call per
- * slot group, in parallel. The guarantees (README, "Redis Cluster"):
+ * slot group, in parallel. The guarantees (docs/operations.md, "Redis
+ * Cluster"):
  * - Never over-admit: each group's policies are judged and charged
  *   atomically on the node that holds them, exactly as on one Redis.
  * - All or nothing: a check of several groups sends each as a RESERVE

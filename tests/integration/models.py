@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reference models of the limiter algorithms, written from their
-definitions (README, "Algorithms") rather than from the Lua, in the same
-double-precision arithmetic. Times are microseconds of Redis TIME. Each
+definitions (docs/policies.md, "Algorithms") rather than from the Lua, in
+the same double-precision arithmetic. Times are microseconds of Redis TIME. Each
 model answers decide(t) -> (allowed, remaining) without changing state, and
 record(t) to charge one request."""
 import math

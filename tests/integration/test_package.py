@@ -215,13 +215,17 @@ class PackageTest(unittest.TestCase):
                                                              "policies"))
                           if f.endswith(".json"))
         self.assertTrue(policies)
+        # The reference the README links to, beside it as in the tree.
+        docs = ["/usr/share/doc/abuseguard/docs/%s.md" % d
+                for d in ["http-api", "admin", "events", "configuration",
+                          "operations", "policies"]]
         expected = ["/usr/bin/abuseguard", CONF, UNIT,
                     "/usr/lib/sysusers.d/abuseguard.conf",
                     "/usr/share/doc/abuseguard/copyright",
                     "/usr/share/doc/abuseguard/README.md",
                     "/usr/share/doc/abuseguard/abuseguard-help.txt"] + [
                         "/usr/share/abuseguard/policies/" + p
-                        for p in policies]
+                        for p in policies] + docs
         for path in expected:
             self.assertIn(path, entries, listing)
             self.assertEqual(entries[path][1], "root/root", path)
