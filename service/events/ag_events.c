@@ -213,6 +213,8 @@ int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
     struct ag_events *ev = calloc(1, sizeof *ev);
     if (!ev)
         return AG_ENOMEM;
+    /* The metrics list every type, zeros too, in this order. */
+    ag_metrics_name_events(o->metrics, type_names, AG_EV_COUNT);
     ev->metrics = o->metrics;
     ev->hooks = o->hooks;
     ev->max_entries = o->max_len ? o->max_len : AG_EVENTS_MAX_LEN_DEFAULT;
@@ -521,7 +523,7 @@ void ag_events_raise(struct ag_events *ev, struct ag_event *e)
                ag_event_type_name(e->type));
         return;
     }
-    ag_metrics_event(ev->metrics, (int)e->type);
+    ag_metrics_event(ev->metrics, ag_event_type_name(e->type));
     ag_log(AG_LOG_INFO, "security_event", "type=%s id=%s policy=%s key=%s",
            ag_event_type_name(e->type), e->id, e->policy[0] ? e->policy : "-",
            e->key[0] ? e->key : "-");
