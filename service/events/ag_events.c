@@ -126,7 +126,7 @@ static uint64_t hash_key(const char *s)
  * true if no live marker of key was there (one is then set for ttl_ms).
  * A full neighbourhood overwrites the marker that lapses first: at worst
  * a lockout is told twice, or Redis asked once more. */
-static bool table_first(struct ag_events *ev, struct local_mark *tab,
+static bool table_first(struct ag_events *ev, struct ag_events_mark *tab,
                         const char *key, uint64_t ttl_ms)
 {
     uint64_t h = hash_key(key), now = ag_clock_mono_ms();
@@ -134,7 +134,7 @@ static bool table_first(struct ag_events *ev, struct local_mark *tab,
     bool first = true;
     pthread_mutex_lock(&ev->lock);
     for (size_t i = 0; i < PROBES; i++) {
-        struct local_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
+        struct ag_events_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
         if (m->hash == h && m->until_ms > now) {
             first = false;
             break;
@@ -143,19 +143,19 @@ static bool table_first(struct ag_events *ev, struct local_mark *tab,
             victim = (at + i) % AG_EVENTS_LOCAL_MARKS;
     }
     if (first)
-        tab[victim] = (struct local_mark){h, now + ttl_ms};
+        tab[victim] = (struct ag_events_mark){h, now + ttl_ms};
     pthread_mutex_unlock(&ev->lock);
     return first;
 }
 
-static void table_clear(struct ag_events *ev, struct local_mark *tab,
+static void table_clear(struct ag_events *ev, struct ag_events_mark *tab,
                         const char *key)
 {
     uint64_t h = hash_key(key);
     size_t at = (size_t)(h % AG_EVENTS_LOCAL_MARKS);
     pthread_mutex_lock(&ev->lock);
     for (size_t i = 0; i < PROBES; i++) {
-        struct local_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
+        struct ag_events_mark *m = &tab[(at + i) % AG_EVENTS_LOCAL_MARKS];
         if (m->hash == h)
             m->until_ms = 0;
     }

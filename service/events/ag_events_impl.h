@@ -25,7 +25,7 @@
 
 /* A marker this instance set while Redis could not answer: the 64-bit
  * hash of its key and when it lapses. */
-struct local_mark {
+struct ag_events_mark {
     uint64_t hash;
     uint64_t until_ms;
 };
@@ -56,10 +56,10 @@ struct ag_events {
     /* The failure log's gate: when the next line may be written, and the
      * failures not logged since the last one. */
     struct ag_log_gate failure_gate;
-    struct local_mark marks[AG_EVENTS_LOCAL_MARKS];
+    struct ag_events_mark marks[AG_EVENTS_LOCAL_MARKS];
     /* The markers this instance asked Redis for in the last
      * AG_EVENTS_ASKED_MS: not asked again meanwhile. */
-    struct local_mark asked[AG_EVENTS_LOCAL_MARKS];
+    struct ag_events_mark asked[AG_EVENTS_LOCAL_MARKS];
 };
 
 /* The retry thread's body (arg: the struct ag_events): sends the backlog
