@@ -19,6 +19,7 @@
 #include "ag_config.h"
 #include "ag_db.h"
 #include "ag_deny_cache.h"
+#include "ag_endpoint.h"
 #include "ag_error.h"
 #include "ag_events.h"
 #include "ag_http.h"
@@ -40,6 +41,16 @@
 static void publish(void *svc, struct ag_ruleset *set)
 {
     ag_service_set_ruleset(svc, set);
+}
+
+/* The metrics know no endpoint: they are handed the names, in the enum's
+ * order, so that the service's enum ag_endpoint is their index. */
+static void name_endpoints(struct ag_metrics *m)
+{
+    const char *names[AG_EP_COUNT];
+    for (int e = 0; e < AG_EP_COUNT; e++)
+        names[e] = ag_endpoint_name((enum ag_endpoint)e);
+    ag_metrics_name_endpoints(m, names, AG_EP_COUNT);
 }
 
 int main(int argc, char **argv)
@@ -139,6 +150,7 @@ int main(int argc, char **argv)
     ag_db_close(db);
 
     struct ag_metrics *metrics = ag_metrics_new();
+    name_endpoints(metrics);
     /* The events before the store, whose breaker tells them; attached to
      * it once it exists. */
     struct ag_webhooks *hooks = NULL;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "ag_error.h"
-#include "ag_events.h"
 #include "ag_log.h"
 
 /* Upper bounds of the latency buckets, in microseconds. */
@@ -49,18 +48,28 @@ struct policy_counters {
     atomic_uint_fast64_t n[PC_COUNT];
 };
 
+/* Label values a higher layer named (borrowed strings), by index. */
+struct labels {
+    const char *names[AG_METRICS_EVENTS]; /* the larger of the two caps */
+    size_t n;
+};
+_Static_assert(AG_METRICS_EVENTS >= AG_METRICS_ENDPOINTS,
+               "struct labels holds either table");
+
 struct ag_metrics {
-    atomic_uint_fast64_t checks[AG_EP_COUNT][AG_OUT_COUNT];
-    atomic_uint_fast64_t degraded[AG_EP_COUNT];
-    atomic_uint_fast64_t latency[AG_EP_COUNT][AG_METRICS_BUCKETS + 1];
-    atomic_uint_fast64_t latency_sum_us[AG_EP_COUNT];
+    struct labels endpoints; /* n <= AG_METRICS_ENDPOINTS */
+    struct labels types;     /* the event types */
+    atomic_uint_fast64_t checks[AG_METRICS_ENDPOINTS][AG_OUT_COUNT];
+    atomic_uint_fast64_t degraded[AG_METRICS_ENDPOINTS];
+    atomic_uint_fast64_t latency[AG_METRICS_ENDPOINTS][AG_METRICS_BUCKETS + 1];
+    atomic_uint_fast64_t latency_sum_us[AG_METRICS_ENDPOINTS];
     atomic_int_fast64_t scalar[AG_M_COUNT];
     struct policy_counters policies[AG_METRICS_POLICIES];
     struct policy_counters other;
     /* OTP codes sent (checks allowed) and verified, by calling code, the
      * code's number as the index (calling codes are 1 to 3 digits). */
     atomic_uint_fast64_t otp[2][1000];
-    atomic_uint_fast64_t events[AG_EV_COUNT]; /* by enum ag_event_type */
+    atomic_uint_fast64_t events[AG_METRICS_EVENTS]; /* by events' index */
 };
 
 /* The one-number metrics: exposition name, type and help, by enum. */
@@ -153,6 +162,29 @@ void ag_metrics_free(struct ag_metrics *m)
     free(m);
 }
 
+static int name(struct labels *l, size_t max, const char *const *names,
+                size_t n)
+{
+    if (n > max)
+        return AG_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        l->names[i] = names[i];
+    l->n = n;
+    return AG_OK;
+}
+
+int ag_metrics_name_endpoints(struct ag_metrics *m, const char *const *names,
+                              size_t n)
+{
+    return m ? name(&m->endpoints, AG_METRICS_ENDPOINTS, names, n) : AG_OK;
+}
+
+int ag_metrics_name_events(struct ag_metrics *m, const char *const *names,
+                           size_t n)
+{
+    return m ? name(&m->types, AG_METRICS_EVENTS, names, n) : AG_OK;
+}
+
 void ag_metrics_count(struct ag_metrics *m, enum ag_metric which)
 {
     if (m)
@@ -176,10 +208,10 @@ int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which)
     return m ? (int64_t)atomic_load(&m->scalar[which]) : 0;
 }
 
-void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
+void ag_metrics_check(struct ag_metrics *m, int endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us)
 {
-    if (!m)
+    if (!m || endpoint < 0 || (size_t)endpoint >= m->endpoints.n)
         return;
     atomic_fetch_add_explicit(&m->checks[endpoint][outcome], 1,
                               memory_order_relaxed);
@@ -264,10 +296,16 @@ void ag_metrics_otp(struct ag_metrics *m, const char *country, bool verified)
     atomic_fetch_add_explicit(&m->otp[verified][code], 1, memory_order_relaxed);
 }
 
-void ag_metrics_event(struct ag_metrics *m, int type)
+void ag_metrics_event(struct ag_metrics *m, const char *type)
 {
-    if (m && type >= 0 && type < AG_EV_COUNT)
-        atomic_fetch_add_explicit(&m->events[type], 1, memory_order_relaxed);
+    if (!m || !type)
+        return;
+    /* A handful of names: a scan costs less than the event's JSON. */
+    for (size_t t = 0; t < m->types.n; t++)
+        if (strcmp(m->types.names[t], type) == 0) {
+            atomic_fetch_add_explicit(&m->events[t], 1, memory_order_relaxed);
+            return;
+        }
 }
 
 static int render_events(struct ag_metrics *m, struct ag_buf *b)
@@ -275,10 +313,10 @@ static int render_events(struct ag_metrics *m, struct ag_buf *b)
     int rc = ag_buf_puts(b, "# HELP abuseguard_events_total Security events "
                             "raised, by type.\n"
                             "# TYPE abuseguard_events_total counter\n");
-    for (int t = 0; !rc && t < AG_EV_COUNT; t++)
-        rc = ag_buf_printf(
-            b, "abuseguard_events_total{type=\"%s\"} %" PRIu64 "\n",
-            ag_event_type_name((enum ag_event_type)t), LOAD(m->events[t]));
+    for (size_t t = 0; !rc && t < m->types.n; t++)
+        rc = ag_buf_printf(b,
+                           "abuseguard_events_total{type=\"%s\"} %" PRIu64 "\n",
+                           m->types.names[t], LOAD(m->events[t]));
     return rc;
 }
 
@@ -313,24 +351,24 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
            "abuseguard_build_info{version=\"" AG_VERSION "\"} 1\n"
            "# HELP abuseguard_checks_total Checks by endpoint and outcome.\n"
            "# TYPE abuseguard_checks_total counter\n");
-    for (int e = 0; !rc && e < AG_EP_COUNT; e++)
+    const struct labels *eps = &m->endpoints;
+    for (size_t e = 0; !rc && e < eps->n; e++)
         for (int o = 0; !rc && o < AG_OUT_COUNT; o++)
             rc = ag_buf_printf(
                 b,
                 "abuseguard_checks_total{endpoint=\"%s\",outcome=\"%s\"} "
                 "%" PRIu64 "\n",
-                ag_endpoint_name((enum ag_endpoint)e), outcome_names[o],
-                LOAD(m->checks[e][o]));
+                eps->names[e], outcome_names[o], LOAD(m->checks[e][o]));
     rc = rc ? rc
             : ag_buf_puts(b, "# HELP abuseguard_degraded_checks_total Checks "
                              "answered without Redis.\n"
                              "# TYPE abuseguard_degraded_checks_total "
                              "counter\n");
-    for (int e = 0; !rc && e < AG_EP_COUNT; e++)
+    for (size_t e = 0; !rc && e < eps->n; e++)
         rc = ag_buf_printf(
             b,
             "abuseguard_degraded_checks_total{endpoint=\"%s\"} %" PRIu64 "\n",
-            ag_endpoint_name((enum ag_endpoint)e), LOAD(m->degraded[e]));
+            eps->names[e], LOAD(m->degraded[e]));
     for (int k = 0; k < PC_COUNT && !rc; k++) {
         rc = ag_buf_printf(b,
                            "# HELP abuseguard_%s_total %s by policy.\n"
@@ -346,8 +384,8 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                              "latency.\n"
                              "# TYPE abuseguard_check_duration_seconds "
                              "histogram\n");
-    for (int e = 0; !rc && e < AG_EP_COUNT; e++) {
-        const char *ep = ag_endpoint_name((enum ag_endpoint)e);
+    for (size_t e = 0; !rc && e < eps->n; e++) {
+        const char *ep = eps->names[e];
         uint64_t cum = 0;
         for (int k = 0; !rc && k <= AG_METRICS_BUCKETS; k++) {
             cum += LOAD(m->latency[e][k]);

@@ -6,18 +6,26 @@
  * live in a fixed table of AG_METRICS_POLICIES names (policy names are an
  * admin's words, never a client's identifiers); names past the table are
  * counted under policy="_other". Labels never carry an identifier.
+ *
+ * Metrics sit below every module that records into them, so they know no
+ * endpoint and no event type: the layers above hand in the label values
+ * (ag_metrics_name_endpoints, ag_metrics_name_events) once, at start,
+ * before m is shared with the threads that record and render, and
+ * /metrics lists them in the order given, zeros included.
  */
 #ifndef AG_METRICS_H
 #define AG_METRICS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ag_buf.h"
-#include "ag_policy.h"
 
 #define AG_METRICS_POLICIES 128
 #define AG_METRICS_BUCKETS 12
+#define AG_METRICS_ENDPOINTS 8 /* endpoint label values at most */
+#define AG_METRICS_EVENTS 32   /* event type label values at most */
 
 enum ag_outcome {
     AG_OUT_ALLOWED,
@@ -63,6 +71,19 @@ struct ag_metrics;
 struct ag_metrics *ag_metrics_new(void);
 void ag_metrics_free(struct ag_metrics *m);
 
+/* Names the endpoints: names[i] is the endpoint="..." label of
+ * ag_metrics_check's endpoint i, in the order /metrics lists them. The
+ * array is copied; the strings are borrowed and must outlive m (string
+ * constants). For start-up only: before any other thread uses m. AG_OK;
+ * AG_EINVAL if n is over AG_METRICS_ENDPOINTS. m == NULL does nothing. */
+int ag_metrics_name_endpoints(struct ag_metrics *m, const char *const *names,
+                              size_t n);
+/* Names the event types that ag_metrics_event counts (type="..."), as
+ * ag_metrics_name_endpoints does the endpoints, at most
+ * AG_METRICS_EVENTS. */
+int ag_metrics_name_events(struct ag_metrics *m, const char *const *names,
+                           size_t n);
+
 /* Every recording function takes m == NULL and then does nothing, so a
  * module may run without metrics (tests). */
 
@@ -74,8 +95,10 @@ void ag_metrics_set(struct ag_metrics *m, enum ag_metric which, int64_t v);
  * several threads move at once, where each setting the total it saw
  * could leave a stale one last. */
 void ag_metrics_add(struct ag_metrics *m, enum ag_metric which, int64_t delta);
-/* One check of endpoint took us microseconds and ended in outcome. */
-void ag_metrics_check(struct ag_metrics *m, enum ag_endpoint endpoint,
+/* One check of endpoint (an index into the names of
+ * ag_metrics_name_endpoints; one past them is not counted) took us
+ * microseconds and ended in outcome. */
+void ag_metrics_check(struct ag_metrics *m, int endpoint,
                       enum ag_outcome outcome, bool degraded, uint64_t us);
 /* One OTP code sent (verified false: a check of endpoint otp allowed) or
  * reported verified, for its phone's calling code ("+44"). A calling
@@ -87,8 +110,9 @@ void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
  * request had passed one and went on. Counted apart from denials. */
 void ag_metrics_challenge(struct ag_metrics *m, const char *policy,
                           bool passed);
-/* One security event raised, of type (enum ag_event_type, ag_events.h). */
-void ag_metrics_event(struct ag_metrics *m, int type);
+/* One security event raised, of type ("lockout"): one of the names of
+ * ag_metrics_name_events; another (or NULL) is not counted. */
+void ag_metrics_event(struct ag_metrics *m, const char *type);
 /* The current value of a counter or gauge (for tests and probes). */
 int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which);
 

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The policy database (SQLite): policies, allow and deny lists, and the
- * audit log of every change to them. The code is cut by concern (ag_db.c:
- * open, migrations, transactions; ag_db_policies.c; ag_db_lists.c;
- * ag_db_audit.c; ag_db_seed.c) behind this one header.
+ * audit log of every change to them. The code is cut by concern behind
+ * this one header: ag_db_core.c (the connection, migrations,
+ * transactions: ag_db_core.h, which knows none of the tables below);
+ * ag_db_policies.c; ag_db_lists.c; ag_db_audit.c; ag_db_seed.c (opening
+ * with a seed). Each part calls the core; the core calls none of them.
  *
- * Opening migrates the schema: every embedded migrations/NNN_*.sql newer
- * than the recorded version runs, in order, inside one IMMEDIATE
- * transaction, so concurrent starts of several instances on one file
- * migrate it once. A database created by this open is seeded with the
- * given policies in the same transaction; an existing one never is, even
- * if an admin emptied it.
+ * A database created by ag_db_open is seeded with the given policies in
+ * the migrating transaction; an existing one never is, even if an admin
+ * emptied it.
  *
  * Caps that span rows (AG_PLAN_MAX enabled policies per endpoint,
  * AG_LISTS_MAX list entries) are checked inside the change's IMMEDIATE
@@ -26,17 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ag_db_core.h"
 #include "ag_lists.h"
 #include "ag_policy.h"
 
-/* Where the service and the CLI keep the database unless told. */
-#define AG_DB_DEFAULT_PATH "var/policies.db"
-
-struct ag_db;
-
 /* Opens (creating if absent) and migrates the database at path, seeding a
- * new one with the n policies in seed. On failure returns a negative code
- * and a message in err; *out is untouched. Close with ag_db_close. */
+ * new one with the n policies in seed (ag_db_connect). On failure returns
+ * a negative code and a message in err; *out is untouched. Close with
+ * ag_db_close. */
 int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
                struct ag_db **out, struct ag_error *err);
 /* ag_db_open, seeding a new database with every *.json of seed_dir
@@ -44,32 +40,6 @@ int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
  * empty. */
 int ag_db_open_seeded(const char *path, const char *seed_dir,
                       struct ag_db **out, struct ag_error *err);
-void ag_db_close(struct ag_db *db);
-
-/*
- * The file under the connection. An operator who deletes or replaces the
- * file while instances run would otherwise have edits go into the
- * unlinked file (lost at the next start) and instances answer from it as
- * if nothing happened. The file is known by the device and inode its path
- * had when the connection was opened.
- */
-
-/* AG_OK if db's path still names the file db has open; AG_ENOTFOUND if the
- * path names no file; AG_ECONFLICT if it names another one (replaced).
- * err names the path. A cheap stat(2): no SQL runs. */
-int ag_db_file_check(struct ag_db *db, struct ag_error *err);
-/* Opens a new connection on the file now at db's path, which must exist
- * (it is never created here), migrates it and puts it in place of the old
- * one. On failure db keeps its old connection and err says why. */
-int ag_db_reopen(struct ag_db *db, struct ag_error *err);
-/* For a writer: ag_db_file_check, then ag_db_reopen if the file was
- * replaced, so that a write goes into the file at the path or fails.
- * AG_EIO (not AG_ENOTFOUND, which callers read as "no such row") while the
- * path names no file. */
-int ag_db_follow(struct ag_db *db, struct ag_error *err);
-
-/* The schema version now recorded (the newest migration applied). */
-int ag_db_schema_version(struct ag_db *db);
 
 /* Loads every policy, each validated again. On success *out is a malloc'd
  * array of *n policies the caller frees. A row that fails validation is an
@@ -156,18 +126,5 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
  * say). */
 int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
                      size_t *ninvalid, struct ag_error *err);
-
-/* Loads the policies (leniently) and the lists from one read transaction,
- * so that they belong together. Arrays as for ag_db_policies_load_lenient
- * and ag_db_lists_load. */
-int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
-                   struct ag_db_invalid **bad, size_t *nbad,
-                   struct ag_list_entry **lists, size_t *nlists,
-                   size_t *nlists_invalid, struct ag_error *err);
-
-/* SQLite's PRAGMA data_version:
- changes whenever another connection (this
- * process's or another's) commits to the file. Cheap: no table is read. */
-int ag_db_data_version(struct ag_db *db, int64_t *version);
 
 #endif

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "ag_db_impl.h"
+#include "ag_db_tx_impl.h"
 #include "ag_error.h"
 
 /* The audit table. before and after hold the JSON record of what changed

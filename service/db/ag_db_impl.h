@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Inside the policy database: what the ag_db*.c files share and no other
- * module may use. The connection, the statement helpers and the audit row
- * writer live here so that every file runs its SQL the same way.
+ * Inside the policy database's core: what ag_db_core.c offers the parts
+ * built on it (ag_db_policies.c, ag_db_lists.c, ag_db_audit.c,
+ * ag_db_seed.c) and no other module may use. The connection and the
+ * statement helpers live here so that every part runs its SQL the same
+ * way. Like everything of the core, it names no part: what the parts
+ * share among themselves is in ag_db_tx_impl.h.
  *
- * Like ag_db.h: one struct ag_db is one connection, one thread at a time.
+ * Like ag_db_core.h: one struct ag_db is one connection, one thread at a
+ * time.
  */
 #ifndef AG_DB_IMPL_H
 #define AG_DB_IMPL_H
@@ -16,7 +20,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "ag_db.h"
+#include "ag_db_core.h"
 #include "ag_error.h"
 
 struct ag_db {
@@ -92,16 +96,5 @@ int ag_db__begin(struct ag_db *db, struct ag_error *err);
 int ag_db__finish(struct ag_db *db, int rc, struct ag_error *err);
 /* Binds text, or NULL for a NULL pointer. */
 void ag_db__bind_text(sqlite3_stmt *st, int i, const char *s);
-
-/* Writes one audit row inside the caller's transaction; before and after
- * (either may be NULL) stay the caller's. */
-int ag_db__audit(struct ag_db *db, const char *action, const char *name,
-                 const char *actor, const json_t *before, const json_t *after,
-                 struct ag_error *err);
-/* Saves p and its audit row inside the caller's transaction (the seed of
- * a new database uses it while migrating). */
-int ag_db__policy_save_in_tx(struct ag_db *db, const struct ag_policy *p,
-                             const char *actor, bool *created,
-                             struct ag_error *err);
 
 #endif

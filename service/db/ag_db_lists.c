@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "ag_db_impl.h"
+#include "ag_db_tx_impl.h"
 #include "ag_error.h"
 
 /* The lists table. Rows are read and written in this column order:

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "ag_db_impl.h"
+#include "ag_db_tx_impl.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
 

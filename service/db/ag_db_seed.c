@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Seeding a new database: the policies of every *.json of a directory, or
- * the compiled-in policies/.
+ * Opening a database that is seeded when new: the core migrates it and,
+ * when it created the schema, runs the seed handed to it, which saves the
+ * given policies (every *.json of a directory, or the compiled-in
+ * policies/) inside the migrating transaction.
  */
 #include "ag_db.h"
 
@@ -10,8 +12,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ag_db_tx_impl.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
+
+/* The policies a new database starts with. */
+struct seed {
+    const struct ag_policy *ps;
+    size_t n;
+};
+
+/* The core's seed hook: runs inside its migrating transaction. */
+static int save_seed(struct ag_db *db, void *arg, struct ag_error *err)
+{
+    const struct seed *s = arg;
+    int rc = AG_OK;
+    for (size_t i = 0; !rc && i < s->n; i++)
+        rc = ag_db__policy_save_in_tx(db, &s->ps[i], "seed", NULL, err);
+    return rc;
+}
+
+int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
+               struct ag_db **out, struct ag_error *err)
+{
+    struct seed s = {seed, n};
+    return ag_db_connect(path, save_seed, &s, out, err);
+}
 
 /* Appends the policies of one file to *all. */
 static int add_seed_file(const char *name, const char *text, size_t len,

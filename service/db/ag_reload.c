@@ -62,17 +62,41 @@ static void log_invalid(const struct ag_reload *r,
     }
 }
 
+/* What one load reads: the policies (leniently) and the lists. */
+struct rows {
+    struct ag_policy *ps;
+    size_t n;
+    struct ag_db_invalid *bad;
+    size_t nbad;
+    struct ag_list_entry *lists;
+    size_t nl, nl_bad;
+};
+
+/* Run by ag_db_read: both from one read transaction, so that they belong
+ * together. A loader that fails leaves its arrays NULL. */
+static int read_rows(struct ag_db *db, void *arg, struct ag_error *err)
+{
+    struct rows *w = arg;
+    int rc =
+        ag_db_policies_load_lenient(db, &w->ps, &w->n, &w->bad, &w->nbad, err);
+    return rc ? rc : ag_db_lists_load(db, &w->lists, &w->nl, &w->nl_bad, err);
+}
+
 /* Loads policies and lists and publishes them. */
 static int load(struct ag_reload *r, struct ag_error *err)
 {
-    struct ag_policy *ps = NULL;
-    struct ag_list_entry *lists = NULL;
-    struct ag_db_invalid *bad = NULL;
-    size_t n = 0, nl = 0, nbad = 0, nl_bad = 0;
-    int rc =
-        ag_db_load_all(r->db, &ps, &n, &bad, &nbad, &lists, &nl, &nl_bad, err);
-    if (rc)
+    struct rows w = {0};
+    int rc = ag_db_read(r->db, read_rows, &w, err);
+    if (rc) {
+        free(w.ps);
+        free(w.bad);
+        free(w.lists);
         return rc;
+    }
+    struct ag_policy *ps = w.ps;
+    struct ag_list_entry *lists = w.lists;
+    struct ag_db_invalid *bad = w.bad;
+    size_t n = w.n, nl = w.nl, nbad = w.nbad, nl_bad = w.nl_bad;
     struct ag_ruleset *set = ag_ruleset_new(ps, n, ++r->loads);
     free(ps);
     if (!set) {

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_db: a new database is migrated and seeded once; reopening neither
- * migrates again nor reseeds; a failed open leaves nothing behind.
+ * migrates again nor reseeds; a failed open leaves nothing behind. The
+ * core's hooks: the seed handed to ag_db_connect runs once, inside the
+ * migrating transaction; ag_db_read runs its loads on one snapshot and
+ * always ends its transaction.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -215,6 +218,112 @@ migrating_the_lists_keeps_their_rows_and_their_id_sequence(void **state)
         query_int(t->path, "SELECT id FROM lists WHERE kind = 'country'"), 4);
 }
 
+/* A seed hook that counts its calls and writes a row, or fails. */
+struct seed_probe {
+    int calls;
+    int rc;
+};
+
+static int probe_seed(struct ag_db *db, void *arg, struct ag_error *err)
+{
+    struct seed_probe *p = arg;
+    p->calls++;
+    if (p->rc)
+        return ag_error_set(err, p->rc, NULL, "the seed refused");
+    struct ag_policy one = simple("login.seeded", 4);
+    return ag_db_policy_put(db, &one, err);
+}
+
+static void
+the_core_runs_the_seed_hook_only_when_it_creates_the_schema(void **state)
+{
+    struct tmpdb *t = *state;
+    struct seed_probe probe = {0};
+    struct ag_db *db = NULL;
+    struct ag_error err = {0};
+    assert_int_equal(ag_db_connect(t->path, probe_seed, &probe, &db, &err),
+                     AG_OK);
+    assert_int_equal(probe.calls, 1);
+    ag_db_close(db);
+    assert_int_equal(ag_db_connect(t->path, probe_seed, &probe, &db, &err),
+                     AG_OK);
+    assert_int_equal(probe.calls, 1);
+    /* Nor does a reopen seed. */
+    assert_int_equal(ag_db_reopen(db, &err), AG_OK);
+    assert_int_equal(probe.calls, 1);
+    ag_db_close(db);
+    assert_int_equal(
+        query_int(t->path,
+                  "SELECT count(*) FROM policies WHERE name = 'login.seeded'"),
+        1);
+}
+
+static void a_failed_seed_rolls_the_migration_back(void **state)
+{
+    struct tmpdb *t = *state;
+    struct seed_probe probe = {.rc = AG_EIO};
+    struct ag_db *sentinel = (struct ag_db *)&sentinel;
+    struct ag_db *db = sentinel;
+    struct ag_error err = {0};
+    assert_int_equal(ag_db_connect(t->path, probe_seed, &probe, &db, &err),
+                     AG_EIO);
+    assert_ptr_equal(db, sentinel);
+    assert_string_equal(err.msg, "the seed refused");
+    /* The schema went with it: the next open creates it, and seeds. */
+    probe.rc = AG_OK;
+    assert_int_equal(ag_db_connect(t->path, probe_seed, &probe, &db, &err),
+                     AG_OK);
+    assert_int_equal(probe.calls, 2);
+    assert_int_equal(ag_db_schema_version(db), newest_migration());
+    ag_db_close(db);
+}
+
+/* A load run by ag_db_read: the policies twice, another connection
+ * emptying the table in between, or a refusal. */
+struct read_probe {
+    const char *path;
+    size_t first, second;
+    int rc;
+};
+
+static int probe_read(struct ag_db *db, void *arg, struct ag_error *err)
+{
+    struct read_probe *p = arg;
+    if (p->rc)
+        return ag_error_set(err, p->rc, "probe", "the load refused");
+    struct ag_policy *ps = NULL;
+    int rc = ag_db_policies_load(db, &ps, &p->first, err);
+    free(ps);
+    exec_sql(p->path, "DELETE FROM policies");
+    ps = NULL;
+    rc = rc ? rc : ag_db_policies_load(db, &ps, &p->second, err);
+    free(ps);
+    return rc;
+}
+
+static void a_read_sees_one_snapshot_and_always_ends(void **state)
+{
+    struct tmpdb *t = *state;
+    const struct ag_policy seed[] = {simple("login.user", 10),
+                                     simple("login.ip", 100)};
+    struct ag_db *db = open_db(t->path, seed, 2);
+    struct ag_error err = {0};
+    struct read_probe probe = {.path = t->path, .rc = AG_EINVAL};
+    assert_int_equal(ag_db_read(db, probe_read, &probe, &err), AG_EINVAL);
+    assert_string_equal(err.field, "probe");
+    /* The refused read ended its transaction: another one begins. */
+    probe.rc = AG_OK;
+    assert_int_equal(ag_db_read(db, probe_read, &probe, &err), AG_OK);
+    assert_int_equal(probe.first, 2);
+    assert_int_equal(probe.second, 2);
+    /* Outside it, the delete shows. */
+    size_t n = 99;
+    struct ag_policy *ps = load_all(db, &n);
+    assert_int_equal(n, 0);
+    free(ps);
+    ag_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +335,9 @@ int main(void)
         DB_TEST(emptied_database_is_not_reseeded),
         DB_TEST(failed_open_leaves_out_untouched),
         DB_TEST(file_check_tells_same_replaced_and_missing_apart),
+        DB_TEST(the_core_runs_the_seed_hook_only_when_it_creates_the_schema),
+        DB_TEST(a_failed_seed_rolls_the_migration_back),
+        DB_TEST(a_read_sees_one_snapshot_and_always_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_metrics: counters and gauges by name from one table, denials by
- * policy, challenges apart from them, the exposition, and recording without
+ * policy, challenges apart from them, the endpoint and event type labels
+ * handed in by the layers above, the exposition, and recording without
  * metrics at all.
  */
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "ag_buf.h"
+#include "ag_endpoint.h"
 #include "ag_error.h"
 #include "ag_events.h"
 #include "ag_metrics.h"
@@ -136,15 +138,26 @@ static void challenges_are_counted_apart_from_denials(void **state)
     ag_metrics_free(m);
 }
 
+/* The event types named as ag_events_new names them. */
+static void name_events(struct ag_metrics *m)
+{
+    const char *names[AG_EV_COUNT];
+    for (int t = 0; t < AG_EV_COUNT; t++)
+        names[t] = ag_event_type_name((enum ag_event_type)t);
+    assert_int_equal(ag_metrics_name_events(m, names, AG_EV_COUNT), AG_OK);
+}
+
 static void events_are_counted_by_type_with_every_type_shown(void **state)
 {
     (void)state;
     struct ag_metrics *m = ag_metrics_new();
-    ag_metrics_event(m, AG_EV_LOCKOUT);
-    ag_metrics_event(m, AG_EV_LOCKOUT);
-    ag_metrics_event(m, AG_EV_BREAKER_OPEN);
-    ag_metrics_event(m, AG_EV_COUNT); /* out of range: ignored */
-    ag_metrics_event(m, -1);
+    name_events(m);
+    ag_metrics_event(m, ag_event_type_name(AG_EV_LOCKOUT));
+    ag_metrics_event(m, "lockout");
+    ag_metrics_event(m, ag_event_type_name(AG_EV_BREAKER_OPEN));
+    /* Out of range ("unknown") or not named: ignored. */
+    ag_metrics_event(m, ag_event_type_name(AG_EV_COUNT));
+    ag_metrics_event(m, NULL);
     struct ag_buf b;
     const char *text = render(m, &b);
     assert_non_null(strstr(text, "# TYPE abuseguard_events_total counter\n"));
@@ -159,6 +172,84 @@ static void events_are_counted_by_type_with_every_type_shown(void **state)
     ag_metrics_free(m);
 }
 
+static void events_not_named_are_not_counted(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    ag_metrics_event(m, "lockout");
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    /* The family is there, empty: no type was named. */
+    assert_non_null(strstr(text, "# TYPE abuseguard_events_total counter\n"));
+    assert_null(strstr(text, "abuseguard_events_total{"));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
+static void checks_carry_the_endpoint_names_handed_in_in_order(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    static const char *const names[] = {"login", "otp"};
+    assert_int_equal(ag_metrics_name_endpoints(m, names, 2), AG_OK);
+    ag_metrics_check(m, 0, AG_OUT_ALLOWED, false, 100);
+    ag_metrics_check(m, 1, AG_OUT_DENIED, true, 300);
+    ag_metrics_check(m, 1, AG_OUT_DENIED, false, 2000000);
+    /* Past the names, or below them: not counted. */
+    ag_metrics_check(m, 2, AG_OUT_ALLOWED, false, 100);
+    ag_metrics_check(m, -1, AG_OUT_ALLOWED, false, 100);
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    const char *login = strstr(
+        text, "\nabuseguard_checks_total{endpoint=\"login\",outcome="
+              "\"allowed\"} 1\n"
+              "abuseguard_checks_total{endpoint=\"login\",outcome=\"denied\"}"
+              " 0\n");
+    const char *otp = strstr(
+        text, "\nabuseguard_checks_total{endpoint=\"otp\",outcome=\"denied\"}"
+              " 2\n");
+    assert_non_null(login);
+    assert_non_null(otp);
+    assert_true(login < otp);
+    assert_non_null(strstr(
+        text, "\nabuseguard_degraded_checks_total{endpoint=\"otp\"} 1\n"));
+    assert_non_null(strstr(text, "\nabuseguard_check_duration_seconds_bucket{"
+                                 "endpoint=\"otp\",le=\"0.0005\"} 1\n"));
+    assert_non_null(strstr(text, "\nabuseguard_check_duration_seconds_bucket{"
+                                 "endpoint=\"otp\",le=\"+Inf\"} 2\n"));
+    assert_non_null(strstr(text, "\nabuseguard_check_duration_seconds_count{"
+                                 "endpoint=\"login\"} 1\n"));
+    assert_null(strstr(text, "otp_verify"));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
+static void naming_more_labels_than_the_table_holds_is_refused(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    static const char *const names[AG_METRICS_EVENTS + 1] = {"login"};
+    const char *many[AG_METRICS_EVENTS + 1];
+    for (size_t i = 0; i < AG_METRICS_EVENTS + 1; i++)
+        many[i] = names[0];
+    assert_int_equal(ag_metrics_name_endpoints(m, names, 1), AG_OK);
+    assert_int_equal(
+        ag_metrics_name_endpoints(m, many, AG_METRICS_ENDPOINTS + 1),
+        AG_EINVAL);
+    assert_int_equal(ag_metrics_name_events(m, many, AG_METRICS_EVENTS + 1),
+                     AG_EINVAL);
+    /* The names before the refusal stay. */
+    ag_metrics_check(m, 0, AG_OUT_ALLOWED, false, 100);
+    ag_metrics_check(m, 1, AG_OUT_ALLOWED, false, 100);
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    assert_non_null(strstr(text, "{endpoint=\"login\",outcome=\"allowed\"} "
+                                 "1\n"));
+    assert_null(strstr(text, "abuseguard_events_total{"));
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
 static void recording_without_metrics_does_nothing(void **state)
 {
     (void)state;
@@ -166,6 +257,8 @@ static void recording_without_metrics_does_nothing(void **state)
     ag_metrics_set(NULL, AG_M_BREAKER_OPEN, 1);
     ag_metrics_denial(NULL, "login.user", false);
     ag_metrics_check(NULL, AG_EP_LOGIN, AG_OUT_ALLOWED, false, 10);
+    ag_metrics_event(NULL, "lockout");
+    assert_int_equal(ag_metrics_name_endpoints(NULL, NULL, 0), AG_OK);
     assert_int_equal(ag_metrics_get(NULL, AG_M_RELOADS), 0);
     ag_metrics_free(NULL);
 }
@@ -178,6 +271,9 @@ int main(void)
         cmocka_unit_test(denials_are_counted_by_policy_and_kind),
         cmocka_unit_test(challenges_are_counted_apart_from_denials),
         cmocka_unit_test(events_are_counted_by_type_with_every_type_shown),
+        cmocka_unit_test(events_not_named_are_not_counted),
+        cmocka_unit_test(checks_carry_the_endpoint_names_handed_in_in_order),
+        cmocka_unit_test(naming_more_labels_than_the_table_holds_is_refused),
         cmocka_unit_test(recording_without_metrics_does_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The policy database's core: opening, migrations, transactions, the
- * change counter and the one read transaction that loads everything.
+ * change counter and the read transaction. It names no table of the
+ * parts: they call it, and hand it what it runs for them (ag_db_core.h).
  */
-#include "ag_db.h"
+#include "ag_db_core.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,9 +254,10 @@ static int record_version(sqlite3 *db, int version, const char *name)
     return rc;
 }
 
-/* Applies every embedded migration newer than the recorded version; seeds a
- * database that had none. Runs inside the caller's transaction. */
-static int migrate(struct ag_db *pdb, const struct ag_policy *seed, size_t n,
+/* Applies every embedded migration newer than the recorded version, then
+ * has seed fill a database that had none. Runs inside the caller's
+ * transaction. */
+static int migrate(struct ag_db *pdb, ag_db_fn seed, void *seed_arg,
                    struct ag_error *err)
 {
     sqlite3 *db = pdb->db;
@@ -281,8 +284,8 @@ static int migrate(struct ag_db *pdb, const struct ag_policy *seed, size_t n,
             current = version;
         }
     }
-    for (size_t i = 0; !rc && start == 0 && i < n; i++)
-        rc = ag_db__policy_save_in_tx(pdb, &seed[i], "seed", NULL, err);
+    if (!rc && start == 0 && seed)
+        rc = seed(pdb, seed_arg, err);
     return rc;
 }
 
@@ -305,7 +308,7 @@ static void make_parent_dir(const char *path)
 
 /* Opens and migrates a connection on path, creating the file only if
  * create; on success *out is the connection and *st the file it has open. */
-static int open_conn(const char *path, const struct ag_policy *seed, size_t n,
+static int open_conn(const char *path, ag_db_fn seed, void *seed_arg,
                      bool create, sqlite3 **out, struct stat *st,
                      struct ag_error *err)
 {
@@ -324,7 +327,7 @@ static int open_conn(const char *path, const struct ag_policy *seed, size_t n,
         rc = ag_db__exec(db, "BEGIN IMMEDIATE", err);
     if (!rc) {
         struct ag_db tmp = {.db = db};
-        rc = migrate(&tmp, seed, n, err);
+        rc = migrate(&tmp, seed, seed_arg, err);
         rc = rc ? rc : ag_db__exec(db, "COMMIT", err);
         if (rc)
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -343,8 +346,8 @@ static int open_conn(const char *path, const struct ag_policy *seed, size_t n,
     return AG_OK;
 }
 
-int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
-               struct ag_db **out, struct ag_error *err)
+int ag_db_connect(const char *path, ag_db_fn seed, void *seed_arg,
+                  struct ag_db **out, struct ag_error *err)
 {
     struct ag_db *pdb = calloc(1, sizeof *pdb);
     char *copy = strdup(path);
@@ -355,7 +358,7 @@ int ag_db_open(const char *path, const struct ag_policy *seed, size_t n,
     }
     make_parent_dir(path);
     struct stat st;
-    int rc = open_conn(path, seed, n, true, &pdb->db, &st, err);
+    int rc = open_conn(path, seed, seed_arg, true, &pdb->db, &st, err);
     if (rc) {
         free(copy);
         free(pdb);
@@ -403,7 +406,7 @@ int ag_db_reopen(struct ag_db *db, struct ag_error *err)
                      NULL);
     sqlite3 *conn;
     struct stat st;
-    int rc = open_conn(db->path, NULL, 0, false, &conn, &st, err);
+    int rc = open_conn(db->path, NULL, NULL, false, &conn, &st, err);
     if (rc)
         return rc;
     sqlite3_close(db->db);
@@ -459,34 +462,19 @@ int ag_db_data_version(struct ag_db *db, int64_t *version)
     return rc;
 }
 
-int ag_db_load_all(struct ag_db *db, struct ag_policy **ps, size_t *n,
-                   struct ag_db_invalid **bad, size_t *nbad,
-                   struct ag_list_entry **lists, size_t *nlists,
-                   size_t *nlists_invalid, struct ag_error *err)
+int ag_db_read(struct ag_db *db, ag_db_fn fn, void *arg, struct ag_error *err)
 {
     int rc = ag_db__exec(db->db, "BEGIN", err);
     if (rc)
         return rc;
-    rc = ag_db_policies_load_lenient(db, ps, n, bad, nbad, err);
-    if (!rc) {
-        rc = ag_db_lists_load(db, lists, nlists, nlists_invalid, err);
-        if (rc) {
-            free(*ps);
-            free(*bad);
-        }
-    }
+    rc = fn(db, arg, err);
     /* A read transaction left open would hold this connection's snapshot
      * and make every later BEGIN fail: the watcher would never load again.
      * So the end is checked, and a failed COMMIT rolls back. */
     int end = ag_db__exec(db->db, "COMMIT", rc ? NULL : err);
     if (end) {
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-        if (!rc) {
-            free(*ps);
-            free(*bad);
-            free(*lists);
-            rc = end;
-        }
+        rc = rc ? rc : end;
     }
     return rc;
 }

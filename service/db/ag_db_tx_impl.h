@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inside the policy database's parts: the writes one part makes inside
+ * another's transaction, and no other module may use. Every change writes
+ * its audit row (ag_db_audit.c) in its own transaction; the seed of a new
+ * database saves its policies (ag_db_policies.c) inside the core's
+ * migrating one (ag_db_seed.c). The core (ag_db_core.c) includes none of
+ * this.
+ *
+ * Like ag_db.h: one struct ag_db is one connection, one thread at a time.
+ */
+#ifndef AG_DB_TX_IMPL_H
+#define AG_DB_TX_IMPL_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "ag_db.h"
+#include "ag_db_impl.h"
+#include "ag_error.h"
+
+/* Writes one audit row inside the caller's transaction; before and after
+ * (either may be NULL) stay the caller's. */
+int ag_db__audit(struct ag_db *db, const char *action, const char *name,
+                 const char *actor, const json_t *before, const json_t *after,
+                 struct ag_error *err);
+/* Saves p and its audit row inside the caller's transaction (the seed of
+ * a new database uses it while migrating). */
+int ag_db__policy_save_in_tx(struct ag_db *db, const struct ag_policy *p,
+                             const char *actor, bool *created,
+                             struct ag_error *err);
+
+#endif

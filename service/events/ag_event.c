@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One security event as a value: its type's name, its JSON, and what is
+ * read for it from a policy's Redis keys and values. No I/O, no state.
+ */
+#include "ag_events.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ag_endpoint.h"
+
+static const char *const type_names[AG_EV_COUNT] = {
+    [AG_EV_LOCKOUT] = "lockout",
+    [AG_EV_BLOCK_ESCALATED] = "block_escalated",
+    [AG_EV_CONVERSION_BLOCK] = "conversion_block",
+    [AG_EV_RESET] = "reset",
+    [AG_EV_POLICY_CHANGED] = "policy_changed",
+    [AG_EV_LIST_CHANGED] = "list_changed",
+    [AG_EV_BREAKER_OPEN] = "breaker_open",
+    [AG_EV_BREAKER_CLOSED] = "breaker_closed",
+};
+
+const char *ag_event_type_name(enum ag_event_type t)
+{
+    return t >= 0 && t < AG_EV_COUNT ? type_names[t] : "unknown";
+}
+
+void ag_event_init(struct ag_event *e, enum ag_event_type type)
+{
+    memset(e, 0, sizeof *e);
+    e->type = type;
+    e->endpoint = -1;
+}
+
+/* Adds key: value to o unless v is NULL (out of memory) */
+static int set_new(json_t *o, const char *key, json_t *v)
+{
+    return v ? json_object_set_new(o, key, v) : -1;
+}
+
+char *ag_event_json(const struct ag_event *e)
+{
+    time_t secs = (time_t)(e->time_ms / 1000);
+    struct tm tm;
+    char when[32];
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%03uZ",
+             (unsigned)(e->time_ms % 1000));
+    json_t *o = json_object();
+    int bad = !o;
+    bad = bad || set_new(o, "id", json_string(e->id));
+    bad = bad || set_new(o, "type", json_string(ag_event_type_name(e->type)));
+    bad = bad || set_new(o, "time", json_string(when));
+    if (!bad && e->policy[0])
+        bad = set_new(o, "policy", json_string(e->policy));
+    if (!bad && e->endpoint >= 0 && e->endpoint < AG_EP_COUNT)
+        bad = set_new(
+            o, "endpoint",
+            json_string(ag_endpoint_name((enum ag_endpoint)e->endpoint)));
+    if (!bad && e->key[0])
+        bad = set_new(o, "key", json_string(e->key));
+    if (!bad && e->action[0])
+        bad = set_new(o, "action", json_string(e->action));
+    if (!bad && e->retry_after_s)
+        bad = set_new(o, "retry_after", json_integer(e->retry_after_s));
+    if (!bad && e->level)
+        bad = set_new(o, "level", json_integer(e->level));
+    if (!bad && e->list[0])
+        bad = set_new(o, "list", json_string(e->list));
+    if (!bad && e->change[0])
+        bad = set_new(o, "change", json_string(e->change));
+    if (!bad && e->entry)
+        bad = set_new(o, "entry", json_integer(e->entry));
+    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+uint32_t ag_event_level_parse(const char *text, size_t len)
+{
+    uint32_t n = 0;
+    size_t i = 0;
+    while (i < len && text[i] >= '0' && text[i] <= '9' && n < 100000000u)
+        n = n * 10 + (uint32_t)(text[i++] - '0');
+    return i > 0 && i < len && text[i] == ' ' ? n : 0;
+}
+
+void ag_event_key_digest(const char *store_key, char *out)
+{
+    out[0] = '\0';
+    const char *d = strrchr(store_key, ':');
+    if (!d)
+        return;
+    d++;
+    if (*d == '{')
+        d++;
+    size_t n = strspn(d, "0123456789abcdef");
+    if (n != AG_DIGEST_HEX)
+        return;
+    memcpy(out, d, n);
+    out[n] = '\0';
+}
