@@ -41,9 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ag_config.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
+#include "ag_redis_addr.h"
 
 struct ag_store;
 

@@ -37,7 +37,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "ag_config.h"
+#include "ag_redis_addr.h"
 #include "ag_redis_breaker.h"
 #include "ag_redis_code.h"
 

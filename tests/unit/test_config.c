@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_config: defaults, flags in both forms, ABUSEGUARD_* variables and the
- * precedence between them, refusals that name the flag, Redis URLs, and the
- * secret and admin token files.
+ * precedence between them, refusals that name the flag, the --redis flag
+ * (its URL forms are test_redis_addr.c's), and the secret and admin token
+ * files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,12 +66,6 @@ static int cfg_parse(struct ag_config *c, int argc, char **argv, char *err)
 {
     memset(&last, 0, sizeof last);
     return keep(ag_config_parse(c, argc, argv, &last), err);
-}
-
-static int redis_url(const char *url, struct ag_redis_addr *a, char *err)
-{
-    memset(&last, 0, sizeof last);
-    return keep(ag_config_parse_redis_url(url, a, &last), err);
 }
 
 static int read_secret(const char *path, unsigned char *key, size_t *len,
@@ -436,45 +431,7 @@ static void flag_missing_its_value_is_refused_naming_it(void **state)
     assert_non_null(strstr(err, "--db"));
 }
 
-/* Redis URLs through the parser and through the flag. */
-
-static void redis_url_host_and_port(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    assert_int_equal(redis_url("redis://cache.local:6380", &a, err), AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_TCP);
-    assert_string_equal(a.host, "cache.local");
-    assert_int_equal(a.port, 6380);
-    assert_string_equal(a.password, "");
-    assert_int_equal(a.db, 0);
-}
-
-static void redis_url_password_and_database(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    assert_int_equal(redis_url("redis://:s3cret@10.0.0.5:6379/3", &a, err),
-                     AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_TCP);
-    assert_string_equal(a.password, "s3cret");
-    assert_string_equal(a.host, "10.0.0.5");
-    assert_int_equal(a.port, 6379);
-    assert_int_equal(a.db, 3);
-}
-
-static void redis_url_unix_socket(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    assert_int_equal(redis_url("unix:///run/redis/redis.sock", &a, err), AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_UNIX);
-    assert_string_equal(a.path, "/run/redis/redis.sock");
-    assert_string_equal(a.password, "");
-}
+/* Redis URLs through the flag (the parser: test_redis_addr.c). */
 
 static void redis_flag_sets_the_address(void **state)
 {
@@ -488,79 +445,6 @@ static void redis_flag_sets_the_address(void **state)
     assert_int_equal(c.redis.port, 7000);
     assert_string_equal(c.redis.password, "pw");
     assert_int_equal(c.redis.db, 2);
-}
-
-static void redis_url_acl_user_tls_and_escapes(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    memset(&a, 0, sizeof a);
-    assert_int_equal(redis_url("redis://ag:s3cret@cache:6380", &a, err), AG_OK);
-    assert_string_equal(a.user, "ag");
-    assert_string_equal(a.password, "s3cret");
-    assert_false(a.tls);
-    /* ':', '@' and '/' in credentials come %-escaped. */
-    assert_int_equal(
-        redis_url("rediss://svc%40eu:p%3Aw%2Fd%40x@10.0.0.5:6379/1", &a, err),
-        AG_OK);
-    assert_true(a.tls);
-    assert_string_equal(a.user, "svc@eu");
-    assert_string_equal(a.password, "p:w/d@x");
-    assert_string_equal(a.host, "10.0.0.5");
-    assert_int_equal(a.db, 1);
-}
-
-static void sentinel_url_lists_sentinels_and_the_master_name(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    memset(&a, 0, sizeof a);
-    assert_int_equal(
-        redis_url("redis+sentinel://ag:pw@10.0.0.1:26379,[::1]:26380,"
-                  "s3:26381/mymaster",
-                  &a, err),
-        AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_SENTINEL);
-    assert_false(a.tls);
-    assert_int_equal(a.n_seeds, 3);
-    assert_string_equal(a.seeds[0].host, "10.0.0.1");
-    assert_int_equal(a.seeds[0].port, 26379);
-    assert_string_equal(a.seeds[1].host, "::1");
-    assert_int_equal(a.seeds[1].port, 26380);
-    assert_string_equal(a.seeds[2].host, "s3");
-    assert_string_equal(a.master_name, "mymaster");
-    assert_string_equal(a.user, "ag");
-    assert_string_equal(a.password, "pw");
-    assert_int_equal(redis_url("rediss+sentinel://s:1/m", &a, err), AG_OK);
-    assert_true(a.tls);
-    assert_int_equal(redis_url("redis+cluster://:pw@n1:7000,n2:7001", &a, err),
-                     AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_CLUSTER);
-    assert_int_equal(a.n_seeds, 2);
-    assert_string_equal(a.seeds[1].host, "n2");
-    assert_int_equal(a.seeds[1].port, 7001);
-    assert_string_equal(a.password, "pw");
-    assert_int_equal(redis_url("redis+cluster://n1:7000/0", &a, err),
-                     AG_EINVAL);
-    static const char *const bad[] = {
-        "redis+sentinel://s:1",
-        "redis+sentinel://s:1/",
-        "redis+sentinel:///m",
-        "redis+sentinel://s:1,/m",
-        "redis+sentinel://s/m",
-        "redis+sentinel://s:0/m",
-        "redis+sentinel://s:1/m/2",
-        "redis+sentinel://a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1/m",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = '\0';
-        if (redis_url(bad[i], &a, err) != AG_EINVAL)
-            fail_msg("'%s' was accepted", bad[i]);
-        if (!strstr(err, "--redis"))
-            fail_msg("'%s': %s", bad[i], err);
-    }
 }
 
 static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
@@ -587,23 +471,8 @@ static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
     assert_non_null(strstr(err, "go together"));
 }
 
-static void a_password_never_appears_in_a_refusal(void **state)
-{
-    (void)state;
-    static const char *const bad[] = {
-        "redis://u:hunter2secret@cache",      "redis://u:hunter2secret@cache:0",
-        "redis://u:hunter2secret%zz@cache:1", "redis://u:hunter2secret@:1",
-        "redis://u:hunter2secret@cache:1/x",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct ag_redis_addr a;
-        char err[ERRSZ] = "";
-        assert_int_equal(redis_url(bad[i], &a, err), AG_EINVAL);
-        if (strstr(err, "hunter2"))
-            fail_msg("'%s': the message shows the password: %s", bad[i], err);
-    }
-}
-
+/* The parser's own refusals are test_redis_addr.c's; these are the same
+ * URLs through the flag, whose refusal must name it. */
 static void bad_redis_urls_are_refused_naming_the_flag(void **state)
 {
     (void)state;
@@ -628,16 +497,8 @@ static void bad_redis_urls_are_refused_naming_the_flag(void **state)
         "unix://",
         "",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct ag_redis_addr a;
-        char err[ERRSZ] = "";
-        int rc = redis_url(bad[i], &a, err);
-        if (rc != AG_EINVAL)
-            fail_msg("'%s': rc %d, want AG_EINVAL", bad[i], rc);
-        if (!strstr(err, "--redis"))
-            fail_msg("'%s': message does not name --redis: %s", bad[i], err);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_flag_refused("--redis", bad[i]);
-    }
     /* A socket path that does not fit sun_path. */
     char url[256] = "unix:///";
     memset(url + 8, 's', 120);
@@ -953,16 +814,6 @@ static void redis_url_error_names_the_variable(void **state)
     assert_non_null(strstr(err, "ABUSEGUARD_REDIS"));
 }
 
-static void redis_url_takes_a_bracketed_ipv6_host(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ] = "";
-    assert_int_equal(redis_url("redis://[::1]:6380", &a, err), AG_OK);
-    assert_string_equal(a.host, "::1");
-    assert_int_equal(a.port, 6380);
-}
-
 static void token_with_nul_byte_is_refused(void **state)
 {
     const char text[] = "abcdefghij\0klmnopqrst";
@@ -1124,15 +975,9 @@ int main(void)
         ENV_TEST(bad_environment_value_is_refused_naming_variable_and_flag),
         ENV_TEST(unknown_flag_and_positional_argument_are_refused),
         ENV_TEST(flag_missing_its_value_is_refused_naming_it),
-        ENV_TEST(redis_url_host_and_port),
-        ENV_TEST(redis_url_password_and_database),
-        ENV_TEST(redis_url_unix_socket),
         ENV_TEST(redis_flag_sets_the_address),
         ENV_TEST(bad_redis_urls_are_refused_naming_the_flag),
-        ENV_TEST(redis_url_acl_user_tls_and_escapes),
         ENV_TEST(tls_flags_need_a_rediss_url_and_go_in_pairs),
-        ENV_TEST(sentinel_url_lists_sentinels_and_the_master_name),
-        ENV_TEST(a_password_never_appears_in_a_refusal),
         FILE_TEST(secret_file_missing_is_refused),
         FILE_TEST(secret_shorter_than_32_bytes_is_refused),
         FILE_TEST(secret_readable_by_others_is_refused),
@@ -1152,7 +997,6 @@ int main(void)
         FILE_TEST(token_with_more_text_after_a_newline_is_refused),
         ENV_TEST(bad_environment_value_is_ignored_when_the_flag_is_given),
         ENV_TEST(redis_url_error_names_the_variable),
-        ENV_TEST(redis_url_takes_a_bracketed_ipv6_host),
         FILE_TEST(token_file_missing_is_refused),
         FILE_TEST(token_shorter_than_16_bytes_is_refused),
         FILE_TEST(secret_of_one_repeated_byte_is_refused),

@@ -19,7 +19,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "ag_config.h"
+#include "ag_redis_addr.h"
 #include "ag_store.h"
 
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
