@@ -89,7 +89,8 @@ struct cluster {
     char tls_error[AG_ERROR_MSG_MAX];
     char instance[17];
     atomic_uint_fast64_t seq;
-    void (*breaker)(void *arg, bool open); /* each node's, see ag_store.h */
+    /* Each node's store's, see ag_store_redis.h. */
+    void (*breaker)(void *arg, bool open);
     void *breaker_arg;
 };
 

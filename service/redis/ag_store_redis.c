@@ -29,7 +29,7 @@
  *   a key no policy uses): a Redis that answers but refuses writes, as one
  *   out of memory does, keeps it open.
  */
-#include "ag_store.h"
+#include "ag_store_redis.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -86,9 +86,9 @@ struct redis_store {
      * and so always written. */
     struct ag_policy probe_policy;
     struct ag_plan probe_plan;
-    void (*redirect)(void *arg, const char *text); /* see ag_store.h */
+    void (*redirect)(void *arg, const char *text); /* see ag_store_redis.h */
     void *redirect_arg;
-    void (*breaker_fn)(void *arg, bool open); /* see ag_store.h */
+    void (*breaker_fn)(void *arg, bool open); /* see ag_store_redis.h */
     void *breaker_arg;
 };
 
