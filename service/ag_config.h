@@ -6,6 +6,12 @@
  * ag_config_parse validates every value and reports the first bad one as a
  * one-line message naming the flag. The struct is filled once at start and
  * read-only afterwards.
+ *
+ * Three files, one job each: ag_config.c takes each value from where it
+ * comes from and checks the flags that go together; ag_config_flags.c
+ * holds the flag table and reads each kind of value (a Redis URL through
+ * ag_redis_addr_parse, the Redis layer's); ag_config_files.c reads the
+ * secret, password and token files.
  */
 #ifndef AG_CONFIG_H
 #define AG_CONFIG_H
