@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The Redis store (ag_store_redis.c): the store interface of ag_store.h
- * over one Redis server, or the master Redis Sentinel names, reached at a
- * struct ag_redis_addr. What a Redis store is made of lives here, beside
+ * The Redis store (ag_store_redis.c, and its check in
+ * ag_store_redis_check.c): the store interface of ag_store.h over one
+ * Redis server, or the master Redis Sentinel names, reached at a struct
+ * ag_redis_addr. What a Redis store is made of lives here, beside
  * the Redis layer it needs, and not in the engine's ag_store.h, which
  * knows no addresses: the engine calls a store through its function
  * table, main.c wires the Redis one in.
