@@ -35,9 +35,9 @@ struct ag_store_redis_opts {
      * while ag_store_redis_new runs. */
     const struct ag_embedded_file *lua;
     size_t nlua;
-    /* A Redis Cluster node's store (ag_store_cluster.c). probe_key: the
-     * key the breaker's probe checks, one in a slot the node serves; NULL
-     * for "ag::probe". redirect: called, on a store thread, with the text
+    /* A Redis Cluster node's store (ag_store_cluster_map.c). probe_key:
+     * the key the breaker's probe checks, one in a slot the node serves;
+     * NULL for "ag::probe". redirect: called, on a store thread, with the text
      * of a MOVED or ASK answer before the check ends with AG_EREDIRECT
      * (which does not count against the breaker: the node answered, and
      * ran nothing). NULL: such an answer is an error like any other. */
