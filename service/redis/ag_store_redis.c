@@ -41,25 +41,6 @@
  * policy's "ag:<policy>:<digest>" key can be it (as AG_FP_KEY_PREFIX). */
 #define PROBE_KEY "ag::probe"
 
-/* Records how an operation went with the breaker, logging and counting
- * its opening and waking the probe. Returns rc. */
-int ag_store_redis__outcome(struct ag_store_redis__store *s, int rc,
-                            bool orphaned)
-{
-    if (!ag_redis_breaker_record(&s->breaker, rc, orphaned))
-        return rc;
-    ag_log(AG_LOG_ERROR, "redis_breaker_open",
-           "Redis failing: checks use the fallback until it answers");
-    ag_metrics_count(s->metrics, AG_M_BREAKER_OPENS);
-    ag_metrics_set(s->metrics, AG_M_BREAKER_OPEN, 1);
-    pthread_mutex_lock(&s->lock);
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->lock);
-    if (s->breaker_fn)
-        s->breaker_fn(s->breaker_arg, true);
-    return rc;
-}
-
 /* Runs argv (DEL, PING) and expects a reply of type; one retry on a new
  * connection if it never left. One that may have reached Redis is not
  * sent again, like a check: a DEL run twice could forgive what was

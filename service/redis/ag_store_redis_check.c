@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Redis store's check (ag_store_redis.h): the check command's wire
- * format and its reply, and the one state machine that decides what
- * becomes of a check whose command failed or whose code Redis lost. The
- * Lua code is composed by ag_redis_code.c, the circuit breaker's rules
- * are ag_redis_breaker.c's, the store around the check is
- * ag_store_redis.c.
+ * format and its reply, the one state machine that decides what becomes
+ * of a check whose command failed or whose code Redis lost, and the
+ * breaker's count of each outcome (the store's other commands that count
+ * report here too). The Lua code is composed by ag_redis_code.c, the
+ * circuit breaker's rules are ag_redis_breaker.c's, the store around the
+ * check is ag_store_redis.c.
  *
  * On Redis 7 and later a check is an FCALL of the function library; where
  * FUNCTION is refused it runs as a script with EVALSHA (see
@@ -33,6 +34,7 @@
 #include "ag_store_redis_impl.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -45,6 +47,8 @@
 #include "ag_buf.h"
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
+#include "ag_redis_breaker.h"
 #include "ag_redis_cmd.h"
 #include "ag_redis_code.h"
 #include "ag_redis_pipe.h"
@@ -391,6 +395,25 @@ static bool reload_lost(struct ag_store_redis__store *s,
         return false;
     *as_script = lost == LOST_FCALL || !ag_redis_pipe_fcall(s->pipe);
     return true;
+}
+
+/* Records how an operation went with the breaker, logging and counting
+ * its opening and waking the probe. Returns rc. */
+int ag_store_redis__outcome(struct ag_store_redis__store *s, int rc,
+                            bool orphaned)
+{
+    if (!ag_redis_breaker_record(&s->breaker, rc, orphaned))
+        return rc;
+    ag_log(AG_LOG_ERROR, "redis_breaker_open",
+           "Redis failing: checks use the fallback until it answers");
+    ag_metrics_count(s->metrics, AG_M_BREAKER_OPENS);
+    ag_metrics_set(s->metrics, AG_M_BREAKER_OPEN, 1);
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    if (s->breaker_fn)
+        s->breaker_fn(s->breaker_arg, true);
+    return rc;
 }
 
 /* The state machine, run as each check's job is done on a dispatcher

@@ -2,8 +2,10 @@
 /*
  * Inside the Redis store: what ag_store_redis.c (the store's life, its
  * breaker's probe thread and the commands beside the limits) and
- * ag_store_redis_check.c (the check: its command, its reply and the state
- * machine that settles it) share, and no other module may use.
+ * ag_store_redis_check.c (the check: its command, its reply, the state
+ * machine that settles it and the breaker's count) share, and no other
+ * module may use. Calls go one way: ag_store_redis.c calls into
+ * ag_store_redis_check.c, never the reverse.
  *
  * Thread-safety as the store's (ag_store_redis.h): the fields set at
  * ag_store_redis_new are read-only afterwards; seq is atomic; stopping is
@@ -59,7 +61,8 @@ static inline bool ag_store_redis__redirected(const redisReply *r)
 }
 
 /* Records how an operation went with the breaker, logging and counting
- * its opening and waking the probe (ag_store_redis.c). Returns rc. */
+ * its opening and waking the probe (ag_store_redis_check.c: checks and
+ * the commands that count alike). Returns rc. */
 int ag_store_redis__outcome(struct ag_store_redis__store *s, int rc,
                             bool orphaned);
 
