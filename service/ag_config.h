@@ -6,6 +6,12 @@
  * ag_config_parse validates every value and reports the first bad one as a
  * one-line message naming the flag. The struct is filled once at start and
  * read-only afterwards.
+ *
+ * Three files, one job each: ag_config.c takes each value from where it
+ * comes from and checks the flags that go together; ag_config_flags.c
+ * holds the flag table and reads each kind of value (a Redis URL through
+ * ag_redis_addr_parse, the Redis layer's); ag_config_files.c reads the
+ * secret, password and token files.
  */
 #ifndef AG_CONFIG_H
 #define AG_CONFIG_H
@@ -15,6 +21,7 @@
 #include <stdio.h>
 
 #include "ag_error.h"
+#include "ag_redis_addr.h"
 
 #define AG_SECRET_MIN 32           /* bytes a secret file must hold at least */
 #define AG_SECRET_MAX 4096         /* bytes read from a secret file at most */
@@ -22,41 +29,6 @@
 #define AG_TOKEN_MAX 1024          /* bytes of admin token at most */
 #define AG_CONFIG_WEBHOOKS_MAX 8   /* --webhook-url given at most */
 #define AG_CONFIG_WEBHOOK_URL 1024 /* bytes of one, with its NUL */
-
-enum ag_redis_kind {
-    AG_REDIS_TCP,
-    AG_REDIS_UNIX,
-    AG_REDIS_SENTINEL, /* the master found through sentinels */
-    AG_REDIS_CLUSTER,  /* a Redis Cluster, found from seed nodes */
-};
-
-#define AG_SEEDS_MAX 8 /* sentinel or seed node addresses in a URL */
-
-struct ag_redis_hostport {
-    char host[256];
-    int port;
-};
-
-struct ag_redis_addr {
-    enum ag_redis_kind kind;
-    char host[256]; /* TCP only */
-    int port;       /* TCP only */
-    char path[108]; /* unix only: the socket path */
-    /* Sentinel: where to ask, in order, for master_name's address.
-     * Cluster: the seed nodes, asked in order for the slot map. */
-    struct ag_redis_hostport seeds[AG_SEEDS_MAX];
-    int n_seeds;
-    char master_name[256];
-    char user[256];         /* ACL user; empty: AUTH with the password alone */
-    char password[256];     /* empty: no AUTH */
-    int db;                 /* SELECT after connect when non-zero */
-    bool tls;               /* rediss://: TLS, the server's certificate and
-                               name verified */
-    char tls_ca_file[1024]; /* CA bundle; empty: the system's store */
-    char tls_cert_file[1024];  /* client certificate; empty: none */
-    char tls_key_file[1024];   /* its private key */
-    char tls_server_name[256]; /* SNI and the name to verify; empty: host */
-};
 
 /* Where to serve: a numeric TCP address and port, or a unix socket. */
 struct ag_listen_addr {
@@ -108,11 +80,6 @@ struct ag_config {
  * the flag at fault (without its dashes) where one is. */
 int ag_config_parse(struct ag_config *c, int argc, char **argv,
                     struct ag_error *err);
-/* Parses redis://[[user]:password@]host:port[/db] (user and password
- * %-decoded), rediss://... (TLS) or unix:///path. Keeps out's tls_* file
- * and name fields, which come from their own flags. */
-int ag_config_parse_redis_url(const char *url, struct ag_redis_addr *out,
-                              struct ag_error *err);
 /* Writes the usage text, listing every flag, its variable and default. */
 void ag_config_usage(FILE *out);
 

@@ -31,6 +31,7 @@
 #include "ag_service.h"
 #include "ag_store.h"
 #include "ag_store_cluster.h"
+#include "ag_store_redis.h"
 #include "ag_webhook.h"
 
 #define EXIT_CONFIG 2

@@ -42,8 +42,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ag_config.h"
 #include "ag_error.h"
+#include "ag_redis_addr.h"
 
 /* Bytes of commands a link buffers until they are written, at most: a
  * full batch of checks, or the code load, is well below it. */

@@ -27,7 +27,7 @@
  * which done may reload code before it queues the job again. done owns
  * the reply. The pipe borrows the code, the breaker and the metrics; it
  * does not retry, count failures toward the breaker or parse replies: the
- * store does (ag_store_redis.c). Thread-safe: any thread may send.
+ * store does (ag_store_redis_check.c). Thread-safe: any thread may send.
  */
 #ifndef AG_REDIS_PIPE_H
 #define AG_REDIS_PIPE_H
@@ -37,7 +37,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "ag_config.h"
+#include "ag_redis_addr.h"
 #include "ag_redis_breaker.h"
 #include "ag_redis_code.h"
 

@@ -13,8 +13,8 @@
 #ifndef AG_REDIS_SENTINEL_H
 #define AG_REDIS_SENTINEL_H
 
-#include "ag_config.h"
 #include "ag_error.h"
+#include "ag_redis_addr.h"
 #include "ag_redis_link.h"
 
 /* Fills *master with a (credentials, TLS, db) at the address the first

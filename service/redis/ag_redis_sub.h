@@ -26,8 +26,8 @@
 #ifndef AG_REDIS_SUB_H
 #define AG_REDIS_SUB_H
 
-#include "ag_config.h"
 #include "ag_error.h"
+#include "ag_redis_addr.h"
 
 struct ag_deny_cache;
 struct ag_metrics;

@@ -9,7 +9,7 @@
 #ifndef AG_STORE_CLUSTER_H
 #define AG_STORE_CLUSTER_H
 
-#include "ag_store.h"
+#include "ag_store_redis.h"
 
 /* A store over the cluster whose seed nodes are o->addr's seeds
  * (AG_REDIS_CLUSTER), with its credentials; o->lua, probe_key and

@@ -32,6 +32,7 @@
 #include "ag_error.h"
 #include "ag_redis_reply.h"
 #include "ag_store.h"
+#include "ag_store_redis.h"
 #include "ag_vectors.h"
 
 /* The test clock: a clock.lua piece (ag_redis_code.h) that replaces

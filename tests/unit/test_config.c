@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_config: defaults, flags in both forms, ABUSEGUARD_* variables and the
- * precedence between them, refusals that name the flag, Redis URLs, and the
- * secret and admin token files.
+ * precedence between them, the --config file below both, refusals that
+ * name the flag, the --redis flag (its URL forms are test_redis_addr.c's)
+ * and the webhooks. The secret, token and password files are
+ * test_config_files.c's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,88 +22,7 @@
 #include "ag_config.h"
 #include "ag_error.h"
 #include "ag_log.h"
-
-extern char **environ;
-
-#define ERRSZ 512
-
-/* Removes every ABUSEGUARD_* variable so that each test starts from the
- * defaults whatever the environment of the test runner holds. */
-static int clear_env(void **state)
-{
-    (void)state;
-    for (;;) {
-        char name[256] = "";
-        for (char **e = environ; *e; e++) {
-            if (strncmp(*e, "ABUSEGUARD_", 11) == 0) {
-                size_t n = strcspn(*e, "=");
-                if (n >= sizeof name)
-                    n = sizeof name - 1;
-                memcpy(name, *e, n);
-                name[n] = '\0';
-                break;
-            }
-        }
-        if (!name[0])
-            return 0;
-        if (unsetenv(name) != 0)
-            return -1;
-    }
-}
-
-/* Runs ag_config_parse on "abuseguard" followed by the NULL-terminated
- * arguments. */
-/* The library's refusals as these tests read them: the message copied
- * into the test's buffer, the whole error kept in `last`. */
-static struct ag_error last;
-
-static int keep(int rc, char *err)
-{
-    snprintf(err, ERRSZ, "%s", rc ? last.msg : "");
-    return rc;
-}
-
-static int cfg_parse(struct ag_config *c, int argc, char **argv, char *err)
-{
-    memset(&last, 0, sizeof last);
-    return keep(ag_config_parse(c, argc, argv, &last), err);
-}
-
-static int redis_url(const char *url, struct ag_redis_addr *a, char *err)
-{
-    memset(&last, 0, sizeof last);
-    return keep(ag_config_parse_redis_url(url, a, &last), err);
-}
-
-static int read_secret(const char *path, unsigned char *key, size_t *len,
-                       char *err)
-{
-    memset(&last, 0, sizeof last);
-    return keep(ag_config_read_secret(path, key, len, &last), err);
-}
-
-static int read_token(const char *path, char *token, char *err)
-{
-    memset(&last, 0, sizeof last);
-    return keep(ag_config_read_token(path, token, &last), err);
-}
-
-static int parse(struct ag_config *c, char *err, ...)
-{
-    char *argv[32] = {(char *)"abuseguard"};
-    int argc = 1;
-    va_list ap;
-    va_start(ap, err);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL) {
-        assert_true(argc < 31);
-        argv[argc++] = (char *)a;
-    }
-    va_end(ap);
-    argv[argc] = NULL;
-    err[0] = '\0';
-    return cfg_parse(c, argc, argv, err);
-}
+#include "ag_test_config.h"
 
 /* Expects one flag value to be refused with a message naming the flag. */
 static void expect_flag_refused(const char *flag, const char *value)
@@ -436,45 +357,7 @@ static void flag_missing_its_value_is_refused_naming_it(void **state)
     assert_non_null(strstr(err, "--db"));
 }
 
-/* Redis URLs through the parser and through the flag. */
-
-static void redis_url_host_and_port(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    assert_int_equal(redis_url("redis://cache.local:6380", &a, err), AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_TCP);
-    assert_string_equal(a.host, "cache.local");
-    assert_int_equal(a.port, 6380);
-    assert_string_equal(a.password, "");
-    assert_int_equal(a.db, 0);
-}
-
-static void redis_url_password_and_database(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    assert_int_equal(redis_url("redis://:s3cret@10.0.0.5:6379/3", &a, err),
-                     AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_TCP);
-    assert_string_equal(a.password, "s3cret");
-    assert_string_equal(a.host, "10.0.0.5");
-    assert_int_equal(a.port, 6379);
-    assert_int_equal(a.db, 3);
-}
-
-static void redis_url_unix_socket(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    assert_int_equal(redis_url("unix:///run/redis/redis.sock", &a, err), AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_UNIX);
-    assert_string_equal(a.path, "/run/redis/redis.sock");
-    assert_string_equal(a.password, "");
-}
+/* Redis URLs through the flag (the parser: test_redis_addr.c). */
 
 static void redis_flag_sets_the_address(void **state)
 {
@@ -488,79 +371,6 @@ static void redis_flag_sets_the_address(void **state)
     assert_int_equal(c.redis.port, 7000);
     assert_string_equal(c.redis.password, "pw");
     assert_int_equal(c.redis.db, 2);
-}
-
-static void redis_url_acl_user_tls_and_escapes(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    memset(&a, 0, sizeof a);
-    assert_int_equal(redis_url("redis://ag:s3cret@cache:6380", &a, err), AG_OK);
-    assert_string_equal(a.user, "ag");
-    assert_string_equal(a.password, "s3cret");
-    assert_false(a.tls);
-    /* ':', '@' and '/' in credentials come %-escaped. */
-    assert_int_equal(
-        redis_url("rediss://svc%40eu:p%3Aw%2Fd%40x@10.0.0.5:6379/1", &a, err),
-        AG_OK);
-    assert_true(a.tls);
-    assert_string_equal(a.user, "svc@eu");
-    assert_string_equal(a.password, "p:w/d@x");
-    assert_string_equal(a.host, "10.0.0.5");
-    assert_int_equal(a.db, 1);
-}
-
-static void sentinel_url_lists_sentinels_and_the_master_name(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ];
-    memset(&a, 0, sizeof a);
-    assert_int_equal(
-        redis_url("redis+sentinel://ag:pw@10.0.0.1:26379,[::1]:26380,"
-                  "s3:26381/mymaster",
-                  &a, err),
-        AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_SENTINEL);
-    assert_false(a.tls);
-    assert_int_equal(a.n_seeds, 3);
-    assert_string_equal(a.seeds[0].host, "10.0.0.1");
-    assert_int_equal(a.seeds[0].port, 26379);
-    assert_string_equal(a.seeds[1].host, "::1");
-    assert_int_equal(a.seeds[1].port, 26380);
-    assert_string_equal(a.seeds[2].host, "s3");
-    assert_string_equal(a.master_name, "mymaster");
-    assert_string_equal(a.user, "ag");
-    assert_string_equal(a.password, "pw");
-    assert_int_equal(redis_url("rediss+sentinel://s:1/m", &a, err), AG_OK);
-    assert_true(a.tls);
-    assert_int_equal(redis_url("redis+cluster://:pw@n1:7000,n2:7001", &a, err),
-                     AG_OK);
-    assert_int_equal(a.kind, AG_REDIS_CLUSTER);
-    assert_int_equal(a.n_seeds, 2);
-    assert_string_equal(a.seeds[1].host, "n2");
-    assert_int_equal(a.seeds[1].port, 7001);
-    assert_string_equal(a.password, "pw");
-    assert_int_equal(redis_url("redis+cluster://n1:7000/0", &a, err),
-                     AG_EINVAL);
-    static const char *const bad[] = {
-        "redis+sentinel://s:1",
-        "redis+sentinel://s:1/",
-        "redis+sentinel:///m",
-        "redis+sentinel://s:1,/m",
-        "redis+sentinel://s/m",
-        "redis+sentinel://s:0/m",
-        "redis+sentinel://s:1/m/2",
-        "redis+sentinel://a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1/m",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = '\0';
-        if (redis_url(bad[i], &a, err) != AG_EINVAL)
-            fail_msg("'%s' was accepted", bad[i]);
-        if (!strstr(err, "--redis"))
-            fail_msg("'%s': %s", bad[i], err);
-    }
 }
 
 static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
@@ -587,23 +397,8 @@ static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
     assert_non_null(strstr(err, "go together"));
 }
 
-static void a_password_never_appears_in_a_refusal(void **state)
-{
-    (void)state;
-    static const char *const bad[] = {
-        "redis://u:hunter2secret@cache",      "redis://u:hunter2secret@cache:0",
-        "redis://u:hunter2secret%zz@cache:1", "redis://u:hunter2secret@:1",
-        "redis://u:hunter2secret@cache:1/x",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct ag_redis_addr a;
-        char err[ERRSZ] = "";
-        assert_int_equal(redis_url(bad[i], &a, err), AG_EINVAL);
-        if (strstr(err, "hunter2"))
-            fail_msg("'%s': the message shows the password: %s", bad[i], err);
-    }
-}
-
+/* The parser's own refusals are test_redis_addr.c's; these are the same
+ * URLs through the flag, whose refusal must name it. */
 static void bad_redis_urls_are_refused_naming_the_flag(void **state)
 {
     (void)state;
@@ -628,183 +423,13 @@ static void bad_redis_urls_are_refused_naming_the_flag(void **state)
         "unix://",
         "",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct ag_redis_addr a;
-        char err[ERRSZ] = "";
-        int rc = redis_url(bad[i], &a, err);
-        if (rc != AG_EINVAL)
-            fail_msg("'%s': rc %d, want AG_EINVAL", bad[i], rc);
-        if (!strstr(err, "--redis"))
-            fail_msg("'%s': message does not name --redis: %s", bad[i], err);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_flag_refused("--redis", bad[i]);
-    }
     /* A socket path that does not fit sun_path. */
     char url[256] = "unix:///";
     memset(url + 8, 's', 120);
     url[128] = '\0';
     expect_flag_refused("--redis", url);
-}
-
-/* Secret and token files, in mkstemp files under /tmp. */
-
-struct tmp {
-    char path[64];
-};
-
-static int tmp_setup(void **state)
-{
-    struct tmp *t = calloc(1, sizeof *t);
-    if (!t)
-        return -1;
-    *state = t;
-    return clear_env(NULL);
-}
-
-static int tmp_teardown(void **state)
-{
-    struct tmp *t = *state;
-    if (t->path[0])
-        unlink(t->path);
-    free(t);
-    return 0;
-}
-
-/* Creates a temp file holding len bytes of data with the given mode. */
-static const char *tmp_file(void **state, const void *data, size_t len,
-                            mode_t mode)
-{
-    struct tmp *t = *state;
-    snprintf(t->path, sizeof t->path, "/tmp/ag-unit-XXXXXX");
-    int fd = mkstemp(t->path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, data, len), (ssize_t)len);
-    assert_int_equal(fchmod(fd, mode), 0);
-    assert_int_equal(close(fd), 0);
-    return t->path;
-}
-
-static void fill_pattern(unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)(i * 37 + 11);
-}
-
-static void secret_file_missing_is_refused(void **state)
-{
-    (void)state;
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    const char *path = "/tmp/ag-unit-no-such-dir/secret.key";
-    assert_int_equal(read_secret(path, key, &len, err), AG_EIO);
-    assert_non_null(strstr(err, path));
-}
-
-static void secret_shorter_than_32_bytes_is_refused(void **state)
-{
-    unsigned char data[31];
-    fill_pattern(data, sizeof data);
-    const char *path = tmp_file(state, data, sizeof data, 0600);
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
-    assert_non_null(strstr(err, "31 bytes"));
-}
-
-static void secret_readable_by_others_is_refused(void **state)
-{
-    unsigned char data[32];
-    fill_pattern(data, sizeof data);
-    const char *path = tmp_file(state, data, sizeof data, 0644);
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
-    assert_non_null(strstr(err, "644"));
-    assert_non_null(strstr(err, "chmod 600"));
-}
-
-static void secret_readable_by_group_is_refused(void **state)
-{
-    unsigned char data[32];
-    fill_pattern(data, sizeof data);
-    const char *path = tmp_file(state, data, sizeof data, 0640);
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
-    assert_non_null(strstr(err, "640"));
-}
-
-static void private_secret_of_32_bytes_is_accepted(void **state)
-{
-    unsigned char data[32];
-    fill_pattern(data, sizeof data);
-    const char *path = tmp_file(state, data, sizeof data, 0600);
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    assert_int_equal(read_secret(path, key, &len, err), AG_OK);
-    assert_int_equal(len, 32);
-    assert_memory_equal(key, data, 32);
-}
-
-static void secret_of_the_cap_is_read_and_longer_refused(void **state)
-{
-    unsigned char data[AG_SECRET_MAX + 1];
-    fill_pattern(data, sizeof data);
-    const char *path = tmp_file(state, data, AG_SECRET_MAX, 0400);
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    assert_int_equal(read_secret(path, key, &len, err), AG_OK);
-    assert_int_equal(len, AG_SECRET_MAX);
-    assert_memory_equal(key, data, AG_SECRET_MAX);
-    /* Cutting a longer one short would let two secrets that differ past
-     * the cap hash alike. */
-    unlink(path);
-    path = tmp_file(state, data, sizeof data, 0400);
-
-    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
-    assert_non_null(strstr(err, "longer"));
-}
-
-static void token_trailing_whitespace_is_trimmed(void **state)
-{
-    const char text[] = "tok-1234567890 abc \t\r\n\n";
-    const char *path = tmp_file(state, text, sizeof text - 1, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_OK);
-    assert_string_equal(token, "tok-1234567890 abc");
-}
-
-static void
-redis_password_file_wins_over_the_url_and_must_be_private(void **state)
-{
-    const char text[] = "from-the-file\n";
-    const char *path = tmp_file(state, text, sizeof text - 1, 0600);
-    struct ag_config c;
-    char err[ERRSZ] = "";
-    /* A user alone needs the file. */
-    assert_int_equal(parse(&c, err, "--redis", "redis://ag@r:1", (char *)NULL),
-                     AG_EINVAL);
-    assert_non_null(strstr(err, "needs a password"));
-    assert_int_equal(parse(&c, err, "--redis", "redis://ag@r:1",
-                           "--redis-password-file", path, (char *)NULL),
-                     AG_OK);
-    assert_int_equal(parse(&c, err, "--redis", "redis://ag:from-url@r:1",
-                           "--redis-password-file", path, (char *)NULL),
-                     AG_OK);
-    struct ag_error e;
-    assert_int_equal(ag_config_read_redis_password(&c, &e), AG_OK);
-    assert_string_equal(c.redis.password, "from-the-file");
-    assert_string_equal(c.redis.user, "ag");
-    assert_int_equal(chmod(path, 0644), 0);
-    assert_int_equal(ag_config_read_redis_password(&c, &e), AG_EINVAL);
-    assert_non_null(strstr(e.msg, "--redis-password-file"));
-    assert_null(strstr(e.msg, "from-the-file"));
 }
 
 static void config_file_sits_below_flags_and_environment(void **state)
@@ -873,59 +498,6 @@ static void version_flag_takes_no_value(void **state)
     assert_false(c.help);
 }
 
-static void empty_token_file_is_refused(void **state)
-{
-    const char *path = tmp_file(state, "", 0, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_EINVAL);
-    assert_non_null(strstr(err, "--admin-token-file"));
-}
-
-static void whitespace_only_token_file_is_refused(void **state)
-{
-    const char *path = tmp_file(state, " \n\t\n", 4, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_EINVAL);
-    assert_non_null(strstr(err, "--admin-token-file"));
-}
-
-static void token_of_max_length_is_accepted(void **state)
-{
-    char text[AG_TOKEN_MAX + 1];
-    memset(text, 'k', AG_TOKEN_MAX);
-    text[AG_TOKEN_MAX] = '\n';
-    const char *path = tmp_file(state, text, sizeof text, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_OK);
-    assert_int_equal(strlen(token), AG_TOKEN_MAX);
-    assert_memory_equal(token, text, AG_TOKEN_MAX);
-}
-
-static void token_longer_than_max_is_refused(void **state)
-{
-    char text[AG_TOKEN_MAX + 1];
-    memset(text, 'k', sizeof text);
-    const char *path = tmp_file(state, text, sizeof text, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_EINVAL);
-}
-
-static void token_with_more_text_after_a_newline_is_refused(void **state)
-{
-    /* The cap applies to the whole file, not to what fits in a buffer. */
-    char text[AG_TOKEN_MAX + 6];
-    memset(text, 'a', AG_TOKEN_MAX);
-    memcpy(text + AG_TOKEN_MAX, "\nmore", 5);
-    const char *path = tmp_file(state, text, AG_TOKEN_MAX + 5, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_EINVAL);
-}
-
 static void
 bad_environment_value_is_ignored_when_the_flag_is_given(void **state)
 {
@@ -953,91 +525,6 @@ static void redis_url_error_names_the_variable(void **state)
     assert_non_null(strstr(err, "ABUSEGUARD_REDIS"));
 }
 
-static void redis_url_takes_a_bracketed_ipv6_host(void **state)
-{
-    (void)state;
-    struct ag_redis_addr a;
-    char err[ERRSZ] = "";
-    assert_int_equal(redis_url("redis://[::1]:6380", &a, err), AG_OK);
-    assert_string_equal(a.host, "::1");
-    assert_int_equal(a.port, 6380);
-}
-
-static void token_with_nul_byte_is_refused(void **state)
-{
-    const char text[] = "abcdefghij\0klmnopqrst";
-    const char *path = tmp_file(state, text, sizeof text - 1, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_EINVAL);
-}
-
-static void token_shorter_than_16_bytes_is_refused(void **state)
-{
-    char text[AG_TOKEN_MIN + 1];
-    memset(text, 'k', sizeof text);
-    const char *path = tmp_file(state, text, AG_TOKEN_MIN - 1, 0600);
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    assert_int_equal(read_token(path, token, err), AG_EINVAL);
-    assert_non_null(strstr(err, "--admin-token-file"));
-    assert_non_null(strstr(err, "16 to"));
-    unlink(path);
-    path = tmp_file(state, text, AG_TOKEN_MIN, 0600);
-    assert_int_equal(read_token(path, token, err), AG_OK);
-}
-
-static void secret_of_one_repeated_byte_is_refused(void **state)
-{
-    unsigned char data[64];
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    memset(data, 0, sizeof data);
-    const char *path = tmp_file(state, data, sizeof data, 0600);
-    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
-    assert_non_null(strstr(err, "--secret-file"));
-    assert_non_null(strstr(err, "repeated"));
-    unlink(path);
-    memset(data, 0xa5, sizeof data);
-    path = tmp_file(state, data, sizeof data, 0600);
-    assert_int_equal(read_secret(path, key, &len, err), AG_EINVAL);
-    /* One differing byte is enough to pass this check; it only catches
-     * files that were never filled with anything. */
-    unlink(path);
-    data[63] = 0;
-    path = tmp_file(state, data, sizeof data, 0600);
-    assert_int_equal(read_secret(path, key, &len, err), AG_OK);
-}
-
-static void secret_fifo_is_refused_without_waiting_for_a_writer(void **state)
-{
-    (void)state;
-    char path[] = "/tmp/ag-unit-fifo-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    unlink(path);
-    assert_int_equal(mkfifo(path, 0600), 0);
-    unsigned char key[AG_SECRET_MAX];
-    size_t len = 0;
-    char err[ERRSZ] = "";
-    int rc = read_secret(path, key, &len, err);
-    unlink(path);
-    assert_int_equal(rc, AG_EINVAL);
-    assert_non_null(strstr(err, "--secret-file"));
-    assert_non_null(strstr(err, "not a regular file"));
-}
-
-static void token_file_missing_is_refused(void **state)
-{
-    (void)state;
-    char token[AG_TOKEN_MAX + 1];
-    char err[ERRSZ] = "";
-    const char *path = "/tmp/ag-unit-no-such-dir/token";
-    assert_int_equal(read_token(path, token, err), AG_EIO);
-    assert_non_null(strstr(err, path));
-}
 static void webhook_urls_add_up_from_repeats_and_spaces(void **state)
 {
     (void)state;
@@ -1099,9 +586,6 @@ static void webhook_flags_are_refused_naming_the_flag(void **state)
     assert_string_equal(last.field, "webhook-url");
 }
 
-#define ENV_TEST(f) cmocka_unit_test_setup_teardown(f, clear_env, clear_env)
-#define FILE_TEST(f) cmocka_unit_test_setup_teardown(f, tmp_setup, tmp_teardown)
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1124,39 +608,14 @@ int main(void)
         ENV_TEST(bad_environment_value_is_refused_naming_variable_and_flag),
         ENV_TEST(unknown_flag_and_positional_argument_are_refused),
         ENV_TEST(flag_missing_its_value_is_refused_naming_it),
-        ENV_TEST(redis_url_host_and_port),
-        ENV_TEST(redis_url_password_and_database),
-        ENV_TEST(redis_url_unix_socket),
         ENV_TEST(redis_flag_sets_the_address),
         ENV_TEST(bad_redis_urls_are_refused_naming_the_flag),
-        ENV_TEST(redis_url_acl_user_tls_and_escapes),
         ENV_TEST(tls_flags_need_a_rediss_url_and_go_in_pairs),
-        ENV_TEST(sentinel_url_lists_sentinels_and_the_master_name),
-        ENV_TEST(a_password_never_appears_in_a_refusal),
-        FILE_TEST(secret_file_missing_is_refused),
-        FILE_TEST(secret_shorter_than_32_bytes_is_refused),
-        FILE_TEST(secret_readable_by_others_is_refused),
-        FILE_TEST(secret_readable_by_group_is_refused),
-        FILE_TEST(private_secret_of_32_bytes_is_accepted),
-        FILE_TEST(secret_of_the_cap_is_read_and_longer_refused),
-        FILE_TEST(token_trailing_whitespace_is_trimmed),
-        FILE_TEST(empty_token_file_is_refused),
         FILE_TEST(config_file_sits_below_flags_and_environment),
         FILE_TEST(config_file_errors_name_the_line_and_key),
         ENV_TEST(version_flag_takes_no_value),
-        FILE_TEST(redis_password_file_wins_over_the_url_and_must_be_private),
-        FILE_TEST(whitespace_only_token_file_is_refused),
-        FILE_TEST(token_of_max_length_is_accepted),
-        FILE_TEST(token_longer_than_max_is_refused),
-        FILE_TEST(token_with_nul_byte_is_refused),
-        FILE_TEST(token_with_more_text_after_a_newline_is_refused),
         ENV_TEST(bad_environment_value_is_ignored_when_the_flag_is_given),
         ENV_TEST(redis_url_error_names_the_variable),
-        ENV_TEST(redis_url_takes_a_bracketed_ipv6_host),
-        FILE_TEST(token_file_missing_is_refused),
-        FILE_TEST(token_shorter_than_16_bytes_is_refused),
-        FILE_TEST(secret_of_one_repeated_byte_is_refused),
-        FILE_TEST(secret_fifo_is_refused_without_waiting_for_a_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

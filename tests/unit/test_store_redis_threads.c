@@ -19,8 +19,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "ag_config.h"
 #include "ag_store.h"
+#include "ag_store_redis.h"
 
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                           void *(*start)(void *), void *arg);
