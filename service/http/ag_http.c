@@ -293,30 +293,31 @@ serve_check(struct ag_http *h, struct MHD_Connection *conn, struct request *req)
     if (req->too_big)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, TOO_LARGE, NULL,
                            NULL);
-    struct ag_http_response r;
-    ag_http_response_init(&r);
     const char *body = req->body.p ? req->body.p : "";
+    struct ag_verdict v;
     int rc;
     if (req->check) {
         /* Resumed: the store has answered. */
-        rc = ag_service_check_finish(req->check, &r);
+        rc = ag_service_check_finish(req->check, &v);
         req->check = NULL;
     } else if (req->route == R_REPORT_LOGIN) {
-        rc = ag_service_report_login(h->svc, body, req->body.len, &r);
+        rc = ag_service_report_login(h->svc, body, req->body.len, &v);
     } else if (req->route == R_REPORT_OTP) {
-        rc = ag_service_report_otp(h->svc, body, req->body.len, &r);
+        rc = ag_service_report_otp(h->svc, body, req->body.len, &v);
     } else {
         req->conn = conn;
         req->waiter = (struct ag_check_waiter){
             .suspend = suspend, .resume = resume, .arg = req};
         rc = ag_service_check_begin(h->svc, req->endpoint, body, req->body.len,
-                                    &req->waiter, &req->check, &r);
-        if (rc == AG_EPENDING) {
-            /* Suspended; the handler runs again once it is resumed. */
-            ag_http_response_free(&r);
-            return MHD_YES;
-        }
+                                    &req->waiter, &req->check, &v);
+        if (rc == AG_EPENDING)
+            return MHD_YES; /* the handler runs again once resumed */
     }
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    if (rc == AG_OK)
+        rc = ag_http_response_verdict(&r, &v);
+    ag_verdict_release(&v);
 
     enum MHD_Result ret;
     if (rc == AG_OK) {
