@@ -2,7 +2,7 @@
 /*
  * A verdict: what a check, a report or an inspect came to, as data. The
  * service (ag_service) decides it and knows no wire format; the layer
- * that answers renders it (HTTP: ag_http_response_verdict), so the check
+ * that answers renders it (HTTP: ag_http_verdict_render), so the check
  * path sits below HTTP, as nginx's limit_req handler returns a decision
  * (NGX_HTTP_SERVICE_UNAVAILABLE, NGX_DECLINED) and leaves the answer's
  * bytes to the HTTP core.

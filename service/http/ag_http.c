@@ -25,6 +25,7 @@
 #include "ag_http_impl.h"
 #include "ag_http_response.h"
 #include "ag_http_route.h"
+#include "ag_http_verdict.h"
 #include "ag_http_wire.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
@@ -242,7 +243,7 @@ static int check(struct ag_http *h, const struct ag_http_request *hr,
             return rc; /* the handler runs again once resumed */
     }
     if (rc == AG_OK)
-        rc = ag_http_response_verdict(r, &v);
+        rc = ag_http_verdict_render(r, &v);
     ag_verdict_release(&v);
     return rc;
 }
@@ -273,7 +274,7 @@ static int report_login(void *ctx, const struct ag_http_request *req,
     int rc = ag_service_report_login(h->svc, req->body ? req->body : "",
                                      req->len, &v);
     if (rc == AG_OK)
-        rc = ag_http_response_verdict(r, &v);
+        rc = ag_http_verdict_render(r, &v);
     ag_verdict_release(&v);
     return rc;
 }
@@ -286,7 +287,7 @@ static int report_otp(void *ctx, const struct ag_http_request *req,
     int rc =
         ag_service_report_otp(h->svc, req->body ? req->body : "", req->len, &v);
     if (rc == AG_OK)
-        rc = ag_http_response_verdict(r, &v);
+        rc = ag_http_verdict_render(r, &v);
     ag_verdict_release(&v);
     return rc;
 }

@@ -5,7 +5,7 @@
  * (ag_http_route), enforces the body cap (64 KiB, a 413 past it) and
  * turns ag_http_response values into wire responses. It holds no business
  * logic: a check goes to ag_service_check_begin and _finish, and its
- * verdict is rendered by ag_http_response_verdict.
+ * verdict is rendered by ag_http_verdict_render.
  *
  * Its own routes: POST /check-login, /check-otp, /check-otp-verify,
  * /report-login, /report-otp; GET /healthz, /readyz, /metrics,

@@ -29,7 +29,6 @@
 #include "ag_error.h"
 
 #include "ag_limiter.h"
-#include "ag_verdict.h"
 
 #define AG_HTTP_RESPONSE_MAX (64 * 1024) /* body bytes at most */
 /* RateLimit field bytes at most: AG_PLAN_MAX items of a policy name and
@@ -96,17 +95,6 @@ int ag_http_response_cached(struct ag_http_response *r,
                             const struct ag_decision *d);
 
 struct ag_list_entry;
-
-/* The answer to v, a verdict of the service (ag_verdict.h), each kind by
- * the function below that renders it: REFUSED a 400 naming the field
- * (ag_http_response_refusal), UNAVAILABLE a 503 with its sentence,
- * DECIDED ag_http_response_check (_cached when from the deny cache,
- * _inspect when inspected), LISTED ag_http_response_listed (or
- * _inspect_listed), STORE_DOWN ag_http_response_unavailable, RECORDED a
- * 204 with no body, TOKEN ag_http_response_device_token. Reads v only;
- * the caller releases it. */
-int ag_http_response_verdict(struct ag_http_response *r,
-                             const struct ag_verdict *v);
 
 /* The answer to an admin inspect (ag_service_inspect) of a peek plan: 200
  * whatever a check would be answered, with the check's body and

@@ -23,6 +23,7 @@
 #include "ag_error.h"
 #include "ag_events.h"
 #include "ag_http_response.h"
+#include "ag_http_verdict.h"
 #include "ag_lists.h"
 #include "ag_metrics.h"
 #include "ag_service.h"
@@ -287,7 +288,7 @@ static inline int answer(int rc, struct ag_verdict *v,
                          struct ag_http_response *r)
 {
     assert_int_equal(rc, AG_OK);
-    assert_int_equal(ag_http_response_verdict(r, v), AG_OK);
+    assert_int_equal(ag_http_verdict_render(r, v), AG_OK);
     ag_verdict_release(v);
     return r->status;
 }
