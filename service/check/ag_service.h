@@ -73,7 +73,7 @@ struct ag_service_opts {
     struct ag_deny_cache *deny_cache;
 };
 
-/* A new service with no ruleset (checks answer 503 until one is set).
+/* A new service with no ruleset (checks are unavailable until one is set).
  * Returns AG_OK, or AG_ENOMEM. Free with ag_service_free once no thread
  * uses it. */
 int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out);
