@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "ag_admin.h"
+#include "ag_admin_routes.h"
 #include "ag_cli.h"
 #include "ag_config.h"
 #include "ag_db.h"
@@ -37,6 +38,29 @@
 #define EXIT_CONFIG 2
 /* How often each instance asks SQLite whether the policies changed. */
 #define RELOAD_INTERVAL_MS 200
+
+/* The HTTP layer's options, from the configuration's. */
+static void http_listen(const struct ag_listen_addr *a,
+                        struct ag_http_listen *out)
+{
+    snprintf(out->host, sizeof out->host, "%s", a->host);
+    out->port = a->port;
+    snprintf(out->path, sizeof out->path, "%s", a->path);
+}
+
+static void http_options(const struct ag_config *cfg, struct ag_http_options *o)
+{
+    *o = (struct ag_http_options){
+        .admin_apart = cfg->admin_listen_set,
+        .conn_timeout_s = cfg->conn_timeout_s,
+        .max_conns = cfg->max_conns,
+        .max_conns_per_ip = cfg->max_conns_per_ip,
+        .max_header_bytes = cfg->max_header_bytes,
+        .threads = cfg->threads,
+    };
+    http_listen(&cfg->listen, &o->listen);
+    http_listen(&cfg->admin_listen, &o->admin_listen);
+}
 
 /* The watcher's new rulesets go to the service. */
 static void publish(void *svc, struct ag_ruleset *set)
@@ -85,9 +109,11 @@ int main(int argc, char **argv)
         return 0;
     }
     ag_log_set_level((enum ag_log_level)cfg.log_level);
+    struct ag_http_options hopts;
+    http_options(&cfg, &hopts);
     /* Now, so that a limit too low for --max-conns stops the start before
      * anything is opened, rather than refusing clients under load. */
-    int rc = ag_http_reserve_fds(&cfg, &cerr);
+    int rc = ag_http_reserve_fds(&hopts, &cerr);
     if (rc) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         return rc == AG_EINVAL ? EXIT_CONFIG : 1;
@@ -240,12 +266,21 @@ int main(int argc, char **argv)
     struct ag_reload *reload = NULL;
     struct ag_admin *admin = NULL;
     struct ag_http *http = NULL;
-    if (ag_reload_start(cfg.db_path, publish, svc, metrics, RELOAD_INTERVAL_MS,
+    bool failed =
+        ag_reload_start(cfg.db_path, publish, svc, metrics, RELOAD_INTERVAL_MS,
                         AG_RELOAD_SYNC_TIMEOUT_MS, cfg.audit_retention_days,
                         &reload, &cerr) ||
         (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, svc, &hasher,
-                                        reload, &admin, &cerr)) ||
-        ag_http_start(&cfg, svc, metrics, admin, &http, &cerr)) {
+                                        reload, &admin, &cerr));
+    /* The admin part's routes (its API and console, or, off, the 404 that
+     * says so) are served beside the HTTP layer's own. */
+    struct ag_http_route admin_routes[AG_ADMIN_ROUTES];
+    if (!failed) {
+        hopts.routes = admin_routes;
+        hopts.nroutes = ag_admin_routes(admin, admin_routes);
+        failed = ag_http_start(&hopts, svc, metrics, &http, &cerr) != AG_OK;
+    }
+    if (failed) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
         status = 1;
     } else {

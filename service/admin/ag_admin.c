@@ -14,6 +14,7 @@
 #include "ag_db.h"
 #include "ag_error.h"
 #include "ag_events.h"
+#include "ag_http_verdict.h"
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
@@ -395,8 +396,12 @@ static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
             r, 400, "endpoint must be \"login\", \"otp\" or \"otp_verify\"",
             "endpoint");
     struct ag_inspect_keys keys;
+    struct ag_verdict v;
     int rc = ag_service_inspect(a->svc, (enum ag_endpoint)endpoint, req->body,
-                                req->len, &keys, r);
+                                req->len, &keys, &v);
+    if (rc == AG_OK)
+        rc = ag_http_verdict_render(r, &v);
+    ag_verdict_release(&v);
     if (rc || r->status != 200)
         return rc;
     /* Answered: audited with the keys it read. */

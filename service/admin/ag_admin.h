@@ -30,7 +30,9 @@
  *   GET    /events?after=&limit=  {"events": [...], "next_after": id}
  *
  * api/openapi.json describes each in full, and test_openapi.py holds the
- * description to what these handlers answer.
+ * description to what these handlers answer. The HTTP router reaches
+ * ag_admin_handle through the routes the admin part hands it
+ * (ag_admin_routes.h), never by name.
  *
  * Handlers run on HTTP threads; the admin's own SQLite connection is used
  * under a mutex (admin traffic is rare; checks never wait for it).

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The service core: what a check does, from request body to response,
+ * The service core: what a check does, from request body to verdict,
  * independent of HTTP. It owns the active ruleset (swapped atomically: a
  * check holds a reference to the set it started with, so it never sees
  * half an edit) and the lifecycle of every check: it parses, plans, applies
- * the lists, starts the store call itself and builds the answer. The HTTP
- * layer only hands over the body and parks its connection while the store
- * answers (struct ag_check_waiter). Opaque: other modules use the functions
- * below, never its fields.
+ * the lists, starts the store call itself and decides. Each answer is a
+ * verdict (ag_verdict.h), data that the layer above renders: the HTTP
+ * layer hands over the body, parks its connection while the store
+ * answers (struct ag_check_waiter) and turns the verdict into a response.
+ * Opaque: other modules use the functions below, never its fields.
+ *
+ * Three files hold it: ag_service.c the core (the ruleset, lanes, plans,
+ * the queue of resets), ag_service_check.c checks and reports,
+ * ag_service_admin.c resets and inspects (ag_service_impl.h).
  *
  * When the store (Redis) cannot answer, each policy does as its "fail"
  * says: if any enforcing policy of the check fails closed, the check is
@@ -35,10 +40,10 @@
 #include <jansson.h>
 
 #include "ag_error.h"
-#include "ag_http_response.h"
 #include "ag_identity.h"
 #include "ag_policy.h"
 #include "ag_request.h"
+#include "ag_verdict.h"
 
 struct ag_events;
 struct ag_deny_cache;
@@ -68,7 +73,7 @@ struct ag_service_opts {
     struct ag_deny_cache *deny_cache;
 };
 
-/* A new service with no ruleset (checks answer 503 until one is set).
+/* A new service with no ruleset (checks are unavailable until one is set).
  * Returns AG_OK, or AG_ENOMEM. Free with ag_service_free once no thread
  * uses it. */
 int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out);
@@ -95,19 +100,22 @@ struct ag_check_waiter {
 /* A check in progress (opaque). */
 struct ag_check;
 
-/* Starts a check of endpoint with body. Returns AG_OK when resp already
- * holds the answer (a refusal, a list match, no policy; the waiter is not
- * used), or AG_EPENDING: *out is the check, the waiter was suspended and
- * will be resumed once; then call ag_service_check_finish (or, if the
- * client went away, ag_service_check_abandon). Another error (AG_ENOMEM)
- * means no answer could be built. */
+/* Starts a check of endpoint with body. Returns AG_OK when v already
+ * holds the verdict (a refusal, a list match, a cached denial, no policy;
+ * the waiter is not used), or AG_EPENDING: *out is the check, the waiter
+ * was suspended and will be resumed once; then call
+ * ag_service_check_finish (or, if the client went away,
+ * ag_service_check_abandon). Another error (AG_ENOMEM) means no verdict
+ * could be reached and v holds nothing to release. Release v
+ * (ag_verdict_release) once it is rendered. */
 int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                            const char *body, size_t len,
                            const struct ag_check_waiter *w,
-                           struct ag_check **out,
-                           struct ag_http_response *resp);
-/* Builds the answer of a resumed check into resp and frees the check. */
-int ag_service_check_finish(struct ag_check *c, struct ag_http_response *resp);
+                           struct ag_check **out, struct ag_verdict *v);
+/* Decides a resumed check into v (a decision, or the store down while a
+ * policy fails closed), which takes the check over: release v once it is
+ * rendered, which frees the check. Returns AG_OK. */
+int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v);
 /* Frees a check whose client went away without its answer, once the
  * store is done with it (its waiter was resumed); what the store recorded
  * stays recorded. */
@@ -115,19 +123,19 @@ void ag_service_check_abandon(struct ag_check *c);
 
 /* Records a login outcome (/report-login): a failure charges the
  * failure-counting login policies of its lane; a success clears those of
- * its lane keyed on both user and ip. resp is a 200 with a device token
- * for a success (ag_http_response_device_token), a 204 for a failure, a
- * 400 or a 503. Waits for the store. */
+ * its lane keyed on both user and ip. v is AG_VERDICT_TOKEN (a device
+ * token for its user) for a success, _RECORDED for a failure, _REFUSED
+ * or _UNAVAILABLE. Returns AG_OK; release v. Waits for the store. */
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
-                            struct ag_http_response *resp);
+                            struct ag_verdict *v);
 
 /* Records an OTP outcome (/report-otp): a code verified counts in the
  * conversion policies of its lane (their verified share); one that
  * expired unverified ("verified": false) changes nothing, since a send
- * already counted. resp is a 204, a 400 naming the field, or a 503.
- * Waits for the store. */
+ * already counted. v is AG_VERDICT_RECORDED, _REFUSED (naming the field)
+ * or _UNAVAILABLE. Returns AG_OK; release v. Waits for the store. */
 int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
-                          struct ag_http_response *resp);
+                          struct ag_verdict *v);
 
 /* The OTP conversion figures (ag_otp_stats_report) of the last window_s
  * seconds by country or phone_prefix: AG_OK and *out (the caller decrefs
@@ -162,17 +170,18 @@ struct ag_inspect_keys {
 /* The support desk's "why can't this customer log in?": what a check of
  * endpoint with body would be answered now, from the store's state, with
  * nothing charged, blocked or written (an AG_PLAN_PEEK). body is parsed
- * and laned exactly as a check's; resp is a 400 naming the field, a 503
- * (no policies loaded; too many apply), or 200 with the check's body and
- * "inspected": true (ag_http_response_inspect; a list entry's as a check
- * shows it). While the store cannot answer the fallback is peeked
- * ("degraded": true) and fail-closed policies are unknown. keys receives
- * the plan's keys. Metrics and logs count no check. Waits for the
- * store. */
+ * and laned exactly as a check's; v is _REFUSED naming the field,
+ * _UNAVAILABLE (no policies loaded; too many apply; the fallback out of
+ * memory), or an inspected (v->inspected) _DECIDED of the peek plan or
+ * _LISTED of the entry that settles it (rendered as the check's body
+ * with "inspected": true: ag_http_response_inspect). While the store
+ * cannot answer the fallback is peeked (v->degraded; fail-closed
+ * policies are then unknown). keys receives the plan's keys. Metrics and
+ * logs count no check. Returns AG_OK, or AG_ENOMEM (v holds nothing to
+ * release); release v. Waits for the store. */
 int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
                        const char *body, size_t len,
-                       struct ag_inspect_keys *keys,
-                       struct ag_http_response *resp);
+                       struct ag_inspect_keys *keys, struct ag_verdict *v);
 
 /* How many checks wait for the store, their waiters not yet resumed. A
  * waiter (an HTTP connection) must outlive its check's wait: before the

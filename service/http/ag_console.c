@@ -133,3 +133,11 @@ int ag_console_answer(const char *method, const char *path,
     error(out, 404, NOT_FOUND, sizeof NOT_FOUND - 1);
     return AG_OK;
 }
+
+int ag_console_page(void *ctx, const struct ag_http_request *req,
+                    struct ag_console_answer *out)
+{
+    (void)ctx;
+    return ag_console_answer(req->method, req->path,
+                             ag_http_request_header(req, "If-None-Match"), out);
+}

@@ -8,7 +8,9 @@
  *
  * This module decides each console answer as data (status, body,
  * headers), without libmicrohttpd, as ag_http_response does for JSON;
- * ag_http puts it on the wire with ag_console_headers. Every body and
+ * ag_http puts it on the wire with ag_console_headers. The admin part
+ * registers it with the router (ag_console_page), so that it is served
+ * only where the admin API is. Every body and
  * header value is static and read-only, owned by this module: safe from
  * any thread, never freed.
  */
@@ -17,6 +19,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "ag_http_route.h"
 
 struct ag_console_header {
     const char *name;
@@ -50,5 +54,11 @@ bool ag_console_path(const char *path);
  * AG_EINVAL for a path that is not the console's, else AG_OK. */
 int ag_console_answer(const char *method, const char *path,
                       const char *if_none_match, struct ag_console_answer *out);
+
+/* ag_console_answer as a route's page (ag_http_page_fn): req's method,
+ * path and If-None-Match header; ctx is unused. Register it for the
+ * prefix "/admin/ui" wherever the admin API is served. */
+int ag_console_page(void *ctx, const struct ag_http_request *req,
+                    struct ag_console_answer *out);
 
 #endif

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The service's public path: checks, from their body to their verdict,
+ * with the deny cache in front of the store, and login and OTP reports.
+ * Built on the core (ag_service_impl.h). */
+#include "ag_service.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "ag_deny_cache.h"
+#include "ag_device.h"
+#include "ag_error.h"
+#include "ag_events.h"
+#include "ag_limiter.h"
+#include "ag_lists.h"
+#include "ag_log.h"
+#include "ag_metrics.h"
+#include "ag_otp_stats.h"
+#include "ag_request.h"
+#include "ag_service_impl.h"
+#include "ag_store.h"
+#include "ag_verdict.h"
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Is any enforcing policy of the plan one that fails closed? */
+static const struct ag_limit_op *fails_closed(const struct ag_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!p->ops[i].shadow && p->ops[i].policy->fail == AG_FAIL_CLOSED)
+            return &p->ops[i];
+    return NULL;
+}
+
+/* The log event of a policy that tripped. */
+static const char *tripped_event(const struct ag_limit_op *op)
+{
+    if (op->policy->mode == AG_MODE_SHADOW)
+        return "shadow_denied";
+    if (op->policy->action == AG_ACTION_CHALLENGE)
+        return op->waived ? "challenge_passed" : "challenged";
+    return "denied";
+}
+
+/* Counts the policies that tripped (denials, shadow denials, challenges
+ * asked for or passed: each apart) and logs them, by key hash. */
+static void note_denials(struct ag_service *s, const struct ag_plan *p,
+                         const struct ag_limit_result *res)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        if (res[i].allowed)
+            continue;
+        const struct ag_limit_op *op = &p->ops[i];
+        if (op->policy->action == AG_ACTION_CHALLENGE &&
+            op->policy->mode != AG_MODE_SHADOW)
+            ag_metrics_challenge(s->o.metrics, op->policy->name, op->waived);
+        else
+            ag_metrics_denial(s->o.metrics, op->policy->name, op->shadow);
+        ag_log(AG_LOG_INFO, tripped_event(op),
+               "policy=%s key=%s retry_after=%u", op->policy->name,
+               strrchr(op->key, ':') + 1,
+               (unsigned)ag_limiter_seconds(res[i].retry_after_ms));
+    }
+}
+
+/* The deny cache (issue 20). */
+
+/* Can op's denial be cached? Only an enforcing policy's whose denial ends
+ * with time alone: a consecutive policy's ends at the next success, a
+ * conversion policy's at a verification (either on any instance, at any
+ * moment), so neither is. */
+static bool cacheable(const struct ag_limit_op *op)
+{
+    return !op->shadow && op->policy->algorithm != AG_ALG_CONSECUTIVE &&
+           op->policy->algorithm != AG_ALG_CONVERSION;
+}
+
+/* The cache entry's member: a distinct policy's subject (a known subject
+ * is still allowed), none for the others. */
+static const char *cache_member(const struct ag_limit_op *op)
+{
+    return op->policy->algorithm == AG_ALG_DISTINCT ? op->member : "";
+}
+
+/* v: c's plan decided on c's results, which it borrows, with c. */
+static void decided(struct ag_verdict *v, struct ag_check *c, bool degraded)
+{
+    v->kind = AG_VERDICT_DECIDED;
+    v->trusted = c->plan.trusted;
+    v->degraded = degraded;
+    v->plan = &c->plan;
+    v->res = c->res;
+    ag_limiter_decide(&c->plan, c->res, &v->decision);
+    v->owner = c;
+}
+
+/* Whole milliseconds from now to at, rounded up. */
+static uint64_t ms_until(uint64_t at, uint64_t now)
+{
+    return at > now ? (at - now + 999) / 1000 : 0;
+}
+
+/* Decides c at once if one of its enforcing policies is denied in the
+ * cache: true with v its verdict, which borrows c. The plan is cut down
+ * to the cached denials, each with the wait Redis gave, counted down. */
+static bool answer_cached(struct ag_service *s, struct ag_check *c,
+                          struct ag_verdict *v)
+{
+    struct ag_deny_cache *dc = s->o.deny_cache;
+    if (!dc || !ag_deny_cache_live(dc))
+        return false;
+    /* Looked up first, the plan untouched, so that a check the cache must
+     * not answer still goes to Redis whole. */
+    bool hit[AG_PLAN_MAX] = {false};
+    struct ag_limit_result found[AG_PLAN_MAX];
+    size_t hits = 0;
+    uint64_t now = ag_deny_cache_now(dc);
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        uint64_t until, reset;
+        if (!cacheable(op))
+            continue;
+        if (!ag_deny_cache_lookup(dc, op->key, cache_member(op), &until,
+                                  &reset))
+            continue;
+        /* The deadline is a millisecond short of the wait Redis gave
+         * (ag_deny_cache_insert's caller), which the answer adds back. */
+        found[i] = (struct ag_limit_result){
+            .allowed = false,
+            .retry_after_ms = ms_until(until, now) + 1,
+            .reset_after_ms = ms_until(reset, now) + 1,
+        };
+        hit[i] = true;
+        hits++;
+    }
+    ag_deny_cache_count(dc, hits > 0);
+    if (!hits)
+        return false;
+    size_t n = 0;
+    for (size_t i = 0; i < c->plan.n; i++) {
+        if (!hit[i])
+            continue;
+        c->res[n] = found[i];
+        if (n != i)
+            c->plan.ops[n] = c->plan.ops[i];
+        n++;
+    }
+    c->plan.n = hits;
+    decided(v, c, false);
+    v->cached = true;
+    note_denials(s, &c->plan, c->res);
+    return true;
+}
+
+/* Remembers the denials Redis gave c. Redis computed each wait at a
+ * moment after sent_us, and rounded it up to a millisecond: a deadline a
+ * millisecond short of sent_us plus the wait is never after the moment
+ * Redis would allow. The reset is stored a millisecond short the same
+ * way, since a cached answer adds that millisecond back to both.
+ *
+ * An answer in which a policy the cache never holds (consecutive,
+ * conversion) denied is not remembered at all: Redis reported that policy
+ * (a deny before a challenge, then the longest wait), and a cached answer
+ * built from the others would name another policy, perhaps a challenge,
+ * and a shorter wait. Such a policy that starts denying while an entry is
+ * held (failures reported on another instance) is seen when the entry
+ * ends, within AG_DENY_CACHE_MAX_HOLD_MS; until then the cached answer
+ * still denies, only under the other policy's name. */
+static void remember_denials(struct ag_service *s, const struct ag_check *c)
+{
+    struct ag_deny_cache *dc = s->o.deny_cache;
+    if (!dc)
+        return;
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        if (!c->res[i].allowed && !op->shadow && !cacheable(op))
+            return;
+    }
+    for (size_t i = 0; i < c->plan.n; i++) {
+        const struct ag_limit_op *op = &c->plan.ops[i];
+        const struct ag_limit_result *r = &c->res[i];
+        if (r->allowed || !cacheable(op) || r->retry_after_ms < 2)
+            continue;
+        uint64_t reset_ms = r->reset_after_ms > 1 ? r->reset_after_ms - 1 : 0;
+        ag_deny_cache_insert(dc, c->epoch, op->key, cache_member(op),
+                             c->sent_us + (r->retry_after_ms - 1) * 1000,
+                             c->sent_us + reset_ms * 1000);
+    }
+}
+
+/* The store's callback, on a store thread (or on the calling thread when
+ * the call could not start). */
+static void store_answered(void *arg, int rc)
+{
+    struct ag_check *c = arg;
+    struct ag_service *s = c->svc; /* c may be freed once resumed */
+    c->store_rc = rc;
+    c->waiter->resume(c->waiter->arg);
+    atomic_fetch_sub(&s->waiting, 1);
+}
+
+/* Runs c's plan in the store: asynchronously where the store can, else
+ * at once; either way the waiter is suspended first and resumed once. */
+static void start_store(struct ag_service *s, struct ag_check *c)
+{
+    ag_service__send_resets(s);
+    c->waiter->suspend(c->waiter->arg);
+    atomic_fetch_add(&s->waiting, 1);
+    int rc =
+        ag_store_check_async(s->o.store, &c->plan, c->res, store_answered, c);
+    if (rc == AG_EINVAL)
+        rc = ag_store_check(s->o.store, &c->plan, c->res);
+    else if (rc == AG_OK)
+        return;
+    /* Not started, or answered at once: the callback will not come. */
+    store_answered(c, rc);
+}
+
+/* An OTP code the sender may now send: counted in the metrics and the
+ * conversion figures. */
+static void note_send(struct ag_service *s, const struct ag_check *c)
+{
+    ag_metrics_otp(s->o.metrics, c->country, false);
+    ag_otp_stats_record(&s->stats, s->o.store, c->country, c->phone_prefix,
+                        false, (uint64_t)time(NULL));
+}
+
+/* The verdict a body was refused with: err (the field at fault). */
+static void refused(struct ag_verdict *v, const struct ag_error *err)
+{
+    v->kind = AG_VERDICT_REFUSED;
+    v->err = *err;
+}
+
+int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
+                           const char *body, size_t len,
+                           const struct ag_check_waiter *w,
+                           struct ag_check **out, struct ag_verdict *v)
+{
+    *out = NULL;
+    *v = (struct ag_verdict){0};
+    struct ag_check *c = ag_service__check_new();
+    if (!c)
+        return AG_ENOMEM;
+    c->svc = s;
+    c->endpoint = endpoint;
+    c->start = now_us();
+    c->set = NULL;
+    c->waiter = w;
+    /* Read before the plan takes its ruleset: a new set (which clears the
+     * cache) landing after this moves the epoch on, so a denial the old
+     * set computed is never cached under the new one. */
+    if (s->o.deny_cache) {
+        c->epoch = ag_deny_cache_epoch(s->o.deny_cache);
+        c->sent_us = ag_deny_cache_now(s->o.deny_cache);
+    }
+    struct ag_request req;
+    struct ag_error err;
+    enum ag_outcome outcome = AG_OUT_INVALID;
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
+    int parsed =
+        ag_request_parse(endpoint, body, len, &s->o.request, &req, &err);
+    if (parsed == AG_OK) {
+        memcpy(c->country, req.country, sizeof c->country);
+        memcpy(c->phone_prefix, req.phone_prefix, sizeof c->phone_prefix);
+    }
+    if (parsed) {
+        refused(v, &err);
+    } else if (ag_service__plan(s, AG_PLAN_CHECK, &req, &d, &c->set, &c->plan,
+                                v)) {
+        outcome = AG_OUT_UNAVAILABLE;
+    } else {
+        const struct ag_list_entry *listed =
+            ag_service__match_lists(c->set, &d);
+        if (!listed && c->plan.n > 0 && answer_cached(s, c, v)) {
+            outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
+        } else if (!listed && c->plan.n > 0) {
+            *out = c;
+            start_store(s, c); /* the store decides */
+            return AG_EPENDING;
+        } else if (listed) {
+            outcome =
+                listed->list == AG_LIST_ALLOW ? AG_OUT_ALLOWED : AG_OUT_DENIED;
+            v->kind = AG_VERDICT_LISTED;
+            v->trusted = req.trusted;
+            v->entry = listed;
+            v->owner = c; /* the entry is the ruleset's */
+        } else {
+            /* No policy applies: allowed, nothing to ask the store. */
+            outcome = AG_OUT_ALLOWED;
+            decided(v, c, false);
+        }
+    }
+    if (outcome == AG_OUT_ALLOWED && endpoint == AG_EP_OTP)
+        note_send(s, c);
+    ag_metrics_check(s->o.metrics, endpoint, outcome, false,
+                     now_us() - c->start);
+    if (!v->owner) {
+        ag_ruleset_unref(c->set);
+        ag_service__check_free(c);
+    }
+    return AG_OK;
+}
+
+int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
+{
+    struct ag_service *s = c->svc;
+    *v = (struct ag_verdict){0};
+    enum ag_outcome outcome;
+    bool degraded = c->store_rc != AG_OK;
+    const struct ag_limit_op *closed = degraded ? fails_closed(&c->plan) : NULL;
+    if (closed) {
+        outcome = AG_OUT_UNAVAILABLE;
+        v->kind = AG_VERDICT_STORE_DOWN;
+        v->trusted = c->plan.trusted;
+        v->closed = closed;
+    } else {
+        if (degraded)
+            ag_store_check(s->o.fallback, &c->plan, c->res);
+        decided(v, c, degraded);
+        const struct ag_decision *d = &v->decision;
+        note_denials(s, &c->plan, c->res);
+        if (!d->allowed)
+            ag_events_denied(s->o.events, &c->plan, c->res, degraded);
+        if (!degraded && !d->allowed)
+            remember_denials(s, c);
+        outcome = d->allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
+        if (d->allowed && c->endpoint == AG_EP_OTP)
+            note_send(s, c);
+    }
+    ag_metrics_check(s->o.metrics, c->endpoint, outcome, degraded,
+                     now_us() - c->start);
+    v->owner = c;
+    return AG_OK;
+}
+
+void ag_service_check_abandon(struct ag_check *c)
+{
+    if (!c)
+        return;
+    ag_ruleset_unref(c->set);
+    ag_service__check_free(c);
+}
+
+/* Answers a successful login with a device token for its user: the same
+ * device id again when the report showed a trusted token (the device
+ * keeps its per-device counters), a new one otherwise. */
+static void issue_token(struct ag_service *s, const struct ag_request *req,
+                        struct ag_digests *d, struct ag_verdict *v)
+{
+    unsigned char id[AG_DEVICE_ID_BYTES];
+    bool renew =
+        req->trusted && sodium_hex2bin(id, sizeof id, req->device_id,
+                                       AG_DEVICE_ID_HEX, NULL, NULL, NULL) == 0;
+    v->kind = AG_VERDICT_TOKEN;
+    ag_device_issue(&s->device_key, ag_digests_get(d, AG_KEY_USER),
+                    renew ? id : NULL, (uint64_t)time(NULL), v->token);
+    v->ttl_s = s->device_ttl_s;
+}
+
+/* The same wrong password counted once (issue 14): a failure report's
+ * fingerprint for the store (ag_plan's fp). Only the keyed digest of the
+ * user and the fingerprint leaves here, in a set remembered as long as the
+ * longest window of the report's policies: while any of them may still
+ * hold the failure the fingerprint was first charged in, a repeat is that
+ * failure again. The set is the untrusted lane's for the user, or one
+ * trusted device's: an attacker reporting wrong passwords of their own
+ * must not push a device's stale password out of its set, or its every
+ * retry would count again. Empty without a fingerprint. */
+static void plan_password_fp(const struct ag_service *s,
+                             const struct ag_request *req, struct ag_digests *d,
+                             struct ag_plan *p)
+{
+    p->fp[0] = '\0';
+    p->fp_key[0] = '\0';
+    p->fp_window_s = 0;
+    const char *user = ag_digests_get(d, AG_KEY_USER);
+    if (!req->password_fp[0] || !user)
+        return;
+    struct ag_ident_part parts[] = {
+        {"user", ag_request_value(req, AG_KEY_USER)},
+        {"password_fp", req->password_fp},
+    };
+    ag_hasher_digest(s->o.hasher, parts, 2, p->fp);
+    char device_set[AG_DIGEST_HEX + 1];
+    const char *set = user;
+    const char *device = ag_request_value(req, AG_KEY_DEVICE_TOKEN);
+    if (device) {
+        struct ag_ident_part owner[] = {
+            {"user", ag_request_value(req, AG_KEY_USER)},
+            {"device_token", device},
+        };
+        ag_hasher_digest(s->o.hasher, owner, 2, device_set);
+        set = device_set;
+    }
+    /* The set's digest is that of the policies keyed on the same
+     * identifiers (user, or user and device_token), so that with tagged
+     * keys it shares their slot. */
+    snprintf(p->fp_key, sizeof p->fp_key,
+             s->o.tagged_keys ? AG_FP_KEY_PREFIX "{%s}" : AG_FP_KEY_PREFIX "%s",
+             set);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ops[i].policy->window_s > p->fp_window_s)
+            p->fp_window_s = p->ops[i].policy->window_s;
+}
+
+int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
+                            struct ag_verdict *v)
+{
+    *v = (struct ag_verdict){.kind = AG_VERDICT_RECORDED};
+    struct ag_request req;
+    struct ag_error err;
+    if (ag_request_parse_report(body, len, &s->o.request, &req, &err)) {
+        refused(v, &err);
+        return AG_OK;
+    }
+    struct ag_digests d;
+    ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
+    struct ag_ruleset *set;
+    struct ag_plan p;
+    if (ag_service__plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE,
+                         &req, &d, &set, &p, v))
+        return AG_OK;
+    if (!req.success)
+        plan_password_fp(s, &req, &d, &p);
+    ag_service__send_resets(s);
+    struct ag_limit_result res[AG_PLAN_MAX];
+    int rc = req.success ? ag_store_clear(s->o.store, &p)
+                         : ag_store_check(s->o.store, &p, res);
+    if (rc) {
+        /* Record it where the checks are evaluated meanwhile; a fail-closed
+         * policy denies every check anyway. */
+        ag_log(AG_LOG_WARN, "report_degraded",
+               "login report recorded in the fallback store only");
+        if (req.success)
+            ag_store_clear(s->o.fallback, &p);
+        else
+            ag_store_check(s->o.fallback, &p, res);
+    }
+    if (req.success) {
+        ag_events_cleared(s->o.events, &p);
+        ag_service__cleared(s, &p, rc == AG_OK || rc == AG_EUNKNOWN);
+    }
+    ag_ruleset_unref(set);
+    if (req.success)
+        issue_token(s, &req, &d, v);
+    return AG_OK;
+}
+
+int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
+                          struct ag_verdict *v)
+{
+    *v = (struct ag_verdict){.kind = AG_VERDICT_RECORDED};
+    struct ag_request req;
+    struct ag_error err;
+    if (ag_request_parse_otp_report(body, len, &s->o.request, &req, &err)) {
+        refused(v, &err);
+        return AG_OK;
+    }
+    if (req.verified) {
+        struct ag_digests d;
+        ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
+        struct ag_ruleset *set;
+        struct ag_plan p;
+        if (ag_service__plan(s, AG_PLAN_VERIFIED, &req, &d, &set, &p, v))
+            return AG_OK;
+        /* A number a list settles was never charged a send, so its
+         * verifications must not raise its range's share either (an
+         * allow-listed test number would cover for pumping around it). */
+        if (ag_service__match_lists(set, &d))
+            p.n = 0;
+        ag_service__send_resets(s);
+        struct ag_limit_result res[AG_PLAN_MAX];
+        if (p.n && ag_store_check(s->o.store, &p, res)) {
+            ag_log(AG_LOG_WARN, "report_degraded",
+                   "otp report recorded in the fallback store only");
+            ag_store_check(s->o.fallback, &p, res);
+        }
+        ag_ruleset_unref(set);
+        ag_metrics_otp(s->o.metrics, req.country, true);
+        ag_otp_stats_record(&s->stats, s->o.store, req.country,
+                            req.phone_prefix, true, (uint64_t)time(NULL));
+    }
+    return AG_OK;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The service's internals, shared by its three files and by no other
+ * module: ag_service.c is the core (the service, its ruleset, lanes and
+ * plans, the storage of checks, the queue of resets the store missed);
+ * ag_service_check.c the public path (checks and reports) and
+ * ag_service_admin.c the support desk's (resets, inspects) are built on
+ * it. Calls go one way, from the two paths into the core, never back,
+ * and the names carry a double underscore, as libuv marks its internal
+ * ones, so that no other module mistakes them for the API.
+ *
+ * Thread-safety is ag_service.h's: everything here may be called from
+ * many threads at once, except what one check (struct ag_check) owns.
+ */
+#ifndef AG_SERVICE_IMPL_H
+#define AG_SERVICE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ag_device.h"
+#include "ag_limiter.h"
+#include "ag_otp_stats.h"
+#include "ag_request.h"
+#include "ag_service.h"
+#include "ag_store.h"
+#include "ag_verdict.h"
+
+/* A reset the store could not take yet: its key and the policy it was
+ * planned from (a copy: the ruleset may change meanwhile). */
+struct ag_service__pending {
+    struct ag_policy policy;
+    char key[AG_STORE_KEY_MAX];
+};
+
+struct ag_service {
+    struct ag_service_opts o;
+    struct ag_otp_stats stats; /* the conversion figures (ag_otp_stats) */
+    pthread_mutex_t lock;      /* guards set */
+    struct ag_ruleset *set;    /* NULL until the first load */
+    /* Resets the store missed. The lock guards the queue only, never a
+     * store call; one thread at a time (flushing) sends them. */
+    pthread_mutex_t pending_lock;
+    atomic_size_t npending; /* read without the lock on every check */
+    atomic_bool flushing;
+    struct ag_service__pending pending[AG_SERVICE_PENDING_RESETS];
+    atomic_size_t waiting; /* checks the store holds, not yet resumed */
+    struct ag_device_key device_key; /* derived from the hasher's key */
+    uint32_t device_ttl_s;
+};
+
+/* A check between its two halves: the plan for the store, and where the
+ * store's results go. An inspect keeps its plan in one too. Once decided,
+ * its verdict borrows from it (struct ag_verdict's owner). */
+struct ag_check {
+    struct ag_service *svc;
+    enum ag_endpoint endpoint;
+    uint64_t start;         /* microseconds, for the latency histogram */
+    struct ag_ruleset *set; /* the plan borrows from it */
+    const struct ag_check_waiter *waiter;
+    int store_rc;
+    /* The deny cache's clock and epoch, read before the store call was
+     * sent (ag_deny_cache.h). */
+    uint64_t sent_us;
+    uint64_t epoch;
+    char country[AG_COUNTRY_MAX];        /* otp: the phone's calling code */
+    char phone_prefix[AG_PHONE_MAX + 1]; /* otp: its number range */
+    struct ag_plan plan;
+    struct ag_limit_result res[AG_PLAN_MAX];
+};
+
+/* A check's storage, uninitialised, or NULL; give it back with
+ * ag_service__check_free (NULL allowed), which does not touch its set. */
+struct ag_check *ag_service__check_new(void);
+void ag_service__check_free(struct ag_check *c);
+
+/* Puts req in the trusted lane if its device token verifies for its user
+ * (d holds req's digests). */
+void ag_service__trust_device(struct ag_service *s, struct ag_request *req,
+                              struct ag_digests *d);
+
+/* Decides the lane of req (whose digests d holds), then plans it against
+ * the active set: AG_OK, with *set the reference the plan borrows from
+ * (unref it when done); or an error, *set NULL and v the unavailable
+ * verdict saying why. */
+int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
+                     struct ag_request *req, struct ag_digests *d,
+                     struct ag_ruleset **set, struct ag_plan *p,
+                     struct ag_verdict *v);
+
+/* The allow or deny entry that settles the request, if any. */
+const struct ag_list_entry *
+ag_service__match_lists(const struct ag_ruleset *set, struct ag_digests *d);
+
+/* The keys of p were cleared (a reset, a successful login): dropped from
+ * this instance's deny cache, and, when the store took the clear (told),
+ * from every other instance's through the store. */
+void ag_service__cleared(struct ag_service *s, const struct ag_plan *p,
+                         bool told);
+
+/* Queues the cleared op for the store; false if the queue is full. */
+bool ag_service__queue_reset(struct ag_service *s,
+                             const struct ag_limit_op *op);
+/* Sends the queued resets, if any, before this instance asks the store
+ * to judge anything. */
+void ag_service__send_resets(struct ag_service *s);
+
+#endif
