@@ -16,7 +16,7 @@
 #include <sqlite3.h>
 
 #include "ag_buf.h"
-#include "ag_db_impl.h"
+#include "ag_db_core_impl.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
 

@@ -9,7 +9,7 @@
 
 #include <sqlite3.h>
 
-#include "ag_db_impl.h"
+#include "ag_db_core_impl.h"
 #include "ag_db_tx_impl.h"
 #include "ag_error.h"
 

@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "ag_db_impl.h"
+#include "ag_db_core_impl.h"
 #include "ag_db_tx_impl.h"
 #include "ag_error.h"
 #include "ag_limiter.h"

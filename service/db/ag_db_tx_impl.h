@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "ag_db.h"
-#include "ag_db_impl.h"
+#include "ag_db_core_impl.h"
 #include "ag_error.h"
 
 /* Writes one audit row inside the caller's transaction; before and after
