@@ -204,7 +204,7 @@ class Ctx:
             pages.append(self.admin("GET", "/admin/events?limit=1000"))
             return want <= {e["type"] for e in pages[-1].json["events"]}
 
-        self.test.assertTrue(wait_until(holds_each, 5.0), pages[-1].raw[:500])
+        self.test.assertTrue(wait_until(holds_each, 10.0), pages[-1].raw[:500])
         return pages[-1]
 
     def events_past_the_end(self):
