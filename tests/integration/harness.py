@@ -58,6 +58,11 @@ def free_port():
     raise RuntimeError("no free loopback port")
 
 
+# Seconds an instance may take to follow a policy edit made elsewhere
+# (ServiceTest.assert_follows).
+FOLLOW_S = 5
+
+
 def wait_until(pred, timeout=10.0, step=0.02):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -65,6 +70,36 @@ def wait_until(pred, timeout=10.0, step=0.02):
             return True
         time.sleep(step)
     return False
+
+
+def _tcp_table():
+    """The host's IPv4 TCP sockets from /proc/net/tcp, as {(local, remote):
+    (tx_queue, rx_queue)}, each address an (ip, port) pair."""
+    def addr(text):
+        ip, port = text.split(":")
+        return (socket.inet_ntoa(int(ip, 16).to_bytes(4, "little")),
+                int(port, 16))
+    table = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            tx, rx = (int(q, 16) for q in fields[4].split(":"))
+            table[addr(fields[1]), addr(fields[2])] = (tx, rx)
+    return table
+
+
+def read_by_server(sock):
+    """Whether the server end of sock, a client's TCP connection on
+    loopback, has taken and read every byte the client sent: none
+    unacknowledged on the client's side, none unread on the server's. Once
+    a request is sent, this is the sure sign that the server has it in
+    hand (a sleep is only a guess on a loaded machine)."""
+    local, remote = sock.getsockname(), sock.getpeername()
+    table = _tcp_table()
+    mine, theirs = table.get((local, remote)), table.get((remote, local))
+    return mine is not None and theirs is not None and \
+        mine[0] == 0 and theirs[1] == 0
 
 
 class Redis:
@@ -164,6 +199,18 @@ class Response:
     def header(self, name):
         return self.headers.get(name.lower())
 
+    @classmethod
+    def read_from(cls, sock):
+        """The response that arrives on sock, a connection whose request
+        was sent by hand (Service.send)."""
+        r = http.client.HTTPResponse(sock)
+        try:
+            r.begin()
+            return cls(r.status, {k.lower(): v for k, v in r.getheaders()},
+                       r.read())
+        finally:
+            r.close()
+
 
 class Service:
     """One abuseguard process."""
@@ -216,6 +263,25 @@ class Service:
 
     def post(self, path, body, **kw):
         return self.request("POST", path, body, **kw)
+
+    def send(self, path, body, source=None, timeout=10):
+        """POSTs body (a dict, as JSON) on a new connection and returns
+        the connection once the service has read the whole request
+        (read_by_server), for a test that acts while the request is being
+        handled; Response.read_from reads the answer. The caller closes
+        the connection."""
+        data = json.dumps(body).encode()
+        sock = socket.create_connection(
+            ("127.0.0.1", self.port), timeout,
+            source_address=(source, 0) if source else None)
+        sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s"
+                     % (path.encode(), len(data), data))
+        if not wait_until(lambda: read_by_server(sock), timeout):
+            sock.close()
+            raise RuntimeError("the service never read the request")
+        return sock
 
     def stop(self):
         """SIGTERM; returns the exit status (0 after a clean drain)."""
@@ -308,6 +374,22 @@ class ServiceTest(unittest.TestCase):
         for t in warm:
             t.join()
 
+    def assert_follows(self, svc, name, user):
+        """Checks of user on svc until one is decided by policy name too:
+        an edit made elsewhere (another instance, the CLI) reaches a
+        running instance by its database poll, every 200 ms: within a
+        second on a quiet machine, a few seconds on a loaded one (FOLLOW_S
+        at most), never if the poll is broken."""
+        deadline = time.monotonic() + FOLLOW_S
+        while True:
+            r = self.login(svc, user, "192.0.2.1")
+            if name in [d["policy"] for d in r.json["decisions"]]:
+                return
+            self.assertLess(time.monotonic(), deadline,
+                            "%s did not reach the instance within %d s"
+                            % (name, FOLLOW_S))
+            time.sleep(0.02)
+
     def decision(self, resp, policy):
         for d in resp.json["decisions"]:
             if d["policy"] == policy:
@@ -338,3 +420,13 @@ class PolicyTest(ServiceTest):
     def redis_time_us(self):
         sec, usec = self.redis.cmd("TIME")
         return int(sec) * 1_000_000 + int(usec)
+
+    def wait_for_redis_time(self, t_us):
+        """Sleeps until Redis TIME reaches t_us: a wait for something
+        Redis's clock decides (a window's end, a block's) that no loaded
+        machine can cut short."""
+        while True:
+            left = t_us - self.redis_time_us()
+            if left <= 0:
+                return
+            time.sleep(min(left / 1e6, 0.5))

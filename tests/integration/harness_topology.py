@@ -198,6 +198,14 @@ class SentinelGroup:
 
     # ---- faults
 
+    def set_down_after(self, ms):
+        """How long every sentinel waits before it calls the master down,
+        from now on: a failover then takes that long at least."""
+        for port in self.sentinels:
+            _check(cmd_at(port, "SENTINEL", "SET", self.NAME,
+                          "down-after-milliseconds", str(ms)) == "OK",
+                   "sentinel %d to take down-after-milliseconds" % port)
+
     def kill_master(self):
         """SIGKILL the current master; returns its port."""
         port = self.master_addr()[1]
@@ -479,6 +487,14 @@ class Cluster:
         if not wait_until(ok, timeout, 0.05):
             raise RuntimeError("cluster check failed after reshard:\n"
                                + (last[0] if last else ""))
+
+    def set_node_timeout(self, ms):
+        """cluster-node-timeout on every live node, from now on: a killed
+        master's replica then takes over that long after it at least."""
+        for port in self._live():
+            _check(cmd_at(port, "CONFIG", "SET", "cluster-node-timeout",
+                          str(ms)) == "OK",
+                   "node %d to take cluster-node-timeout" % port)
 
     def kill(self, port):
         """SIGKILL the node on port (its slot ranges are remembered for

@@ -59,7 +59,7 @@ class CountryTest(PolicyTest):
             self.assertEqual(r.json["entry"]["value"], body["value"])
         for i in range(2):
             self.assertTrue(wait_until(
-                lambda: self.send(i, "+447700900123").status == 403, 5))
+                lambda: self.send(i, "+447700900123").status == 403, 10))
             self.assertEqual(self.send(i, "+48600100200").status, 403)
             self.assertEqual(self.send(i, "+48500100200").status, 200)
         r = svc.request("GET", "/admin/lists/deny", headers=AUTH)

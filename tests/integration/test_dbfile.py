@@ -54,7 +54,7 @@ class DatabaseFileTest(PolicyTest):
         self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
         aside = self.move_aside()
         self.assertTrue(wait_until(
-            lambda: metric(self.svc, "abuseguard_policies_stale") == 1, 5.0),
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 1, 10.0),
             self.svc.log_text())
         self.assertEqual(self.svc.log_text().count("policy_db_missing"), 1)
         # Checks go on with the last policies; an edit would be lost, so
@@ -71,7 +71,7 @@ class DatabaseFileTest(PolicyTest):
             shutil.move(os.path.join(aside, name), self.svc.db + name[
                 len(os.path.basename(self.svc.db)):])
         self.assertTrue(wait_until(
-            lambda: metric(self.svc, "abuseguard_policies_stale") == 0, 5.0),
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 0, 10.0),
             self.svc.log_text())
         self.assertEqual(self.put("f.back").status, 201)
         self.assertEqual(self.limit_of("f.back", "d2@x.org"), 2)
@@ -86,7 +86,7 @@ class DatabaseFileTest(PolicyTest):
         con.close()
         os.rename(other, self.svc.db)
         self.assertTrue(wait_until(
-            lambda: self.limit_of("f.first", "r1@x.org") == 7, 5.0),
+            lambda: self.limit_of("f.first", "r1@x.org") == 7, 10.0),
             self.svc.log_text())
         self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
         # The admin API writes into the new file, not the replaced one.
@@ -106,12 +106,12 @@ class DatabaseFileTest(PolicyTest):
         with open(self.svc.db, "r+b") as f:
             f.write(b"\xa5" * len(good))
         self.assertTrue(wait_until(
-            lambda: metric(self.svc, "abuseguard_policies_stale") == 1, 5.0),
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 1, 10.0),
             self.svc.log_text())
         with open(self.svc.db, "r+b") as f:
             f.write(good)
         self.assertTrue(wait_until(
-            lambda: metric(self.svc, "abuseguard_policies_stale") == 0, 5.0),
+            lambda: metric(self.svc, "abuseguard_policies_stale") == 0, 10.0),
             self.svc.log_text())
         self.assertEqual(self.put("f.after").status, 201)
         self.assertEqual(self.limit_of("f.after", "c1@x.org"), 2)
@@ -128,7 +128,7 @@ class DatabaseFileTest(PolicyTest):
         con.close()
         self.assertTrue(wait_until(
             lambda: metric(self.svc, "abuseguard_policies_invalid") == 2,
-            5.0), self.svc.log_text())
+            10.0), self.svc.log_text())
         self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
         r = self.login(self.svc, "inv1@x.org")
         names = [d["policy"] for d in r.json["decisions"]]
@@ -147,7 +147,7 @@ class DatabaseFileTest(PolicyTest):
         self.assertEqual(self.put("f.first").status, 200)
         self.assertTrue(wait_until(
             lambda: metric(self.svc, "abuseguard_policies_invalid") == 1,
-            5.0))
+            10.0))
         self.assertEqual(self.limit_of("f.first", "inv3@x.org"), 2)
         log = self.svc.log_text()
         self.assertEqual(log.count('"policy_invalid"'), 2, log)
@@ -168,7 +168,7 @@ class DatabaseFileTest(PolicyTest):
         con.close()
         self.assertTrue(wait_until(
             lambda: metric(self.svc, "abuseguard_list_entries_invalid") == 1,
-            5.0), self.svc.log_text())
+            10.0), self.svc.log_text())
         self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
         # The valid entry still denies; edits still apply.
         self.assertEqual(self.login(self.svc, "l1@x.org",
@@ -186,7 +186,7 @@ class DatabaseFileTest(PolicyTest):
         self.assertEqual(r.status, 204, r.raw)
         self.assertTrue(wait_until(
             lambda: metric(self.svc, "abuseguard_list_entries_invalid") == 0,
-            5.0))
+            10.0))
         self.assertIn('"list_entries_invalid"', self.svc.log_text())
 
 
@@ -227,7 +227,7 @@ class AuditRetentionTest(PolicyTest):
         # The default is 365 days; f.first keeps its newest change, the
         # record its last valid version is read from.
         want = [("create", "f.first"), ("update", "f.recent")]
-        self.assertTrue(wait_until(lambda: self.audited(db) == want, 5.0),
+        self.assertTrue(wait_until(lambda: self.audited(db) == want, 10.0),
                         self.audited(db))
 
     def test_the_retention_is_a_flag(self):
@@ -235,7 +235,7 @@ class AuditRetentionTest(PolicyTest):
                               ("update", "f.recent", 1)],
                              ["--audit-retention-days", "2"])
         want = [("create", "f.first"), ("update", "f.recent")]
-        self.assertTrue(wait_until(lambda: self.audited(db) == want, 5.0),
+        self.assertTrue(wait_until(lambda: self.audited(db) == want, 10.0),
                         self.audited(db))
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 instances sharing it and one SQLite database: a flood of denied checks
 makes no Redis call after the first denial, cached answers say what Redis
 said, every way a denial ends early reaches the other instance within a
-second, a key is let in again when Redis would let it in and not later,
+second (a few on a loaded machine, still well before an entry's 10 s
+hold), a key is let in again when Redis would let it in and not later,
 distinct policies are cached per subject, and a Redis restart empties the
 cache."""
 import json
@@ -16,6 +17,11 @@ import time
 from harness import PolicyTest, policy, wait_until
 
 TOKEN = "tok-" + "5" * 40
+# Seconds within which an early end of a denial reaches the other
+# instance's cache: about one on a quiet machine (a pub/sub message, or the
+# 200 ms database poll); a few on a loaded one; well before the
+# AG_DENY_CACHE_MAX_HOLD_MS (10 s) after which the entry would go anyway.
+PROMPT = 5.0
 AUTH = {"Authorization": "Bearer " + TOKEN}
 
 
@@ -120,9 +126,15 @@ class DenyCacheTest(PolicyTest):
             [policy("login.u", limit=1, window_s=60, block_s=300)],
             caches=("on", "off"))
         self.check(a, "same@x.org")
+        start = time.monotonic()
         fresh = self.check(a, "same@x.org")  # Redis denies, and sets the block
         hit = self.check(a, "same@x.org")
+        hit_s = int(time.monotonic() - start)
         uncached = self.check(b, "same@x.org")
+        # Every wait counts down to the block's end: answers read s whole
+        # seconds apart may differ by s more than rounding's one. Nothing
+        # on a quiet machine (s is 0); as slow as it was on a loaded one.
+        slow = int(time.monotonic() - start)
         self.assertTrue(cached(hit))
         self.assertFalse(cached(fresh) or cached(uncached))
         for r in (fresh, uncached):
@@ -130,17 +142,20 @@ class DenyCacheTest(PolicyTest):
             for field in ("allowed", "policy", "action", "device"):
                 self.assertEqual(hit.json[field], r.json[field])
             self.assertLessEqual(abs(hit.json["retry_after"]
-                                     - r.json["retry_after"]), 1)
+                                     - r.json["retry_after"]), 1 + slow)
             for h in ("x-ratelimit-limit", "x-ratelimit-remaining"):
                 self.assertEqual(hit.header(h), r.header(h), h)
             for h in ("retry-after", "x-ratelimit-reset"):
                 self.assertLessEqual(abs(int(hit.header(h))
-                                         - int(r.header(h))), 1, h)
+                                         - int(r.header(h))), 1 + slow, h)
             self.assertEqual(hit.header("ratelimit-policy"),
                              r.header("ratelimit-policy"))
-            self.assertRegex(hit.header("ratelimit"),
-                             r'^"login\.u";r=0;t=(299|300)$')
-        self.assertEqual(hit.json["retry_after"], 300)
+            m = re.fullmatch(r'"login\.u";r=0;t=(\d+)',
+                             hit.header("ratelimit"))
+            self.assertTrue(m, hit.header("ratelimit"))
+            self.assertIn(int(m.group(1)), range(299 - slow, 301))
+        # The block's 300 s, less the whole seconds since Redis set it.
+        self.assertIn(hit.json["retry_after"], range(300 - hit_s, 301))
         d = hit.json["decisions"][0]
         self.assertEqual((d["policy"], d["allowed"], d["remaining"],
                           d["limit"]), ("login.u", False, 0, 1))
@@ -160,7 +175,7 @@ class DenyCacheTest(PolicyTest):
         r = self.admin(b, "POST", "/admin/reset",
                        {"policy": "login.u", "user": "reset@x.org"})
         self.assertEqual(r.status, 204, r.raw)
-        self.assertIsNotNone(self.allowed_within(a, "reset@x.org", 1.0))
+        self.assertIsNotNone(self.allowed_within(a, "reset@x.org", PROMPT))
         self.assertGreaterEqual(
             metric(a, "abuseguard_deny_cache_invalidations_total"), 1)
 
@@ -181,7 +196,7 @@ class DenyCacheTest(PolicyTest):
         self.assertIn(r.status, (201, 202), r.raw)
         self.assertTrue(wait_until(
             lambda: metric(a, "abuseguard_policy_reloads_total")
-            >= reloads + 1, 2.0))
+            >= reloads + 1, 10.0))
         before = checks_run(self.redis)
         r = self.check(a, "kept@x.org")
         self.assertEqual(r.status, 429)
@@ -198,7 +213,7 @@ class DenyCacheTest(PolicyTest):
         r = self.admin(b, "PUT", "/admin/policies/login.u",
                        dict(p, limit=10))
         self.assertIn(r.status, (200, 201), r.raw)
-        self.assertIsNotNone(self.allowed_within(a, "raise@x.org", 1.0))
+        self.assertIsNotNone(self.allowed_within(a, "raise@x.org", PROMPT))
 
     def test_a_disabled_policy_lets_the_next_check_in_on_the_other_instance(
             self):
@@ -208,7 +223,7 @@ class DenyCacheTest(PolicyTest):
         r = self.admin(b, "PUT", "/admin/policies/login.u",
                        dict(p, enabled=False))
         self.assertIn(r.status, (200, 201), r.raw)
-        self.assertIsNotNone(self.allowed_within(a, "off@x.org", 1.0))
+        self.assertIsNotNone(self.allowed_within(a, "off@x.org", PROMPT))
 
     def test_a_success_report_lets_the_next_check_in_on_the_other_instance(
             self):
@@ -223,32 +238,42 @@ class DenyCacheTest(PolicyTest):
         self.assertTrue(cached(self.check(a, "fail@x.org")))
         r = b.post("/report-login", dict(body, success=True))
         self.assertEqual(r.status, 200, r.raw)
-        self.assertIsNotNone(self.allowed_within(a, "fail@x.org", 1.0))
+        self.assertIsNotNone(self.allowed_within(a, "fail@x.org", PROMPT))
+
+    def allowed_at(self, algorithm, key, w):
+        """When Redis lets key, full at limit 1, in again (Redis time)."""
+        if algorithm == "fixed_window":
+            return (int(self.redis.cmd("HGET", key, "i")) + 1) * w
+        # sliding_log: when the one member leaves the window.
+        score = self.redis.cmd("ZRANGE", key, 0, 0, "WITHSCORES")[1]
+        return int(float(score)) + w
 
     def assert_allowed_again_when_redis_allows(self, algorithm):
         """A cached instance (a) and one without (b), each polling its own
         key denied at the same moment: a never answers a cached denial to
-        a check sent after Redis would allow (judged by Redis's clock), and
-        lets the key in as soon as b does, give or take the polling."""
+        a check sent after Redis would allow, and lets the key in as soon
+        as Redis does: no denial, cached or not, on a or on b, answers a
+        check sent once its key would be allowed. Judged by Redis's clock,
+        so a slow round of polling only asks less often."""
+        window_s = 4
+        w = window_s * 1_000_000
         a, b = self.instances([policy("login.u", algorithm=algorithm,
-                                      limit=1, window_s=2)],
+                                      limit=1, window_s=window_s)],
                               caches=("on", "off"))
-        # Start just after a second boundary, so both keys fill in the
+        # Start in the first 200 ms of a window, so both keys fill in the
         # same fixed window with most of it left.
-        while self.redis_time_us() % 2_000_000 > 200_000:
-            time.sleep(0.01)
+        pos = self.redis_time_us() % w
+        if pos > 200_000:
+            time.sleep((w - pos) / 1e6)
         self.assertEqual(self.check(a, "ka@x.org").status, 200)
-        (key,) = self.redis.cmd("KEYS", "ag:login.u:*")  # ka's alone
-        if algorithm == "fixed_window":
-            index = int(self.redis.cmd("HGET", key, "i"))
-            allow_at = (index + 1) * 2_000_000
-        else:  # sliding_log: when the one member leaves the window
-            score = self.redis.cmd("ZRANGE", key, 0, 0, "WITHSCORES")[1]
-            allow_at = int(float(score)) + 2_000_000
+        (ka,) = self.redis.cmd("KEYS", "ag:login.u:*")  # ka's alone
         self.assertEqual(self.check(b, "kb@x.org").status, 200)
+        (kb,) = set(self.redis.cmd("KEYS", "ag:login.u:*")) - {ka}
+        allow_at = {"ka@x.org": self.allowed_at(algorithm, ka, w),
+                    "kb@x.org": self.allowed_at(algorithm, kb, w)}
         first = {}
         hits = 0
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + window_s + 10
         while len(first) < 2 and time.monotonic() < deadline:
             for svc, user in ((a, "ka@x.org"), (b, "kb@x.org")):
                 if user in first:
@@ -257,17 +282,15 @@ class DenyCacheTest(PolicyTest):
                 r = self.check(svc, user)
                 if r.status == 200:
                     first[user] = sent
-                elif cached(r):
-                    hits += 1
-                    self.assertLess(sent, allow_at,
-                                    "a cached denial outlived Redis's")
+                    continue
+                self.assertLess(sent, allow_at[user],
+                                "a denial outlived Redis's (cached: %s)"
+                                % cached(r))
+                hits += cached(r)
             time.sleep(0.005)
         self.assertEqual(len(first), 2, first)
+        # The cache answered: a's key was denied for most of a window.
         self.assertGreater(hits, 10)
-        # a lets its key in no later than b lets its own (filled a moment
-        # after), give or take two rounds of polling.
-        self.assertLess(first["ka@x.org"] - first["kb@x.org"], 150_000)
-        self.assertLess(first["ka@x.org"] - allow_at, 150_000)
 
     def test_a_fixed_window_key_is_allowed_again_when_redis_allows(self):
         self.assert_allowed_again_when_redis_allows("fixed_window")
@@ -311,7 +334,7 @@ class DenyCacheTest(PolicyTest):
         self.wait_subscribed(a, 2)
         self.assertEqual(metric(a, "abuseguard_deny_cache_entries"), 0)
         # Redis forgot the key, and so did the cache.
-        self.assertIsNotNone(self.allowed_within(a, "restart@x.org", 5.0))
+        self.assertIsNotNone(self.allowed_within(a, "restart@x.org", 10.0))
 
     def test_an_unreachable_redis_is_logged_once_an_outage_not_per_retry(
             self):
@@ -322,10 +345,11 @@ class DenyCacheTest(PolicyTest):
         self.assertTrue(wait_until(lambda: failed() >= 1, 5.0), a.log_text())
         # Retried every second at most (after 0.1, 0.2, 0.4, 0.8 s), each
         # retry failing: one line for all of them.
-        time.sleep(3.5)
+        time.sleep(5)
         self.assertEqual(failed(), 1, a.log_text())
         # Subscribed again: the line says how many failures went unlogged,
-        # so the retries went on (at least four in 3.5 s).
+        # so the retries went on (at least four in 5 s, six on a quiet
+        # machine).
         self.redis.start()
         self.wait_subscribed(a, 2)
         line = [l for l in a.log_text().splitlines()
@@ -347,7 +371,7 @@ class DenyCacheTest(PolicyTest):
         os.kill(self.redis.proc.pid, signal.SIGSTOP)
         try:
             self.assertTrue(wait_until(
-                lambda: '"deny_cache_unsubscribed"' in a.log_text(), 5.0))
+                lambda: '"deny_cache_unsubscribed"' in a.log_text(), 10.0))
             self.assertEqual(metric(a, "abuseguard_deny_cache_entries"), 0)
         finally:
             os.kill(self.redis.proc.pid, signal.SIGCONT)

@@ -1,10 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Login failure counting (/report-login), lockouts with block_s, and
 clearing on success."""
-import time
 import unittest
 
 from harness import PolicyTest, digest, policy, wait_until
+
+# The lockouts that must outlast their window: every attempt of the window
+# must fall in it (3 s, time enough on a loaded machine), and the check
+# after the window must come before the block ends (5 s later). Every wait
+# is on Redis's clock, and every wait the service reports is judged
+# against the Redis times around the checks.
+WINDOW_S, BLOCK_S = 3, 8
+S = 1_000_000  # microseconds
 
 FAIL_POLICIES = [
     policy("f.user_ip", key=("user", "ip"), limit=3, window_s=60,
@@ -57,49 +64,66 @@ class FailureTest(PolicyTest):
         self.assertEqual(self.decision(r, "f.user_ip")["remaining"], 3)
         self.assertEqual(self.decision(r, "f.user")["remaining"], 2)
 
+    def timed_login(self, svc, user, ip):
+        """A check, and the Redis times just before and just after it."""
+        before = self.redis_time_us()
+        r = self.login(svc, user, ip)
+        return r, before, self.redis_time_us()
+
+    def assert_block_outlasts_the_window(self, svc, user, ip):
+        """The check after a full window locks user out for BLOCK_S; once
+        the window has emptied the block still denies, for what is left of
+        it; once the block has ended, the next check is allowed."""
+        r, before, after = self.timed_login(svc, user, ip)
+        self.assertEqual(r.status, 429)
+        # The block is longer than the window's wait: it is the wait.
+        self.assertEqual(r.json["retry_after"], BLOCK_S)
+        # Every attempt of the window came before the lockout.
+        self.wait_for_redis_time(after + WINDOW_S * S)
+        r, t0, t1 = self.timed_login(svc, user, ip)
+        self.assertEqual(r.status, 429, "the block ended with the window")
+        # The block runs BLOCK_S from the lockout, somewhere between before
+        # and after; this check ran between t0 and t1.
+        self.assertIn(r.json["retry_after"],
+                      range(-(-(before + BLOCK_S * S - t1) // S),
+                            -(-(after + BLOCK_S * S - t0) // S) + 1), r.json)
+        self.wait_for_redis_time(after + BLOCK_S * S)
+        self.assertEqual(self.login(svc, user, ip).status, 200)
+
     def test_block_s_keeps_denying_after_the_window(self):
         (svc,) = self.seeded([policy("f.block", key=("user", "ip"), limit=2,
-                                     window_s=1, block_s=3,
+                                     window_s=WINDOW_S, block_s=BLOCK_S,
                                      counts="failures")])
         for _ in range(2):
             self.report(svc, "bo@example.com", "192.0.2.9", False)
-        r = self.login(svc, "bo@example.com", "192.0.2.9")
-        self.assertEqual(r.status, 429)
-        self.assertEqual(r.json["retry_after"], 3)
-        time.sleep(1.5)  # the window has emptied; the block has not
-        r = self.login(svc, "bo@example.com", "192.0.2.9")
-        self.assertEqual(r.status, 429)
-        self.assertTrue(1 <= r.json["retry_after"] <= 2, r.json)
-        time.sleep(2)
-        self.assertEqual(self.login(svc, "bo@example.com",
-                                    "192.0.2.9").status, 200)
+        self.assert_block_outlasts_the_window(svc, "bo@example.com",
+                                              "192.0.2.9")
 
     def test_block_s_applies_to_attempt_counting_too(self):
         (svc,) = self.seeded([policy("a.block", key=("user",), limit=1,
-                                     window_s=1, block_s=2)])
+                                     window_s=WINDOW_S, block_s=BLOCK_S)])
         self.assertEqual(self.login(svc, "c@example.com", "192.0.2.9")
                          .status, 200)
-        r = self.login(svc, "c@example.com", "192.0.2.9")
-        self.assertEqual(r.status, 429)
-        self.assertEqual(r.json["retry_after"], 2)
-        time.sleep(1.2)
-        self.assertEqual(self.login(svc, "c@example.com", "192.0.2.9")
-                         .status, 429)
+        self.assert_block_outlasts_the_window(svc, "c@example.com",
+                                              "192.0.2.9")
 
     def test_a_blocking_policy_between_others_keeps_each_key_its_own(self):
         # The script is passed a block key only for a policy with block_s,
         # so the middle policy's keys shift the last one's: each must still
         # land on its own key, and only the blocking policy gets a block key.
+        # Windows and a block long enough that nothing lapses on a loaded
+        # machine while the test looks.
         (svc,) = self.seeded([
             policy("m.a", key=("user",), limit=3),
-            policy("m.b", key=("user", "ip"), limit=1, window_s=2, block_s=5),
+            policy("m.b", key=("user", "ip"), limit=1, window_s=30,
+                   block_s=60),
             policy("m.c", key=("ip",), limit=4)])
         user, ip = "mix@example.com", "192.0.2.77"
         self.assertEqual(self.login(svc, user, ip).status, 200)
-        r = self.login(svc, user, ip)
+        r, before, _ = self.timed_login(svc, user, ip)
         self.assertEqual(r.status, 429)
         self.assertEqual(r.json["policy"], "m.b")
-        self.assertEqual(r.json["retry_after"], 5)
+        self.assertEqual(r.json["retry_after"], 60)
         # The denied check charged no one: one attempt each.
         self.assertEqual(self.decision(r, "m.a")["remaining"], 2)
         self.assertEqual(self.decision(r, "m.c")["remaining"], 3)
@@ -115,7 +139,12 @@ class FailureTest(PolicyTest):
                          sorted([a, b, b + ":b", b + ":e", c, "ag::events"]))
         for key in (a, b, c):
             self.assertEqual(self.redis.cmd("ZCARD", key), 1, key)
-        self.assertTrue(4000 < self.redis.cmd("PTTL", b + ":b") <= 5000)
+        # The block key lives the block's 60 s from the lockout, which
+        # came after before.
+        pttl = self.redis.cmd("PTTL", b + ":b")
+        waited_ms = (self.redis_time_us() - before) // 1000
+        self.assertTrue(60000 - waited_ms - 1 <= pttl <= 60000,
+                        (pttl, waited_ms))
 
     def test_report_validation_names_the_field(self):
         (svc,) = self.seeded(FAIL_POLICIES)

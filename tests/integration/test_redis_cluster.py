@@ -147,7 +147,7 @@ class ClusterTest(PolicyTest):
         self.assertEqual(message[:2], ["message", "ag::deny-cache"], message)
         self.assertEqual(message[2], ip_key)
         self.assertTrue(wait_until(lambda: metric(
-            svc, "abuseguard_cluster_releases_total") == 1, 2))
+            svc, "abuseguard_cluster_releases_total") == 1, 10))
 
     def test_an_inspect_peeks_each_slot_group_and_releases_nothing(self):
         token = os.path.join(self.workdir, "admin.token")
@@ -198,9 +198,11 @@ class ClusterTest(PolicyTest):
         self.assertTrue(r.json["decisions"][0].get("cached"), r.raw)
         self.assertEqual(b.post("/report-login",
                                 dict(body, success=True)).status, 200)
+        # Within a second on a quiet machine, a few on a loaded one: well
+        # before the entry's own 10 s hold (AG_DENY_CACHE_MAX_HOLD_MS).
         self.assertTrue(wait_until(
             lambda: self.login(a, "pub@x.org", "192.0.2.9").status == 200,
-            1.0, 0.01))
+            5.0, 0.01))
 
     def traffic(self, svc, stop, answers):
         i = 0
@@ -237,6 +239,11 @@ class ClusterTest(PolicyTest):
                                for s in svcs), 0)
 
     def test_a_killed_master_costs_seconds_not_limits(self):
+        # The replica takes over 8 s after the kill at least: a check that
+        # waited for it would take that long, where one answered at once
+        # (degraded) takes milliseconds, or a second or two on a loaded
+        # machine.
+        self.cluster.set_node_timeout(8000)
         svcs = self.instances([USER, IP], count=2,
                               extra=["--redis-timeout-ms", "300"])
         stop, answers = threading.Event(), []
@@ -248,7 +255,7 @@ class ClusterTest(PolicyTest):
             time.sleep(0.5)
             victim = self.cluster.masters()[0]
             self.cluster.kill(victim)
-            self.cluster.wait_for_promotion(victim)
+            self.cluster.wait_for_promotion(victim, timeout=40)
             promoted = time.monotonic()
             # Back on the cluster within 10 s of the promotion: every slot
             # has a master that answers, on every instance.
@@ -261,7 +268,7 @@ class ClusterTest(PolicyTest):
             for t in threads:
                 t.join(10)
         self.assertGreater(len(answers), 20)
-        self.assertLess(max(a[0] for a in answers), 1.0)
+        self.assertLess(max(a[0] for a in answers), 4.0)
         self.assertTrue(all(a[1] in (200, 429) for a in answers))
         # Limits exact afterwards, across both instances, none of it
         # answered from a fallback.

@@ -44,10 +44,15 @@ class SentinelTest(PolicyTest):
         self.assertTrue(r.json.get("degraded"), r.json)
         self.assertEqual(svc.request("GET", "/readyz").status, 503)
         self.assertTrue(wait_until(
-            lambda: "it knows no master 'nosuchmaster'" in svc.log_text(), 5),
+            lambda: "it knows no master 'nosuchmaster'" in svc.log_text(), 10),
             svc.log_text())
 
     def test_a_failover_under_traffic_is_followed(self):
+        # The sentinels wait 8 s before they fail over: a check that
+        # waited for the new master would take that long, where one that
+        # is answered at once (degraded) takes milliseconds, or a second or
+        # two on a loaded machine.
+        self.group.set_down_after(8000)
         svc = self.instance()
         stop, answers = threading.Event(), []
 
@@ -66,17 +71,18 @@ class SentinelTest(PolicyTest):
             time.sleep(0.5)
             old = self.group.kill_master()
             killed = time.monotonic()
-            new = self.group.wait_for_failover(old)
-            # Back on the promoted replica within 15 s of the kill.
+            new = self.group.wait_for_failover(old, timeout=40)
+            # Back on the promoted replica within 25 s of the kill (8 of
+            # them the sentinels' wait).
             self.assertTrue(wait_until(
                 lambda: "degraded" not in self.login(svc, "b@x.org").json,
-                15 - (time.monotonic() - killed)), svc.log_text())
+                25 - (time.monotonic() - killed)), svc.log_text())
         finally:
             stop.set()
             t.join(10)
         self.assertGreater(len(answers), 10)
         self.assertTrue(all(a[1] in (200, 429) for a in answers), answers)
-        self.assertLess(max(a[0] for a in answers), 1.0)
+        self.assertLess(max(a[0] for a in answers), 4.0)
         # The checks after the failover are counted on the new master, and
         # the limit is exact there.
         allowed = sum(self.login(svc, "after@x.org").status == 200
@@ -136,7 +142,7 @@ class SentinelTest(PolicyTest):
         self.assertTrue(wait_until(denied_from_the_cache, 10, 0.1))
         self.group.cmd_master("PUBLISH", "ag::deny-cache", key)
         self.assertTrue(wait_until(
-            lambda: metric(svc, "abuseguard_deny_cache_entries") == 0, 2))
+            lambda: metric(svc, "abuseguard_deny_cache_entries") == 0, 10))
 
 
 if __name__ == "__main__":

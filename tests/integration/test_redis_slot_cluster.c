@@ -16,12 +16,10 @@
 #include <cmocka.h>
 
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,25 +27,18 @@
 
 #include "ag_redis_reply.h"
 #include "ag_redis_slot.h"
+#include "ag_test_redis.h"
 
 #define RANDOM_KEYS 1000
 #define KEY_MAX 80
 
 struct env {
-    pid_t redis;
-    char dir[64];
+    struct ag_test_server server;
     int port;
     redisContext *c; /* replies built by ag_redis_reply_functions */
 };
 
 static struct env env;
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Two spare TCP ports of 127.0.0.1: the kernel's pick, released just
  * before redis-server binds them (a small race, which fails the start). */
@@ -88,37 +79,26 @@ static int start_redis(void **state)
 {
     (void)state;
     int bus;
-    snprintf(env.dir, sizeof env.dir, "/tmp/ag-redis-slot-XXXXXX");
-    if (!mkdtemp(env.dir) || spare_ports(&env.port, &bus))
+    if (ag_test_server_dir(&env.server, "ag-redis-slot") ||
+        spare_ports(&env.port, &bus))
         return -1;
-    env.redis = fork();
-    if (env.redis == 0) {
-        char port[8], bus_port[8], log[128], conf[128];
-        snprintf(port, sizeof port, "%d", env.port);
-        snprintf(bus_port, sizeof bus_port, "%d", bus);
-        snprintf(log, sizeof log, "%s/redis.log", env.dir);
-        snprintf(conf, sizeof conf, "%s/nodes.conf", env.dir);
-        execlp("redis-server", "redis-server", "--port", port, "--bind",
-               "127.0.0.1", "--cluster-enabled", "yes", "--cluster-port",
-               bus_port, "--cluster-config-file", conf, "--save", "",
-               "--appendonly", "no", "--dir", env.dir, "--logfile", log,
-               (char *)NULL);
-        _exit(127);
-    }
-    /* Redis is up once its port answers a PING. */
-    for (double until = wall_s() + 10; wall_s() < until; usleep(10000)) {
-        redisContext *c = redisConnect("127.0.0.1", env.port);
-        if (c && !c->err) {
-            redisReply *r = redisCommand(c, "PING");
-            if (r && r->type == REDIS_REPLY_STATUS) {
-                freeReplyObject(r);
-                env.c = c;
-                break;
-            }
-            freeReplyObject(r);
-        }
-        redisFree(c);
-    }
+    char port[8], bus_port[8], conf[128];
+    snprintf(port, sizeof port, "%d", env.port);
+    snprintf(bus_port, sizeof bus_port, "%d", bus);
+    snprintf(conf, sizeof conf, "%s/nodes.conf", env.server.dir);
+    const char *args[] = {"--port",
+                          port,
+                          "--bind",
+                          "127.0.0.1",
+                          "--cluster-enabled",
+                          "yes",
+                          "--cluster-port",
+                          bus_port,
+                          "--cluster-config-file",
+                          conf};
+    if (ag_test_server_spawn(&env.server, args, sizeof args / sizeof *args))
+        return -1;
+    env.c = ag_test_server_connect(NULL, env.port);
     if (!env.c)
         return -1;
     /* From here on the replies are the service's own objects. */
@@ -130,14 +110,7 @@ static int stop_redis(void **state)
 {
     (void)state;
     redisFree(env.c);
-    if (env.redis > 0) {
-        kill(env.redis, SIGTERM);
-        waitpid(env.redis, NULL, 0);
-    }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", env.dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", env.dir);
+    ag_test_server_stop(&env.server);
     return 0;
 }
 

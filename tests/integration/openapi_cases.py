@@ -1,0 +1,427 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The table test_openapi.py holds api/openapi.json to: for every (path,
+method, status) the description names, the phase of the service in which
+it can be provoked and how (a function of a Ctx that returns the harness
+Response). To describe a new route, add one row per status to CASES."""
+import itertools
+
+from harness import wait_until
+
+TOKEN = "tok-" + "5" * 40
+AUTH = {"Authorization": "Bearer " + TOKEN}
+THROTTLED_FROM = "127.0.0.9"  # the address the admin throttle refuses
+DENIED_IP = "198.51.100.7"  # inside the deny entry the setup adds
+ALLOWED_IP = "192.0.2.200"  # the allow entry the setup adds
+BIG = "x" * (70 * 1024)  # over the 64 KiB body cap, under the 1 MiB drop
+
+# The order the phases run in; each row below names the one it needs.
+PHASES = ("up", "redis_down", "lists_unloadable", "policies_unloadable")
+
+
+class Ctx:
+    """What a row's provocation gets: the service and a few helpers."""
+
+    def __init__(self, test, svc):
+        self.test = test
+        self.svc = svc
+        self.n = itertools.count(1)
+
+    def uid(self):
+        return next(self.n)
+
+    def user(self):
+        return "u%d@example.com" % self.uid()
+
+    def ip(self):
+        n = self.uid()
+        return "10.%d.%d.%d" % (n // 65536 % 256, n // 256 % 256, n % 256)
+
+    def phone(self):
+        return "+4860%07d" % self.uid()
+
+    def fresh_address(self):
+        """A client address of its own, so that failed authentications
+        do not add up to the admin throttle."""
+        return "127.0.1.%d" % (self.uid() % 250 + 1)
+
+    def admin(self, method, path, body=None, headers=AUTH, **kw):
+        return self.svc.request(method, path, body, headers=headers, **kw)
+
+    def post(self, path, body):
+        return self.svc.post(path, body)
+
+    def repeat(self, n, path, body):
+        for _ in range(n):
+            r = self.post(path, body)
+        return r
+
+    def throttled(self, method, path, body=None):
+        """The request with the right token from an address the admin
+        throttle refuses (ten failures in a minute make it so)."""
+        r = self.admin(method, path, body, source=THROTTLED_FROM)
+        if r.status != 429:
+            for _ in range(10):
+                self.admin("GET", "/admin/policies", headers={},
+                           source=THROTTLED_FROM)
+            r = self.admin(method, path, body, source=THROTTLED_FROM)
+        return r
+
+    def new_policy(self, name=None):
+        name = name or "login.p%d" % self.uid()
+        self.admin("PUT", "/admin/policies/" + name, NEW_POLICY)
+        return name
+
+    def new_entry(self):
+        r = self.admin("POST", "/admin/lists/allow",
+                       {"kind": "ip", "value": self.ip()})
+        return r.json["entry"]["id"]
+
+    def allow_listed(self, path, body):
+        r = self.post(path, body)
+        self.test.assertEqual(r.json.get("list"), "allow", r.raw)
+        return r
+
+    def policies_with_invalid_rows(self):
+        r = self.admin("GET", "/admin/policies")
+        shapes = {("endpoint" in p, "invalid" in p)
+                  for p in r.json["policies"]}
+        self.test.assertLessEqual({(True, True), (False, True)}, shapes,
+                                  r.raw[:500])
+        return r
+
+    def refused(self, method, path, body, field):
+        """An admin request the service must refuse naming field."""
+        r = self.admin(method, path, body)
+        self.test.assertEqual((r.status, r.json.get("field")), (400, field),
+                              r.raw)
+        return r
+
+    def denied(self, path, body, n, cached):
+        """The nth request of body: a 429 that the deny cache answered or
+        (the first denial) Redis did, as cached says."""
+        r = self.repeat(n, path, body)
+        self.test.assertEqual(r.status, 429, r.raw)
+        self.test.assertEqual(
+            any(d.get("cached") for d in r.json["decisions"]), cached, r.raw)
+        return r
+
+    def inspect(self, body, endpoint="login", **expect):
+        """POST /admin/inspect of body for endpoint; asserts the answer
+        holds expect (the shape the row is there to provoke)."""
+        r = self.admin("POST", "/admin/inspect", dict(body, endpoint=endpoint))
+        for k, v in expect.items():
+            self.test.assertEqual(r.json.get(k), v, r.raw)
+        return r
+
+    def inspect_blocked(self):
+        """An inspect of a subject that five reported wrong passwords and
+        the check they failed have blocked (login.user_ip_fail): denied,
+        with the block's time left and level."""
+        body = login(self)
+        for _ in range(5):
+            self.post("/report-login", dict(body, success=False))
+        self.test.assertEqual(self.post("/check-login", body).status, 429)
+        r = self.inspect(body, allowed=False, policy="login.user_ip_fail")
+        d, = [d for d in r.json["decisions"]
+              if d["policy"] == "login.user_ip_fail"]
+        self.test.assertGreater(d["blocked_for"], 0, r.raw)
+        self.test.assertEqual(d["block_level"], 1, r.raw)
+        return r
+
+    def inspect_unknown(self):
+        """An inspect while Redis is down: a fail-closed policy of the
+        untrusted lane is unknown, the answer the check's 503."""
+        r = self.inspect(login(self), reason="store_unavailable",
+                         degraded=True)
+        self.test.assertIn({"policy": "login.closed", "allowed": False,
+                            "limit": 1000000, "unknown": True},
+                           r.json["decisions"], r.raw)
+        return r
+
+    def inspect_degraded(self):
+        """An inspect while Redis is down in the trusted lane, where no
+        policy fails closed: the fallback's answer."""
+        user, token = self.test.trusted
+        return self.inspect({"user": user, "ip": self.ip(),
+                             "device_token": token}, allowed=True,
+                            device="trusted", degraded=True)
+
+    def audited_inspect(self):
+        """The audit log's newest page right after an inspect, which it
+        holds."""
+        self.inspect(login(self), allowed=True)
+        r = self.admin("GET", "/admin/audit?limit=5")
+        self.test.assertEqual(r.json["entries"][0]["action"], "inspect",
+                              r.raw[:500])
+        return r
+
+    def events(self):
+        """The stream's first page once it holds an event of each kind
+        the rows before have raised (appends do not wait for Redis)."""
+        want = {"lockout", "reset", "policy_changed", "list_changed"}
+        pages = []
+
+        def holds_each():
+            pages.append(self.admin("GET", "/admin/events?limit=1000"))
+            return want <= {e["type"] for e in pages[-1].json["events"]}
+
+        self.test.assertTrue(wait_until(holds_each, 10.0), pages[-1].raw[:500])
+        return pages[-1]
+
+    def events_past_the_end(self):
+        """The page after the last: empty, and next_after kept."""
+        after = self.events().json["next_after"]
+        r = self.admin("GET", "/admin/events?after=" + after)
+        self.test.assertEqual((r.json["events"], r.json["next_after"]),
+                              ([], after), r.raw[:500])
+        return r
+
+    def resets_until_refused(self):
+        """Resets while Redis is down queue up; past the queue's 256 the
+        answer is a 503."""
+        for _ in range(300):
+            r = self.admin("POST", "/admin/reset",
+                           {"policy": "login.user", "user": self.user()})
+            if r.status != 202:
+                return r
+        return r
+
+
+NEW_POLICY = {"endpoint": "login", "key": ["user"],
+              "algorithm": "fixed_window", "limit": 1000, "window_s": 60}
+
+
+def login(c, **kw):
+    return {"user": c.user(), "ip": c.ip(), **kw}
+
+
+def otp(c, **kw):
+    return {"phone": c.phone(), "ip": c.ip(), **kw}
+
+
+def check_cases(path, body, deny_after):
+    """The rows every check endpoint shares; deny_after requests of one
+    body trip a default policy."""
+    return {
+        (path, "post", 200): [
+            ("up", lambda c: c.post(path, body(c))),
+            ("up", lambda c: c.allow_listed(path, dict(body(c),
+                                                       ip=ALLOWED_IP))),
+        ],
+        (path, "post", 400): ("up", lambda c: c.post(path, {"ip": c.ip()})),
+        (path, "post", 403): ("up", lambda c: c.post(
+            path, dict(body(c), ip=DENIED_IP))),
+        (path, "post", 413): ("up", lambda c: c.post(path, BIG)),
+        (path, "post", 429): [
+            # The first denial, from Redis; the next from the deny cache.
+            ("up", lambda c: c.denied(path, body(c), deny_after + 1, False)),
+            ("up", lambda c: c.denied(path, body(c), deny_after + 2, True)),
+        ],
+        (path, "post", 503): ("redis_down", lambda c: c.post(path, body(c))),
+    }
+
+
+def admin_cases(path, method, body=None):
+    """The two answers of every admin route before it looks at the
+    request: a missing token, and a throttled address."""
+    m = method.upper()
+    return {
+        (path, method, 401): ("up", lambda c: c.admin(
+            m, c.path, body, headers={}, source=c.fresh_address())),
+        (path, method, 429): ("up", lambda c: c.throttled(m, c.path, body)),
+    }
+
+
+# (path as described, method, status) -> (phase, provocation), or a list
+# of them where one status has bodies of several shapes. A provocation
+# takes a Ctx and returns the harness Response; c.path is the row's path
+# with its parameters filled (see concrete_path).
+CASES = {
+    **check_cases("/check-login", login, 5),
+    **check_cases("/check-otp", otp, 1),
+    **check_cases("/check-otp-verify", otp, 5),
+    ("/report-login", "post", 200): ("up", lambda c: c.post(
+        "/report-login", login(c, success=True))),
+    ("/report-login", "post", 204): ("up", lambda c: c.post(
+        "/report-login", login(c, success=False, password_fp="fp1"))),
+    ("/report-login", "post", 400): ("up", lambda c: c.post(
+        "/report-login", login(c))),
+    ("/report-login", "post", 413): ("up", lambda c: c.post(
+        "/report-login", BIG)),
+    ("/report-otp", "post", 204): ("up", lambda c: c.post(
+        "/report-otp", otp(c, verified=True))),
+    ("/report-otp", "post", 400): ("up", lambda c: c.post(
+        "/report-otp", otp(c, verified="yes"))),
+    ("/report-otp", "post", 413): ("up", lambda c: c.post(
+        "/report-otp", BIG)),
+    ("/healthz", "get", 200): ("up", lambda c: c.svc.request(
+        "GET", "/healthz")),
+    ("/healthz", "head", 200): ("up", lambda c: c.svc.request(
+        "HEAD", "/healthz")),
+    ("/readyz", "get", 200): ("up", lambda c: c.svc.request(
+        "GET", "/readyz")),
+    ("/readyz", "head", 200): ("up", lambda c: c.svc.request(
+        "HEAD", "/readyz")),
+    ("/readyz", "get", 503): ("redis_down", lambda c: c.svc.request(
+        "GET", "/readyz")),
+    ("/readyz", "head", 503): ("redis_down", lambda c: c.svc.request(
+        "HEAD", "/readyz")),
+    ("/metrics", "get", 200): ("up", lambda c: c.svc.request(
+        "GET", "/metrics")),
+    ("/metrics", "head", 200): ("up", lambda c: c.svc.request(
+        "HEAD", "/metrics")),
+    ("/openapi.json", "get", 200): ("up", lambda c: c.svc.request(
+        "GET", "/openapi.json")),
+    ("/openapi.json", "head", 200): ("up", lambda c: c.svc.request(
+        "HEAD", "/openapi.json")),
+
+    ("/admin/policies", "get", 200): [
+        ("up", lambda c: c.admin("GET", "/admin/policies")),
+        # With the rows enter() broke: one listed with its last valid
+        # version, one by its name alone.
+        ("lists_unloadable", lambda c: c.policies_with_invalid_rows()),
+    ],
+    **admin_cases("/admin/policies", "get"),
+    ("/admin/policies/{name}", "get", 200): ("up", lambda c: c.admin(
+        "GET", "/admin/policies/login.user")),
+    ("/admin/policies/{name}", "get", 400): ("up", lambda c: c.admin(
+        "GET", "/admin/policies/Login.User")),
+    ("/admin/policies/{name}", "get", 404): ("up", lambda c: c.admin(
+        "GET", "/admin/policies/login.nothing")),
+    **admin_cases("/admin/policies/{name}", "get"),
+    ("/admin/policies/{name}", "put", 200): ("up", lambda c: c.admin(
+        "PUT", "/admin/policies/" + c.new_policy(), NEW_POLICY)),
+    ("/admin/policies/{name}", "put", 201): ("up", lambda c: c.admin(
+        "PUT", "/admin/policies/login.p%d" % c.uid(), NEW_POLICY)),
+    ("/admin/policies/{name}", "put", 202): ("lists_unloadable",
+                                             lambda c: c.admin(
+        "PUT", "/admin/policies/login.p%d" % c.uid(), NEW_POLICY)),
+    ("/admin/policies/{name}", "put", 400): ("up", lambda c: c.admin(
+        "PUT", "/admin/policies/login.bad", dict(NEW_POLICY, limit=0))),
+    ("/admin/policies/{name}", "put", 413): ("up", lambda c: c.admin(
+        "PUT", "/admin/policies/login.big", BIG)),
+    **admin_cases("/admin/policies/{name}", "put", NEW_POLICY),
+    ("/admin/policies/{name}", "delete", 204): ("up", lambda c: c.admin(
+        "DELETE", "/admin/policies/" + c.new_policy())),
+    ("/admin/policies/{name}", "delete", 202): ("lists_unloadable",
+                                                lambda c: c.admin(
+        "DELETE", "/admin/policies/" + c.new_policy())),
+    ("/admin/policies/{name}", "delete", 400): ("up", lambda c: c.admin(
+        "DELETE", "/admin/policies/a%20b")),
+    ("/admin/policies/{name}", "delete", 404): ("up", lambda c: c.admin(
+        "DELETE", "/admin/policies/login.nothing")),
+    **admin_cases("/admin/policies/{name}", "delete"),
+
+    ("/admin/reset", "post", 204): ("up", lambda c: c.admin(
+        "POST", "/admin/reset", {"policy": "login.user", "user": c.user()})),
+    ("/admin/reset", "post", 202): ("redis_down", lambda c: c.admin(
+        "POST", "/admin/reset", {"policy": "login.user", "user": c.user()})),
+    ("/admin/reset", "post", 400): ("up", lambda c: c.admin(
+        "POST", "/admin/reset", {"policy": "login.user"})),
+    ("/admin/reset", "post", 404): ("up", lambda c: c.admin(
+        "POST", "/admin/reset", {"policy": "login.nothing", "user": "a"})),
+    ("/admin/reset", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/reset", BIG)),
+    # After the 202 row: it needs room in the queue this one fills.
+    ("/admin/reset", "post", 503): ("redis_down",
+                                    lambda c: c.resets_until_refused()),
+    **admin_cases("/admin/reset", "post", {"policy": "login.user"}),
+
+    ("/admin/inspect", "post", 200): [
+        ("up", lambda c: c.inspect(login(c), allowed=True)),
+        ("up", lambda c: c.inspect(otp(c), "otp", allowed=True)),
+        ("up", lambda c: c.inspect_blocked()),
+        ("up", lambda c: c.inspect(dict(login(c), ip=DENIED_IP),
+                                   allowed=False, list="deny")),
+        ("up", lambda c: c.inspect(dict(otp(c), ip=ALLOWED_IP),
+                                   "otp_verify", allowed=True, list="allow")),
+        ("redis_down", lambda c: c.inspect_unknown()),
+        ("redis_down", lambda c: c.inspect_degraded()),
+    ],
+    ("/admin/inspect", "post", 400): [
+        ("up", lambda c: c.refused("POST", "/admin/inspect",
+                                   dict(login(c), endpoint="signup"),
+                                   "endpoint")),
+        ("up", lambda c: c.refused("POST", "/admin/inspect",
+                                   {"endpoint": "otp", "ip": c.ip()},
+                                   "phone")),
+    ],
+    ("/admin/inspect", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/inspect", BIG)),
+    **admin_cases("/admin/inspect", "post", {"endpoint": "login"}),
+
+    ("/admin/audit", "get", 200): [
+        ("up", lambda c: c.admin("GET", "/admin/audit?limit=5")),
+        ("up", lambda c: c.audited_inspect()),
+    ],
+    ("/admin/audit", "get", 400): ("up", lambda c: c.admin(
+        "GET", "/admin/audit?limit=0")),
+    **admin_cases("/admin/audit", "get"),
+
+    ("/admin/lists/{list}", "get", 200): [
+        ("up", lambda c: c.admin("GET", "/admin/lists/deny")),
+        ("up", lambda c: c.admin("GET", "/admin/lists/allow")),
+    ],
+    ("/admin/lists/{list}", "get", 404): ("up", lambda c: c.admin(
+        "GET", "/admin/lists/grey")),
+    **admin_cases("/admin/lists/{list}", "get"),
+    ("/admin/lists/{list}", "post", 201): ("up", lambda c: c.admin(
+        "POST", "/admin/lists/allow", {"kind": "user", "value": c.user()})),
+    ("/admin/lists/{list}", "post", 202): ("policies_unloadable",
+                                           lambda c: c.admin(
+        "POST", "/admin/lists/allow", {"kind": "ip", "value": c.ip()})),
+    ("/admin/lists/{list}", "post", 400): ("up", lambda c: c.admin(
+        "POST", "/admin/lists/deny", {"kind": "colour", "value": "red"})),
+    ("/admin/lists/{list}", "post", 404): ("up", lambda c: c.admin(
+        "POST", "/admin/lists/grey", {"kind": "ip", "value": c.ip()})),
+    ("/admin/lists/{list}", "post", 409): ("up", lambda c: c.admin(
+        "POST", "/admin/lists/deny",
+        {"kind": "ip", "value": "198.51.100.0/24"})),
+    ("/admin/lists/{list}", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/lists/deny", BIG)),
+    **admin_cases("/admin/lists/{list}", "post", {"kind": "ip"}),
+    ("/admin/lists/{list}/{id}", "delete", 204): ("up", lambda c: c.admin(
+        "DELETE", "/admin/lists/allow/%d" % c.new_entry())),
+    ("/admin/lists/{list}/{id}", "delete", 202): ("policies_unloadable",
+                                                  lambda c: c.admin(
+        "DELETE", "/admin/lists/allow/%d" % c.new_entry())),
+    ("/admin/lists/{list}/{id}", "delete", 400): ("up", lambda c: c.admin(
+        "DELETE", "/admin/lists/deny/seven")),
+    ("/admin/lists/{list}/{id}", "delete", 404): ("up", lambda c: c.admin(
+        "DELETE", "/admin/lists/deny/999999")),
+    **admin_cases("/admin/lists/{list}/{id}", "delete"),
+
+    ("/admin/otp/conversion", "get", 200): ("up", lambda c: c.admin(
+        "GET", "/admin/otp/conversion?by=country")),
+    ("/admin/otp/conversion", "get", 400): ("up", lambda c: c.admin(
+        "GET", "/admin/otp/conversion?by=planet")),
+    ("/admin/otp/conversion", "get", 503): ("redis_down", lambda c: c.admin(
+        "GET", "/admin/otp/conversion?by=phone_prefix")),
+    **admin_cases("/admin/otp/conversion", "get"),
+
+    # Last of the up rows: the stream then holds what they raised.
+    ("/admin/events", "get", 200): [
+        ("up", lambda c: c.events()),
+        ("up", lambda c: c.events_past_the_end()),
+    ],
+    ("/admin/events", "get", 400): [
+        ("up", lambda c: c.refused("GET", "/admin/events?after=yesterday",
+                                   None, "after")),
+        ("up", lambda c: c.refused("GET", "/admin/events?limit=1001", None,
+                                   "limit")),
+    ],
+    ("/admin/events", "get", 503): ("redis_down", lambda c: c.admin(
+        "GET", "/admin/events")),
+    **admin_cases("/admin/events", "get"),
+
+    # x-abuseguard-unrouted: answers on any path.
+    ("*", "*", 400): ("up", lambda c: c.svc.request("GET", "/check%00")),
+    ("*", "*", 404): ("up", lambda c: c.svc.request("GET", "/nothing")),
+    ("*", "*", 405): ("up", lambda c: c.svc.request("GET", "/check-login")),
+}
+
+
+def rows(key):
+    """The (phase, provocation) pairs of a row of CASES."""
+    v = CASES[key]
+    return v if isinstance(v, list) else [v]
