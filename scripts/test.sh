@@ -21,12 +21,15 @@ if ! cmp -s "$lock" "$stamp"; then
 fi
 
 # Checks that need no build, first, so a slip fails in seconds: the C
-# sources formatted as .clang-format says, every source file naming its
-# licence, and no Markdown table broken.
+# sources formatted as .clang-format says; every source file naming its
+# licence, none past 750 lines, no layer including a higher one and no
+# circle of includes (scripts/check_tree.py); no Markdown table or link
+# broken.
 clang-format --dry-run -Werror service/*.c service/*.h \
     service/*/*.c service/*/*.h tests/unit/*.c \
     tests/integration/*.c tests/vectors/*.c tests/vectors/*.h \
     tests/unit/*.h tests/fuzz/*.c
+python3 scripts/check_tree.py --self-test
 python3 scripts/check_tree.py
 python3 scripts/check_markdown.py --self-test
 python3 scripts/check_markdown.py README.md bench/README.md docs/*.md

@@ -31,7 +31,7 @@ STATE = "/var/lib/abuseguard"
 UNIT = "/lib/systemd/system/abuseguard.service"
 # The keys the configuration file refuses (ag_config.c read_config).
 NOT_IN_FILE = {"help", "version", "config"}
-# The largest --max-conns (ag_config.c) plus the margin ag_http_reserve_fds
+# The largest --max-conns (ag_config_flags.c) plus the margin ag_http_reserve_fds
 # asks for at the most worker threads: 64 and 3 for each of 256.
 MOST_FDS = 100000 + 64 + 3 * 256
 
