@@ -484,6 +484,9 @@ class EventsTest(EventsBase):
                                                     [("user", USER)])
                 self.assertTrue(wait_until(
                     lambda: self.redis.cmd("EXISTS", marker) == 0, 10.0))
+        # Raised beside the second lockout, and delivered after it.
+        self.assertTrue(wait_until(lambda: hook.events("block_escalated"),
+                                   10.0), hook.events())
         (esc,) = hook.events("block_escalated")
         self.assertEqual((esc["policy"], esc["level"], esc["retry_after"],
                           esc["key"]),
