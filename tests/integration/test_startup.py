@@ -343,10 +343,8 @@ class StartupTest(ServiceTest):
              "--save", "", "--appendonly", "no", "--dir", self.workdir],
             stdout=subprocess.DEVNULL)
         try:
-            for _ in range(200):
-                if os.path.exists(sock):
-                    break
-                time.sleep(0.02)
+            self.assertTrue(wait_until(lambda: os.path.exists(sock)),
+                            "redis-server made no socket")
             svc = Service(self.workdir, "unix://" + sock, secret=self.secret,
                           db=self.workdir + "/u.db", name="unix")
             self.services.append(svc)
