@@ -25,6 +25,7 @@
 
 #include "ag_limiter.h"
 #include "ag_policy.h"
+#include "ag_redis_addr.h"
 #include "ag_store.h"
 
 /* 2100-01-01T00:00:00Z in seconds: a whole day, so that every window of
