@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from check_calls import circles
+
 SPDX = "SPDX-License-Identifier: Apache-2.0"
 SOURCE_EXT = {"c", "h", "py", "sh", "lua", "sql", "cmake", "awk", "js",
               "mjs", "css", "html"}
@@ -115,42 +117,8 @@ def check_circles(files):
         for inc in INCLUDE.findall(read(path)):
             if inc in files and module(inc) != module(name):
                 deps.add(module(inc))
-    # Tarjan's strongly connected components, iteratively.
-    index, low, on, stack, circles = {}, {}, set(), [], []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    circles.append(sorted(comp))
     return ["service/: a circle of includes: %s" % " <-> ".join(c)
-            for c in sorted(circles)]
+            for c in circles(graph)]
 
 
 def check(paths):

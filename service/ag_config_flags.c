@@ -19,6 +19,7 @@
 #include "ag_error.h"
 #include "ag_identity.h"
 #include "ag_log.h"
+#include "ag_parse.h"
 #include "ag_redis_addr.h"
 
 #define F(field) offsetof(struct ag_config, field)
@@ -154,28 +155,6 @@ void ag_config_usage(FILE *out)
     }
 }
 
-static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
-{
-    if (!*s || !isdigit((unsigned char)*s))
-        return AG_EINVAL;
-    errno = 0;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return AG_EINVAL;
-    *out = (unsigned)v;
-    return AG_OK;
-}
-
-static int parse_port(const char *s, int *port)
-{
-    unsigned v;
-    if (parse_uint(s, 1, 65535, &v))
-        return AG_EINVAL;
-    *port = (int)v;
-    return AG_OK;
-}
-
 static int parse_listen(const char *s, struct ag_listen_addr *out)
 {
     memset(out, 0, sizeof *out);
@@ -206,7 +185,7 @@ static int parse_listen(const char *s, struct ag_listen_addr *out)
     unsigned char addr[16];
     if (inet_pton(AF_INET, h, addr) != 1 && inet_pton(AF_INET6, h, addr) != 1)
         return AG_EINVAL;
-    if (parse_port(colon + 1, &out->port))
+    if (ag_parse_port(colon + 1, &out->port))
         return AG_EINVAL;
     strcpy(out->host, h);
     return AG_OK;
@@ -262,7 +241,7 @@ int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,
         strcpy(base + f->off, val);
         return AG_OK;
     case AG_CONFIG__UINT:
-        if (parse_uint(val, f->min, f->max, &u)) {
+        if (ag_parse_uint(val, f->min, f->max, &u)) {
             return ag_error_set(err, AG_EINVAL, f->name,
                                 "%s: --%s must be an integer from %u to %u",
                                 origin, f->name, f->min, f->max);

@@ -9,29 +9,7 @@
 #include <sodium.h>
 
 #include "ag_error.h"
-
-/* A decimal number from min to max, the whole of s. */
-static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
-{
-    if (!*s || !isdigit((unsigned char)*s))
-        return AG_EINVAL;
-    errno = 0;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return AG_EINVAL;
-    *out = (unsigned)v;
-    return AG_OK;
-}
-
-static int parse_port(const char *s, int *port)
-{
-    unsigned v;
-    if (parse_uint(s, 1, 65535, &v))
-        return AG_EINVAL;
-    *port = (int)v;
-    return AG_OK;
-}
+#include "ag_parse.h"
 
 /* Decodes n bytes of a URL's userinfo part (%XX escapes) into out, which
  * holds size bytes; AG_EINVAL for a bad escape, a NUL or too long. */
@@ -79,7 +57,7 @@ static int parse_hostport(const char *s, size_t n,
     memcpy(out->host, h, hlen);
     out->host[hlen] = '\0';
     memcpy(port, colon + 1, plen);
-    return parse_port(port, &out->port);
+    return ag_parse_port(port, &out->port);
 }
 
 /* "h1:p1,h2:p2,..." after the credentials, then "/master_name" for
@@ -214,7 +192,7 @@ int ag_redis_addr_parse(const char *url, const char *name,
     out->port = hp.port;
     if (slash && slash[1]) {
         unsigned db;
-        if (parse_uint(slash + 1, 0, 1000000, &db))
+        if (ag_parse_uint(slash + 1, 0, 1000000, &db))
             return ag_error_set(err, AG_EINVAL, name,
                                 "--%s: database must be a number", name);
         out->db = (int)db;
