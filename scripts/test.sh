@@ -27,7 +27,8 @@ fi
 # broken.
 clang-format --dry-run -Werror service/*.c service/*.h \
     service/*/*.c service/*/*.h tests/unit/*.c \
-    tests/integration/*.c tests/vectors/*.c tests/vectors/*.h \
+    tests/integration/*.c tests/integration/*.h tests/vectors/*.c \
+    tests/vectors/*.h \
     tests/unit/*.h tests/fuzz/*.c
 python3 scripts/check_tree.py --self-test
 python3 scripts/check_tree.py
