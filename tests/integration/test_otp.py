@@ -194,9 +194,16 @@ class ConversionReportTest(PolicyTest):
             r = self.report(by)
             self.assertEqual(r.status, 200, r.raw)
             return r.json["groups"]
-        # Counted without waiting: the figures settle within a moment.
-        self.assertTrue(wait_until(lambda: sum(
-            g["sent"] for g in groups("country")) == 9, 5))
+        # Counted without waiting: the figures settle within a moment. Each
+        # grouping is its own background write (a send tallies its country,
+        # then its prefix), so both must have settled, sends and
+        # verifications, before either is judged.
+        def settled(by):
+            got = groups(by)
+            return (sum(g["sent"] for g in got),
+                    sum(g["verified"] for g in got)) == (9, 4)
+        self.assertTrue(wait_until(lambda: settled("country") and
+                                   settled("phone_prefix"), 10))
         got = groups("country")
         self.assertEqual([(g["group"], g["sent"], g["verified"]) for g in got],
                          [("+44", 6, 3), ("+48", 3, 1)])
