@@ -23,6 +23,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_test_config.h"
+#include "ag_test_redis_urls.h"
 
 /* Expects one flag value to be refused with a message naming the flag. */
 static void expect_flag_refused(const char *flag, const char *value)
@@ -402,28 +403,8 @@ static void tls_flags_need_a_rediss_url_and_go_in_pairs(void **state)
 static void bad_redis_urls_are_refused_naming_the_flag(void **state)
 {
     (void)state;
-    static const char *const bad[] = {
-        "http://cache:6379",
-        "redis://cache",
-        "redis://cache:",
-        "redis://:6379",
-        "redis://cache:0",
-        "redis://cache:65536",
-        "redis://cache:port",
-        "redis://@cache:6379",
-        "redis://user:@cache:6379",
-        "redis://:@cache:6379",
-        "redis://u:p%zz@cache:6379",
-        "redis://u:p%0@cache:6379",
-        "redis://u:p%00x@cache:6379",
-        "rediss://cache",
-        "redis://cache:6379/x",
-        "redis://cache:6379/-1",
-        "unix://relative/redis.sock",
-        "unix://",
-        "",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    const char *const *bad = ag_test_bad_redis_urls;
+    for (size_t i = 0; i < AG_TEST_BAD_REDIS_URLS; i++)
         expect_flag_refused("--redis", bad[i]);
     /* A socket path that does not fit sun_path. */
     char url[256] = "unix:///";

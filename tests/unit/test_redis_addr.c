@@ -17,6 +17,7 @@
 
 #include "ag_error.h"
 #include "ag_redis_addr.h"
+#include "ag_test_redis_urls.h"
 
 #define ERRSZ 512
 
@@ -173,28 +174,8 @@ static void redis_url_takes_a_bracketed_ipv6_host(void **state)
 static void bad_urls_are_refused_naming_the_option(void **state)
 {
     (void)state;
-    static const char *const bad[] = {
-        "http://cache:6379",
-        "redis://cache",
-        "redis://cache:",
-        "redis://:6379",
-        "redis://cache:0",
-        "redis://cache:65536",
-        "redis://cache:port",
-        "redis://@cache:6379",
-        "redis://user:@cache:6379",
-        "redis://:@cache:6379",
-        "redis://u:p%zz@cache:6379",
-        "redis://u:p%0@cache:6379",
-        "redis://u:p%00x@cache:6379",
-        "rediss://cache",
-        "redis://cache:6379/x",
-        "redis://cache:6379/-1",
-        "unix://relative/redis.sock",
-        "unix://",
-        "",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *const *bad = ag_test_bad_redis_urls;
+    for (size_t i = 0; i < AG_TEST_BAD_REDIS_URLS; i++) {
         struct ag_redis_addr a;
         char err[ERRSZ] = "";
         int rc = parse_url(bad[i], &a, err);
