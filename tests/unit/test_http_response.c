@@ -19,17 +19,7 @@
 
 #include "ag_error.h"
 #include "ag_http_response.h"
-
-static struct ag_policy policy(const char *name, uint32_t limit,
-                               const char *extra)
-{
-    char text[512];
-    snprintf(text, sizeof text,
-             "{\"name\":\"%s\",\"endpoint\":\"login\",\"key\":[\"user\"],"
-             "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":900%s}",
-             name, (unsigned)limit, extra ? extra : "");
-    return ag_test_policy(text);
-}
+#include "ag_test_http.h"
 
 /* Parses the body; the caller owns the result. */
 static json_t *body_json(const struct ag_http_response *r)
@@ -65,31 +55,6 @@ static bool bool_field(const json_t *o, const char *name)
     if (!json_is_boolean(v))
         fail_msg("\"%s\" is not a boolean", name);
     return json_is_true(v);
-}
-
-/* Two enforcing login policies and an optional shadow one. */
-struct fixture {
-    struct ag_policy ps[3];
-    struct ag_plan plan;
-    struct ag_limit_result res[3];
-    struct ag_decision d;
-};
-
-static void fixture_init(struct fixture *f, size_t n)
-{
-    memset(f, 0, sizeof *f);
-    f->ps[0] = policy("login.user", 10, NULL);
-    f->ps[1] = policy("login.user_ip", 5, NULL);
-    f->ps[2] = policy("login.shadow", 3, ",\"mode\":\"shadow\"");
-    f->plan.n = n;
-    for (size_t i = 0; i < n; i++) {
-        f->plan.ops[i].policy = &f->ps[i];
-        f->plan.ops[i].shadow = f->ps[i].mode == AG_MODE_SHADOW;
-        f->plan.ops[i].charge = true;
-    }
-    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000, 0, 0, 0};
-    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001, 0, 0, 0};
-    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000, 0, 0, 0};
 }
 
 /* Decides f's results and builds their check response into r. */

@@ -21,44 +21,8 @@
 #include "ag_http_response.h"
 #include "ag_http_verdict.h"
 #include "ag_lists.h"
+#include "ag_test_http.h"
 #include "ag_verdict.h"
-
-static struct ag_policy policy(const char *name, uint32_t limit,
-                               const char *extra)
-{
-    char text[512];
-    snprintf(text, sizeof text,
-             "{\"name\":\"%s\",\"endpoint\":\"login\",\"key\":[\"user\"],"
-             "\"algorithm\":\"sliding_log\",\"limit\":%u,\"window_s\":900%s}",
-             name, (unsigned)limit, extra ? extra : "");
-    return ag_test_policy(text);
-}
-
-/* Two enforcing login policies and a shadow one, as test_http_response's
- * fixture. */
-struct fixture {
-    struct ag_policy ps[3];
-    struct ag_plan plan;
-    struct ag_limit_result res[3];
-    struct ag_decision d;
-};
-
-static void fixture_init(struct fixture *f, size_t n)
-{
-    memset(f, 0, sizeof *f);
-    f->ps[0] = policy("login.user", 10, NULL);
-    f->ps[1] = policy("login.user_ip", 5, NULL);
-    f->ps[2] = policy("login.shadow", 3, ",\"mode\":\"shadow\"");
-    f->plan.n = n;
-    for (size_t i = 0; i < n; i++) {
-        f->plan.ops[i].policy = &f->ps[i];
-        f->plan.ops[i].shadow = f->ps[i].mode == AG_MODE_SHADOW;
-        f->plan.ops[i].charge = true;
-    }
-    f->res[0] = (struct ag_limit_result){true, 9, 0, 900000, 0, 0, 0};
-    f->res[1] = (struct ag_limit_result){true, 2, 0, 899001, 0, 0, 0};
-    f->res[2] = (struct ag_limit_result){true, 1, 0, 30000, 0, 0, 0};
-}
 
 /* Two responses alike in every part ag_http puts on the wire. */
 static void assert_same_response(const struct ag_http_response *a,
