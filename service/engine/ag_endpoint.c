@@ -7,8 +7,9 @@ static const struct ag_endpoint_def defs[AG_EP_COUNT] = {
     [AG_EP_LOGIN] = {"login",
                      {{AG_KEY_USER, true},
                       {AG_KEY_IP, true},
-                      {AG_KEY_DEVICE, false}},
-                     3,
+                      {AG_KEY_DEVICE, false},
+                      {AG_KEY_PASSWORD_FP, false}},
+                     4,
                      AG_KEY_USER},
     [AG_EP_OTP] = {"otp",
                    {{AG_KEY_PHONE, true},
@@ -56,8 +57,9 @@ unsigned ag_endpoint_keys(enum ag_endpoint e)
     for (int k = 0; k < AG_KEY_COUNT; k++)
         if (sent & 1u << ag_key_kind_source((enum ag_key_kind)k))
             keys |= 1u << k;
-    /* Every endpoint takes a device token; the service verifies it. */
-    return keys | 1u << AG_KEY_DEVICE_TOKEN;
+    /* Every endpoint takes a device token, which the service verifies,
+     * and is a site of its own. */
+    return keys | 1u << AG_KEY_DEVICE_TOKEN | 1u << AG_KEY_SITE;
 }
 
 int ag_endpoint_parse(const char *s)

@@ -42,7 +42,8 @@ const char *ag_endpoint_name(enum ag_endpoint e);
 enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e);
 /* The key kinds a request to e can supply (bit 1u << kind each): its
  * fields, what is derived from them (ip_prefix from ip, phone_prefix
- * from phone), and device_token, which every endpoint accepts. */
+ * from phone), device_token, which every endpoint accepts, and site,
+ * which every request has. */
 unsigned ag_endpoint_keys(enum ag_endpoint e);
 /* The identifier a key kind is read from: ip for ip_prefix, phone for
  * phone_prefix, the kind itself otherwise. */

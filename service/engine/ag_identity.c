@@ -368,6 +368,7 @@ const char *const ag_key_kind_names[AG_KEY_COUNT] = {
     [AG_KEY_PHONE] = "phone",         [AG_KEY_DEVICE] = "device",
     [AG_KEY_IP_PREFIX] = "ip_prefix", [AG_KEY_PHONE_PREFIX] = "phone_prefix",
     [AG_KEY_COUNTRY] = "country",     [AG_KEY_DEVICE_TOKEN] = "device_token",
+    [AG_KEY_SITE] = "site",           [AG_KEY_PASSWORD_FP] = "password_fp",
 };
 
 const char *ag_key_kind_name(enum ag_key_kind k)

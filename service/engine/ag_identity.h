@@ -43,6 +43,13 @@ enum ag_key_kind {
      * numbers of a country (or of NANP, +1) are one key. Not personal
      * data, but hashed in keys like every identifier. */
     AG_KEY_COUNTRY,
+    /* The whole endpoint: one value for every request ("site"), so that a
+     * policy keyed on it counts every subject together (surge's shields). */
+    AG_KEY_SITE,
+    /* The caller's keyed digest of the password tried (login: optional on
+     * /check-login and on a failure report), hashed again like any
+     * identifier: password spraying is one fingerprint across users. */
+    AG_KEY_PASSWORD_FP,
     AG_KEY_COUNT
 };
 

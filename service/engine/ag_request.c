@@ -45,9 +45,20 @@ static int read_field(const json_t *root, const struct ag_endpoint_field *f,
             rc = ag_error_refuse(err, name,
                                  "has no assigned country calling code");
         break;
+    case AG_KEY_PASSWORD_FP:
+        /* The caller's opaque digest of the password tried, which
+         * abuseguard only compares and hashes: any bytes, kept as sent. */
+        if (len == 0 || len > AG_PASSWORD_FP_MAX)
+            return ag_error_set(err, AG_EINVAL, name,
+                                "%s must be a string of 1 to %d bytes", name,
+                                AG_PASSWORD_FP_MAX);
+        memcpy(out->password_fp, s, len + 1);
+        rc = AG_OK;
+        break;
     case AG_KEY_IP_PREFIX:
     case AG_KEY_PHONE_PREFIX:
     case AG_KEY_COUNTRY:
+    case AG_KEY_SITE:
         break; /* derived, never read from the body */
     case AG_KEY_DEVICE_TOKEN:
         break; /* the service's to set (ag_request_trust) */
@@ -78,20 +89,42 @@ static void read_device_token(const json_t *root, struct ag_request *out)
     memcpy(out->device_token, json_string_value(v), len + 1);
 }
 
-/* A failure report's password fingerprint: the caller's opaque digest of
- * the password tried, which abuseguard only compares (ag_service). */
-static int read_password_fp(const json_t *root, struct ag_request *out,
-                            struct ag_error *err)
+static const char *const reason_names[AG_REASON_COUNT] = {
+    [AG_REASON_BAD_PASSWORD] = "bad_password",
+    [AG_REASON_UNKNOWN_USER] = "unknown_user",
+    [AG_REASON_SECOND_FACTOR_FAILED] = "second_factor_failed",
+};
+
+const char *ag_reason_name(enum ag_reason r)
 {
-    const json_t *v = json_object_get(root, "password_fp");
+    return reason_names[r];
+}
+
+int ag_reason_parse(const char *s)
+{
+    for (int r = 0; r < AG_REASON_COUNT; r++)
+        if (strcmp(reason_names[r], s) == 0)
+            return r;
+    return -1;
+}
+
+/* A failure report's reason: only beside "success": false. */
+static int read_reason(const json_t *root, struct ag_request *out,
+                       struct ag_error *err)
+{
+    const json_t *v = json_object_get(root, "reason");
+    out->reason = AG_REASON_BAD_PASSWORD;
     if (!v || json_is_null(v))
         return AG_OK;
-    size_t len = json_is_string(v) ? json_string_length(v) : 0;
-    if (len == 0 || len > AG_PASSWORD_FP_MAX)
-        return ag_error_set(err, AG_EINVAL, "password_fp",
-                            "password_fp must be a string of 1 to %d bytes",
-                            AG_PASSWORD_FP_MAX);
-    memcpy(out->password_fp, json_string_value(v), len + 1);
+    if (out->success)
+        return ag_error_refuse(err, "reason",
+                               "is only for a failure (\"success\": false)");
+    int r = json_is_string(v) ? ag_reason_parse(json_string_value(v)) : -1;
+    if (r < 0)
+        return ag_error_refuse(err, "reason",
+                               "must be one of \"bad_password\", "
+                               "\"unknown_user\", \"second_factor_failed\"");
+    out->reason = (enum ag_reason)r;
     return AG_OK;
 }
 
@@ -107,6 +140,7 @@ static void derive(struct ag_request *r, const struct ag_request_opts *opts)
     static const struct ag_request_opts none = {0};
     if (!opts)
         opts = &none;
+    r->have |= 1u << AG_KEY_SITE;
     if (r->have & 1u << AG_KEY_IP) {
         bool v6 = r->ip.family == AF_INET6;
         r->ip_key_bits =
@@ -161,7 +195,7 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
             out->success = json_is_true(v);
     }
     if (!rc && kind == AG_REQ_REPORT)
-        rc = read_password_fp(root, out, err);
+        rc = read_reason(root, out, err);
     if (!rc && kind == AG_REQ_OTP_REPORT) {
         const json_t *v = json_object_get(root, "verified");
         if (!v)
@@ -252,6 +286,10 @@ const char *ag_request_value(const struct ag_request *req,
         return req->country;
     case AG_KEY_DEVICE_TOKEN:
         return req->device_id;
+    case AG_KEY_SITE:
+        return "site";
+    case AG_KEY_PASSWORD_FP:
+        return req->password_fp;
     case AG_KEY_COUNT:
         break;
     }

@@ -22,6 +22,21 @@
 #define AG_DEVICE_TOKEN_TEXT_MAX 512 /* longer "tokens" are no token */
 #define AG_PASSWORD_FP_MAX 128       /* bytes of a password fingerprint */
 
+/* Why a login failed, as a failure report says (/report-login "reason"):
+ * a wrong password (the default), an account that does not exist (which
+ * stuffing lists are full of and real users rarely are), or a right
+ * password whose second factor failed. */
+enum ag_reason {
+    AG_REASON_BAD_PASSWORD,
+    AG_REASON_UNKNOWN_USER,
+    AG_REASON_SECOND_FACTOR_FAILED,
+    AG_REASON_COUNT
+};
+/* The reason's name in the contract ("bad_password"). */
+const char *ag_reason_name(enum ag_reason r);
+/* Returns the reason named s, or -1. */
+int ag_reason_parse(const char *s);
+
 struct ag_request {
     enum ag_endpoint endpoint;
     unsigned have; /* bit (1u << enum ag_key_kind) per identifier present */
@@ -44,7 +59,10 @@ struct ag_request {
      * token for this user; the parser leaves the request untrusted. */
     bool trusted;
     char device_id[AG_DEVICE_ID_HEX + 1];     /* the token's id, in hex */
-    char password_fp[AG_PASSWORD_FP_MAX + 1]; /* failure reports; "" if none */
+    /* The fingerprint of the password tried, as sent (login checks and
+     * failure reports; "" if none): the password_fp identifier. */
+    char password_fp[AG_PASSWORD_FP_MAX + 1];
+    enum ag_reason reason; /* a failure report's; bad_password by default */
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */
@@ -72,8 +90,8 @@ int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
                          const char *body, size_t len,
                          const struct ag_request_opts *opts,
                          struct ag_request *out, struct ag_error *err);
-/* Parses a /report-login body: the login fields and a boolean "success". */
-
+/* Parses a /report-login body: the login fields, a boolean "success" and,
+ * on a failure only, an optional "reason" (ag_reason). */
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
                             struct ag_request *out, struct ag_error *err);

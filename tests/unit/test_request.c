@@ -79,7 +79,7 @@ static void login_body_is_normalised(void **state)
                        "\"ip\":\"::ffff:10.0.0.1\",\"device\":\" Dev-1 \"}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
     assert_int_equal(r.endpoint, AG_EP_LOGIN);
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
                                  HAVE(AG_KEY_DEVICE) | HAVE(AG_KEY_IP_PREFIX));
     assert_string_equal(ag_request_value(&r, AG_KEY_USER), "ana@example.com");
     assert_string_equal(ag_request_value(&r, AG_KEY_IP), "10.0.0.1");
@@ -97,7 +97,7 @@ static void login_device_is_optional(void **state)
     char err[ERRSZ];
     const char *body = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
                                  HAVE(AG_KEY_IP_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_DEVICE));
 }
@@ -112,7 +112,7 @@ static void otp_body_is_normalised(void **state)
         "\"user\":\"Bob\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
     assert_int_equal(r.endpoint, AG_EP_OTP);
-    assert_int_equal(r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
                                  HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP_PREFIX) |
                                  HAVE(AG_KEY_PHONE_PREFIX) |
                                  HAVE(AG_KEY_COUNTRY));
@@ -205,7 +205,7 @@ static void otp_user_is_optional(void **state)
     const char *body = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
     assert_int_equal(
-        r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
+        r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
                     HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
     assert_null(ag_request_value(&r, AG_KEY_USER));
 }
@@ -275,7 +275,7 @@ static void null_is_treated_as_absent(void **state)
         parse(AG_EP_LOGIN,
               "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"device\":null}", &r, err),
         AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
                                  HAVE(AG_KEY_IP_PREFIX));
     assert_int_equal(parse(AG_EP_OTP,
                            "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\","
@@ -283,7 +283,7 @@ static void null_is_treated_as_absent(void **state)
                            &r, err),
                      AG_OK);
     assert_int_equal(
-        r.have, HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
+        r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
                     HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
     expect_refused(AG_EP_LOGIN, "{\"user\":null,\"ip\":\"1.2.3.4\"}", "user",
                    "required");
@@ -347,7 +347,7 @@ static void unknown_fields_are_ignored(void **state)
                        "\"v\":2}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
     /* "phone" is not a login field, so it is not read. */
-    assert_int_equal(r.have, HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
                                  HAVE(AG_KEY_IP_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_PHONE));
     /* Nor is "device" an otp field, even when it is invalid. */
@@ -529,6 +529,73 @@ static void challenge_passed_must_be_a_boolean(void **state)
     assert_false(r.challenge_passed);
 }
 
+/* A check may carry the fingerprint too (password spraying is judged at
+ * the check), and only login has one. */
+static void login_check_takes_a_password_fp(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    assert_int_equal(parse(AG_EP_LOGIN,
+                           "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                           "\"password_fp\":\"f00d\"}",
+                           &r, err),
+                     AG_OK);
+    assert_string_equal(r.password_fp, "f00d");
+    assert_string_equal(ag_request_value(&r, AG_KEY_PASSWORD_FP), "f00d");
+    assert_true(r.have & HAVE(AG_KEY_PASSWORD_FP));
+    assert_int_equal(parse(AG_EP_LOGIN,
+                           "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                           "\"password_fp\":\"\"}",
+                           &r, err),
+                     AG_EINVAL);
+    assert_string_equal(last.field, "password_fp");
+    assert_int_equal(parse(AG_EP_OTP,
+                           "{\"phone\":\"+447911123456\",\"ip\":\"1.2.3.4\","
+                           "\"password_fp\":\"f00d\"}",
+                           &r, err),
+                     AG_OK);
+    assert_false(r.have & HAVE(AG_KEY_PASSWORD_FP));
+    assert_null(ag_request_value(&r, AG_KEY_PASSWORD_FP));
+    assert_string_equal(ag_request_value(&r, AG_KEY_SITE), "site");
+}
+
+/* A failure says why it failed; anything else, or a reason on a success,
+ * is refused naming reason. */
+static void report_reason_is_one_of_three_on_a_failure(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    char b[256];
+    const char *base = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",";
+    snprintf(b, sizeof b, "%s\"success\":false}", base);
+    assert_int_equal(report_parse(b, strlen(b), &r, err), AG_OK);
+    assert_int_equal(r.reason, AG_REASON_BAD_PASSWORD);
+    for (int i = 0; i < AG_REASON_COUNT; i++) {
+        snprintf(b, sizeof b, "%s\"success\":false,\"reason\":\"%s\"}", base,
+                 ag_reason_name((enum ag_reason)i));
+        assert_int_equal(report_parse(b, strlen(b), &r, err), AG_OK);
+        assert_int_equal(r.reason, i);
+    }
+    assert_string_equal(ag_reason_name(AG_REASON_UNKNOWN_USER),
+                        "unknown_user");
+    static const char *const bad[] = {"\"nope\"", "1", "\"\"", "[]",
+                                      "\"Bad_password\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(b, sizeof b, "%s\"success\":false,\"reason\":%s}", base,
+                 bad[i]);
+        assert_int_equal(report_parse(b, strlen(b), &r, err), AG_EINVAL);
+        assert_string_equal(last.field, "reason");
+    }
+    snprintf(b, sizeof b, "%s\"success\":true,\"reason\":\"unknown_user\"}",
+             base);
+    assert_int_equal(report_parse(b, strlen(b), &r, err), AG_EINVAL);
+    assert_string_equal(last.field, "reason");
+    snprintf(b, sizeof b, "%s\"success\":true,\"reason\":null}", base);
+    assert_int_equal(report_parse(b, strlen(b), &r, err), AG_OK);
+}
+
 static void password_fp_is_a_short_string(void **state)
 {
     (void)state;
@@ -586,6 +653,8 @@ int main(void)
         cmocka_unit_test(device_tokens_are_kept_as_sent_and_never_refused),
         cmocka_unit_test(challenge_passed_must_be_a_boolean),
         cmocka_unit_test(password_fp_is_a_short_string),
+        cmocka_unit_test(login_check_takes_a_password_fp),
+        cmocka_unit_test(report_reason_is_one_of_three_on_a_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
