@@ -213,7 +213,7 @@ int ag_cli_lua_main(int argc, char **argv)
     unsigned mask = 0;
     for (int i = 2; i < argc; i++) {
         int a = -1;
-        for (int k = 0; k < AG_ALG_COUNT; k++)
+        for (int k = 0; k < AG_ALG_STORE_COUNT; k++)
             if (strcmp(argv[i], ag_algorithm_name((enum ag_algorithm)k)) == 0)
                 a = k;
         if (a < 0) {

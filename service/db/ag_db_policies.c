@@ -28,6 +28,8 @@ static const struct ag_db_column policy_columns[] = {
     {"block_growth", AG_DB_INT, false}, {"block_max_s", AG_DB_INT, false},
     {"applies_to", AG_DB_TEXT, false},  {"action", AG_DB_TEXT, false},
     {"enabled", AG_DB_BOOL, false},     {"min_ratio", AG_DB_REAL, false},
+    {"factor", AG_DB_REAL, false},      {"baseline_s", AG_DB_INT, false},
+    {"reasons", AG_DB_JSON, false},
 };
 static const struct ag_db_table policies = {"policies", policy_columns,
                                             sizeof policy_columns /

@@ -48,6 +48,21 @@ unsigned ag_endpoint_keys(enum ag_endpoint e);
 /* The identifier a key kind is read from: ip for ip_prefix, phone for
  * phone_prefix, the kind itself otherwise. */
 enum ag_key_kind ag_key_kind_source(enum ag_key_kind k);
+/* Why a login failed, as a failure report says (/report-login "reason"):
+ * a wrong password (the default), an account that does not exist (which
+ * stuffing lists are full of and real users rarely are), or a right
+ * password whose second factor failed. */
+enum ag_reason {
+    AG_REASON_BAD_PASSWORD,
+    AG_REASON_UNKNOWN_USER,
+    AG_REASON_SECOND_FACTOR_FAILED,
+    AG_REASON_COUNT
+};
+/* The reason's name in the contract ("bad_password"). */
+const char *ag_reason_name(enum ag_reason r);
+/* Returns the reason named s, or -1. */
+int ag_reason_parse(const char *s);
+
 /* Returns the endpoint named s, or -1. */
 int ag_endpoint_parse(const char *s);
 

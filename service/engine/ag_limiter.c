@@ -14,9 +14,12 @@ static bool has_key(const struct ag_policy *p, enum ag_key_kind kind)
     return false;
 }
 
-/* Does p take part in a plan of kind? */
+/* Does p take part in a plan of kind? A surge policy never does: its
+ * shield is counted and judged apart from the store (ag_shields). */
 static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
 {
+    if (p->algorithm == AG_ALG_SURGE)
+        return false;
     switch (kind) {
     case AG_PLAN_CHECK:
     case AG_PLAN_RESERVE:

@@ -17,6 +17,7 @@ static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_DISTINCT] = "distinct",
     [AG_ALG_CONSECUTIVE] = "consecutive",
     [AG_ALG_CONVERSION] = "conversion",
+    [AG_ALG_SURGE] = "surge",
 };
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
@@ -198,14 +199,111 @@ static int get_ratio(const json_t *obj, struct ag_policy *p,
     return AG_OK;
 }
 
+/* A field that reads null as absent (a row's empty column). */
+static const json_t *get_present(const json_t *obj, const char *field)
+{
+    const json_t *v = json_object_get(obj, field);
+    return v && json_is_null(v) ? NULL : v;
+}
+
+/* Refuses each of surge's own fields in a policy of another algorithm. */
+static int refuse_surge_fields(const json_t *obj, struct ag_error *err)
+{
+    static const char *const own[] = {"factor", "baseline_s", "reasons"};
+    for (size_t i = 0; i < COUNT(own); i++)
+        if (get_present(obj, own[i]))
+            return ag_error_refuse(err, own[i],
+                                   "is only for the surge algorithm");
+    return AG_OK;
+}
+
+/* surge's reasons: a list of distinct failure reasons (ag_reason). */
+static int get_reasons(const json_t *v, struct ag_policy *p,
+                       struct ag_error *err)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return ag_error_refuse(err, "reasons",
+                               "must be a list of \"bad_password\", "
+                               "\"unknown_user\" or \"second_factor_failed\"");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(v, i, r)
+    {
+        int k = json_is_string(r) ? ag_reason_parse(json_string_value(r)) : -1;
+        if (k < 0)
+            return ag_error_refuse(err, "reasons",
+                                   "entries must be \"bad_password\", "
+                                   "\"unknown_user\" or "
+                                   "\"second_factor_failed\"");
+        if (p->reasons & 1u << k)
+            return ag_error_refuse(err, "reasons", "must not repeat a reason");
+        p->reasons |= 1u << k;
+    }
+    return AG_OK;
+}
+
+/* surge's shape and its own fields: one count for the whole endpoint
+ * (key ["site"]), a hold (block_s) that does not grow, a factor, a
+ * baseline period and, counting failures, the reasons it counts. */
+static int get_surge(const json_t *obj, struct ag_policy *p,
+                     struct ag_error *err)
+{
+    if (p->algorithm != AG_ALG_SURGE)
+        return refuse_surge_fields(obj, err);
+    if (p->nkeys != 1 || p->key[0] != AG_KEY_SITE)
+        return ag_error_refuse(err, "key",
+                               "of a surge policy must be [\"site\"]: a shield "
+                               "counts the whole endpoint");
+    if (p->block_s == 0)
+        return ag_error_refuse(
+            err, "block_s",
+            "must be at least 1 for surge: how long a raised "
+            "shield holds at least");
+    if (p->block_growth != 1)
+        return ag_error_refuse(err, "block_growth",
+                               "must be 1 for surge: a shield's hold does not "
+                               "grow");
+    const json_t *v = get_present(obj, "factor");
+    double f = AG_SURGE_FACTOR_DEFAULT / (double)AG_FACTOR_ONE;
+    if (v && !json_is_number(v))
+        f = 0;
+    else if (v)
+        f = json_number_value(v);
+    double milli = floor(f * AG_FACTOR_ONE + 0.5);
+    if (!(milli >= AG_FACTOR_MIN && milli <= AG_FACTOR_MAX))
+        return ag_error_refuse(err, "factor",
+                               "must be a number from 1.5 to 100");
+    p->factor_milli = (uint32_t)milli;
+    /* Two windows at least, or there is nothing typical to learn. */
+    uint32_t min_baseline =
+        p->window_s > AG_WINDOW_MAX / 2 ? AG_WINDOW_MAX : 2 * p->window_s;
+    uint32_t def = AG_SURGE_BASELINE_DEFAULT > min_baseline
+                       ? AG_SURGE_BASELINE_DEFAULT
+                       : min_baseline;
+    int rc;
+    if (get_present(obj, "baseline_s"))
+        rc = get_uint(obj, "baseline_s", min_baseline, AG_WINDOW_MAX, def,
+                      &p->baseline_s, err);
+    else
+        p->baseline_s = def, rc = AG_OK;
+    if (rc)
+        return rc;
+    v = get_present(obj, "reasons");
+    if (v && p->counts != AG_COUNTS_FAILURES)
+        return ag_error_refuse(err, "reasons",
+                               "is only for a surge policy that counts "
+                               "failures");
+    return v ? get_reasons(v, p, err) : AG_OK;
+}
+
 int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err)
 {
     static const char *const known[] = {
-        "name",       "endpoint", "key",          "algorithm",
-        "limit",      "window_s", "block_s",      "counts",
-        "fail",       "mode",     "block_growth", "block_max_s",
-        "applies_to", "action",   "enabled",      "min_ratio"};
+        "name",         "endpoint",    "key",        "algorithm", "limit",
+        "window_s",     "block_s",     "counts",     "fail",      "mode",
+        "block_growth", "block_max_s", "applies_to", "action",    "enabled",
+        "min_ratio",    "factor",      "baseline_s", "reasons"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -341,8 +439,28 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     if (v && !json_is_boolean(v))
         return ag_error_refuse(err, "enabled", "must be true or false");
     p.enabled = v ? json_is_true(v) : true;
+    if ((rc = get_surge(obj, &p, err)))
+        return rc;
     *out = p;
     return AG_OK;
+}
+
+/* surge's own fields into o: AG_OK, or AG_ENOMEM. */
+static int add_surge_fields(json_t *o, const struct ag_policy *p)
+{
+    if (json_object_set_new(
+            o, "factor", json_real((double)p->factor_milli / AG_FACTOR_ONE)) ||
+        json_object_set_new(o, "baseline_s", json_integer(p->baseline_s)))
+        return AG_ENOMEM;
+    if (!p->reasons)
+        return AG_OK;
+    json_t *list = json_array();
+    for (int r = 0; list && r < AG_REASON_COUNT; r++)
+        if ((p->reasons & 1u << r) &&
+            json_array_append_new(
+                list, json_string(ag_reason_name((enum ag_reason)r))))
+            return json_decref(list), AG_ENOMEM;
+    return json_object_set_new(o, "reasons", list) ? AG_ENOMEM : AG_OK;
 }
 
 json_t *ag_policy_to_json(const struct ag_policy *p)
@@ -365,6 +483,10 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
         json_object_set_new(
             o, "min_ratio",
             json_real((double)p->min_ratio_ppm / AG_RATIO_ONE))) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && p->algorithm == AG_ALG_SURGE && add_surge_fields(o, p)) {
         json_decref(o);
         return NULL;
     }

@@ -35,6 +35,12 @@
 /* Members one sorted set may hold: the bound on limit for sliding_log and
  * distinct, which store one member per request or subject. */
 #define AG_SET_LIMIT_MAX 10000u
+/* surge's factor is kept in thousandths: 1500 = 1.5. */
+#define AG_FACTOR_ONE 1000u
+#define AG_FACTOR_MIN 1500u
+#define AG_FACTOR_MAX 100000u
+#define AG_SURGE_FACTOR_DEFAULT 5000u     /* 5 */
+#define AG_SURGE_BASELINE_DEFAULT 604800u /* 7 days, in seconds */
 /* min_ratio is kept in parts per million: 1 = 0.000001. */
 #define AG_RATIO_ONE 1000000u
 
@@ -51,6 +57,14 @@ enum ag_algorithm {
     /* Sends against verified codes (lua/conversion.lua), for SMS pumping:
      * otp only, counts attempts, needs min_ratio. */
     AG_ALG_CONVERSION,
+    /* The algorithms above are the store's: a check's plan runs them in
+     * Redis (lua/<name>.lua) or the in-process store. */
+    AG_ALG_STORE_COUNT,
+    /* A site-wide shield (ag_surge.h, service/check/ag_shields.h): key
+     * ["site"], counted in each instance and shared a few times a second,
+     * never in a check's plan. Raised while the count per window exceeds
+     * max(limit, factor x baseline). */
+    AG_ALG_SURGE = AG_ALG_STORE_COUNT,
     AG_ALG_COUNT
 };
 
@@ -84,6 +98,14 @@ struct ag_policy {
     /* conversion only (0 for the others): a send is allowed once it judges
      * only while verified / sends >= min_ratio; 1 = 1 / AG_RATIO_ONE. */
     uint32_t min_ratio_ppm;
+    /* surge only (0 for the others): the factor over the baseline above
+     * which the shield is raised, in thousandths (AG_FACTOR_ONE); how far
+     * back the baseline is learned; and, for a policy that counts
+     * failures, the failure reasons it counts (bit 1u << enum ag_reason
+     * each; 0: all). */
+    uint32_t factor_milli;
+    uint32_t baseline_s;
+    unsigned reasons;
     enum ag_counts counts;
     enum ag_fail fail;
     enum ag_mode mode;
@@ -98,14 +120,19 @@ struct ag_policy {
  * AG_BLOCK_LEVEL_S, counts "attempts", fail "open", mode "enforce",
  * applies_to "all", action "deny", enabled true); unknown fields are
  * refused. min_ratio, a number above 0 and at most 1 kept to parts per
- * million, is required for conversion and refused for the others; null
- * reads as absent (a row's empty column). If name is not
+ * million, is required for conversion and refused for the others. surge
+ * takes key ["site"] only, block_s of at least 1 and no block_growth, and
+ * three fields the others refuse: factor (1.5 to 100, kept to
+ * thousandths; default 5), baseline_s (2 x window_s to 30 days; default 7
+ * days) and, counting failures only, reasons (a list of failure reasons;
+ * default all). null reads as absent (a row's empty column). If name is not
  * NULL it is the name from elsewhere (an admin URL): the body's "name" may
  * then be omitted but must equal it if present. */
 int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err);
 /* Returns a new JSON object for p (every field, min_ratio only for
- * conversion); caller owns (json_decref).
+ * conversion, factor and baseline_s only for surge, and reasons only when
+ * a surge policy names them); caller owns (json_decref).
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);
 

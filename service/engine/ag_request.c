@@ -89,25 +89,6 @@ static void read_device_token(const json_t *root, struct ag_request *out)
     memcpy(out->device_token, json_string_value(v), len + 1);
 }
 
-static const char *const reason_names[AG_REASON_COUNT] = {
-    [AG_REASON_BAD_PASSWORD] = "bad_password",
-    [AG_REASON_UNKNOWN_USER] = "unknown_user",
-    [AG_REASON_SECOND_FACTOR_FAILED] = "second_factor_failed",
-};
-
-const char *ag_reason_name(enum ag_reason r)
-{
-    return reason_names[r];
-}
-
-int ag_reason_parse(const char *s)
-{
-    for (int r = 0; r < AG_REASON_COUNT; r++)
-        if (strcmp(reason_names[r], s) == 0)
-            return r;
-    return -1;
-}
-
 /* A failure report's reason: only beside "success": false. */
 static int read_reason(const json_t *root, struct ag_request *out,
                        struct ag_error *err)

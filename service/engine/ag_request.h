@@ -22,21 +22,6 @@
 #define AG_DEVICE_TOKEN_TEXT_MAX 512 /* longer "tokens" are no token */
 #define AG_PASSWORD_FP_MAX 128       /* bytes of a password fingerprint */
 
-/* Why a login failed, as a failure report says (/report-login "reason"):
- * a wrong password (the default), an account that does not exist (which
- * stuffing lists are full of and real users rarely are), or a right
- * password whose second factor failed. */
-enum ag_reason {
-    AG_REASON_BAD_PASSWORD,
-    AG_REASON_UNKNOWN_USER,
-    AG_REASON_SECOND_FACTOR_FAILED,
-    AG_REASON_COUNT
-};
-/* The reason's name in the contract ("bad_password"). */
-const char *ag_reason_name(enum ag_reason r);
-/* Returns the reason named s, or -1. */
-int ag_reason_parse(const char *s);
-
 struct ag_request {
     enum ag_endpoint endpoint;
     unsigned have; /* bit (1u << enum ag_key_kind) per identifier present */
@@ -58,7 +43,7 @@ struct ag_request {
     /* The lane: set by ag_request_trust once the service verified the
      * token for this user; the parser leaves the request untrusted. */
     bool trusted;
-    char device_id[AG_DEVICE_ID_HEX + 1];     /* the token's id, in hex */
+    char device_id[AG_DEVICE_ID_HEX + 1]; /* the token's id, in hex */
     /* The fingerprint of the password tried, as sent (login checks and
      * failure reports; "" if none): the password_fp identifier. */
     char password_fp[AG_PASSWORD_FP_MAX + 1];

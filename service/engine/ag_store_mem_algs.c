@@ -403,7 +403,7 @@ static void conversion_charge(struct ag_mem_store *s, struct ag_mem_eval *e,
 
 /* The algorithms by enum ag_algorithm, as lua/common.lua's `algorithms`
  * by ARGV code. */
-const struct ag_mem_algorithm ag_mem__algorithms[AG_ALG_COUNT] = {
+const struct ag_mem_algorithm ag_mem__algorithms[AG_ALG_STORE_COUNT] = {
     [AG_ALG_SLIDING_LOG] = {AG_MEM_KIND_SET, false, sliding_log_peek,
                             sliding_log_charge, set_reset},
     [AG_ALG_FIXED_WINDOW] = {AG_MEM_KIND_HASH, false, fixed_window_peek,

@@ -175,6 +175,6 @@ struct ag_mem_algorithm {
 };
 
 /* The algorithms by enum ag_algorithm, as lua/common.lua's by ARGV code. */
-extern const struct ag_mem_algorithm ag_mem__algorithms[AG_ALG_COUNT];
+extern const struct ag_mem_algorithm ag_mem__algorithms[AG_ALG_STORE_COUNT];
 
 #endif

@@ -70,7 +70,7 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
                      size_t *len, int *rc)
 {
     size_t head = strlen(driver_head);
-    size_t total = 1 + head + (size_t)(AG_ALG_COUNT + 2) * WRAP_MAX;
+    size_t total = 1 + head + (size_t)(AG_ALG_STORE_COUNT + 2) * WRAP_MAX;
     for (size_t i = 0; i < n; i++)
         total += files[i].len + 1;
     char *s = malloc(total);
@@ -86,7 +86,7 @@ static char *compose(const struct ag_embedded_file *files, size_t n,
     if (!*rc)
         at += (size_t)snprintf(s + at, WRAP_MAX, "block_level_us = %llu\n",
                                (unsigned long long)AG_BLOCK_LEVEL_S * 1000000);
-    for (int a = 0; !*rc && a < AG_ALG_COUNT; a++) {
+    for (int a = 0; !*rc && a < AG_ALG_STORE_COUNT; a++) {
         if (!(mask & (1u << a)))
             continue;
         const char *name = ag_algorithm_name((enum ag_algorithm)a);

@@ -37,7 +37,7 @@
 
 /* Scripts by algorithm bit mask (bit a for enum ag_algorithm a); mask 0 is
  * unused. */
-#define AG_REDIS_SCRIPTS (1u << AG_ALG_COUNT)
+#define AG_REDIS_SCRIPTS (1u << AG_ALG_STORE_COUNT)
 #define AG_REDIS_VERSION_HEX 16 /* the library's version: hash hex digits */
 
 struct ag_redis_text {

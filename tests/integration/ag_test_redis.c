@@ -319,7 +319,7 @@ void ag_plan_history(struct ag_policy *p, const char *test, const char *suffix,
                      struct ag_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    for (int a = 0; a < AG_ALG_COUNT; a++)
+    for (int a = 0; a < AG_ALG_STORE_COUNT; a++)
         ag_plan_op(plan, &p[a], test, suffix, "");
     const char *subjects[] = {"a", "b"};
     uint64_t times[] = {AG_PLAN_BASE_US + 3 * AG_TEST_S_US,

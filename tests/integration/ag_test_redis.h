@@ -123,7 +123,7 @@ struct ag_limit_op *ag_plan_op(struct ag_plan *plan, const struct ag_policy *p,
  * res. */
 void ag_plan_run_at(uint64_t t, struct ag_plan *plan, enum ag_plan_kind kind,
                     struct ag_limit_result *res);
-/* One plan of every algorithm (p, AG_ALG_COUNT of them) on keys of
+/* One plan of every algorithm (p, AG_ALG_STORE_COUNT of them) on keys of
  * suffix, with some history: two checks (of subjects "a" and "b") and a
  * failure for the consecutive policy, 3 s and 11 s after AG_PLAN_BASE_US,
  * one in each of its first two windows. */

@@ -116,7 +116,7 @@ static void random_policy(struct ag_policy *p, int i)
     p->nkeys = 1;
     /* Every algorithm, twice at least. */
     p->algorithm = (enum ag_algorithm)(
-        i < 2 * AG_ALG_COUNT ? i % AG_ALG_COUNT : (int)below(AG_ALG_COUNT));
+        i < 2 * AG_ALG_STORE_COUNT ? i % AG_ALG_STORE_COUNT : (int)below(AG_ALG_STORE_COUNT));
     p->limit = 1 + (uint32_t)below(6);
     p->window_s = 1 + (uint32_t)below(3);
     p->block_s = below(4) == 0 ? 1 + (uint32_t)below(2) : 0;
@@ -273,8 +273,8 @@ static void both_stores_agree_on_a_random_trace(void **state)
 static void a_peek_leaves_redis_byte_for_byte_as_it_found_it(void **state)
 {
     (void)state;
-    struct ag_policy p[AG_ALG_COUNT];
-    for (int a = 0; a < AG_ALG_COUNT; a++)
+    struct ag_policy p[AG_ALG_STORE_COUNT];
+    for (int a = 0; a < AG_ALG_STORE_COUNT; a++)
         ag_plan_policy(&p[a], (enum ag_algorithm)a, 4);
     struct ag_plan hist;
     ag_plan_history(p, "peek1", "", &hist);
@@ -312,7 +312,7 @@ static void a_peek_leaves_redis_byte_for_byte_as_it_found_it(void **state)
     snprintf(op->key, sizeof op->key, "%s", hist.ops[AG_ALG_SLIDING_LOG].key);
     struct ag_snapshot before = {0};
     ag_snapshot_take(&before, "ag:peek1:*");
-    assert_true(before.keys->elements >= AG_ALG_COUNT + 2);
+    assert_true(before.keys->elements >= AG_ALG_STORE_COUNT + 2);
     /* While the block runs (from 12 s and 1 us, for 15 s), as the window
      * moves on (the members of 3 s leave it at 13 s), and once all but
      * the level has ended. */

@@ -43,8 +43,8 @@ static void
 a_released_reserve_leaves_every_algorithm_as_it_found_it(void **state)
 {
     (void)state;
-    struct ag_policy p[AG_ALG_COUNT];
-    for (int a = 0; a < AG_ALG_COUNT; a++)
+    struct ag_policy p[AG_ALG_STORE_COUNT];
+    for (int a = 0; a < AG_ALG_STORE_COUNT; a++)
         ag_plan_policy(&p[a], (enum ag_algorithm)a, 4);
     /* A block on one: the reserve then has a block key, the release none. */
     p[AG_ALG_FIXED_WINDOW].block_s = 5;
@@ -61,8 +61,8 @@ a_released_reserve_leaves_every_algorithm_as_it_found_it(void **state)
     ag_plan_run_at(t, &mine, AG_PLAN_RESERVE, reserved);
     /* Each algorithm's undo token. */
     uint64_t window_idx = t / (AG_PLAN_WINDOW_S * AG_TEST_S_US);
-    uint64_t want_undo[AG_ALG_COUNT];
-    for (int a = 0; a < AG_ALG_COUNT; a++)
+    uint64_t want_undo[AG_ALG_STORE_COUNT];
+    for (int a = 0; a < AG_ALG_STORE_COUNT; a++)
         want_undo[a] = 1;
     want_undo[AG_ALG_FIXED_WINDOW] = window_idx;
     want_undo[AG_ALG_SLIDING_WINDOW] = window_idx;
@@ -97,8 +97,8 @@ static void
 a_reserve_whose_group_denies_charges_none_of_its_policies(void **state)
 {
     (void)state;
-    struct ag_policy p[AG_ALG_COUNT];
-    for (int a = 0; a < AG_ALG_COUNT; a++)
+    struct ag_policy p[AG_ALG_STORE_COUNT];
+    for (int a = 0; a < AG_ALG_STORE_COUNT; a++)
         ag_plan_policy(&p[a], (enum ag_algorithm)a, 4);
     struct ag_policy full;
     ag_plan_policy(&full, AG_ALG_FIXED_WINDOW, 1);
@@ -110,7 +110,7 @@ a_reserve_whose_group_denies_charges_none_of_its_policies(void **state)
     ag_plan_run_at(t, &plan, AG_PLAN_CHECK, res);
     assert_true(res[0].allowed);
     /* Now the full policy denies, and the group's others are allowed. */
-    for (int a = 0; a < AG_ALG_COUNT; a++)
+    for (int a = 0; a < AG_ALG_STORE_COUNT; a++)
         ag_plan_op(&plan, &p[a], "rel2", "", "s");
     snprintf(plan.nonce, sizeof plan.nonce, "rel2-nonce");
     memset(res, 0xff, sizeof res);

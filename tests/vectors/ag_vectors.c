@@ -60,7 +60,7 @@ static size_t policies_of(const json_t *v, const char *prefix,
         const char *alg = json_string_value(json_object_get(o, "algorithm"));
         const char *key = json_string_value(json_object_get(o, "key"));
         int a = -1;
-        for (int k = 0; alg && k < AG_ALG_COUNT; k++)
+        for (int k = 0; alg && k < AG_ALG_STORE_COUNT; k++)
             if (strcmp(ag_algorithm_name((enum ag_algorithm)k), alg) == 0)
                 a = k;
         if (!name || a < 0)
