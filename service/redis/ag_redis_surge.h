@@ -49,7 +49,8 @@ struct ag_redis_surge_answer {
 
 /* Runs call on the shield whose state is at key, with p: AG_OK and *out
  * filled, AG_ESTORE (Redis did not answer, or refused), or AG_EINVAL (a
- * store without Redis). */
+ * store without Redis, or what the script cannot take: window_ms 0,
+ * baseline_ms under window_ms, a number of 10^15 or more), nothing sent. */
 int ag_redis_surge(struct ag_store *store, const char *key,
                    const struct ag_surge_params *p,
                    const struct ag_redis_surge_call *call,
