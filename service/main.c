@@ -30,6 +30,7 @@
 #include "ag_redis_sub.h"
 #include "ag_reload.h"
 #include "ag_service.h"
+#include "ag_shields.h"
 #include "ag_store.h"
 #include "ag_store_cluster.h"
 #include "ag_store_redis.h"
@@ -255,6 +256,7 @@ int main(int argc, char **argv)
         .tagged_keys = cluster,
         .events = events,
         .deny_cache = deny_cache,
+        .shield_sync_ms = AG_SHIELDS_SYNC_MS,
     };
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {

@@ -39,6 +39,19 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
     atomic_init(&s->npending, 0);
     atomic_init(&s->flushing, false);
     atomic_init(&s->waiting, 0);
+    struct ag_shields_opts so = {
+        .store = opts->store,
+        .hasher = opts->hasher,
+        .tagged_keys = opts->tagged_keys,
+        .events = opts->events,
+        .metrics = opts->metrics,
+    };
+    if (ag_shields_new(&so, &s->shields) ||
+        (opts->shield_sync_ms &&
+         ag_shields_start(s->shields, opts->shield_sync_ms))) {
+        ag_service_free(s);
+        return AG_ENOMEM;
+    }
     *out = s;
     return AG_OK;
 }
@@ -47,6 +60,8 @@ void ag_service_free(struct ag_service *s)
 {
     if (!s)
         return;
+    ag_shields_free(s->shields);
+    ag_shield_table_unref(s->shield_table);
     ag_ruleset_unref(s->set);
     ag_device_key_wipe(&s->device_key);
     ag_otp_stats_wipe(&s->stats);
@@ -57,10 +72,19 @@ void ag_service_free(struct ag_service *s)
 
 void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
 {
+    /* Out of memory for the table: no shield until the next set, which
+     * a check survives. */
+    struct ag_shield_table *table = ag_shields_table_new(s->shields, set);
+    if (!table)
+        ag_log(AG_LOG_ERROR, "shields", "out of memory: shields are off");
+    ag_shields_publish(s->shields, table);
     pthread_mutex_lock(&s->lock);
     struct ag_ruleset *old = s->set;
+    struct ag_shield_table *old_table = s->shield_table;
     s->set = set;
+    s->shield_table = table;
     pthread_mutex_unlock(&s->lock);
+    ag_shield_table_unref(old_table);
     /* An edit may have raised a limit, disabled or deleted a policy: no
      * cached denial of the old set may stand. A reload that changed no
      * policy (any other commit to the database: a list entry, which checks
@@ -70,6 +94,26 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
     if (s->o.deny_cache && !ag_ruleset_same_policies(old, set))
         ag_deny_cache_clear(s->o.deny_cache);
     ag_ruleset_unref(old);
+}
+
+struct ag_shields *ag_service_shields(struct ag_service *s)
+{
+    return s->shields;
+}
+
+/* The active set and, if shields is not NULL, its shields: references
+ * taken together, so that the shields' policies are the set's. */
+static struct ag_ruleset *ruleset_and_shields(struct ag_service *s,
+                                              struct ag_shield_table **shields)
+{
+    pthread_mutex_lock(&s->lock);
+    struct ag_ruleset *set = s->set;
+    if (set)
+        ag_ruleset_ref(set);
+    if (shields)
+        *shields = set ? ag_shield_table_ref(s->shield_table) : NULL;
+    pthread_mutex_unlock(&s->lock);
+    return set;
 }
 
 struct ag_ruleset *ag_service_ruleset(struct ag_service *s)
@@ -170,11 +214,11 @@ static void unavailable(struct ag_verdict *v, const char *why)
 
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_request *req, struct ag_digests *d,
-                     struct ag_ruleset **set, struct ag_plan *p,
-                     struct ag_verdict *v)
+                     struct ag_ruleset **set, struct ag_shield_table **shields,
+                     struct ag_plan *p, struct ag_verdict *v)
 {
     ag_service__trust_device(s, req, d);
-    *set = ag_service_ruleset(s);
+    *set = ruleset_and_shields(s, shields);
     if (!*set) {
         unavailable(v, "policies are not loaded yet");
         return AG_ENOTFOUND;
@@ -186,6 +230,10 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
         unavailable(v, "too many policies apply");
         ag_ruleset_unref(*set);
         *set = NULL;
+        if (shields) {
+            ag_shield_table_unref(*shields);
+            *shields = NULL;
+        }
     }
     return rc;
 }
@@ -338,6 +386,7 @@ void ag_verdict_release(struct ag_verdict *v)
 {
     if (!v || !v->owner)
         return;
+    ag_shield_table_unref(v->owner->shields);
     ag_ruleset_unref(v->owner->set);
     ag_service__check_free(v->owner);
     v->owner = NULL;

@@ -28,6 +28,11 @@
  * answers with a new token, renewing the device's id when the report
  * carried a trusted one.
  *
+ * Site-wide shields (ag_shields.h): every check and failed login is also
+ * counted in the surge policies of its endpoint and lane; while one of
+ * them is raised, a check it judges is answered at once, without the
+ * store (a challenge passed goes on to the store as usual).
+ *
  * Every function may be called from many threads at once.
  */
 #ifndef AG_SERVICE_H
@@ -49,6 +54,7 @@ struct ag_events;
 struct ag_deny_cache;
 struct ag_metrics;
 struct ag_service;
+struct ag_shields;
 struct ag_store;
 
 /* What a service is made of. Everything is borrowed: it must outlive the
@@ -71,6 +77,9 @@ struct ag_service_opts {
      * and a reset or a successful login invalidates the keys it clears,
      * here and (PUBLISH on AG_DENY_CACHE_CHANNEL) on every instance. */
     struct ag_deny_cache *deny_cache;
+    /* How often the site-wide shields are stepped (ag_shields.h), in ms;
+     * 0: no sync thread (tests step them with ag_shields_sync). */
+    unsigned shield_sync_ms;
 };
 
 /* A new service with no ruleset (checks are unavailable until one is set).
@@ -85,6 +94,9 @@ void ag_service_free(struct ag_service *s);
 void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set);
 /* A new reference to the active set (NULL if none); unref when done. */
 struct ag_ruleset *ag_service_ruleset(struct ag_service *s);
+/* The site-wide shields of the active set (ag_shields.h), which the
+ * service owns: for the admin API and tests. */
+struct ag_shields *ag_service_shields(struct ag_service *s);
 
 /* How a check that waits for the store parks its caller. suspend is
  * called on the calling thread before the store call starts; resume

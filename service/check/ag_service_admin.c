@@ -35,10 +35,11 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
     struct ag_check *c = ag_service__check_new();
     if (!c)
         return AG_ENOMEM;
+    c->shields = NULL; /* an inspect judges no shield */
     struct ag_plan *p = &c->plan;
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
-    if (ag_service__plan(s, AG_PLAN_PEEK, &req, &d, &c->set, p, v)) {
+    if (ag_service__plan(s, AG_PLAN_PEEK, &req, &d, &c->set, NULL, p, v)) {
         ag_service__check_free(c);
         return AG_OK;
     }

@@ -23,6 +23,7 @@
 #include "ag_otp_stats.h"
 #include "ag_request.h"
 #include "ag_service_impl.h"
+#include "ag_shields.h"
 #include "ag_store.h"
 #include "ag_verdict.h"
 
@@ -198,6 +199,44 @@ static void remember_denials(struct ag_service *s, const struct ag_check *c)
     }
 }
 
+/* Site-wide shields (ag_shields.h). */
+
+/* Answers c at once if a raised shield of its endpoint and lane judges
+ * it: true with v its verdict (the shield's policy, as if it had denied,
+ * for as long as the shield holds at least), which borrows c. A shadow
+ * shield, or a challenge the request says it passed, is noted and the
+ * check goes on. */
+static bool answer_shielded(struct ag_service *s, struct ag_check *c,
+                            const struct ag_request *req, struct ag_verdict *v)
+{
+    uint64_t ms;
+    const struct ag_shield *sh =
+        ag_shields_judge(c->shields, c->endpoint, req->trusted, &ms);
+    if (!sh)
+        return false;
+    struct ag_limit_op op = {
+        .policy = sh->policy,
+        .waived =
+            sh->policy->action == AG_ACTION_CHALLENGE && req->challenge_passed,
+    };
+    op.shadow = sh->policy->mode == AG_MODE_SHADOW || op.waived;
+    memcpy(op.key, sh->key, sizeof op.key);
+    struct ag_limit_result r = {
+        .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
+    struct ag_plan one = {.kind = AG_PLAN_CHECK, .n = 1};
+    one.ops[0] = op;
+    if (op.shadow) {
+        note_denials(s, &one, &r);
+        return false;
+    }
+    c->plan.n = 1;
+    c->plan.ops[0] = op;
+    c->res[0] = r;
+    decided(v, c, false);
+    note_denials(s, &c->plan, c->res);
+    return true;
+}
+
 /* The store's callback, on a store thread (or on the calling thread when
  * the call could not start). */
 static void store_answered(void *arg, int rc)
@@ -256,6 +295,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     c->endpoint = endpoint;
     c->start = now_us();
     c->set = NULL;
+    c->shields = NULL;
     c->waiter = w;
     /* Read before the plan takes its ruleset: a new set (which clears the
      * cache) landing after this moves the epoch on, so a denial the old
@@ -277,13 +317,19 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     }
     if (parsed) {
         refused(v, &err);
-    } else if (ag_service__plan(s, AG_PLAN_CHECK, &req, &d, &c->set, &c->plan,
-                                v)) {
+    } else if (ag_service__plan(s, AG_PLAN_CHECK, &req, &d, &c->set,
+                                &c->shields, &c->plan, v)) {
         outcome = AG_OUT_UNAVAILABLE;
     } else {
         const struct ag_list_entry *listed =
             ag_service__match_lists(c->set, &d);
-        if (!listed && c->plan.n > 0 && answer_cached(s, c, v)) {
+        /* A listed request is settled before any policy, shields too,
+         * and counts in none. */
+        if (!listed)
+            ag_shields_count_check(c->shields, endpoint, req.trusted);
+        if (!listed && answer_shielded(s, c, &req, v)) {
+            outcome = AG_OUT_DENIED; /* the shield is raised: no store */
+        } else if (!listed && c->plan.n > 0 && answer_cached(s, c, v)) {
             outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
         } else if (!listed && c->plan.n > 0) {
             *out = c;
@@ -307,6 +353,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     ag_metrics_check(s->o.metrics, endpoint, outcome, false,
                      now_us() - c->start);
     if (!v->owner) {
+        ag_shield_table_unref(c->shields);
         ag_ruleset_unref(c->set);
         ag_service__check_free(c);
     }
@@ -349,6 +396,7 @@ void ag_service_check_abandon(struct ag_check *c)
 {
     if (!c)
         return;
+    ag_shield_table_unref(c->shields);
     ag_ruleset_unref(c->set);
     ag_service__check_free(c);
 }
@@ -428,10 +476,17 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     struct ag_ruleset *set;
+    struct ag_shield_table *shields;
     struct ag_plan p;
     if (ag_service__plan(s, req.success ? AG_PLAN_SUCCESS : AG_PLAN_FAILURE,
-                         &req, &d, &set, &p, v))
+                         &req, &d, &set, &shields, &p, v))
         return AG_OK;
+    /* A failure counts in the failure shields of its lane and reason
+     * whatever the store says: they count in this instance. A listed
+     * request was never judged by one, and counts in none. */
+    if (!req.success && !ag_service__match_lists(set, &d))
+        ag_shields_count_failure(shields, req.trusted, req.reason);
+    ag_shield_table_unref(shields);
     if (!req.success)
         plan_password_fp(s, &req, &d, &p);
     ag_service__send_resets(s);
@@ -473,7 +528,7 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
         ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
         struct ag_ruleset *set;
         struct ag_plan p;
-        if (ag_service__plan(s, AG_PLAN_VERIFIED, &req, &d, &set, &p, v))
+        if (ag_service__plan(s, AG_PLAN_VERIFIED, &req, &d, &set, NULL, &p, v))
             return AG_OK;
         /* A number a list settles was never charged a send, so its
          * verifications must not raise its range's share either (an

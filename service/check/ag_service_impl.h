@@ -25,6 +25,7 @@
 #include "ag_otp_stats.h"
 #include "ag_request.h"
 #include "ag_service.h"
+#include "ag_shields.h"
 #include "ag_store.h"
 #include "ag_verdict.h"
 
@@ -40,6 +41,9 @@ struct ag_service {
     struct ag_otp_stats stats; /* the conversion figures (ag_otp_stats) */
     pthread_mutex_t lock;      /* guards set */
     struct ag_ruleset *set;    /* NULL until the first load */
+    /* The set's shields, swapped with it under the lock. */
+    struct ag_shield_table *shield_table;
+    struct ag_shields *shields;
     /* Resets the store missed. The lock guards the queue only, never a
      * store call; one thread at a time (flushing) sends them. */
     pthread_mutex_t pending_lock;
@@ -59,6 +63,7 @@ struct ag_check {
     enum ag_endpoint endpoint;
     uint64_t start;         /* microseconds, for the latency histogram */
     struct ag_ruleset *set; /* the plan borrows from it */
+    struct ag_shield_table *shields; /* set's: a reference */
     const struct ag_check_waiter *waiter;
     int store_rc;
     /* The deny cache's clock and epoch, read before the store call was
@@ -83,12 +88,13 @@ void ag_service__trust_device(struct ag_service *s, struct ag_request *req,
 
 /* Decides the lane of req (whose digests d holds), then plans it against
  * the active set: AG_OK, with *set the reference the plan borrows from
- * (unref it when done); or an error, *set NULL and v the unavailable
- * verdict saying why. */
+ * (unref it when done) and, if shields is not NULL, *shields a reference
+ * to that set's shields (ag_shield_table_unref); or an error, *set (and
+ * *shields) NULL and v the unavailable verdict saying why. */
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_request *req, struct ag_digests *d,
-                     struct ag_ruleset **set, struct ag_plan *p,
-                     struct ag_verdict *v);
+                     struct ag_ruleset **set, struct ag_shield_table **shields,
+                     struct ag_plan *p, struct ag_verdict *v);
 
 /* The allow or deny entry that settles the request, if any. */
 const struct ag_list_entry *

@@ -483,6 +483,32 @@ static void default_policies_match_the_documented_table(void **state)
          0,
          AG_LANE_ALL,
          AG_ACTION_DENY},
+        {"login.site_failures",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_SITE},
+         100,
+         60,
+         AG_ALG_SURGE,
+         AG_COUNTS_FAILURES,
+         600,
+         1,
+         600,
+         AG_LANE_UNTRUSTED,
+         AG_ACTION_CHALLENGE},
+        {"login.site_unknown_users",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_SITE},
+         30,
+         60,
+         AG_ALG_SURGE,
+         AG_COUNTS_FAILURES,
+         600,
+         1,
+         600,
+         AG_LANE_UNTRUSTED,
+         AG_ACTION_CHALLENGE},
     };
     const size_t nwant = sizeof want / sizeof want[0];
     /* The defaults that start in shadow mode (SMS pumping: an operator
@@ -531,6 +557,15 @@ static void default_policies_match_the_documented_table(void **state)
             }
         assert_int_equal(p->mode, mode);
         assert_int_equal(p->min_ratio_ppm, ppm);
+        /* The shields: 5 times a week's typical minute; the unknown
+         * users' one counts only those. */
+        bool surge = p->algorithm == AG_ALG_SURGE;
+        assert_int_equal(p->factor_milli, surge ? 5000 : 0);
+        assert_int_equal(p->baseline_s, surge ? 604800 : 0);
+        assert_int_equal(p->reasons,
+                         strcmp(p->name, "login.site_unknown_users") == 0
+                             ? 1u << AG_REASON_UNKNOWN_USER
+                             : 0);
     }
     free(ps);
 }

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Site-wide shields: the surge policies of the active ruleset, counted in
+ * this instance and shared through Redis a few times a second, never per
+ * check. A check or a failure report only adds to a shield's counters
+ * (atomics) and reads whether it is raised: while a shield of its
+ * endpoint and lane is raised, an untrusted check without
+ * challenge_passed is answered by the service without any Redis call.
+ *
+ * A table (struct ag_shield_table) holds one entry per enabled surge
+ * policy of one ruleset, built when the ruleset is published and taken by
+ * a check with it (both under the service's lock), so that an entry's
+ * policy lives as long as the check's set; counters and state move over
+ * to the next table by policy name.
+ *
+ * The sync thread (ag_shields_start) steps each shield every sync_ms:
+ * what was counted since goes to lua/surge.lua (ag_redis_surge), which
+ * answers the shared state every instance sees; a raise reaches every
+ * instance within a sync. Each entry also steps a state of its own with
+ * this instance's counts alone (ag_surge): while Redis cannot answer the
+ * instance shields from that, says so (the view's source "local", a log
+ * line, a metric), and goes back to the shared state once Redis answers.
+ * Exactly one instance sees each shared raise and lowering, and raises
+ * the event.
+ *
+ * Thread-safety: counting and judging from any thread, lock-free; the
+ * sync, the operator's switch and the views under the shields' lock.
+ */
+#ifndef AG_SHIELDS_H
+#define AG_SHIELDS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ag_endpoint.h"
+#include "ag_error.h"
+#include "ag_identity.h"
+#include "ag_limiter.h"
+#include "ag_policy.h"
+#include "ag_surge.h"
+
+struct ag_events;
+struct ag_metrics;
+struct ag_store;
+
+#define AG_SHIELDS_SYNC_MS 250 /* how often the sync thread steps */
+
+/* Where a shield's state came from at its last step. */
+enum ag_shield_source {
+    AG_SHIELD_SHARED, /* Redis: every instance's counts */
+    AG_SHIELD_LOCAL,  /* this instance's alone: Redis did not answer */
+};
+
+/* One shield as the operator sees it. */
+struct ag_shield_view {
+    char name[AG_POLICY_NAME_MAX + 1];
+    struct ag_surge_state state;
+    uint64_t threshold;
+    uint64_t now_ms; /* the clock the state was stepped at */
+    enum ag_shield_source source;
+    bool stepped; /* false until its first sync */
+};
+
+struct ag_shield {
+    const struct ag_policy *policy; /* borrowed from the table's set */
+    struct ag_surge_params params;
+    char key[AG_STORE_KEY_MAX]; /* its shared state's Redis key */
+    /* Counted since the last sync: the policy's signal and its lane's
+     * checks. */
+    atomic_uint_fast64_t count;
+    atomic_uint_fast64_t attempts;
+    /* What checks read: raised, and until when on CLOCK_MONOTONIC (ms). */
+    atomic_bool raised;
+    atomic_uint_fast64_t until_mono_ms;
+    /* The sync thread's (under the shields' lock). */
+    struct ag_surge_state local; /* this instance's counts alone */
+    struct ag_shield_view view;  /* the state in force */
+};
+
+struct ag_shield_table {
+    atomic_uint refs;
+    struct ag_ruleset *set; /* a reference: the entries' policies */
+    size_t n;
+    struct ag_shield shields[];
+};
+
+struct ag_shields_opts {
+    struct ag_store *store; /* Redis; NULL: every shield is local */
+    const struct ag_hasher *hasher;
+    bool tagged_keys;           /* as the service's (struct ag_digests) */
+    struct ag_events *events;   /* may be NULL */
+    struct ag_metrics *metrics; /* may be NULL */
+    /* The wall clock in ms (Redis TIME's, for the local states); NULL:
+     * CLOCK_REALTIME. Tests pass their own. */
+    uint64_t (*clock_ms)(void *ctx);
+    void *clock_ctx;
+};
+
+struct ag_shields;
+
+/* AG_OK and *out, or AG_ENOMEM. No thread runs until ag_shields_start. */
+int ag_shields_new(const struct ag_shields_opts *o, struct ag_shields **out);
+/* Stops the sync thread, drops the table. NULL is allowed. */
+void ag_shields_free(struct ag_shields *sh);
+/* Starts the sync thread, stepping every sync_ms. AG_OK or AG_ENOMEM. */
+int ag_shields_start(struct ag_shields *sh, unsigned sync_ms);
+
+/* A table for set's enabled surge policies (set may be NULL: none), with
+ * one reference, carrying over the current table's counters and states by
+ * policy name. NULL when out of memory (and then no shield). */
+struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
+                                             struct ag_ruleset *set);
+/* Makes t the table the sync thread steps (a reference of its own). */
+void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t);
+struct ag_shield_table *ag_shield_table_ref(struct ag_shield_table *t);
+void ag_shield_table_unref(struct ag_shield_table *t);
+
+/* A check of endpoint in the lane trusted: counted in its shields. */
+void ag_shields_count_check(struct ag_shield_table *t,
+                            enum ag_endpoint endpoint, bool trusted);
+/* A failed login of reason in the lane trusted: counted in the failure
+ * shields that count reason. */
+void ag_shields_count_failure(struct ag_shield_table *t, bool trusted,
+                              enum ag_reason reason);
+/* The raised shield, if any, that judges a check of endpoint in the lane
+ * trusted: an enforcing one first (a deny before a challenge), else a
+ * shadow one. NULL if none is raised; *retry_ms is then 0, else how long
+ * it holds at least (1 at least). */
+const struct ag_shield *ag_shields_judge(struct ag_shield_table *t,
+                                         enum ag_endpoint endpoint,
+                                         bool trusted, uint64_t *retry_ms);
+
+/* One round of the sync thread: every shield stepped with what was
+ * counted since. For tests and for the thread. */
+void ag_shields_sync(struct ag_shields *sh);
+
+/* The operator's switch: raise the named shield for for_s seconds, or
+ * lower it now, in Redis (and this instance's own state). AG_OK;
+ * AG_ENOTFOUND: no enabled surge policy of that name; AG_ESTORE: Redis
+ * did not answer (the local state took it). */
+int ag_shields_raise(struct ag_shields *sh, const char *name, uint32_t for_s);
+int ag_shields_lower(struct ag_shields *sh, const char *name);
+
+/* The views of every shield, in policy order: AG_OK and *out, a malloc'd
+ * array of *n (free it), or AG_ENOMEM. */
+int ag_shields_views(struct ag_shields *sh, struct ag_shield_view **out,
+                     size_t *n);
+
+#endif

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ag_service with site-wide shields (ag_shields), on a store that has no
+ * Redis (each shield is this instance's own): failures and checks counted
+ * in the shields of their lane and reason; a raised shield answers a
+ * check without the store, and a challenge passed goes on to it; trusted
+ * devices and listed requests are never judged by an untrusted shield; a
+ * shadow shield only notes; a deny shield is reported before a challenge
+ * one; the switch; a new ruleset keeps a raised shield raised.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "ag_shields.h"
+#include "ag_test_service.h"
+
+#define SURGE(name, extra)                                                     \
+    "{\"name\":\"" name "\",\"endpoint\":\"login\",\"key\":[\"site\"],"        \
+    "\"algorithm\":\"surge\",\"limit\":2,\"window_s\":60,\"block_s\":600,"     \
+    "\"applies_to\":\"untrusted\",\"action\":\"challenge\"" extra "}"
+#define FAILS SURGE("login.site_failures", ",\"counts\":\"failures\"")
+#define UNKNOWN                                                                \
+    SURGE("login.site_unknown", ",\"counts\":\"failures\","                    \
+                                "\"reasons\":[\"unknown_user\"]")
+
+static const char *const FAIL_BODY =
+    "{\"user\":\"u@example.com\",\"ip\":\"198.51.100.7\",\"success\":false}";
+
+static void fail_n(struct world *w, int n, const char *body)
+{
+    for (int i = 0; i < n; i++) {
+        struct ag_http_response r;
+        ag_http_response_init(&r);
+        assert_int_equal(report_login(w, body, &r), AG_OK);
+        assert_int_equal(r.status, 204);
+        ag_http_response_free(&r);
+    }
+}
+
+static int check(struct world *w, const char *body, struct ag_http_response *r)
+{
+    ag_http_response_free(r);
+    ag_http_response_init(r);
+    return run_check(w, body, r);
+}
+
+static bool raised(struct world *w, const char *name)
+{
+    struct ag_shield_view *v;
+    size_t n;
+    assert_int_equal(ag_shields_views(ag_service_shields(w->svc), &v, &n),
+                     AG_OK);
+    bool up = false, found = false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0) {
+            found = true;
+            up = v[i].state.raised;
+        }
+    free(v);
+    if (!found)
+        fail_msg("no shield %s", name);
+    return up;
+}
+
+static void
+failures_raise_the_shield_which_answers_without_the_store(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, FAILS};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    /* The floor is 2: two failures in the window do not raise it. */
+    fail_n(w, 2, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_false(raised(w, "login.site_failures"));
+    assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    int checks = w->store.checks;
+    fail_n(w, 1, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_failures"));
+    /* Raised: answered at once, the store not asked. */
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "login.site_failures"));
+    assert_true(body_has(&r, "challenge"));
+    assert_int_equal(w->store.checks, checks + 1);
+    /* A challenge passed goes on to the store, and is allowed. */
+    assert_int_equal(check(w,
+                           "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+                           "\"challenge_passed\":true}",
+                           &r),
+                     200);
+    assert_int_equal(w->store.checks, checks + 2);
+    /* The switch lowers it: the store decides again. */
+    assert_int_equal(ag_shields_lower(sh, "login.site_failures"), AG_OK);
+    assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    assert_int_equal(w->store.checks, checks + 3);
+    assert_int_equal(ag_shields_lower(sh, "login.nope"), AG_ENOTFOUND);
+    assert_int_equal(ag_shields_raise(sh, "login.user", 60), AG_ENOTFOUND);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void only_the_reasons_it_counts_raise_it(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, UNKNOWN};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    fail_n(w, 5, FAIL_BODY); /* bad_password, the default */
+    fail_n(w, 5,
+           "{\"user\":\"u@example.com\",\"ip\":\"198.51.100.7\","
+           "\"success\":false,\"reason\":\"second_factor_failed\"}");
+    ag_shields_sync(sh);
+    assert_false(raised(w, "login.site_unknown"));
+    fail_n(w, 3,
+           "{\"user\":\"u@example.com\",\"ip\":\"198.51.100.7\","
+           "\"success\":false,\"reason\":\"unknown_user\"}");
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_unknown"));
+    world_free(w);
+}
+
+static void trusted_devices_and_listed_requests_are_not_judged(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, FAILS};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    assert_int_equal(ag_shields_raise(sh, "login.site_failures", 600), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    char token[AG_DEVICE_TOKEN_LEN + 1];
+    mint(w, ANA, now_s(), token);
+    assert_int_equal(check(w, with_token(quoted(token), NULL), &r), 200);
+    assert_true(body_has(&r, "\"trusted\""));
+    /* Trusted failures do not count in an untrusted shield either. */
+    assert_int_equal(ag_shields_lower(sh, "login.site_failures"), AG_OK);
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"user\":\"ANA@example.com\",\"ip\":\"192.0.2.1\","
+             "\"device_token\":\"%s\",\"success\":false}",
+             token);
+    fail_n(w, 10, body);
+    ag_shields_sync(sh);
+    assert_false(raised(w, "login.site_failures"));
+    /* An allow-listed address is settled before any shield. */
+    assert_int_equal(ag_shields_raise(sh, "login.site_failures", 600), AG_OK);
+    add_list(w, AG_LIST_ALLOW, "{\"kind\":\"ip\",\"value\":\"192.0.2.1\"}");
+    assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void a_shadow_shield_only_notes(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {
+        OPEN, SURGE("login.site_shadow",
+                    ",\"counts\":\"failures\",\"mode\":\"shadow\"")};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    fail_n(w, 3, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_shadow"));
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    int checks = w->store.checks;
+    assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    assert_int_equal(w->store.checks, checks + 1);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void a_deny_shield_is_reported_before_a_challenge(void **state)
+{
+    (void)state;
+    static const char *const ps2[] = {
+        OPEN, FAILS,
+        "{\"name\":\"login.site_attempts\",\"endpoint\":\"login\","
+        "\"key\":[\"site\"],\"algorithm\":\"surge\",\"limit\":2,"
+        "\"window_s\":60,\"block_s\":30,\"applies_to\":\"all\"}"};
+    struct world *w = world_new(true, ps2, 3);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    assert_int_equal(ag_shields_raise(sh, "login.site_failures", 600), AG_OK);
+    assert_int_equal(ag_shields_raise(sh, "login.site_attempts", 30), AG_OK);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    assert_true(body_has(&r, "login.site_attempts"));
+    assert_false(body_has(&r, "challenge"));
+    /* Its wait is the deny shield's own hold, in whole seconds. */
+    assert_true(body_has(&r, "\"retry_after\":30") ||
+                body_has(&r, "\"retry_after\":29"));
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void attempts_raise_an_attempts_shield(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {
+        OPEN, "{\"name\":\"login.site_attempts\",\"endpoint\":\"login\","
+              "\"key\":[\"site\"],\"algorithm\":\"surge\",\"limit\":3,"
+              "\"window_s\":60,\"block_s\":30}"};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    ag_shields_sync(sh);
+    assert_false(raised(w, "login.site_attempts"));
+    assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_attempts"));
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+static void a_new_ruleset_keeps_a_raised_shield(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, FAILS};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    fail_n(w, 3, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_failures"));
+    /* A list edit publishes a new set of the same policies. */
+    add_list(w, AG_LIST_DENY, "{\"kind\":\"ip\",\"value\":\"203.0.113.9\"}");
+    assert_true(raised(w, "login.site_failures"));
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_failures"));
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            failures_raise_the_shield_which_answers_without_the_store),
+        cmocka_unit_test(only_the_reasons_it_counts_raise_it),
+        cmocka_unit_test(trusted_devices_and_listed_requests_are_not_judged),
+        cmocka_unit_test(a_shadow_shield_only_notes),
+        cmocka_unit_test(a_deny_shield_is_reported_before_a_challenge),
+        cmocka_unit_test(attempts_raise_an_attempts_shield),
+        cmocka_unit_test(a_new_ruleset_keeps_a_raised_shield),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
