@@ -223,17 +223,19 @@ static bool answer_shielded(struct ag_service *s, struct ag_check *c,
     memcpy(op.key, sh->key, sizeof op.key);
     struct ag_limit_result r = {
         .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
-    struct ag_plan one = {.kind = AG_PLAN_CHECK, .n = 1};
-    one.ops[0] = op;
-    if (op.shadow) {
-        note_denials(s, &one, &r);
+    /* Counted, but not logged one line a check: under a wave that would
+     * be a line for every attempt, and the shield's raise already said
+     * it all (ag_shields__announce). */
+    if (op.waived || (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow))
+        ag_metrics_challenge(s->o.metrics, sh->policy->name, op.waived);
+    else
+        ag_metrics_denial(s->o.metrics, sh->policy->name, op.shadow);
+    if (op.shadow)
         return false;
-    }
     c->plan.n = 1;
     c->plan.ops[0] = op;
     c->res[0] = r;
     decided(v, c, false);
-    note_denials(s, &c->plan, c->res);
     return true;
 }
 
