@@ -79,8 +79,9 @@ static void login_body_is_normalised(void **state)
                        "\"ip\":\"::ffff:10.0.0.1\",\"device\":\" Dev-1 \"}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
     assert_int_equal(r.endpoint, AG_EP_LOGIN);
-    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_DEVICE) | HAVE(AG_KEY_IP_PREFIX));
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) |
+                                 HAVE(AG_KEY_IP) | HAVE(AG_KEY_DEVICE) |
+                                 HAVE(AG_KEY_IP_PREFIX));
     assert_string_equal(ag_request_value(&r, AG_KEY_USER), "ana@example.com");
     assert_string_equal(ag_request_value(&r, AG_KEY_IP), "10.0.0.1");
     assert_int_equal(r.ip.family, AF_INET);
@@ -97,8 +98,8 @@ static void login_device_is_optional(void **state)
     char err[ERRSZ];
     const char *body = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_IP_PREFIX));
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) |
+                                 HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_DEVICE));
 }
 
@@ -112,10 +113,10 @@ static void otp_body_is_normalised(void **state)
         "\"user\":\"Bob\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
     assert_int_equal(r.endpoint, AG_EP_OTP);
-    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP_PREFIX) |
-                                 HAVE(AG_KEY_PHONE_PREFIX) |
-                                 HAVE(AG_KEY_COUNTRY));
+    assert_int_equal(r.have,
+                     HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) |
+                         HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP_PREFIX) |
+                         HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
     assert_string_equal(ag_request_value(&r, AG_KEY_PHONE), "+48600100200");
     /* The ip key of an IPv6 address is its /64, its ip_prefix the /48. */
     assert_string_equal(ag_request_value(&r, AG_KEY_IP), "2001:db8::/64");
@@ -204,9 +205,10 @@ static void otp_user_is_optional(void **state)
     char err[ERRSZ];
     const char *body = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"}";
     assert_int_equal(parse(AG_EP_OTP, body, &r, err), AG_OK);
-    assert_int_equal(
-        r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
-                    HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) |
+                                 HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
+                                 HAVE(AG_KEY_PHONE_PREFIX) |
+                                 HAVE(AG_KEY_COUNTRY));
     assert_null(ag_request_value(&r, AG_KEY_USER));
 }
 
@@ -275,16 +277,17 @@ static void null_is_treated_as_absent(void **state)
         parse(AG_EP_LOGIN,
               "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"device\":null}", &r, err),
         AG_OK);
-    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_IP_PREFIX));
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) |
+                                 HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX));
     assert_int_equal(parse(AG_EP_OTP,
                            "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\","
                            "\"user\":null}",
                            &r, err),
                      AG_OK);
-    assert_int_equal(
-        r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) | HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
-                    HAVE(AG_KEY_PHONE_PREFIX) | HAVE(AG_KEY_COUNTRY));
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_PHONE) |
+                                 HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX) |
+                                 HAVE(AG_KEY_PHONE_PREFIX) |
+                                 HAVE(AG_KEY_COUNTRY));
     expect_refused(AG_EP_LOGIN, "{\"user\":null,\"ip\":\"1.2.3.4\"}", "user",
                    "required");
     expect_refused(AG_EP_OTP, "{\"phone\":\"+48600100200\",\"ip\":null}", "ip",
@@ -347,8 +350,8 @@ static void unknown_fields_are_ignored(void **state)
                        "\"v\":2}";
     assert_int_equal(parse(AG_EP_LOGIN, body, &r, err), AG_OK);
     /* "phone" is not a login field, so it is not read. */
-    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) | HAVE(AG_KEY_IP) |
-                                 HAVE(AG_KEY_IP_PREFIX));
+    assert_int_equal(r.have, HAVE(AG_KEY_SITE) | HAVE(AG_KEY_USER) |
+                                 HAVE(AG_KEY_IP) | HAVE(AG_KEY_IP_PREFIX));
     assert_null(ag_request_value(&r, AG_KEY_PHONE));
     /* Nor is "device" an otp field, even when it is invalid. */
     body = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\",\"device\":5}";
@@ -578,8 +581,7 @@ static void report_reason_is_one_of_three_on_a_failure(void **state)
         assert_int_equal(report_parse(b, strlen(b), &r, err), AG_OK);
         assert_int_equal(r.reason, i);
     }
-    assert_string_equal(ag_reason_name(AG_REASON_UNKNOWN_USER),
-                        "unknown_user");
+    assert_string_equal(ag_reason_name(AG_REASON_UNKNOWN_USER), "unknown_user");
     static const char *const bad[] = {"\"nope\"", "1", "\"\"", "[]",
                                       "\"Bad_password\""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
