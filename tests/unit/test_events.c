@@ -4,8 +4,8 @@
  * level key and key digest parsers, once-per-lockout in the local table
  * that stands in for Redis, markers cleared by a reset, and the admin
  * read's refusals; then, over a fake store that answers as each test
- * says, the backlog's retries and the level of a block whose level key
- * could not be read.
+ * says, the backlog's retries, the level of a block whose level key
+ * could not be read, and a password spray's event and marker.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,9 +99,9 @@ static void every_type_has_its_name(void **state)
 {
     (void)state;
     const char *want[AG_EV_COUNT] = {
-        "lockout",      "block_escalated", "conversion_block",
-        "reset",        "policy_changed",  "list_changed",
-        "breaker_open", "breaker_closed",
+        "lockout",        "block_escalated", "conversion_block",
+        "password_spray", "reset",           "policy_changed",
+        "list_changed",   "breaker_open",    "breaker_closed",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);
@@ -145,16 +145,24 @@ static void one_op(struct ag_plan *plan, const struct ag_policy *p,
              digest);
 }
 
-static int64_t lockouts(struct ag_metrics *m)
+/* The events of type the metrics counted. */
+static int64_t event_count(struct ag_metrics *m, const char *type)
 {
     struct ag_buf b;
     ag_buf_init(&b, 1 << 20);
     assert_int_equal(ag_metrics_render(m, &b), AG_OK);
-    const char *at = strstr(b.p, "abuseguard_events_total{type=\"lockout\"} ");
+    char want[96];
+    snprintf(want, sizeof want, "abuseguard_events_total{type=\"%s\"} ", type);
+    const char *at = strstr(b.p, want);
     assert_non_null(at);
     long long n = atoll(strchr(at, '}') + 2);
     ag_buf_free(&b);
     return n;
+}
+
+static int64_t lockouts(struct ag_metrics *m)
+{
+    return event_count(m, "lockout");
 }
 
 static void without_redis_a_lockout_is_raised_once_per_key(void **state)
@@ -633,6 +641,116 @@ static json_t *lockout_after_level(enum answer how, const char *level,
     return o;
 }
 
+/* A spray policy is a distinct one keyed on password_fp, alone or with
+ * other kinds; no other policy is. */
+static void a_spray_policy_is_distinct_on_password_fp(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        bool spray;
+    } cases[] = {
+        {"{\"name\":\"t.s\",\"endpoint\":\"login\","
+         "\"key\":[\"password_fp\"],\"algorithm\":\"distinct\","
+         "\"limit\":10,\"window_s\":3600,\"counts\":\"failures\"}",
+         true},
+        {"{\"name\":\"t.s\",\"endpoint\":\"login\","
+         "\"key\":[\"ip_prefix\",\"password_fp\"],"
+         "\"algorithm\":\"distinct\",\"limit\":10,\"window_s\":3600}",
+         true},
+        {"{\"name\":\"t.s\",\"endpoint\":\"login\","
+         "\"key\":[\"password_fp\"],\"algorithm\":\"sliding_log\","
+         "\"limit\":10,\"window_s\":3600}",
+         false},
+        {"{\"name\":\"t.s\",\"endpoint\":\"login\",\"key\":[\"ip\"],"
+         "\"algorithm\":\"distinct\",\"limit\":10,\"window_s\":3600}",
+         false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct ag_policy p = ag_test_policy(cases[i].json);
+        assert_int_equal(ag_event_spray_policy(&p), cases[i].spray);
+    }
+}
+
+/* A spray policy's denial raises password_spray (not lockout) with the
+ * fingerprint key's digest, and its marker lives the policy's window
+ * however soon the denial itself ends: a sustained spray denies in short
+ * spells (each time its oldest user ages out), and is one event a
+ * window. */
+static void a_spray_is_one_event_a_window_with_the_keys_digest(void **state)
+{
+    (void)state;
+    struct fake f;
+    struct ag_events *ev = attached(&f);
+    struct ag_policy p =
+        ag_test_policy("{\"name\":\"t.spray\",\"endpoint\":\"login\","
+                       "\"key\":[\"password_fp\"],\"algorithm\":\"distinct\","
+                       "\"limit\":10,\"window_s\":3600,\"counts\":\"failures\","
+                       "\"action\":\"challenge\"}");
+    struct ag_plan plan;
+    struct ag_limit_result res = {.allowed = false, .retry_after_ms = 5000};
+    one_op(&plan, &p, DIGEST, false);
+    ag_events_denied(ev, &plan, &res, false);
+    assert_int_equal(f.n_held, 1);
+    assert_string_equal(f.held[0].argv[0], "SET");
+    assert_string_equal(f.held[0].argv[1], "ag:t.spray:" DIGEST ":e");
+    assert_string_equal(f.held[0].argv[4], "PX");
+    assert_string_equal(f.held[0].argv[5], "3600000");
+    answer(&f, ANSWER_OK, NULL); /* the marker is set: a spray */
+    answer(&f, ANSWER_OK, NULL); /* its XADD */
+    assert_int_equal(f.n_stream, 1);
+    json_t *o = json_loads(f.stream[0], 0, NULL);
+    assert_true(json_is_object(o));
+    assert_string_equal(json_string_value(json_object_get(o, "type")),
+                        "password_spray");
+    assert_string_equal(json_string_value(json_object_get(o, "policy")),
+                        "t.spray");
+    assert_string_equal(json_string_value(json_object_get(o, "key")), DIGEST);
+    assert_string_equal(json_string_value(json_object_get(o, "action")),
+                        "challenge");
+    assert_int_equal(json_integer_value(json_object_get(o, "retry_after")), 5);
+    json_decref(o);
+    /* A longer denial keeps its own length. */
+    res.retry_after_ms = 7200000;
+    one_op(&plan, &p, "f123456789abcdef0123456789abcdef", false);
+    ag_events_denied(ev, &plan, &res, false);
+    assert_int_equal(f.n_held, 1);
+    assert_string_equal(f.held[0].argv[5], "7200000");
+    answer(&f, ANSWER_ERROR, NULL); /* refused: this instance decides */
+    answer(&f, ANSWER_OK, NULL);
+    assert_int_equal(f.n_stream, 2);
+    ag_events_free(ev);
+    fake_free(&f);
+}
+
+/* Without Redis the local table stands in, with the same window: a
+ * spray's denial that ends within a second is still the one spray a
+ * second later, where a lockout's marker would have lapsed
+ * (a_marker_lapses_with_the_denial). */
+static void without_redis_a_spray_is_still_one_event_a_window(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_events *ev;
+    assert_int_equal(ag_events_new(&(struct ag_events_opts){.metrics = m}, &ev),
+                     AG_OK);
+    struct ag_policy p = ag_test_policy(
+        "{\"name\":\"t.spray\",\"endpoint\":\"login\","
+        "\"key\":[\"password_fp\"],\"algorithm\":\"distinct\","
+        "\"limit\":10,\"window_s\":3600,\"counts\":\"failures\"}");
+    struct ag_plan plan;
+    struct ag_limit_result res = {.allowed = false, .retry_after_ms = 1};
+    one_op(&plan, &p, DIGEST, false);
+    ag_events_denied(ev, &plan, &res, true);
+    struct timespec ts = {1, 100000000};
+    nanosleep(&ts, NULL);
+    ag_events_denied(ev, &plan, &res, true);
+    assert_int_equal(event_count(m, "password_spray"), 1);
+    assert_int_equal(event_count(m, "lockout"), 0);
+    ag_events_free(ev);
+    ag_metrics_free(m);
+}
+
 static void a_level_that_could_not_be_read_is_left_out(void **state)
 {
     (void)state;
@@ -670,6 +788,9 @@ int main(void)
         cmocka_unit_test(a_detach_sends_the_backlog_one_last_time),
         cmocka_unit_test(after_the_largest_stream_id_is_an_empty_page),
         cmocka_unit_test(a_level_that_could_not_be_read_is_left_out),
+        cmocka_unit_test(a_spray_policy_is_distinct_on_password_fp),
+        cmocka_unit_test(a_spray_is_one_event_a_window_with_the_keys_digest),
+        cmocka_unit_test(without_redis_a_spray_is_still_one_event_a_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
