@@ -197,12 +197,31 @@ class SprayTest(ServiceTest):
         r = self.check(svc, user, ip, stale)
         self.assertEqual(self.decision(r, POLICY)["remaining"], LIMIT - 1)
 
-    def test_the_event_is_raised_once_with_the_digest_and_no_plaintext(
-            self):
+    def admin_service(self):
         token_file = os.path.join(self.workdir, "admin.token")
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
-        svc = self.service(extra=["--admin-token-file", token_file])
+        return self.service(extra=["--admin-token-file", token_file])
+
+    def test_an_admin_reset_of_the_fingerprint_ends_a_false_alarm(self):
+        svc = self.admin_service()
+        self.spray(svc, SPRAYED, LIMIT)
+        user, ip = self.fresh()
+        self.assert_challenged(self.check(svc, user, ip, SPRAYED))
+        # The body names the fingerprint as the checks send it.
+        r = svc.post("/admin/reset", {"policy": POLICY}, headers=AUTH)
+        self.assertEqual((r.status, r.json["field"]), (400, "password_fp"),
+                         r.raw)
+        r = svc.post("/admin/reset", {"policy": POLICY,
+                                      "password_fp": SPRAYED}, headers=AUTH)
+        self.assertEqual(r.status, 204, r.raw)
+        r = self.check(svc, user, ip, SPRAYED)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.decision(r, POLICY)["remaining"], LIMIT)
+
+    def test_the_event_is_raised_once_with_the_digest_and_no_plaintext(
+            self):
+        svc = self.admin_service()
         answers = self.spray(svc, SPRAYED, 30)
         self.assertEqual(sum(r.status == 429 for r in answers), 30 - LIMIT)
 
