@@ -58,7 +58,7 @@ struct ag_request {
     /* The lane: set by ag_request_trust once the service verified the
      * token for this user; the parser leaves the request untrusted. */
     bool trusted;
-    char device_id[AG_DEVICE_ID_HEX + 1];     /* the token's id, in hex */
+    char device_id[AG_DEVICE_ID_HEX + 1]; /* the token's id, in hex */
     /* The fingerprint of the password tried, as sent (login checks and
      * failure reports; "" if none): the password_fp identifier. */
     char password_fp[AG_PASSWORD_FP_MAX + 1];
