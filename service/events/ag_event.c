@@ -15,6 +15,7 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_LOCKOUT] = "lockout",
     [AG_EV_BLOCK_ESCALATED] = "block_escalated",
     [AG_EV_CONVERSION_BLOCK] = "conversion_block",
+    [AG_EV_PASSWORD_SPRAY] = "password_spray",
     [AG_EV_RESET] = "reset",
     [AG_EV_POLICY_CHANGED] = "policy_changed",
     [AG_EV_LIST_CHANGED] = "list_changed",
@@ -86,6 +87,16 @@ uint32_t ag_event_level_parse(const char *text, size_t len)
     while (i < len && text[i] >= '0' && text[i] <= '9' && n < 100000000u)
         n = n * 10 + (uint32_t)(text[i++] - '0');
     return i > 0 && i < len && text[i] == ' ' ? n : 0;
+}
+
+bool ag_event_spray_policy(const struct ag_policy *p)
+{
+    if (p->algorithm != AG_ALG_DISTINCT)
+        return false;
+    for (size_t k = 0; k < p->nkeys; k++)
+        if (p->key[k] == AG_KEY_PASSWORD_FP)
+            return true;
+    return false;
 }
 
 void ag_event_key_digest(const char *store_key, char *out)

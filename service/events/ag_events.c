@@ -3,7 +3,7 @@
  * The event source: its life cycle, raising an event (stamped, counted,
  * logged, pushed to the webhooks, appended to the stream through
  * ag_events_stream.c), and the once-per-lockout markers behind the
- * lockout, conversion_block and block_escalated events.
+ * lockout, conversion_block, password_spray and block_escalated events.
  */
 #include "ag_events.h"
 
@@ -260,10 +260,15 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
         memcpy(m->key, key, sizeof m->key);
         m->ev = ev;
         /* The marker lives as long as the denial: the next one after it
-         * lapses, once the key was allowed again, is a new lockout. */
-        m->ttl_ms = res[i].retry_after_ms > 1000 ? res[i].retry_after_ms : 1000;
+         * lapses, once the key was allowed again, is a new lockout. A
+         * spray's lives a window at least (ag_events.h). */
+        bool spray = ag_event_spray_policy(p);
+        uint64_t floor_ms = spray ? (uint64_t)p->window_s * 1000 : 1000;
+        m->ttl_ms =
+            res[i].retry_after_ms > floor_ms ? res[i].retry_after_ms : floor_ms;
         struct ag_event *e = &m->e;
-        ag_event_init(e, p->algorithm == AG_ALG_CONVERSION
+        ag_event_init(e, spray ? AG_EV_PASSWORD_SPRAY
+                         : p->algorithm == AG_ALG_CONVERSION
                              ? AG_EV_CONVERSION_BLOCK
                              : AG_EV_LOCKOUT);
         snprintf(e->policy, sizeof e->policy, "%s", p->name);

@@ -2,7 +2,8 @@
 /*
  * Security events: a lockout began, a block escalated, an admin reset a
  * key, changed a policy or a list, the Redis circuit breaker opened or
- * closed, the OTP conversion algorithm blocked a number range. Each event
+ * closed, the OTP conversion algorithm blocked a number range, a password
+ * was sprayed across many users. Each event
  * is one JSON object (ag_event_json), appended to a capped Redis Stream
  * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
  * webhook receivers (ag_webhook.h); GET /admin/events pages through the
@@ -17,6 +18,11 @@
  * (the marker shares the state key's slot, hash tag included), and only
  * the instance whose SET answers OK raises the event; each instance asks
  * once per AG_EVENTS_ASKED_MS per key at most, however many denials.
+ * The marker lives as long as the denial's retry_after; a spray's at
+ * least its policy's window, since a spray policy without block_s under a
+ * sustained spray denies in short spells, each ending as the oldest user
+ * of its set ages out and the next sprayed one fills the place: one spray
+ * is one event a window, not one per spell.
  * While Redis cannot answer, a small table in this instance stands in
  * (AG_EVENTS_LOCAL_MARKS markers): the lockout is then once per instance.
  * An append Redis cannot take (an error answer, a timeout, the breaker
@@ -73,6 +79,7 @@ enum ag_event_type {
     AG_EV_LOCKOUT,          /* a policy began denying a key */
     AG_EV_BLOCK_ESCALATED,  /* a block with growth began above level 1 */
     AG_EV_CONVERSION_BLOCK, /* a conversion policy began denying a key */
+    AG_EV_PASSWORD_SPRAY,   /* a spray policy began denying a fingerprint */
     AG_EV_RESET,            /* POST /admin/reset */
     AG_EV_POLICY_CHANGED,   /* PUT or DELETE /admin/policies/{name} */
     AG_EV_LIST_CHANGED,     /* POST or DELETE /admin/lists/... */
@@ -115,6 +122,11 @@ char *ag_event_json(const struct ag_event *e);
  * blocks in a row: lua/common.lua), or 0 if text is not one. */
 uint32_t ag_event_level_parse(const char *text, size_t len);
 
+/* Is p a password spray policy: a distinct one keyed on password_fp,
+ * which counts the users a fingerprint failed for? Its denials raise
+ * password_spray instead of lockout. */
+bool ag_event_spray_policy(const struct ag_policy *p);
+
 /* The digest in a policy's store key ("ag:<policy>:<digest>" or
  * "ag:<policy>:{<digest>}") into out (AG_DIGEST_HEX + 1 bytes); "" if the
  * key has none. */
@@ -156,7 +168,8 @@ void ag_events_raise(struct ag_events *ev, struct ag_event *e);
 /* A check of plan was denied with results res (degraded: the store did
  * not answer, the fallback did). Each enforcing policy that denied (a
  * challenge one too: it turns the key away until a challenge is passed)
- * raises lockout (conversion_block for a conversion policy), and
+ * raises lockout (conversion_block for a conversion policy,
+ * password_spray for a spray policy: ag_event_spray_policy), and
  * block_escalated beside it when its block's level is above 1, once per
  * lockout. Returns without waiting. */
 void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,

@@ -105,6 +105,13 @@ class Ctx:
             any(d.get("cached") for d in r.json["decisions"]), cached, r.raw)
         return r
 
+    def bad_body(self, path, body, field):
+        """A public route's 400 for body, naming field."""
+        r = self.post(path, body)
+        self.test.assertEqual((r.status, r.json and r.json.get("field")),
+                              (400, field), r.raw)
+        return r
+
     def inspect(self, body, endpoint="login", **expect):
         """POST /admin/inspect of body for endpoint; asserts the answer
         holds expect (the shape the row is there to provoke)."""
@@ -238,14 +245,24 @@ def admin_cases(path, method, body=None):
 # with its parameters filled (see concrete_path).
 CASES = {
     **check_cases("/check-login", login, 5),
+    ("/check-login", "post", 400): [
+        ("up", lambda c: c.post("/check-login", {"ip": c.ip()})),
+        ("up", lambda c: c.bad_body("/check-login", login(
+            c, password_fp=""), "password_fp")),
+    ],
     **check_cases("/check-otp", otp, 1),
     **check_cases("/check-otp-verify", otp, 5),
     ("/report-login", "post", 200): ("up", lambda c: c.post(
         "/report-login", login(c, success=True))),
     ("/report-login", "post", 204): ("up", lambda c: c.post(
         "/report-login", login(c, success=False, password_fp="fp1"))),
-    ("/report-login", "post", 400): ("up", lambda c: c.post(
-        "/report-login", login(c))),
+    ("/report-login", "post", 400): [
+        ("up", lambda c: c.post("/report-login", login(c))),
+        ("up", lambda c: c.bad_body("/report-login", login(
+            c, success=False, reason="typo"), "reason")),
+        ("up", lambda c: c.bad_body("/report-login", login(
+            c, success=True, reason="unknown_user"), "reason")),
+    ],
     ("/report-login", "post", 413): ("up", lambda c: c.post(
         "/report-login", BIG)),
     ("/report-otp", "post", 204): ("up", lambda c: c.post(

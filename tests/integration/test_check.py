@@ -38,6 +38,12 @@ class CheckTest(PolicyTest):
             ["login.ip", "login.ip_prefix", "login.ip_users", "login.user",
              "login.user_consecutive", "login.user_fail", "login.user_ip",
              "login.user_ip_fail"])
+        # The spray policy judges a check that carries the fingerprint.
+        r = self.login(svc, "ana@example.com", "203.0.113.7",
+                       password_fp="fp")
+        self.assertEqual(r.status, 200)
+        self.assertIn("login.password_spray",
+                      [d["policy"] for d in r.json["decisions"]])
 
     def test_allowed_login_reports_every_login_policy(self):
         svc = self.service()

@@ -4,7 +4,8 @@
  * charges only failure policies, a success clears what the user may
  * forgive, reserve, release and peek plan what a check would; a request
  * trusted by its device token plans the trusted lane, one without the
- * untrusted lane, and a passed challenge waives challenge policies.
+ * untrusted lane, and a passed challenge waives challenge policies; and
+ * a password spray policy in each of these plans.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,6 +320,112 @@ static void passed_challenge_plans_challenge_policies_as_waived(void **state)
     ag_ruleset_unref(s);
 }
 
+/* Password spraying (issue 27): a distinct policy keyed on password_fp,
+ * counting failures, beside a user policy. */
+static struct ag_ruleset *spray_set(void)
+{
+    struct ag_policy ps[] = {
+        ag_test_policy("{\"name\":\"login.spray\",\"endpoint\":\"login\","
+                       "\"key\":[\"password_fp\"],\"algorithm\":\"distinct\","
+                       "\"limit\":10,\"window_s\":3600,"
+                       "\"counts\":\"failures\",\"applies_to\":\"untrusted\","
+                       "\"action\":\"challenge\"}"),
+        policy("login.user", "login", "[\"user\"]", 5, NULL),
+    };
+    struct ag_ruleset *s = ag_ruleset_new(ps, sizeof ps / sizeof ps[0], 1);
+    assert_non_null(s);
+    return s;
+}
+
+/* A check with the fingerprint is judged by the spray policy (checked,
+ * never charged: it counts failures), under the fingerprint's digest
+ * with the user's digest as the member; a failure report with it charges
+ * the same key and member; a check or a failure without one skips it,
+ * and a success never clears it, so a real user's success cannot empty
+ * a sprayed password's set. */
+static void a_spray_policy_judges_a_check_with_password_fp(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = spray_set();
+    char fp[AG_DIGEST_HEX + 1], user[AG_DIGEST_HEX + 1], key[80];
+    ag_identity_digest(&h, AG_KEY_PASSWORD_FP, "Summer2026!-digest", fp);
+    ag_identity_digest(&h, AG_KEY_USER, "ana", user);
+    snprintf(key, sizeof key, "ag:login.spray:%s", fp);
+    struct ag_request r;
+    request(AG_EP_LOGIN,
+            "{\"user\":\"ana\",\"ip\":\"10.1.2.3\","
+            "\"password_fp\":\"Summer2026!-digest\"}",
+            &r);
+    struct ag_plan plan;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    static const char *const both[] = {"login.spray", "login.user"};
+    expect_plan(&plan, s, both, 2);
+    const struct ag_limit_op *op = op_named(&plan, "login.spray");
+    assert_string_equal(op->key, key);
+    assert_string_equal(op->member, user);
+    assert_false(op->charge);
+    assert_false(op->shadow);
+    assert_null(strstr(op->key, "Summer"));
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    static const char *const failure[] = {"login.spray"};
+    expect_plan(&plan, s, failure, 1);
+    assert_string_equal(plan.ops[0].key, key);
+    assert_string_equal(plan.ops[0].member, user);
+    assert_true(plan.ops[0].charge);
+    assert_int_equal(plan_of(s, AG_PLAN_SUCCESS, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan.n, 0);
+    /* Another user with the same fingerprint: the same key, another
+     * member. */
+    request(AG_EP_LOGIN,
+            "{\"user\":\"bob\",\"ip\":\"10.9.9.9\","
+            "\"password_fp\":\"Summer2026!-digest\"}",
+            &r);
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    assert_string_equal(plan.ops[0].key, key);
+    assert_string_not_equal(plan.ops[0].member, user);
+    /* No fingerprint: nothing to judge or charge. */
+    request(AG_EP_LOGIN, "{\"user\":\"ana\",\"ip\":\"10.1.2.3\"}", &r);
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    static const char *const user_only[] = {"login.user"};
+    expect_plan(&plan, s, user_only, 1);
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan.n, 0);
+    ag_ruleset_unref(s);
+}
+
+/* The spray policy is the untrusted lane's: a trusted device is never
+ * judged or charged by it, and a passed challenge waives it. */
+static void
+a_spray_policy_spares_trusted_devices_and_passed_challenges(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_ruleset *s = spray_set();
+    const char *body = "{\"user\":\"ana\",\"ip\":\"10.1.2.3\","
+                       "\"password_fp\":\"fp\"}";
+    struct ag_request r;
+    request(AG_EP_LOGIN, body, &r);
+    ag_request_trust(&r, device_id);
+    struct ag_plan plan;
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    static const char *const user_only[] = {"login.user"};
+    expect_plan(&plan, s, user_only, 1);
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    assert_int_equal(plan.n, 0);
+    request(AG_EP_LOGIN,
+            "{\"user\":\"ana\",\"ip\":\"10.1.2.3\","
+            "\"password_fp\":\"fp\",\"challenge_passed\":true}",
+            &r);
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    const struct ag_limit_op *op = op_named(&plan, "login.spray");
+    assert_true(op->waived);
+    assert_true(op->shadow);
+    ag_ruleset_unref(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +439,9 @@ int main(void)
         cmocka_unit_test(trusted_request_plans_only_its_lane),
         cmocka_unit_test(device_token_key_hashes_the_tokens_id),
         cmocka_unit_test(passed_challenge_plans_challenge_policies_as_waived),
+        cmocka_unit_test(a_spray_policy_judges_a_check_with_password_fp),
+        cmocka_unit_test(
+            a_spray_policy_spares_trusted_devices_and_passed_challenges),
     };
     return cmocka_run_group_tests(tests, init_sodium, NULL);
 }

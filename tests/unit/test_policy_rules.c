@@ -112,6 +112,41 @@ static void distinct_round_trips(void **state)
     json_decref(out);
 }
 
+/* login.password_spray's shape: distinct users per password fingerprint,
+ * charged by failures. The fingerprint is a login field only, and the
+ * user is what the set counts, so it is no part of the key. */
+static void a_distinct_policy_may_key_on_password_fp(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(distinct_base, "key", "[\"password_fp\"]", &p);
+    assert_int_equal(p.nkeys, 1);
+    assert_int_equal(p.key[0], AG_KEY_PASSWORD_FP);
+    json_t *o = with_field(distinct_base, "key", "[\"password_fp\"]");
+    json_object_set_new(o, "counts", json_string("failures"));
+    json_object_set_new(o, "action", json_string("challenge"));
+    struct ag_error err;
+    assert_int_equal(ag_policy_from_json(o, NULL, &p, &err), AG_OK);
+    json_decref(o);
+    assert_int_equal(p.counts, AG_COUNTS_FAILURES);
+    json_t *out = ag_policy_to_json(&p);
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(out, "key"), 0)),
+        "password_fp");
+    struct ag_policy back;
+    assert_int_equal(ag_policy_from_json(out, NULL, &back, &err), AG_OK);
+    assert_memory_equal(&back, &p, sizeof p);
+    json_decref(out);
+    expect_field_refused(distinct_base, "key", "[\"password_fp\",\"user\"]");
+    expect_refused_saying(otp_base, "key", "[\"password_fp\"]", "key",
+                          "not sent to the otp endpoint");
+    /* site, the whole endpoint, is every endpoint's. */
+    expect_accepted(distinct_base, "key", "[\"site\"]", &p);
+    assert_int_equal(p.key[0], AG_KEY_SITE);
+    expect_accepted(otp_base, "key", "[\"site\"]", &p);
+    assert_int_equal(p.key[0], AG_KEY_SITE);
+}
+
 static const char consecutive_base[] =
     "{\"name\":\"login.cap\",\"endpoint\":\"login\",\"key\":[\"user\"],"
     "\"algorithm\":\"consecutive\",\"limit\":100,\"window_s\":86400,"
@@ -301,6 +336,7 @@ int main(void)
         cmocka_unit_test(distinct_must_not_key_on_what_it_counts),
         cmocka_unit_test(distinct_limit_over_10000_is_refused),
         cmocka_unit_test(distinct_round_trips),
+        cmocka_unit_test(a_distinct_policy_may_key_on_password_fp),
         cmocka_unit_test(consecutive_needs_counts_failures),
         cmocka_unit_test(consecutive_round_trips),
         cmocka_unit_test(conversion_needs_min_ratio_in_range),

@@ -114,7 +114,8 @@ void ag_vectors_result_text(const struct ag_limit_result *r, char *out,
 /* The plan of one step: its "ops", each a policy's name or an object
  * {"policy", "member", "charge" (default true), "shadow" (default
  * false)}; a failure's "fp" and "fp_window_s", its fingerprint set being
- * the vector's own key (prefix). */
+ * the vector's own key (prefix), or with "fp_set" that key and the
+ * set's name. */
 static void plan_of(const json_t *step, const char *prefix,
                     const struct ag_policy *p, size_t np,
                     char keys[][AG_STORE_KEY_MAX], struct ag_plan *plan)
@@ -140,10 +141,15 @@ static void plan_of(const json_t *step, const char *prefix,
     const char *fp = json_string_value(json_object_get(step, "fp"));
     if (fp && plan->kind != AG_PLAN_FAILURE)
         die("only a failure has a fingerprint", fp);
+    /* The user whose set it is, where a vector has several (a spray):
+     * each its own set. */
+    const char *set = json_string_value(json_object_get(step, "fp_set"));
+    if (set && !fp)
+        die("fp_set without a fingerprint", set);
     if (fp) {
         snprintf(plan->fp, sizeof plan->fp, "%s", fp);
-        snprintf(plan->fp_key, sizeof plan->fp_key, "%s%s", AG_FP_KEY_PREFIX,
-                 prefix);
+        snprintf(plan->fp_key, sizeof plan->fp_key, "%s%s%s%s",
+                 AG_FP_KEY_PREFIX, prefix, set ? ":" : "", set ? set : "");
         if (!json_object_get(step, "fp_window_s"))
             die("a fingerprint needs fp_window_s", fp);
         plan->fp_window_s = uint_field(step, "fp_window_s", 0);
