@@ -117,6 +117,7 @@ static void init_entry(struct ag_shields *sh, struct ag_shield *e,
     e->view.threshold = ag_surge_threshold(&e->local, &e->params);
     e->view.now_ms = now_ms;
     e->view.source = sh->o.store ? AG_SHIELD_SHARED : AG_SHIELD_LOCAL;
+    e->said_local = false;
 }
 
 struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
@@ -157,6 +158,7 @@ struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
         e->view.now_ms = o->view.now_ms;
         e->view.source = o->view.source;
         e->view.stepped = o->view.stepped;
+        e->said_local = o->said_local;
         e->view.threshold = ag_surge_threshold(&e->view.state, &e->params);
     }
     pthread_mutex_unlock(&sh->lock);
@@ -309,24 +311,31 @@ void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
         changed = local_changed;
     }
     /* Crossing between the shared state and this instance's own raises or
-     * lowers the shield here: said once, by this instance. */
-    if (e->view.source != was && e->view.stepped) {
+     * lowers the shield here: said once, by this instance. A shield that
+     * never had the shared state (Redis not up yet at start) crosses
+     * nothing when it first gets it. */
+    bool cross = false;
+    if (e->view.source == AG_SHIELD_LOCAL && was == AG_SHIELD_SHARED &&
+        e->view.stepped && sh->o.store) {
+        ag_log(AG_LOG_WARN, "shield_local",
+               "policy=%s Redis does not answer: shielding from this "
+               "instance's own counts",
+               e->policy->name);
+        e->said_local = cross = true;
+    } else if (e->view.source == AG_SHIELD_SHARED && e->said_local) {
+        ag_log(AG_LOG_INFO, "shield_shared",
+               "policy=%s Redis answers again: shielding from every "
+               "instance's counts",
+               e->policy->name);
+        e->said_local = false;
+        cross = true;
+    }
+    if (cross) {
         changed = 0;
         if (e->view.state.raised && !was_raised)
             changed = AG_SURGE_RAISED;
         else if (!e->view.state.raised && was_raised)
             changed = AG_SURGE_LOWERED;
-        if (sh->o.store)
-            ag_log(e->view.source == AG_SHIELD_LOCAL ? AG_LOG_WARN
-                                                     : AG_LOG_INFO,
-                   e->view.source == AG_SHIELD_LOCAL ? "shield_local"
-                                                     : "shield_shared",
-                   "policy=%s %s", e->policy->name,
-                   e->view.source == AG_SHIELD_LOCAL
-                       ? "Redis does not answer: shielding from this "
-                         "instance's own counts"
-                       : "Redis answers again: shielding from every "
-                         "instance's counts");
     }
     e->view.stepped = true;
     publish_state(e, &e->view.state, e->view.now_ms);

@@ -78,6 +78,7 @@ struct ag_shield {
     /* The sync thread's (under the shields' lock). */
     struct ag_surge_state local; /* this instance's counts alone */
     struct ag_shield_view view;  /* the state in force */
+    bool said_local; /* shield_local was logged, shield_shared not yet */
 };
 
 struct ag_shield_table {
