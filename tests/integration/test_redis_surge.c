@@ -302,6 +302,16 @@ static void empty_windows_and_long_gaps_agree(void **state)
     now += 7 * W;
     step(&t, now, 1, 1);
     assert_int_equal(t.st.taught, taught);
+    /* Gaps once a whole baseline period has been taught: the script
+     * takes their zeros band by band, C one by one. */
+    twin_new(&t, "steady", params(100000, 5000, 100, W));
+    now = T0;
+    run(&t, &now, 104, 40000, 80000);
+    assert_true(t.st.taught >= 100);
+    now += 37 * W;
+    step(&t, now + 1, 0, 0);
+    now += 250 * W;
+    step(&t, now + 1, 1, 1);
     /* A baseline of 7 days in windows of a minute, and a week's gap. */
     twin_new(&t, "week", params(100, 5000, 10080, 600000));
     now = T0;
