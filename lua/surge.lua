@@ -90,7 +90,8 @@ end
 local periods = floor(baseline_ms / window_ms)
 
 -- ag_surge.c's teach: x clipped (but for the first), then the average b
--- moves (x - b) / min(n, periods), floored toward minus infinity.
+-- moves (x - b) / min(n, periods), floored toward minus infinity. Exact
+-- while a window counts under 9 x 10^12 (x x 1000 below 2^53).
 local function teach(b, x, n)
   local div = min(n, periods)
   local xm = x * 1000
@@ -163,7 +164,8 @@ local function roll(wi)
 end
 
 -- ag_surge_threshold: max(limit, floor(base x factor_milli / 10^6)),
--- split so that no product nears 2^53.
+-- split so that no product nears 2^53 (r x factor_milli stays under 10^11
+-- for a policy's factor, at most 100).
 local function threshold()
   local q = floor(base / 1000000)
   local r = base - q * 1000000
