@@ -60,8 +60,8 @@ local prev_count, prev_attempts, base, attempt_base, taught = 0, 0, 0, 0, 0
 local raised, tainted, since_ms, until_ms, peak = false, false, 0, 0, 0
 
 -- The hash as it is, if it is a whole one of this window_ms; else it is
--- deleted (a key of another type too, or a hash left with other fields)
--- and the state starts over.
+-- deleted (another window_ms's, another algorithm's, a key of another
+-- type) and the state starts over.
 local h = redis.pcall('HMGET', key, 'window_ms', unpack(FIELDS))
 local v = {}
 local whole = type(h) == 'table' and not h.err and
@@ -90,7 +90,8 @@ end
 local periods = floor(baseline_ms / window_ms)
 
 -- ag_surge.c's teach: x clipped (but for the first), then the average b
--- moves (x - b) / min(n, periods), floored toward minus infinity.
+-- moves (x - b) / min(n, periods), floored toward minus infinity. Exact
+-- while a window counts under 9 x 10^12 (x x 1000 below 2^53).
 local function teach(b, x, n)
   local div = min(n, periods)
   local xm = x * 1000
@@ -101,6 +102,21 @@ local function teach(b, x, n)
     return b + floor((xm - b) / div)
   end
   return b - floor((b - xm + div - 1) / div)
+end
+
+-- k zeros taught in a row into an average b of periods windows, as k
+-- teach(b, 0, n) with n >= periods: each takes ceil(b / periods) off, the
+-- same while b stays in one band ((c - 1) x periods, c x periods], so a
+-- band goes in one round. Exactly ag_surge.c's k steps, in min(k, b /
+-- periods + 1) rounds: a baseline of 30 days in windows of a second
+-- would otherwise loop millions of times in Redis after a long gap.
+local function decay(b, k)
+  while k > 0 and b > 0 do
+    local c = floor((b + periods - 1) / periods)
+    local s = min(k, floor((b - (c - 1) * periods + c - 1) / c))
+    b, k = b - s * c, k - s
+  end
+  return b
 end
 
 -- ag_surge.c's holds, in doubles, operation for operation.
@@ -124,16 +140,17 @@ local function roll(wi)
   if raised then
     empty = 0
   end
-  for i = 1, empty do
-    -- Zeros teach a zero average nothing: the rest only count.
-    if base == 0 and attempt_base == 0 then
-      taught = taught + empty - i + 1
-      break
-    end
-    taught = taught + 1
+  -- Empty windows teach zeros, one by one while fewer than periods have
+  -- been taught (each has its own divisor; none moves a zero average),
+  -- then by decay.
+  while empty > 0 and taught + 1 < periods and
+      (base > 0 or attempt_base > 0) do
+    taught, empty = taught + 1, empty - 1
     base = teach(base, 0, taught)
     attempt_base = teach(attempt_base, 0, taught)
   end
+  base, attempt_base = decay(base, empty), decay(attempt_base, empty)
+  taught = taught + empty
   prev_count = gap == 1 and count or 0
   prev_attempts = gap == 1 and attempts or 0
   if raised then
@@ -147,7 +164,8 @@ local function roll(wi)
 end
 
 -- ag_surge_threshold: max(limit, floor(base x factor_milli / 10^6)),
--- split so that no product nears 2^53.
+-- split so that no product nears 2^53 (r x factor_milli stays under 10^11
+-- for a policy's factor, at most 100).
 local function threshold()
   local q = floor(base / 1000000)
   local r = base - q * 1000000

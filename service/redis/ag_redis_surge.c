@@ -23,11 +23,11 @@
 #include "ag_redis_reply.h"
 
 #define SCRIPT_PIECE "surge.lua"
-#define ARGC 14      /* EVALSHA sha 1 key and lua/surge.lua's ten ARGV */
-#define KEY_AT 3     /* the key's index in argv */
-#define REPLY_N 16   /* the state's 13 fields, changed, now_ms, threshold */
-#define NUM_MAX 1e15 /* lua/surge.lua takes 15 digits at most */
-#define NUM_TEXT 24  /* a uint64_t in decimal, and its NUL */
+#define ARGC 14    /* EVALSHA sha 1 key and lua/surge.lua's ten ARGV */
+#define KEY_AT 3   /* the key's index in argv */
+#define REPLY_N 16 /* the state's 13 fields, changed, now_ms, threshold */
+#define NUM_MAX 1000000000000000ull /* lua/surge.lua takes 15 digits */
+#define NUM_TEXT 24                 /* a uint64_t in decimal, and its NUL */
 
 /* The script and its SHA1, found once: the text is compiled in, so either
  * both are there for the process's life or neither is. */
@@ -62,7 +62,7 @@ static bool takes(const struct ag_surge_params *p,
                           p->limit,       p->factor_milli, call->count,
                           call->attempts, call->for_ms,    call->now_ms};
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
-        if ((double)n[i] >= NUM_MAX)
+        if (n[i] >= NUM_MAX)
             return false;
     return p->window_ms > 0 && p->baseline_ms >= p->window_ms &&
            call->op >= AG_SURGE_OP_STEP && call->op <= AG_SURGE_OP_LOWER;

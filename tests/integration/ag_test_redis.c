@@ -10,10 +10,12 @@
 
 #include "ag_test_redis.h"
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,6 +110,35 @@ int ag_test_server_spawn(struct ag_test_server *s, const char *const *args,
         _exit(127);
     }
     return s->pid > 0 ? 0 : -1;
+}
+
+int ag_test_spare_ports(int *ports, size_t n)
+{
+    int fd[8], rc = -1;
+    size_t opened = 0;
+    if (n > sizeof fd / sizeof fd[0])
+        return -1;
+    for (; opened < n; opened++) {
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof sin;
+        fd[opened] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd[opened] < 0)
+            goto out;
+        /* Each stays bound until all are picked: n different ports. */
+        if (bind(fd[opened], (struct sockaddr *)&sin, sizeof sin) ||
+            getsockname(fd[opened], (struct sockaddr *)&sin, &len)) {
+            opened++;
+            goto out;
+        }
+        ports[opened] = ntohs(sin.sin_port);
+    }
+    rc = 0;
+out:
+    for (size_t i = 0; i < opened; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return rc;
 }
 
 redisContext *ag_test_server_connect(const char *path, int port)

@@ -51,6 +51,10 @@ int ag_test_server_dir(struct ag_test_server *s, const char *name);
  * them, no persistence and its log in the dir: 0, or -1. */
 int ag_test_server_spawn(struct ag_test_server *s, const char *const *args,
                          size_t nargs);
+/* n spare TCP ports of 127.0.0.1 into ports: the kernel's pick, released
+ * just before redis-server binds them (a small race, which fails the
+ * start). 0, or -1. */
+int ag_test_spare_ports(int *ports, size_t n);
 /* A connection to the redis-server at path (a unix socket) or, where path
  * is NULL, at 127.0.0.1:port, once it answers a PING (within 10 s);
  * caller frees with redisFree. NULL if it never does. */

@@ -15,13 +15,10 @@
 
 #include <cmocka.h>
 
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -40,30 +37,6 @@ struct env {
 
 static struct env env;
 
-/* Two spare TCP ports of 127.0.0.1: the kernel's pick, released just
- * before redis-server binds them (a small race, which fails the start). */
-static int spare_ports(int *a, int *b)
-{
-    int fd[2] = {-1, -1}, *out[2] = {a, b}, rc = -1;
-    for (int i = 0; i < 2; i++) {
-        struct sockaddr_in sin = {.sin_family = AF_INET,
-                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof sin;
-        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd[i] < 0 || bind(fd[i], (struct sockaddr *)&sin, sizeof sin) ||
-            getsockname(fd[i], (struct sockaddr *)&sin, &len))
-            goto out;
-        *out[i] = ntohs(sin.sin_port);
-    }
-    rc = 0;
-out:
-    for (int i = 0; i < 2; i++) {
-        if (fd[i] >= 0)
-            close(fd[i]);
-    }
-    return rc;
-}
-
 static redisReply *command(const char *fmt, ...)
 {
     va_list ap;
@@ -78,10 +51,12 @@ static redisReply *command(const char *fmt, ...)
 static int start_redis(void **state)
 {
     (void)state;
-    int bus;
+    int ports[2];
     if (ag_test_server_dir(&env.server, "ag-redis-slot") ||
-        spare_ports(&env.port, &bus))
+        ag_test_spare_ports(ports, 2))
         return -1;
+    env.port = ports[0];
+    int bus = ports[1];
     char port[8], bus_port[8], conf[128];
     snprintf(port, sizeof port, "%d", env.port);
     snprintf(bus_port, sizeof bus_port, "%d", bus);
