@@ -3,8 +3,8 @@
  * A site-wide shield's state machine (the surge algorithm), without I/O:
  * the same steps lua/surge.lua takes on the state shared in Redis, here
  * for an instance's own state (its fallback while Redis is down) and the
- * in-process tests. tests/vectors/surge.json holds the cases both must
- * agree on.
+ * in-process tests. tests/integration/test_redis_surge.c holds the two
+ * to the same answers, call for call, field for field.
  *
  * A shield counts one signal per window of window_ms (attempts, or
  * failures of some reasons) and, beside it, every attempt of its lane.
