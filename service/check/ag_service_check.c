@@ -240,13 +240,21 @@ static bool answer_shielded(struct ag_service *s, struct ag_check *c,
     memcpy(op.key, sh->key, sizeof op.key);
     struct ag_limit_result r = {
         .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
-    /* Counted, but not logged one line a check: under a wave that would
-     * be a line for every attempt, and the shield's raise already said
-     * it all (ag_shields__announce). */
-    if (op.waived || (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow))
+    /* Counted (the metrics, the overview), but not logged one line a
+     * check: under a wave that would be a line for every attempt, and the
+     * shield's raise already said it all (ag_shields__announce). */
+    bool challenge =
+        op.waived || (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow);
+    if (challenge)
         ag_metrics_challenge(s->o.metrics, sh->policy->name, op.waived);
     else
         ag_metrics_denial(s->o.metrics, sh->policy->name, op.shadow);
+    enum ag_overview_trip trip =
+        challenge
+            ? (op.waived ? AG_OVERVIEW_CHALLENGE_PASSED
+                         : AG_OVERVIEW_CHALLENGED)
+            : (op.shadow ? AG_OVERVIEW_SHADOW_DENIED : AG_OVERVIEW_DENIED);
+    ag_overview_trip(s->overview, ag_clock_wall_ms(), sh->policy->name, trip);
     if (op.shadow)
         return false;
     c->plan.n = 1;
