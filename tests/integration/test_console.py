@@ -216,7 +216,8 @@ class BrowserTest(ConsoleTest):
         self.assertEqual(proc.returncode, 0, out + err)
         self.assertRegex(out, r"# pass [1-9]")
         self.assertIn("# fail 0", out)
-        for name in ["signin", "policies", "lookup", "audit", "lists"]:
+        for name in ["signin", "policies", "lookup", "audit", "lists",
+                     "shield-banner", "overview", "shields"]:
             self.assertTrue(os.path.exists(os.path.join(
                 env["AG_ARTIFACTS"], "console-%s.png" % name)), name)
 
