@@ -115,8 +115,9 @@ static void random_policy(struct ag_policy *p, int i)
     p->key[0] = AG_KEY_USER;
     p->nkeys = 1;
     /* Every algorithm, twice at least. */
-    p->algorithm = (enum ag_algorithm)(
-        i < 2 * AG_ALG_STORE_COUNT ? i % AG_ALG_STORE_COUNT : (int)below(AG_ALG_STORE_COUNT));
+    p->algorithm = (enum ag_algorithm)(i < 2 * AG_ALG_STORE_COUNT
+                                           ? i % AG_ALG_STORE_COUNT
+                                           : (int)below(AG_ALG_STORE_COUNT));
     p->limit = 1 + (uint32_t)below(6);
     p->window_s = 1 + (uint32_t)below(3);
     p->block_s = below(4) == 0 ? 1 + (uint32_t)below(2) : 0;
