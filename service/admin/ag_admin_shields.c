@@ -207,8 +207,8 @@ static json_t *shields_json(struct ag_service *svc, const char *name, bool *ok)
 
 /* POST /admin/shields/{name}: the operator's switch. */
 static int switch_shield(struct ag_service *svc,
-                         const struct ag_admin_request *req, const char *name,
-                         struct ag_http_response *r,
+                         const struct ag_admin_shields_request *req,
+                         const char *name, struct ag_http_response *r,
                          struct ag_admin_shield_audit *audit)
 {
     if (strcmp(req->method, "POST") != 0)
@@ -257,13 +257,14 @@ static int switch_shield(struct ag_service *svc,
     return send_json(r, 200, json_pack("{s:o}", "shield", shield));
 }
 
-int ag_admin_shields(struct ag_service *svc, const struct ag_admin_request *req,
-                     const char *path, struct ag_http_response *r,
+int ag_admin_shields(struct ag_service *svc,
+                     const struct ag_admin_shields_request *req,
+                     struct ag_http_response *r,
                      struct ag_admin_shield_audit *audit)
 {
     *audit = (struct ag_admin_shield_audit){0};
-    if (strncmp(path, "/shields/", 9) == 0)
-        return switch_shield(svc, req, path + 9, r, audit);
+    if (strncmp(req->path, "/shields/", 9) == 0)
+        return switch_shield(svc, req, req->path + 9, r, audit);
     if (strcmp(req->method, "GET") != 0)
         return not_allowed(r, "GET");
     bool ok;
@@ -272,7 +273,7 @@ int ag_admin_shields(struct ag_service *svc, const struct ag_admin_request *req,
 }
 
 int ag_admin_overview(struct ag_service *svc,
-                      const struct ag_admin_request *req,
+                      const struct ag_admin_shields_request *req,
                       struct ag_http_response *r)
 {
     if (strcmp(req->method, "GET") != 0)

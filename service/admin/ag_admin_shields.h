@@ -2,7 +2,8 @@
 /*
  * The operators' side of the site-wide shields (ag_shields.h) and the
  * overview, as admin API routes (ag_admin.c routes to them once the
- * token is checked, and writes the audit row a switch asks for):
+ * token is checked, and writes the audit row a switch asks for; this
+ * part knows nothing of it, so that calls go one way):
  *
  *   GET  /admin/shields            {"shields": [<shield>, ...]}
  *   POST /admin/shields/{policy}   {"raise_for_s": N} | {"lower": true}
@@ -32,7 +33,6 @@
 
 #include <jansson.h>
 
-#include "ag_admin.h"
 #include "ag_error.h"
 #include "ag_http_response.h"
 #include "ag_policy.h"
@@ -68,17 +68,25 @@ struct ag_admin_shield_audit {
     json_t *after; /* the row's "after", the caller's to take */
 };
 
-/* Serves GET /admin/shields and POST /admin/shields/{policy} (path is
- * the part after "/admin") into r, and fills audit when a switch was
- * applied, in Redis or in this instance alone. Returns an error only if
- * the response could not be built. */
-int ag_admin_shields(struct ag_service *svc, const struct ag_admin_request *req,
-                     const char *path, struct ag_http_response *r,
+/* One request to these routes, as ag_admin.c read it (borrowed). */
+struct ag_admin_shields_request {
+    const char *method;
+    const char *path; /* the part after "/admin" */
+    const char *body;
+    size_t len;
+};
+
+/* Serves GET /admin/shields and POST /admin/shields/{policy} into r, and
+ * fills audit when a switch was applied, in Redis or in this instance
+ * alone. Returns an error only if the response could not be built. */
+int ag_admin_shields(struct ag_service *svc,
+                     const struct ag_admin_shields_request *req,
+                     struct ag_http_response *r,
                      struct ag_admin_shield_audit *audit);
 
 /* Serves GET /admin/overview into r. */
 int ag_admin_overview(struct ag_service *svc,
-                      const struct ag_admin_request *req,
+                      const struct ag_admin_shields_request *req,
                       struct ag_http_response *r);
 
 #endif

@@ -100,15 +100,13 @@ static int serve(struct world *w, const char *method, const char *path,
 {
     ag_http_response_free(r);
     ag_http_response_init(r);
-    char full[128];
-    snprintf(full, sizeof full, "/admin%s", path);
-    struct ag_admin_request req = {.method = method,
-                                   .path = full,
-                                   .body = body,
-                                   .len = body ? strlen(body) : 0};
+    struct ag_admin_shields_request req = {.method = method,
+                                           .path = path,
+                                           .body = body,
+                                           .len = body ? strlen(body) : 0};
     int rc = strcmp(path, "/overview") == 0
                  ? ag_admin_overview(w->svc, &req, r)
-                 : ag_admin_shields(w->svc, &req, path, r, audit);
+                 : ag_admin_shields(w->svc, &req, r, audit);
     assert_int_equal(rc, AG_OK);
     return r->status;
 }
