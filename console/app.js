@@ -143,6 +143,10 @@ function signedIn() {
 
 function signOut(why) {
   sessionStorage.removeItem(TOKEN_KEY);
+  shieldsPolling = false;
+  clearTimeout(shieldsTimer);
+  clearTimeout(overviewTimer);
+  $('shield-banner').hidden = true;
   $('nav').hidden = true;
   for (const v of Object.values(VIEWS)) $(v.section).hidden = true;
   $('signin').hidden = false;
@@ -518,6 +522,10 @@ async function deleteEntry(list, e) {
 // ---- views ----
 
 const VIEWS = {
+  overview: {section: 'view-overview', heading: 'overview-h',
+             load: pollOverview},
+  shields: {section: 'view-shields', heading: 'shields-h',
+            load: () => loadShields(true)},
   policies: {section: 'view-policies', heading: 'policies-h',
              load: loadPolicies},
   lookup: {section: 'view-lookup', heading: 'lookup-h', load: null},
@@ -545,6 +553,8 @@ function route() {
   clearMsgs();
   $('edit-form').hidden = true;
   if (VIEWS[view].load) VIEWS[view].load();
+  // The banner follows on every view.
+  startShieldsPoll();
   $(VIEWS[view].heading).focus();
 }
 
@@ -559,6 +569,7 @@ function start() {
   $('audit-first').addEventListener('click', () => loadAudit(null));
   $('audit-next').addEventListener('click', () => loadAudit(auditNext));
   $('list-form').addEventListener('submit', onAddEntry);
+  $('raise-form').addEventListener('submit', onRaise);
   window.addEventListener('hashchange', route);
   if (signedIn()) $('nav').hidden = false;
   route();

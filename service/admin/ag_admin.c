@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "ag_admin_auth.h"
+#include "ag_admin_shields.h"
 #include "ag_db.h"
 #include "ag_error.h"
 #include "ag_events.h"
@@ -635,5 +636,16 @@ int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
         return conversion(a, req, r);
     if (strcmp(path, "/events") == 0)
         return events_page(a, req, r);
+    struct ag_admin_shields_request sr = {req->method, path, req->body,
+                                          req->len};
+    if (strcmp(path, "/shields") == 0 || strncmp(path, "/shields/", 9) == 0) {
+        struct ag_admin_shield_audit au;
+        int rc = ag_admin_shields(a->svc, &sr, r, &au);
+        if (au.action)
+            audit_done(a, au.action, au.policy, au.after);
+        return rc;
+    }
+    if (strcmp(path, "/overview") == 0)
+        return ag_admin_overview(a->svc, &sr, r);
     return ag_http_response_error(r, 404, "no such admin path");
 }

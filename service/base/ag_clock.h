@@ -5,14 +5,20 @@
  * Redis store's probe, the cluster map refresh, the deny cache's
  * subscriber, the events' retries, the webhook deliveries) needs, in one
  * place. CLOCK_MONOTONIC does not jump when the wall clock is set, so a
- * wait is as long as it says. No state; safe from any thread.
+ * wait is as long as it says. Beside it, the wall clock in milliseconds
+ * and its one text form (RFC 3339, UTC, milliseconds), which events,
+ * the admin API and logs write. No state; safe from any thread.
  */
 #ifndef AG_CLOCK_H
 #define AG_CLOCK_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
+
+/* "2026-12-03T10:01:02.345Z" and its NUL, with room to spare. */
+#define AG_CLOCK_RFC3339_MAX 32
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 static inline uint64_t ag_clock_mono_ms(void)
@@ -20,6 +26,26 @@ static inline uint64_t ag_clock_mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Milliseconds since the Unix epoch on CLOCK_REALTIME. */
+static inline uint64_t ag_clock_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ms since the Unix epoch as RFC 3339 text in UTC with milliseconds
+ * ("2026-12-03T10:01:02.345Z") into out. */
+static inline void ag_clock_rfc3339(uint64_t ms, char out[AG_CLOCK_RFC3339_MAX])
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(out, AG_CLOCK_RFC3339_MAX, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, AG_CLOCK_RFC3339_MAX - n, ".%03uZ",
+             (unsigned)(ms % 1000));
 }
 
 /* The CLOCK_MONOTONIC time ms from now, for pthread_cond_timedwait on a

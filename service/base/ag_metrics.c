@@ -43,9 +43,41 @@ static const struct {
                               "had passed one"},
 };
 
+/* A shield's gauges (struct ag_metrics_shield), each an atomic: a
+ * scrape may see one step's rate beside the next one's threshold, which
+ * a gauge may. */
+enum shield_gauge {
+    SG_RAISED,
+    SG_RATE,
+    SG_BASELINE, /* x 1000 */
+    SG_THRESHOLD,
+    SG_LOCAL,
+    SG_COUNT
+};
+
+static const struct {
+    const char *name;
+    const char *help;
+} shield_families[SG_COUNT] = {
+    [SG_RAISED] = {"abuseguard_shield_raised",
+                   "1 while the site-wide shield of the policy is raised."},
+    [SG_RATE] = {"abuseguard_shield_rate",
+                 "The shield's count in its last full window."},
+    [SG_BASELINE] = {"abuseguard_shield_baseline",
+                     "The shield's typical count per window."},
+    [SG_THRESHOLD] = {"abuseguard_shield_threshold",
+                      "The count per window above which the shield is "
+                      "raised: max(limit, factor x baseline)."},
+    [SG_LOCAL] = {"abuseguard_shield_local",
+                  "1 while this instance shields from its own counts "
+                  "because Redis does not answer."},
+};
+
 struct policy_counters {
     _Atomic(const char *) name; /* interned; NULL while the slot is free */
     atomic_uint_fast64_t n[PC_COUNT];
+    atomic_bool shield; /* its shield's gauges are listed */
+    atomic_uint_fast64_t gauge[SG_COUNT];
 };
 
 /* Label values a higher layer named (borrowed strings), by index. */
@@ -271,7 +303,66 @@ void ag_metrics_challenge(struct ag_metrics *m, const char *policy, bool passed)
         memory_order_relaxed);
 }
 
+void ag_metrics_shield(struct ag_metrics *m, const char *policy,
+                       const struct ag_metrics_shield *fig)
+{
+    if (!m)
+        return;
+    struct policy_counters *c = counters_of(m, policy);
+    /* "_other" holds counters only: a shield past the table is not
+     * listed (a gauge summed over policies would mean nothing). */
+    if (c == &m->other)
+        return;
+    if (!fig) {
+        atomic_store(&c->shield, false);
+        return;
+    }
+    atomic_store_explicit(&c->gauge[SG_RAISED], fig->raised,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_RATE], fig->rate, memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_BASELINE], fig->baseline_milli,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_THRESHOLD], fig->threshold,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_LOCAL], fig->local,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->shield, true, memory_order_release);
+}
+
+const char *ag_metrics_outcome_name(enum ag_outcome outcome)
+{
+    return outcome >= 0 && outcome < AG_OUT_COUNT ? outcome_names[outcome]
+                                                  : "unknown";
+}
+
 #define LOAD(x) ((uint64_t)atomic_load_explicit(&(x), memory_order_relaxed))
+
+/* The gauges of every shield set, one family at a time. */
+static int render_shields(struct ag_metrics *m, struct ag_buf *b)
+{
+    int rc = AG_OK;
+    for (int k = 0; !rc && k < SG_COUNT; k++) {
+        rc = ag_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n",
+                           shield_families[k].name, shield_families[k].help,
+                           shield_families[k].name);
+        for (size_t i = 0; !rc && i < AG_METRICS_POLICIES; i++) {
+            const struct policy_counters *c = &m->policies[i];
+            const char *name = atomic_load(&c->name);
+            if (!name ||
+                !atomic_load_explicit(&c->shield, memory_order_acquire))
+                continue;
+            uint64_t v = LOAD(c->gauge[k]);
+            if (k == SG_BASELINE)
+                rc = ag_buf_printf(b, "%s{policy=\"%s\"} %.3f\n",
+                                   shield_families[k].name, name,
+                                   (double)v / 1000.0);
+            else
+                rc = ag_buf_printf(b, "%s{policy=\"%s\"} %" PRIu64 "\n",
+                                   shield_families[k].name, name, v);
+        }
+    }
+    return rc;
+}
 
 static int render_policy(struct ag_buf *b, const struct policy_counters *c,
                          enum policy_counter k)
@@ -415,6 +506,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                            (int64_t)atomic_load(&m->scalar[k]));
     rc = rc ? rc : render_otp(m, b);
     rc = rc ? rc : render_events(m, b);
+    rc = rc ? rc : render_shields(m, b);
     return rc ? rc
               : ag_buf_printf(
                     b,

@@ -12,6 +12,12 @@
  * (ag_metrics_name_endpoints, ag_metrics_name_events) once, at start,
  * before m is shared with the threads that record and render, and
  * /metrics lists them in the order given, zeros included.
+ *
+ * Site-wide shields come and go with the policies, so they are not named
+ * at start: their gauges sit in the same per-policy table as the
+ * counters, set by the shields' sync each time it steps one
+ * (ag_metrics_shield), and a shield that leaves the active set is
+ * unset (then no longer listed).
  */
 #ifndef AG_METRICS_H
 #define AG_METRICS_H
@@ -110,9 +116,25 @@ void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
  * request had passed one and went on. Counted apart from denials. */
 void ag_metrics_challenge(struct ag_metrics *m, const char *policy,
                           bool passed);
+/* A site-wide shield's state as its gauges show it. */
+struct ag_metrics_shield {
+    bool raised;
+    bool local;    /* from this instance's own counts: Redis did not answer */
+    uint64_t rate; /* the last full window's count */
+    uint64_t baseline_milli; /* the typical count per window, x 1000 */
+    uint64_t threshold;
+};
+/* Sets the gauges of the shield of policy (fig NULL: policy is no
+ * shield any more, and its gauges are no longer listed). */
+void ag_metrics_shield(struct ag_metrics *m, const char *policy,
+                       const struct ag_metrics_shield *fig);
+
 /* One security event raised, of type ("lockout"): one of the names of
  * ag_metrics_name_events; another (or NULL) is not counted. */
 void ag_metrics_event(struct ag_metrics *m, const char *type);
+/* "allowed", "denied", "unavailable" or "invalid": outcome's label. */
+const char *ag_metrics_outcome_name(enum ag_outcome outcome);
+
 /* The current value of a counter or gauge (for tests and probes). */
 int64_t ag_metrics_get(struct ag_metrics *m, enum ag_metric which);
 

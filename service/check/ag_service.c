@@ -19,6 +19,7 @@
 #include "ag_lists.h"
 #include "ag_log.h"
 #include "ag_otp_stats.h"
+#include "ag_overview.h"
 #include "ag_request.h"
 #include "ag_service_impl.h"
 #include "ag_store.h"
@@ -39,12 +40,17 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
     atomic_init(&s->npending, 0);
     atomic_init(&s->flushing, false);
     atomic_init(&s->waiting, 0);
+    if (ag_overview_new(&s->overview)) {
+        ag_service_free(s);
+        return AG_ENOMEM;
+    }
     struct ag_shields_opts so = {
         .store = opts->store,
         .hasher = opts->hasher,
         .tagged_keys = opts->tagged_keys,
         .events = opts->events,
         .metrics = opts->metrics,
+        .overview = s->overview,
     };
     if (ag_shields_new(&so, &s->shields) ||
         (opts->shield_sync_ms &&
@@ -62,6 +68,7 @@ void ag_service_free(struct ag_service *s)
         return;
     ag_shields_free(s->shields);
     ag_shield_table_unref(s->shield_table);
+    ag_overview_free(s->overview);
     ag_ruleset_unref(s->set);
     ag_device_key_wipe(&s->device_key);
     ag_otp_stats_wipe(&s->stats);
@@ -75,6 +82,8 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
     /* Out of memory for the table: no shield until the next set, which
      * a check survives. */
     struct ag_shield_table *table = ag_shields_table_new(s->shields, set);
+    /* Named before any check of set counts under them. */
+    ag_overview_name_policies(s->overview, set);
     if (!table)
         ag_log(AG_LOG_ERROR, "shields", "out of memory: shields are off");
     ag_shields_publish(s->shields, table);
@@ -99,6 +108,11 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
 struct ag_shields *ag_service_shields(struct ag_service *s)
 {
     return s->shields;
+}
+
+struct ag_overview *ag_service_overview(struct ag_service *s)
+{
+    return s->overview;
 }
 
 /* The active set and, if shields is not NULL, its shields: references

@@ -33,6 +33,10 @@
  * them is raised, a check it judges is answered at once, without the
  * store (a challenge passed goes on to the store as usual).
  *
+ * The overview (ag_overview.h): every check answered is counted in this
+ * instance's minute by endpoint and outcome, and every policy that
+ * tripped by policy, beside the metrics and as cheaply (atomics only).
+ *
  * Every function may be called from many threads at once.
  */
 #ifndef AG_SERVICE_H
@@ -53,6 +57,7 @@
 struct ag_events;
 struct ag_deny_cache;
 struct ag_metrics;
+struct ag_overview;
 struct ag_service;
 struct ag_shields;
 struct ag_store;
@@ -97,6 +102,10 @@ struct ag_ruleset *ag_service_ruleset(struct ag_service *s);
 /* The site-wide shields of the active set (ag_shields.h), which the
  * service owns: for the admin API and tests. */
 struct ag_shields *ag_service_shields(struct ag_service *s);
+/* The operator's overview of the last hour on this instance
+ * (ag_overview.h), which the service owns and its checks and shields
+ * feed: for the admin API and tests. */
+struct ag_overview *ag_service_overview(struct ag_service *s);
 
 /* How a check that waits for the store parks its caller. suspend is
  * called on the calling thread before the store call starts; resume

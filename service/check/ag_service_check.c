@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "ag_clock.h"
 #include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
@@ -21,6 +22,7 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_otp_stats.h"
+#include "ag_overview.h"
 #include "ag_request.h"
 #include "ag_service_impl.h"
 #include "ag_shields.h"
@@ -53,11 +55,23 @@ static const char *tripped_event(const struct ag_limit_op *op)
     return "denied";
 }
 
+/* How op tripped, for the overview: as the metrics count it. */
+static enum ag_overview_trip trip_of(const struct ag_limit_op *op)
+{
+    if (op->policy->action == AG_ACTION_CHALLENGE &&
+        op->policy->mode != AG_MODE_SHADOW)
+        return op->waived ? AG_OVERVIEW_CHALLENGE_PASSED
+                          : AG_OVERVIEW_CHALLENGED;
+    return op->shadow ? AG_OVERVIEW_SHADOW_DENIED : AG_OVERVIEW_DENIED;
+}
+
 /* Counts the policies that tripped (denials, shadow denials, challenges
- * asked for or passed: each apart) and logs them, by key hash. */
+ * asked for or passed: each apart) in the metrics and this minute of the
+ * overview, and logs them, by key hash. */
 static void note_denials(struct ag_service *s, const struct ag_plan *p,
                          const struct ag_limit_result *res)
 {
+    uint64_t now_ms = 0;
     for (size_t i = 0; i < p->n; i++) {
         if (res[i].allowed)
             continue;
@@ -67,6 +81,9 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
             ag_metrics_challenge(s->o.metrics, op->policy->name, op->waived);
         else
             ag_metrics_denial(s->o.metrics, op->policy->name, op->shadow);
+        if (!now_ms)
+            now_ms = ag_clock_wall_ms();
+        ag_overview_trip(s->overview, now_ms, op->policy->name, trip_of(op));
         ag_log(AG_LOG_INFO, tripped_event(op),
                "policy=%s key=%s retry_after=%u", op->policy->name,
                strrchr(op->key, ':') + 1,
@@ -223,13 +240,21 @@ static bool answer_shielded(struct ag_service *s, struct ag_check *c,
     memcpy(op.key, sh->key, sizeof op.key);
     struct ag_limit_result r = {
         .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
-    /* Counted, but not logged one line a check: under a wave that would
-     * be a line for every attempt, and the shield's raise already said
-     * it all (ag_shields__announce). */
-    if (op.waived || (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow))
+    /* Counted (the metrics, the overview), but not logged one line a
+     * check: under a wave that would be a line for every attempt, and the
+     * shield's raise already said it all (ag_shields__announce). */
+    bool challenge =
+        op.waived || (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow);
+    if (challenge)
         ag_metrics_challenge(s->o.metrics, sh->policy->name, op.waived);
     else
         ag_metrics_denial(s->o.metrics, sh->policy->name, op.shadow);
+    enum ag_overview_trip trip =
+        challenge
+            ? (op.waived ? AG_OVERVIEW_CHALLENGE_PASSED
+                         : AG_OVERVIEW_CHALLENGED)
+            : (op.shadow ? AG_OVERVIEW_SHADOW_DENIED : AG_OVERVIEW_DENIED);
+    ag_overview_trip(s->overview, ag_clock_wall_ms(), sh->policy->name, trip);
     if (op.shadow)
         return false;
     c->plan.n = 1;
@@ -274,6 +299,16 @@ static void note_send(struct ag_service *s, const struct ag_check *c)
     ag_metrics_otp(s->o.metrics, c->country, false);
     ag_otp_stats_record(&s->stats, s->o.store, c->country, c->phone_prefix,
                         false, (uint64_t)time(NULL));
+}
+
+/* A check of c's endpoint answered with outcome: counted in the metrics
+ * (with its latency) and in this minute of the overview. */
+static void note_check(struct ag_service *s, const struct ag_check *c,
+                       enum ag_outcome outcome, bool degraded)
+{
+    ag_metrics_check(s->o.metrics, c->endpoint, outcome, degraded,
+                     now_us() - c->start);
+    ag_overview_check(s->overview, ag_clock_wall_ms(), c->endpoint, outcome);
 }
 
 /* The verdict a body was refused with: err (the field at fault). */
@@ -352,8 +387,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     }
     if (outcome == AG_OUT_ALLOWED && endpoint == AG_EP_OTP)
         note_send(s, c);
-    ag_metrics_check(s->o.metrics, endpoint, outcome, false,
-                     now_us() - c->start);
+    note_check(s, c, outcome, false);
     if (!v->owner) {
         ag_shield_table_unref(c->shields);
         ag_ruleset_unref(c->set);
@@ -388,8 +422,7 @@ int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
         if (d->allowed && c->endpoint == AG_EP_OTP)
             note_send(s, c);
     }
-    ag_metrics_check(s->o.metrics, c->endpoint, outcome, degraded,
-                     now_us() - c->start);
+    note_check(s, c, outcome, degraded);
     v->owner = c;
     return AG_OK;
 }

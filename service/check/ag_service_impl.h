@@ -44,6 +44,7 @@ struct ag_service {
     /* The set's shields, swapped with it under the lock. */
     struct ag_shield_table *shield_table;
     struct ag_shields *shields;
+    struct ag_overview *overview; /* owned */
     /* Resets the store missed. The lock guards the queue only, never a
      * store call; one thread at a time (flushing) sends them. */
     pthread_mutex_t pending_lock;

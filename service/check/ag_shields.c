@@ -171,6 +171,7 @@ void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t)
     pthread_mutex_lock(&sh->lock);
     struct ag_shield_table *old = sh->table;
     sh->table = t;
+    ag_shields__published(sh, old, t);
     pthread_mutex_unlock(&sh->lock);
     ag_shield_table_unref(old);
 }
@@ -339,8 +340,9 @@ void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
     }
     e->view.stepped = true;
     publish_state(e, &e->view.state, e->view.now_ms);
+    ag_shields__observe(sh, e);
     if (changed)
-        ag_shields__announce(sh, e, changed);
+        ag_shields__announce(sh, e, changed, call->op != AG_SURGE_OP_STEP);
 }
 
 void ag_shields_sync(struct ag_shields *sh)

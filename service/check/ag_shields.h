@@ -44,6 +44,7 @@
 
 struct ag_events;
 struct ag_metrics;
+struct ag_overview;
 struct ag_store;
 
 #define AG_SHIELDS_SYNC_MS 250 /* how often the sync thread steps */
@@ -94,6 +95,9 @@ struct ag_shields_opts {
     bool tagged_keys;           /* as the service's (struct ag_digests) */
     struct ag_events *events;   /* may be NULL */
     struct ag_metrics *metrics; /* may be NULL */
+    /* Where each step leaves a sample of its shield for the operator's
+     * overview (ag_overview.h); may be NULL. */
+    struct ag_overview *overview;
     /* The wall clock in ms (Redis TIME's, for the local states); NULL:
      * CLOCK_REALTIME. Tests pass their own. */
     uint64_t (*clock_ms)(void *ctx);

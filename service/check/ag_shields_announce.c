@@ -1,23 +1,98 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What a shield's raise or lowering tells: one log line with its figures
- * (no identifier: a shield counts the whole site). */
+/* What a shield's raise or lowering tells: one log line and one event
+ * (shield_raised, shield_lowered) with its figures (no identifier: a
+ * shield counts the whole site); and what each step shows: the metrics'
+ * gauges and the overview's sample of the minute. Exactly one instance
+ * announces each shared raise and lowering, the one whose step the
+ * script told (ag_redis_surge.h); every instance shows its steps. */
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 
+#include "ag_events.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
+#include "ag_overview.h"
 #include "ag_shields_impl.h"
 
 void ag_shields__announce(struct ag_shields *sh, const struct ag_shield *e,
-                          unsigned changed)
+                          unsigned changed, bool by_operator)
 {
-    (void)sh;
     const struct ag_shield_view *v = &e->view;
     bool raised = changed & AG_SURGE_RAISED;
     ag_log(raised ? AG_LOG_WARN : AG_LOG_INFO,
            raised ? "shield_raised" : "shield_lowered",
            "policy=%s count=%" PRIu64 " rate=%" PRIu64 " baseline=%.3f "
-           "threshold=%" PRIu64 " until_ms=%" PRIu64 " source=%s",
+           "threshold=%" PRIu64 " until_ms=%" PRIu64 " source=%s by=%s",
            e->policy->name, v->state.count, v->state.prev_count,
            (double)v->state.baseline_milli / 1000.0, v->threshold,
            v->state.until_ms,
-           v->source == AG_SHIELD_SHARED ? "shared" : "local");
+           v->source == AG_SHIELD_SHARED ? "shared" : "local",
+           by_operator ? "operator" : "counts");
+    struct ag_event ev;
+    ag_event_init(&ev, raised ? AG_EV_SHIELD_RAISED : AG_EV_SHIELD_LOWERED);
+    snprintf(ev.policy, sizeof ev.policy, "%s", e->policy->name);
+    ev.endpoint = (int)e->policy->endpoint;
+    snprintf(ev.action, sizeof ev.action, "%s",
+             e->policy->action == AG_ACTION_CHALLENGE ? "challenge" : "deny");
+    ev.shield = (struct ag_event_shield){
+        .rate = v->state.prev_count,
+        .current = v->state.count,
+        .baseline_milli = v->state.baseline_milli,
+        .threshold = v->threshold,
+        .since_ms = v->state.since_ms,
+        /* A lowered shield's end is the step that lowered it. */
+        .until_ms = raised ? v->state.until_ms : v->now_ms,
+        .local = v->source == AG_SHIELD_LOCAL,
+        .by_operator = by_operator,
+    };
+    ag_events_raise(sh->o.events, &ev);
+}
+
+/* The gauges of view. */
+static void set_gauges(struct ag_metrics *m, const struct ag_shield_view *v)
+{
+    struct ag_metrics_shield fig = {
+        .raised = v->state.raised,
+        .local = v->source == AG_SHIELD_LOCAL,
+        .rate = v->state.prev_count,
+        .baseline_milli = v->state.baseline_milli,
+        .threshold = v->threshold,
+    };
+    ag_metrics_shield(m, v->name, &fig);
+}
+
+void ag_shields__observe(struct ag_shields *sh, const struct ag_shield *e)
+{
+    const struct ag_shield_view *v = &e->view;
+    set_gauges(sh->o.metrics, v);
+    struct ag_overview_shield s = {
+        .count = v->state.count,
+        .baseline_milli = v->state.baseline_milli,
+        .threshold = v->threshold,
+        .raised = v->state.raised,
+    };
+    /* This instance's clock, as the overview's checks are counted by. */
+    ag_overview_shield(sh->o.overview, sh->o.clock_ms(sh->o.clock_ctx), v->name,
+                       &s);
+}
+
+/* Is a shield named name in t? */
+static bool has(const struct ag_shield_table *t, const char *name)
+{
+    for (size_t i = 0; t && i < t->n; i++)
+        if (strcmp(t->shields[i].view.name, name) == 0)
+            return true;
+    return false;
+}
+
+void ag_shields__published(struct ag_shields *sh,
+                           const struct ag_shield_table *old,
+                           const struct ag_shield_table *t)
+{
+    for (size_t i = 0; old && i < old->n; i++)
+        if (!has(t, old->shields[i].view.name))
+            ag_metrics_shield(sh->o.metrics, old->shields[i].view.name, NULL);
+    for (size_t i = 0; t && i < t->n; i++)
+        set_gauges(sh->o.metrics, &t->shields[i].view);
 }

@@ -2,8 +2,8 @@
 /*
  * The shields' internals, shared by ag_shields.c (tables, counting,
  * judging, the sync) and ag_shields_announce.c (what a raise or a
- * lowering tells: the log, the events, the metrics), and by no other
- * module.
+ * lowering tells: the log, the events; and what each step shows: the
+ * metrics' gauges, the overview's samples), and by no other module.
  */
 #ifndef AG_SHIELDS_IMPL_H
 #define AG_SHIELDS_IMPL_H
@@ -34,8 +34,20 @@ void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
                        const struct ag_redis_surge_call *call);
 
 /* Tells that e's shield was raised or lowered (changed: AG_SURGE_RAISED
- * or AG_SURGE_LOWERED), with its figures. Under the lock. */
+ * or AG_SURGE_LOWERED), with its figures; by_operator: the operator's
+ * switch did it. Under the lock. */
 void ag_shields__announce(struct ag_shields *sh, const struct ag_shield *e,
-                          unsigned changed);
+                          unsigned changed, bool by_operator);
+
+/* Shows e's view after a step: its gauges in the metrics, and a sample
+ * in the overview's minute. Under the lock. */
+void ag_shields__observe(struct ag_shields *sh, const struct ag_shield *e);
+
+/* t took over from old (either may be NULL): the gauges of old's shields
+ * that t has not are unset, and t's are set from their views. Under the
+ * lock. */
+void ag_shields__published(struct ag_shields *sh,
+                           const struct ag_shield_table *old,
+                           const struct ag_shield_table *t);
 
 #endif

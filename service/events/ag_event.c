@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_clock.h"
 #include "ag_endpoint.h"
 
 static const char *const type_names[AG_EV_COUNT] = {
@@ -21,6 +22,8 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_LIST_CHANGED] = "list_changed",
     [AG_EV_BREAKER_OPEN] = "breaker_open",
     [AG_EV_BREAKER_CLOSED] = "breaker_closed",
+    [AG_EV_SHIELD_RAISED] = "shield_raised",
+    [AG_EV_SHIELD_LOWERED] = "shield_lowered",
 };
 
 const char *ag_event_type_name(enum ag_event_type t)
@@ -41,15 +44,34 @@ static int set_new(json_t *o, const char *key, json_t *v)
     return v ? json_object_set_new(o, key, v) : -1;
 }
 
+/* Adds the time ms as RFC 3339 text under key. */
+static int set_time(json_t *o, const char *key, uint64_t ms)
+{
+    char text[AG_CLOCK_RFC3339_MAX];
+    ag_clock_rfc3339(ms, text);
+    return set_new(o, key, json_string(text));
+}
+
+/* A shield's figures (struct ag_event_shield). */
+static int set_shield(json_t *o, const struct ag_event_shield *s)
+{
+    int bad = set_new(o, "rate", json_integer((json_int_t)s->rate));
+    bad = bad || set_new(o, "current", json_integer((json_int_t)s->current));
+    bad = bad ||
+          set_new(o, "baseline", json_real((double)s->baseline_milli / 1000.0));
+    bad =
+        bad || set_new(o, "threshold", json_integer((json_int_t)s->threshold));
+    bad = bad || set_time(o, "since", s->since_ms);
+    bad = bad || set_time(o, "until", s->until_ms);
+    bad =
+        bad || set_new(o, "source", json_string(s->local ? "local" : "shared"));
+    return bad || set_new(o, "operator", json_boolean(s->by_operator));
+}
+
 char *ag_event_json(const struct ag_event *e)
 {
-    time_t secs = (time_t)(e->time_ms / 1000);
-    struct tm tm;
-    char when[32];
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(when + n, sizeof when - n, ".%03uZ",
-             (unsigned)(e->time_ms % 1000));
+    char when[AG_CLOCK_RFC3339_MAX];
+    ag_clock_rfc3339(e->time_ms, when);
     json_t *o = json_object();
     int bad = !o;
     bad = bad || set_new(o, "id", json_string(e->id));
@@ -75,6 +97,9 @@ char *ag_event_json(const struct ag_event *e)
         bad = set_new(o, "change", json_string(e->change));
     if (!bad && e->entry)
         bad = set_new(o, "entry", json_integer(e->entry));
+    if (!bad &&
+        (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED))
+        bad = set_shield(o, &e->shield);
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

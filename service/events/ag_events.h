@@ -3,7 +3,8 @@
  * Security events: a lockout began, a block escalated, an admin reset a
  * key, changed a policy or a list, the Redis circuit breaker opened or
  * closed, the OTP conversion algorithm blocked a number range, a password
- * was sprayed across many users. Each event
+ * was sprayed across many users, a site-wide shield was raised or
+ * lowered. Each event
  * is one JSON object (ag_event_json), appended to a capped Redis Stream
  * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
  * webhook receivers (ag_webhook.h); GET /admin/events pages through the
@@ -85,25 +86,43 @@ enum ag_event_type {
     AG_EV_LIST_CHANGED,     /* POST or DELETE /admin/lists/... */
     AG_EV_BREAKER_OPEN,     /* this instance stopped using Redis */
     AG_EV_BREAKER_CLOSED,   /* and uses it again */
+    AG_EV_SHIELD_RAISED,    /* a site-wide shield went up */
+    AG_EV_SHIELD_LOWERED,   /* and came down */
     AG_EV_COUNT
 };
 
 /* "lockout", "block_escalated", ...: the event's "type". */
 const char *ag_event_type_name(enum ag_event_type t);
 
+/* A shield's figures when it was raised or lowered (ag_shields.h): what
+ * shield_raised and shield_lowered carry. Counts of the whole site, no
+ * identifier. */
+struct ag_event_shield {
+    uint64_t rate;           /* the last full window's count */
+    uint64_t current;        /* the current window's, so far */
+    uint64_t baseline_milli; /* the typical count per window, x 1000 */
+    uint64_t threshold;      /* max(limit, factor x baseline) */
+    /* Unix ms: since it was raised; until it holds at least (raised), or
+     * when it came down (lowered). */
+    uint64_t since_ms, until_ms;
+    bool local;       /* this instance's own counts: Redis did not answer */
+    bool by_operator; /* the operator's switch, not the counts */
+};
+
 /* One event. What does not apply is left empty (""), 0 or -1, and is
  * left out of its JSON. */
 struct ag_event {
     enum ag_event_type type;
     char policy[AG_POLICY_NAME_MAX + 1];
-    int endpoint;                /* enum ag_endpoint, or -1 */
-    char key[AG_DIGEST_HEX + 1]; /* the key's digest */
-    uint32_t retry_after_s;      /* until the key is allowed again */
-    uint32_t level;              /* the block's level (1: the first) */
-    char action[12];             /* lockouts: "deny" or "challenge" */
-    char list[8];                /* list_changed: "allow" or "deny" */
-    char change[8];              /* "put", "delete" or "add" */
-    int64_t entry;               /* list_changed: the entry's id, or 0 */
+    int endpoint;                  /* enum ag_endpoint, or -1 */
+    char key[AG_DIGEST_HEX + 1];   /* the key's digest */
+    uint32_t retry_after_s;        /* until the key is allowed again */
+    uint32_t level;                /* the block's level (1: the first) */
+    char action[12];               /* lockouts: "deny" or "challenge" */
+    char list[8];                  /* list_changed: "allow" or "deny" */
+    char change[8];                /* "put", "delete" or "add" */
+    int64_t entry;                 /* list_changed: the entry's id, or 0 */
+    struct ag_event_shield shield; /* shield_raised and shield_lowered */
     /* Set by ag_events_raise: */
     char id[AG_EVENT_ID_MAX]; /* unique across instances: dedupe on it */
     uint64_t time_ms;         /* Unix time in milliseconds */
@@ -114,7 +133,10 @@ void ag_event_init(struct ag_event *e, enum ag_event_type type);
 
 /* The event as compact JSON: {"id", "type", "time" (RFC 3339, UTC, ms),
  * then what applies of "policy", "endpoint", "key", "action",
- * "retry_after", "level", "list", "change", "entry"}. Caller frees with free();
+ * "retry_after", "level", "list", "change", "entry"}, and for a shield's
+ * events its figures: "rate", "current", "baseline" (a number),
+ * "threshold", "since", "until" (RFC 3339), "source" ("shared" or
+ * "local") and "operator" (true or false). Caller frees with free();
  * NULL when out of memory. */
 char *ag_event_json(const struct ag_event *e);
 

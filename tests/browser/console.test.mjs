@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The admin console in a real browser: Debian's chromium driven by
-// playwright-core (no browser download). tests/integration/test_console.py
+// playwright-core (no browser download), the site-wide shields' banner,
+// overview and switch included. tests/integration/test_console.py
 // starts Redis and the service and runs this with:
 //   AG_CONSOLE_BASE  the admin listener, e.g. http://127.0.0.1:8081
 //   AG_PUBLIC_BASE   the public listener, for real /check-login calls
@@ -341,6 +342,148 @@ describe('the admin console', () => {
            (e) => e.id === entry.id));
        assert.equal(await page.evaluate(() => typeof window.__xss),
                     'undefined');
+     });
+
+  // Site-wide shields (issue 27): the banner, the overview, the switch.
+  const SHIELD = 'login.site_failures';
+  let n = 0;
+  // A real check of a user and address no other test uses: only a
+  // shield can stop it.
+  async function untrustedCheck() {
+    n++;
+    return fetch(PUBLIC + '/check-login', {
+      method: 'POST',
+      body: JSON.stringify({user: 'wave' + n + '@example.com',
+                            ip: '10.77.' + (n >> 8) + '.' + (n & 255)})});
+  }
+  const banner = () => region('Site-wide shield raised');
+
+  it('shows a raised shield in a banner on every view, with its figures',
+     async () => {
+       for (let i = 0; i < 3; i++)
+         assert.equal((await untrustedCheck()).status, 200);
+       const r = await adminApi('POST', 'shields/' + SHIELD,
+                                {raise_for_s: 3600});
+       assert.equal(r.status, 200, JSON.stringify(r.body));
+       const asked = await untrustedCheck();
+       assert.equal(asked.status, 429);
+       const body = await asked.json();
+       assert.equal(body.policy, SHIELD);
+       assert.equal(body.action, 'challenge');
+       // The banner's poll finds it within its interval.
+       const item = banner().getByRole('listitem').filter({hasText: SHIELD});
+       const text = await waitText(item, /is raised since/, 15000);
+       assert.match(text, new RegExp('^' + SHIELD.replace('.', '\\.') +
+                                     ' is raised since \\d{4}-\\d\\d-\\d\\d ' +
+                                     '\\d\\d:\\d\\d:\\d\\d UTC until '));
+       assert.match(text, /in the last 60 s window/);
+       assert.match(text, /threshold 100\)/);
+       assert.match(text, /baseline \d/);
+       assert.match(text, /untrusted login checks get a challenge/);
+       assert.match(text, /every instance \(Redis\)/);
+       assert.equal(await item.getByRole('button', {
+         name: 'Lower ' + SHIELD, exact: true}).count(), 1);
+       // On every view.
+       for (const view of ['Lists', 'Audit', 'Policies']) {
+         await page.getByRole('link', {name: view, exact: true}).click();
+         await region(view).waitFor();
+         assert.equal(await banner().isVisible(), true, view);
+       }
+       await shot('shield-banner');
+     });
+
+  it('draws the overview of the last hour as charts, series labelled',
+     async () => {
+       await page.getByRole('link', {name: 'Overview', exact: true}).click();
+       const view = region('Overview');
+       await view.waitFor();
+       const figure = (title) => view.locator('figure').filter({
+         has: page.locator('figcaption', {hasText: title})});
+       const checks = figure('Checks per minute');
+       await checks.locator('svg').waitFor();
+       // One path a series, 60 minutes each, drawn (not empty).
+       const series = await checks.locator('svg path.series').evaluateAll(
+           (ps) => ps.map((p) => [p.dataset.series, p.dataset.points,
+                                  p.getAttribute('d')]));
+       assert.deepEqual(series.map((s) => s[0]),
+                        ['allowed', 'denied', 'unavailable', 'invalid']);
+       for (const [label, points, d] of series) {
+         assert.equal(points, '60', label);
+         assert.match(d, /^M[\d.]+ [\d.]+( L[\d.]+ [\d.]+){59}$/, label);
+       }
+       assert.match(await checks.locator('svg').getAttribute('aria-label'),
+                    /^Checks per minute.*; last minute: allowed \d+, denied \d+/);
+       const legend = await checks.getByRole('listitem').allTextContents();
+       assert.ok(legend.some((t) => /^allowed \((\d+) in the hour\)$/.test(t) &&
+                                    Number(t.match(/\d+/)[0]) >= 3),
+                 JSON.stringify(legend));
+       // The challenge the shield asked for, under its name.
+       const asked = figure('Challenges asked for per minute');
+       await asked.locator('svg path[data-series="' + SHIELD + '"]').waitFor();
+       assert.match(await asked.getByRole('listitem').first().textContent(),
+                    new RegExp(SHIELD.replace('.', '\\.') +
+                               ' \\([1-9]\\d* in the hour\\)'));
+       // Each shield: its count against its baseline and threshold, and
+       // the minutes it was raised shaded.
+       const shield = figure('Shield ' + SHIELD);
+       await shield.locator('svg').waitFor();
+       assert.deepEqual(
+           await shield.locator('svg path.series').evaluateAll(
+               (ps) => ps.map((p) => p.dataset.series)),
+           ['count', 'baseline', 'threshold']);
+       const threshold = await shield.locator(
+           'svg path[data-series="threshold"]').getAttribute('d');
+       assert.match(threshold, /^M[\d.]+ [\d.]+/);
+       assert.ok(await shield.locator('svg rect.raised').count() >= 1);
+       assert.ok(await figure('Shield login.site_unknown_users')
+                     .locator('svg').count() === 1);
+       assert.match(await shield.getByRole('listitem').nth(2).textContent(),
+                    /^threshold \(now 100, peak 100\)$/);
+       assert.match(await view.textContent(), /as this\s+instance saw it/);
+       await shot('overview');
+     });
+
+  it('lowers the shield with the banner\'s switch, and the banner goes',
+     async () => {
+       await banner().getByRole('button', {name: 'Lower ' + SHIELD,
+                                           exact: true}).click();
+       await waitText(page.getByRole('status'),
+                      new RegExp('^Lowered ' + SHIELD.replace('.', '\\.')));
+       await banner().waitFor({state: 'hidden'});
+       const listed = (await adminApi('GET', 'shields')).body.shields;
+       assert.equal(listed.find((s) => s.name === SHIELD).raised, false);
+       assert.equal((await untrustedCheck()).status, 200);
+       const audit = (await adminApi('GET', 'audit?limit=5')).body.entries;
+       assert.deepEqual(audit.slice(0, 2).map((e) => [e.action, e.name]),
+                        [['shield_lower', SHIELD], ['shield_raise', SHIELD]]);
+     });
+
+  it('raises a shield for a while from the shields view and lowers it there',
+     async () => {
+       const other = 'login.site_unknown_users';
+       await page.getByRole('link', {name: 'Shields', exact: true}).click();
+       const view = region('Shields');
+       const row = view.getByRole('row').filter({
+         has: page.getByRole('rowheader', {name: other, exact: true})});
+       await waitText(row.getByRole('cell').first(), /^lowered$/);
+       const form = view.getByRole('form', {name: /Raise a shield/});
+       await form.getByLabel('shield', {exact: true}).selectOption(other);
+       await form.getByLabel('raise_for_s', {exact: true}).fill('120');
+       await form.getByRole('button', {name: 'Raise'}).click();
+       await waitText(page.getByRole('status'),
+                      /^Raised login\.site_unknown_users for 120 s\.$/);
+       await waitText(row.getByRole('cell').first(), /^raised until /);
+       await banner().getByRole('listitem').filter({hasText: other}).waitFor();
+       const s = (await adminApi('GET', 'shields')).body.shields.find(
+           (x) => x.name === other);
+       assert.equal(s.raised, true);
+       const left = (Date.parse(s.until) - Date.parse(s.since)) / 1000;
+       assert.ok(left === 120, String(left));
+       await shot('shields');
+       await row.getByRole('button', {name: 'Lower ' + other, exact: true})
+           .click();
+       await waitText(row.getByRole('cell').first(), /^lowered$/);
+       await banner().waitFor({state: 'hidden'});
      });
 
   it('falls back to the policies view for any hash that is no view',

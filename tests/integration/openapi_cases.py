@@ -165,7 +165,8 @@ class Ctx:
     def events(self):
         """The stream's first page once it holds an event of each kind
         the rows before have raised (appends do not wait for Redis)."""
-        want = {"lockout", "reset", "policy_changed", "list_changed"}
+        want = {"lockout", "reset", "policy_changed", "list_changed",
+                "shield_raised", "shield_lowered"}
         pages = []
 
         def holds_each():
@@ -181,6 +182,15 @@ class Ctx:
         r = self.admin("GET", "/admin/events?after=" + after)
         self.test.assertEqual((r.json["events"], r.json["next_after"]),
                               ([], after), r.raw[:500])
+        return r
+
+    def shield_switched(self, body, then):
+        """The switch's answer to body on login.site_failures, after which
+        then (the opposite switch) is sent too, so that no later row
+        meets a raised shield."""
+        path = "/admin/shields/login.site_failures"
+        r = self.admin("POST", path, body)
+        self.admin("POST", path, then)
         return r
 
     def resets_until_refused(self):
@@ -415,6 +425,35 @@ CASES = {
     ("/admin/otp/conversion", "get", 503): ("redis_down", lambda c: c.admin(
         "GET", "/admin/otp/conversion?by=phone_prefix")),
     **admin_cases("/admin/otp/conversion", "get"),
+
+    ("/admin/shields", "get", 200): ("up", lambda c: c.admin(
+        "GET", "/admin/shields")),
+    **admin_cases("/admin/shields", "get"),
+    ("/admin/shields/{policy}", "post", 200): [
+        ("up", lambda c: c.shield_switched({"raise_for_s": 3600},
+                                           {"lower": True})),
+        ("up", lambda c: c.admin("POST", "/admin/shields/login.site_failures",
+                                 {"lower": True})),
+    ],
+    ("/admin/shields/{policy}", "post", 400): [
+        ("up", lambda c: c.refused("POST",
+                                   "/admin/shields/login.site_failures",
+                                   {"raise_for_s": 0}, "raise_for_s")),
+        ("up", lambda c: c.refused("POST", "/admin/shields/Login.Site",
+                                   {"lower": True}, "name")),
+    ],
+    ("/admin/shields/{policy}", "post", 404): ("up", lambda c: c.admin(
+        "POST", "/admin/shields/login.user", {"lower": True})),
+    ("/admin/shields/{policy}", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/shields/login.site_failures", BIG)),
+    # Redis down: this instance alone takes the switch, and says so.
+    ("/admin/shields/{policy}", "post", 503): ("redis_down",
+                                               lambda c: c.shield_switched(
+        {"raise_for_s": 60}, {"lower": True})),
+    **admin_cases("/admin/shields/{policy}", "post", {"lower": True}),
+    ("/admin/overview", "get", 200): ("up", lambda c: c.admin(
+        "GET", "/admin/overview")),
+    **admin_cases("/admin/overview", "get"),
 
     # Last of the up rows: the stream then holds what they raised.
     ("/admin/events", "get", 200): [

@@ -22,6 +22,7 @@ FILES = {
     "/admin/ui/": ("index.html", "text/html; charset=utf-8"),
     "/admin/ui/index.html": ("index.html", "text/html; charset=utf-8"),
     "/admin/ui/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/admin/ui/shields.js": ("shields.js", "text/javascript; charset=utf-8"),
     "/admin/ui/app.css": ("app.css", "text/css; charset=utf-8"),
     "/admin/ui/favicon.svg": ("favicon.svg", "image/svg+xml"),
 }
@@ -171,12 +172,13 @@ class SourceTest(unittest.TestCase):
             return f.read()
 
     def test_the_script_never_parses_markup(self):
-        # Code only: the comments may name what the code must not use.
-        code = re.sub(r"(?m)^\s*//.*$", "", self.read("app.js"))
-        for word in ["innerHTML", "outerHTML", "insertAdjacentHTML",
-                     "document.write", "eval(", "new Function"]:
-            with self.subTest(word=word):
-                self.assertFalse(word in code, word + " in app.js")
+        for name in ["app.js", "shields.js"]:
+            # Code only: the comments may name what the code must not use.
+            code = re.sub(r"(?m)^\s*//.*$", "", self.read(name))
+            for word in ["innerHTML", "outerHTML", "insertAdjacentHTML",
+                         "document.write", "eval(", "new Function"]:
+                with self.subTest(name=name, word=word):
+                    self.assertFalse(word in code, word + " in " + name)
 
     def test_the_page_has_no_inline_script_style_or_handler(self):
         html = self.read("index.html")
@@ -216,7 +218,8 @@ class BrowserTest(ConsoleTest):
         self.assertEqual(proc.returncode, 0, out + err)
         self.assertRegex(out, r"# pass [1-9]")
         self.assertIn("# fail 0", out)
-        for name in ["signin", "policies", "lookup", "audit", "lists"]:
+        for name in ["signin", "policies", "lookup", "audit", "lists",
+                     "shield-banner", "overview", "shields"]:
             self.assertTrue(os.path.exists(os.path.join(
                 env["AG_ARTIFACTS"], "console-%s.png" % name)), name)
 

@@ -93,6 +93,64 @@ static void breaker_json_has_only_id_type_and_time(void **state)
     json_decref(o);
 }
 
+static void shield_events_carry_their_figures_and_who_did_it(void **state)
+{
+    (void)state;
+    struct ag_event e;
+    ag_event_init(&e, AG_EV_SHIELD_RAISED);
+    snprintf(e.id, sizeof e.id, "abcd-2");
+    e.time_ms = 1700000000123u;
+    snprintf(e.policy, sizeof e.policy, "login.site_failures");
+    e.endpoint = AG_EP_LOGIN;
+    snprintf(e.action, sizeof e.action, "challenge");
+    e.shield = (struct ag_event_shield){
+        .rate = 40,
+        .current = 512,
+        .baseline_milli = 20500,
+        .threshold = 102,
+        .since_ms = 1700000000000u,
+        .until_ms = 1700000600000u,
+        .local = false,
+        .by_operator = false,
+    };
+    json_t *o = parsed(&e);
+    assert_string_equal(json_string_value(json_object_get(o, "type")),
+                        "shield_raised");
+    assert_int_equal(json_integer_value(json_object_get(o, "rate")), 40);
+    assert_int_equal(json_integer_value(json_object_get(o, "current")), 512);
+    assert_true(json_real_value(json_object_get(o, "baseline")) == 20.5);
+    assert_int_equal(json_integer_value(json_object_get(o, "threshold")), 102);
+    assert_string_equal(json_string_value(json_object_get(o, "since")),
+                        "2023-11-14T22:13:20.000Z");
+    assert_string_equal(json_string_value(json_object_get(o, "until")),
+                        "2023-11-14T22:23:20.000Z");
+    assert_string_equal(json_string_value(json_object_get(o, "source")),
+                        "shared");
+    assert_true(json_is_false(json_object_get(o, "operator")));
+    assert_string_equal(json_string_value(json_object_get(o, "action")),
+                        "challenge");
+    assert_null(json_object_get(o, "key"));
+    /* id, type, time, policy, endpoint, action and the eight figures. */
+    assert_int_equal(json_object_size(o), 14);
+    json_decref(o);
+    e.type = AG_EV_SHIELD_LOWERED;
+    e.shield.local = true;
+    e.shield.by_operator = true;
+    o = parsed(&e);
+    assert_string_equal(json_string_value(json_object_get(o, "type")),
+                        "shield_lowered");
+    assert_string_equal(json_string_value(json_object_get(o, "source")),
+                        "local");
+    assert_true(json_is_true(json_object_get(o, "operator")));
+    json_decref(o);
+    /* Another type never carries a shield's figures. */
+    e.type = AG_EV_BREAKER_OPEN;
+    o = parsed(&e);
+    assert_null(json_object_get(o, "rate"));
+    assert_null(json_object_get(o, "operator"));
+    json_decref(o);
+}
+
 static void every_type_has_its_name(void **state)
 {
     (void)state;
@@ -100,6 +158,7 @@ static void every_type_has_its_name(void **state)
         "lockout",        "block_escalated", "conversion_block",
         "password_spray", "reset",           "policy_changed",
         "list_changed",   "breaker_open",    "breaker_closed",
+        "shield_raised",  "shield_lowered",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);
@@ -315,6 +374,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lockout_json_carries_what_applies),
         cmocka_unit_test(breaker_json_has_only_id_type_and_time),
+        cmocka_unit_test(shield_events_carry_their_figures_and_who_did_it),
         cmocka_unit_test(every_type_has_its_name),
         cmocka_unit_test(level_is_read_from_the_level_key),
         cmocka_unit_test(key_digest_comes_from_plain_and_tagged_keys),

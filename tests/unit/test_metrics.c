@@ -2,8 +2,8 @@
 /*
  * ag_metrics: counters and gauges by name from one table, denials by
  * policy, challenges apart from them, the endpoint and event type labels
- * handed in by the layers above, the exposition, and recording without
- * metrics at all.
+ * handed in by the layers above, the shields' gauges by policy, the
+ * exposition, and recording without metrics at all.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -250,6 +250,63 @@ static void naming_more_labels_than_the_table_holds_is_refused(void **state)
     ag_metrics_free(m);
 }
 
+static void shield_gauges_show_while_set_and_go_when_unset(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_buf b;
+    const char *text = render(m, &b);
+    /* The families are declared even with no shield. */
+    assert_non_null(strstr(text, "# TYPE abuseguard_shield_raised gauge\n"));
+    assert_null(strstr(text, "abuseguard_shield_raised{"));
+    ag_buf_free(&b);
+    struct ag_metrics_shield fig = {.raised = true,
+                                    .local = false,
+                                    .rate = 412,
+                                    .baseline_milli = 20500,
+                                    .threshold = 102};
+    ag_metrics_shield(m, "login.site_failures", &fig);
+    fig = (struct ag_metrics_shield){.local = true, .threshold = 30};
+    ag_metrics_shield(m, "login.site_unknown_users", &fig);
+    /* A denial of a shield's policy counts beside its gauges. */
+    ag_metrics_denial(m, "login.site_failures", false);
+    text = render(m, &b);
+    static const char *const want[] = {
+        "\nabuseguard_shield_raised{policy=\"login.site_failures\"} 1\n",
+        "\nabuseguard_shield_rate{policy=\"login.site_failures\"} 412\n",
+        "\nabuseguard_shield_baseline{policy=\"login.site_failures\"} "
+        "20.500\n",
+        "\nabuseguard_shield_threshold{policy=\"login.site_failures\"} 102\n",
+        "\nabuseguard_shield_local{policy=\"login.site_failures\"} 0\n",
+        "\nabuseguard_shield_raised{policy=\"login.site_unknown_users\"} 0\n",
+        "\nabuseguard_shield_local{policy=\"login.site_unknown_users\"} 1\n",
+        "\nabuseguard_shield_threshold{policy=\"login.site_unknown_users\"} "
+        "30\n",
+        "\nabuseguard_denials_total{policy=\"login.site_failures\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(text, want[i]))
+            fail_msg("missing %s", want[i]);
+    /* A policy with counters only is no shield. */
+    ag_metrics_denial(m, "login.ip", false);
+    ag_buf_free(&b);
+    text = render(m, &b);
+    assert_null(strstr(text, "abuseguard_shield_rate{policy=\"login.ip\"}"));
+    ag_buf_free(&b);
+    /* Unset: no longer listed; its counters stay. */
+    ag_metrics_shield(m, "login.site_failures", NULL);
+    text = render(m, &b);
+    assert_null(strstr(
+        text, "abuseguard_shield_raised{policy=\"login.site_failures\"}"));
+    assert_non_null(strstr(
+        text, "abuseguard_shield_raised{policy=\"login.site_unknown_users\"}"));
+    assert_non_null(strstr(
+        text, "abuseguard_denials_total{policy=\"login.site_failures\"}"));
+    ag_buf_free(&b);
+    ag_metrics_shield(NULL, "login.site_failures", &fig);
+    ag_metrics_free(m);
+}
+
 static void recording_without_metrics_does_nothing(void **state)
 {
     (void)state;
@@ -274,6 +331,7 @@ int main(void)
         cmocka_unit_test(events_not_named_are_not_counted),
         cmocka_unit_test(checks_carry_the_endpoint_names_handed_in_in_order),
         cmocka_unit_test(naming_more_labels_than_the_table_holds_is_refused),
+        cmocka_unit_test(shield_gauges_show_while_set_and_go_when_unset),
         cmocka_unit_test(recording_without_metrics_does_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

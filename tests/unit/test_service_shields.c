@@ -6,7 +6,9 @@
  * check without the store, and a challenge passed goes on to it; trusted
  * devices and listed requests are never judged by an untrusted shield; a
  * shadow shield only notes; a deny shield is reported before a challenge
- * one; the switch; a new ruleset keeps a raised shield raised.
+ * one; the switch; a new ruleset keeps a raised shield raised; each step
+ * shows in the metrics' gauges and the overview, and a shield that leaves
+ * the set leaves the metrics.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "ag_clock.h"
+#include "ag_overview.h"
 #include "ag_shields.h"
 #include "ag_test_service.h"
 
@@ -246,6 +250,73 @@ static void a_new_ruleset_keeps_a_raised_shield(void **state)
     world_free(w);
 }
 
+static bool metrics_have(struct world *w, const char *s)
+{
+    struct ag_buf b;
+    ag_buf_init(&b, 1 << 20);
+    assert_int_equal(ag_metrics_render(w->metrics, &b), AG_OK);
+    bool has = strstr(b.p, s) != NULL;
+    ag_buf_free(&b);
+    return has;
+}
+
+static void each_step_shows_in_the_gauges_and_the_overview(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, FAILS};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    /* Listed as soon as its set is published, lowered. */
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_raised{policy=\"login.site_failures\"} 0\n"));
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_threshold{policy=\"login.site_failures\"} "
+           "2\n"));
+    fail_n(w, 3, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_raised{policy=\"login.site_failures\"} 1\n"));
+    /* The store has no Redis: the instance's own counts. */
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_local{policy=\"login.site_failures\"} 1\n"));
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    ag_http_response_free(&r);
+    /* Sampled at the sync, in the wall clock's minute (the checks'
+     * clock), whichever of the hour's it was. */
+    json_t *o =
+        ag_overview_json(ag_service_overview(w->svc), ag_clock_wall_ms());
+    assert_non_null(o);
+    json_t *s = json_array_get(json_object_get(o, "shields"), 0);
+    assert_string_equal(json_string_value(json_object_get(s, "policy")),
+                        "login.site_failures");
+    json_t *count = json_object_get(s, "count");
+    size_t last = 59;
+    while (last > 0 && json_is_null(json_array_get(count, last)))
+        last--;
+    assert_int_equal(json_integer_value(json_array_get(count, last)), 3);
+    assert_true(
+        json_is_true(json_array_get(json_object_get(s, "raised"), last)));
+    /* The challenge it answered counts under its name. */
+    json_t *p = json_array_get(json_object_get(o, "policies"), 0);
+    assert_string_equal(json_string_value(json_object_get(p, "policy")),
+                        "login.site_failures");
+    json_t *asked = json_object_get(p, "challenged");
+    long long sum = 0;
+    for (size_t i = 0; i < json_array_size(asked); i++)
+        sum += json_integer_value(json_array_get(asked, i));
+    assert_int_equal(sum, 1);
+    json_decref(o);
+    /* A set without it: its gauges go. */
+    static const char *const without[] = {OPEN};
+    struct ag_policy p1 = ag_test_policy(without[0]);
+    ag_service_set_ruleset(w->svc, ag_ruleset_new(&p1, 1, 2));
+    assert_false(metrics_have(
+        w, "abuseguard_shield_raised{policy=\"login.site_failures\"}"));
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +328,7 @@ int main(void)
         cmocka_unit_test(a_deny_shield_is_reported_before_a_challenge),
         cmocka_unit_test(attempts_raise_an_attempts_shield),
         cmocka_unit_test(a_new_ruleset_keeps_a_raised_shield),
+        cmocka_unit_test(each_step_shows_in_the_gauges_and_the_overview),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
