@@ -202,8 +202,8 @@ PY
 # same script. For an abuseguard instance ($3 = 1) its shields are lowered
 # first (their shared state deleted: the next sync starts it over,
 # lowered, with nothing learned, as on a first start), and the wave is
-# watched until they are raised (bench/shield_wave.py); prints its
-# "raise_ms checks checks_per_s cmds_per_check" before the raise, or "-"s.
+# watched until they are raised (bench/shield_wave.py); prints the raise's
+# time and "checks checks_per_s cmds_per_check" before it, or "-"s.
 wave() { # port name watched
     if [ "$mode" != stuffing ]; then
         echo "- - - -"
@@ -226,8 +226,9 @@ wave() { # port name watched
         [ "$n" -lt 100 ] || { echo "$2: the shields stay raised" >&2; exit 1; }
         sleep 0.05
     done
+    local keys="${shield_keys[*]}"
     python3 bench/shield_wave.py "$1" "$rport" "$shield_names" \
-        "$out/wave-$2.txt" -- "${cmd[@]}"
+        "${keys// /,}" "$out/wave-$2.txt" -- "${cmd[@]}"
 }
 
 # The Redis ceiling for abuseguard's check: pipelined FCALL of its function
@@ -378,7 +379,7 @@ print("Redis commands per check, per round: abuseguard %s; abuseguard-fixed "
 # Under stuffing: each abuseguard wave until its shields were raised.
 for name, waves in (("abuseguard", wave_ag), ("abuseguard-fixed", wave_fx)):
     if waves and any(w.split()[0] != "-" for w in waves):
-        print("%s before the raise, per round (seen after ms; checks; "
+        print("%s before the raise, per round (raised after ms; checks; "
               "checks/s; Redis commands per check): %s"
               % (name, ", ".join("; ".join(w.split()) for w in waves)))
 print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))

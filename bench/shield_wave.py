@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A stuffing wave against one abuseguard instance, watched until its
-shields are raised: bench/run.sh's warm-up phase in MODE=stuffing.
+"""A stuffing wave against one abuseguard instance whose shields are
+lowered, watched until they are raised: bench/run.sh's warm-up phase in
+MODE=stuffing, which gives the figures before the raise.
 
-Usage: shield_wave.py SERVICE_PORT REDIS_PORT SHIELDS WRK_OUT -- WRK...
-SHIELDS names the surge policies, comma-separated. Runs the wrk command
-(its output to WRK_OUT) and, while it runs, samples every 10 ms the
-service's /metrics (its login checks, and the checks its shields
-answered: challenges and denials of those policies) and Redis's INFO
-commandstats (every command run so far). The first sample in which a
-shield has answered a check ends the phase before the raise: every
-check counted by the sample before it reached the store, none was
-shielded. Prints one line, "raise_ms checks checks_per_s cmds_per_check":
-when the raise was seen (ms after wrk started), and the checks of the
-phase before it, their rate and the Redis commands they cost each (the
-INFO calls of the sampling left out); "-" for what it could not tell
-(no raise, or too few samples before it).
+Usage: shield_wave.py SERVICE_PORT REDIS_PORT SHIELDS KEYS WRK_OUT -- WRK...
+SHIELDS names the surge policies and KEYS their state's Redis keys, each
+comma-separated. Runs the wrk command (its output to WRK_OUT) and, while
+it runs, reads the service's /metrics every 20 ms until one of the named
+shields has answered a check (a challenge or a denial of that policy).
+Then it reads Redis: INFO commandstats, and when the first shield was
+raised (the since_ms of its state, on Redis's clock, which is this
+machine's).
+
+Before the raise every check reaches Redis as one FCALL, after it none
+does (no check here is trusted or carries challenge_passed), so the
+FCALLs counted from wrk's start are exactly the checks before the raise,
+however late the raise is seen. Prints one line, "raise_ms checks
+checks_per_s cmds_per_check": the raise in ms after wrk started, the
+checks before it, their rate over that time and the Redis commands run
+from wrk's start until the raise was seen, per check (the shields' own
+steps, a few a second from each instance, included; this script's INFO
+left out); "- - - -" if no shield was raised.
 """
 import http.client
 import re
@@ -25,70 +31,88 @@ import sys
 import time
 
 
-def redis_calls(sock, buf):
-    """Every command Redis has run so far (INFO commandstats calls)."""
-    sock.sendall(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
-    while b"\r\n" not in buf[0]:
-        buf[0] += sock.recv(65536)
-    head, rest = buf[0].split(b"\r\n", 1)
-    n = int(head[1:])
-    while len(rest) < n + 2:
-        rest += sock.recv(65536)
-    body, buf[0] = rest[:n], rest[n + 2:]
-    return sum(int(m) for m in re.findall(rb"calls=(\d+)", body))
+class Redis:
+    """Just enough RESP for INFO and HMGET."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buf = b""
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            self.buf += self.sock.recv(65536)
+        head, self.buf = self.buf.split(b"\r\n", 1)
+        return head
+
+    def reply(self):
+        head = self.line()
+        if head[:1] == b"*":
+            return [self.reply() for _ in range(int(head[1:]))]
+        if head[:1] != b"$":
+            raise RuntimeError(head.decode())
+        n = int(head[1:])
+        if n < 0:
+            return None
+        while len(self.buf) < n + 2:
+            self.buf += self.sock.recv(65536)
+        body, self.buf = self.buf[:n], self.buf[n + 2:]
+        return body
+
+    def call(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+        return self.reply()
+
+    def calls(self):
+        """Calls of every command so far, by command."""
+        text = self.call("INFO", "commandstats").decode()
+        return {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"^cmdstat_([^:]+):calls=(\d+)", text, re.M)}
 
 
-def service_counts(conn, names):
-    """(login checks answered, of them answered by the named shields)."""
+def shielded(conn, names):
+    """Checks the named shields have answered so far."""
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
-    checks = sum(int(v) for v in re.findall(
-        r'^abuseguard_checks_total\{endpoint="login",[^}]*\} (\d+)$', text,
-        re.M))
-    shielded = 0
-    for name, v in re.findall(
-            r'^abuseguard_(?:challenges|denials)_total\{policy="([^"]+)"\} '
-            r'(\d+)$', text, re.M):
-        if name in names:
-            shielded += int(v)
-    return checks, shielded
+    return sum(int(v) for name, v in re.findall(
+        r'^abuseguard_(?:challenges|denials)_total\{policy="([^"]+)"\} '
+        r'(\d+)$', text, re.M) if name in names)
 
 
 def main():
-    sport, rport, names, wrk_out = sys.argv[1:5]
+    sport, rport, names, keys, wrk_out = sys.argv[1:6]
     wrk = sys.argv[sys.argv.index("--") + 1:]
-    names = set(names.split(","))
+    names, keys = set(names.split(",")), keys.split(",")
     conn = http.client.HTTPConnection("127.0.0.1", int(sport), timeout=10)
-    sock = socket.create_connection(("127.0.0.1", int(rport)), timeout=10)
-    buf = [b""]
-    samples = []  # (seconds since wrk started, checks, shielded, calls)
+    redis = Redis(int(rport))
+    base = shielded(conn, names)
+    c0 = redis.calls()
     with open(wrk_out, "w") as out:
-        start = time.monotonic()
+        start_ms = time.time() * 1000
         proc = subprocess.Popen(wrk, stdout=out)
-        raised = None
-        while proc.poll() is None and raised is None:
-            checks, shielded = service_counts(conn, names)
-            calls = redis_calls(sock, buf)
-            samples.append((time.monotonic() - start, checks, shielded,
-                            calls))
-            if shielded > samples[0][2]:
-                raised = len(samples) - 1
-            time.sleep(0.01)
+        seen = False
+        while proc.poll() is None and not seen:
+            time.sleep(0.02)
+            seen = shielded(conn, names) > base
+        c1 = redis.calls()
+        since = [int(s) for k in keys
+                 for raised, s in [redis.call("HMGET", k, "raised",
+                                              "since_ms")]
+                 if raised == b"1"]
         proc.wait()
-    if raised is None:
+    if not seen or not since:
         print("- - - -")
         return
-    t0, c0, _, r0 = samples[0]
-    last = samples[raised - 1]
-    # The rate from the first sample that saw a check (wrk connects first).
-    first = next((s for s in samples[:raised] if s[1] > c0), last)
-    checks = last[1] - c0
-    rate = ("%.0f" % ((last[1] - first[1]) / (last[0] - first[0]))
-            if last[0] > first[0] else "-")
-    # Each sample's INFO is in the next sample's count.
-    cmds = ("%.4f" % ((last[3] - r0 - (raised - 1)) / checks)
-            if checks > 0 else "-")
-    print("%.0f %d %s %s" % (1000 * samples[raised][0], checks, rate, cmds))
+    raise_ms = min(since) - start_ms
+    checks = c1.get("fcall", 0) - c0.get("fcall", 0)
+    cmds = sum(c1.values()) - sum(c0.values()) - 1  # the first INFO
+    print("%.0f %d %s %s" % (
+        raise_ms, checks,
+        "%.0f" % (1000 * checks / raise_ms) if raise_ms > 0 else "-",
+        "%.4f" % (cmds / checks) if checks else "-"))
 
 
 if __name__ == "__main__":
