@@ -165,8 +165,9 @@ redis_calls() {
 }
 
 # One wrk run: prints "checks_per_s p50_ms p99_ms non2xx ok|errors
-# cmds_per_check checks". Checks are wrk's requests, or under stuffing the
-# script's count of checks (its requests include the reports).
+# cmds_per_check checks allowed". Checks are wrk's requests, or under
+# stuffing the script's count of checks (its requests include the
+# reports), and allowed the checks it saw allowed ("-" in other modes).
 measure() {
     local c0 c1
     c0=$(redis_calls)
@@ -183,18 +184,21 @@ def ms(v):
     return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
 requests = int(re.search(r"(\d+) requests in", t).group(1))
-stuffing = re.search(r"^stuffing: (\d+) checks \((\d+)/s\)", t, re.M)
+stuffing = re.search(r"^stuffing: (\d+) checks \((\d+)/s\), (\d+) allowed",
+                     t, re.M)
+allowed = "-"
 if stuffing:
     requests, rps = int(stuffing.group(1)), float(stuffing.group(2))
+    allowed = stuffing.group(3)
 # The latency distribution lines, not a "+/- Stdev" column ending in 50%.
 p50 = ms(re.search(r"^\s+50%\s+(\S+)", t, re.M).group(1))
 p99 = ms(re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1))
 
 non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 errs = re.search(r"Socket errors: (.*)", t)
-print("%.0f %.3f %.3f %s %s %.4f %d" % (rps, p50, p99,
+print("%.0f %.3f %.3f %s %s %.4f %d %s" % (rps, p50, p99,
       non2xx.group(1) if non2xx else 0, "errors" if errs else "ok",
-      int(sys.argv[2]) / max(requests, 1), requests))
+      int(sys.argv[2]) / max(requests, 1), requests, allowed))
 PY
 }
 
@@ -295,7 +299,7 @@ run_ag() {
         elif [ -n "$bport" ]; then
             run_one base "$bport" baseline "$base_shields" "$bpid"
         else
-            res_base+=("0 0 0 0 ok 0 0"); cpu_base+=(0:0:0:0)
+            res_base+=("0 0 0 0 ok 0 0 -"); cpu_base+=(0:0:0:0)
             wave_base+=("- - - -")
         fi
     done
@@ -376,7 +380,12 @@ print("median p99 ms:   abuseguard %.3f, abuseguard-fixed %.3f, peer %.3f"
 def cpc(rows): return " ".join("%.4f" % float(r[5]) for r in rows)
 print("Redis commands per check, per round: abuseguard %s; abuseguard-fixed "
       "%s; peer %s" % (cpc(ag), cpc(fx), cpc(peer)))
-# Under stuffing: each abuseguard wave until its shields were raised.
+# Under stuffing: the checks let through in each measured run (after the
+# raise), and each abuseguard wave until its shields were raised.
+if ag and ag[0][7] != "-":
+    print("checks allowed, per round: abuseguard %s; abuseguard-fixed %s; "
+          "peer %s" % tuple(" ".join("%s of %s" % (r[7], r[6]) for r in rows)
+                            for rows in (ag, fx, peer)))
 for name, waves in (("abuseguard", wave_ag), ("abuseguard-fixed", wave_fx)):
     if waves and any(w.split()[0] != "-" for w in waves):
         print("%s before the raise, per round (raised after ms; checks; "
