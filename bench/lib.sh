@@ -1,15 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
-# What the single-service cost scripts (service_cost.sh, service_kernel.sh)
-# share, sourced from the repository's root: the Release build, a scratch
-# folder removed at exit with every process started, a private
-# redis-server, and the service's flags for the benchmark's three
-# sliding-log policies.
+# What the benchmark scripts share, sourced from the repository's root:
+# the benchmark's policy files (bench/run.sh too), and for the
+# single-service cost scripts (service_cost.sh, service_kernel.sh) the
+# Release build, a scratch folder removed at exit with every process
+# started, a private redis-server, and the service's flags for the
+# benchmark's three sliding-log policies.
 
 export LC_ALL=C # times(1), perf and awk read decimals with a point
 
 # Installs package $2 unless command $1 is there.
 bench_need() {
     command -v "$1" >/dev/null || apt-get install -y -qq "$2" >/dev/null
+}
+
+# Writes to $3 the policy file bench/$1 with, if $2 is 1, the site-wide
+# shields (the surge policies) of policies/default.json appended: the
+# defaults' own numbers, read from the one file that holds them.
+bench_policies() {
+    python3 - "bench/$1" "$2" policies/default.json "$3" <<'PY'
+import json, sys
+src, shields, defaults, dst = sys.argv[1:]
+doc = json.load(open(src))
+if shields == "1":
+    doc["policies"] += [p for p in json.load(open(defaults))["policies"]
+                        if p.get("algorithm") == "surge"]
+json.dump(doc, open(dst, "w"), indent=2)
+PY
 }
 
 bench_port() {
@@ -32,7 +48,8 @@ bench_ready() {
 
 # Builds build-bench/abuseguard, makes $work and starts redis-server on
 # $rport; $pids holds what cleanup stops at exit. Also sets $sport (the
-# service's port) and $service_args (its flags, an array).
+# service's port) and $service_args (its flags, an array). SHIELDS=1: the
+# policies carry the default shields too (bench_policies).
 bench_setup() {
     scripts/deps.sh
     cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF \
@@ -48,7 +65,7 @@ bench_setup() {
     bench_ready 10 redis-cli -p "$rport" ping
     head -c 32 /dev/urandom > "$work/secret"
     chmod 600 "$work/secret"
-    cp bench/policies.json "$work/"
+    bench_policies policies.json "${SHIELDS:-0}" "$work/policies.json"
     sport=$(bench_port)
     service_args=(--listen "127.0.0.1:$sport"
         --redis "redis://127.0.0.1:$rport" --db "$work/policies.db"

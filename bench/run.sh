@@ -18,14 +18,30 @@
 # CONNS (default 64), SHARED_BENCH (the folder holding peer-node/ and
 # wrk-login.lua; default ../shared/bench beside the repository),
 # BASELINE_BIN (another abuseguard binary, say a build of the previous
-# commit: measured in every round beside this one, with the same policies,
-# so that a change's effect is a within-round ratio too).
+# commit: measured in every round right beside this one, before it in
+# even rounds and after it in odd ones, with the same policies, so that a
+# change's effect is a within-round ratio too).
+# SHIELDS=1: abuseguard's policies carry the default site-wide shields too
+# (the surge policies of policies/default.json; default 1 in
+# MODE=stuffing, else 0). BASELINE_SHIELDS: the baseline's (default
+# SHIELDS); set alone, the baseline is this build, so that
+# SHIELDS=1 BASELINE_SHIELDS=0 measures what the shields cost.
 # MODE=attack: the same rounds and ratios under a credential-guessing
 # flood instead (wrk-attack.lua: 64 user and IP pairs, denied after their
 # first few attempts), against the peer with its own local block cache
 # (INMEM_BLOCK=1, rate-limiter-flexible's inMemoryBlockOnConsumed).
+# MODE=stuffing: distributed credential stuffing (wrk-stuffing.lua: every
+# check a new user and address, a failure report after each allowed
+# one), abuseguard with its shields. Before its measured run each
+# contender gets a wave of WARMUP s (default 2) with the same script;
+# abuseguard's shields are lowered before it (their shared state deleted
+# in Redis) and bench/shield_wave.py watches it until they are raised,
+# so the wave gives the figures before the raise and the measured run
+# those after. Checks/s are the script's own count of checks, not wrk's
+# requests, which include the reports.
+# PEER_BLOCK: the peer's INMEM_BLOCK (default 1 in MODE=attack, else 0).
 # Every run also reports the Redis commands it cost per check (INFO
-# commandstats calls over the run / wrk's requests).
+# commandstats calls over the run / its checks).
 # A benchmark, not a test: nothing here gates CI.
 set -euo pipefail
 # times(1) and awk read decimals with a point.
@@ -37,11 +53,17 @@ duration=${DURATION:-15}
 runs=${RUNS:-2}
 conns=${CONNS:-64}
 mode=${MODE:-normal}
+warmup=${WARMUP:-2}
 case $mode in
-normal) wrk_script=wrk-login.lua peer_block=0 ;;
-attack) wrk_script=wrk-attack.lua peer_block=1 ;;
-*) echo "MODE must be normal or attack" >&2; exit 2 ;;
+normal) wrk_script=wrk-login.lua peer_block=0 shields=0 ;;
+attack) wrk_script=wrk-attack.lua peer_block=1 shields=0 ;;
+stuffing) wrk_script=wrk-stuffing.lua peer_block=0 shields=1 ;;
+*) echo "MODE must be normal, attack or stuffing" >&2; exit 2 ;;
 esac
+peer_block=${PEER_BLOCK:-$peer_block}
+shields=${SHIELDS:-$shields}
+base_shields=${BASELINE_SHIELDS:-$shields}
+baseline_bin=${BASELINE_BIN:-}
 out=$root/bench/out
 mkdir -p "$out"
 
@@ -53,6 +75,8 @@ echo "== build (Release)" >&2
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=OFF >/dev/null
 cmake --build build-bench -j"$(nproc)" >/dev/null
 bin=$root/build-bench/abuseguard
+. bench/lib.sh # bench_policies
+[ -z "${BASELINE_SHIELDS:-}" ] || baseline_bin=${baseline_bin:-$bin}
 
 if [ ! -d "$out/peer-node/node_modules" ]; then
     echo "== npm install (peer)" >&2
@@ -76,23 +100,28 @@ until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.05; done
 
 work=$(mktemp -d)
 head -c 32 /dev/urandom > "$work/secret"; chmod 600 "$work/secret"
-# One service: the given policy file, its own database.
-start_service() { # name policies.json [binary] -> sets port_<name>, pid_<name>
-    mkdir "$work/$1"; cp "bench/$2" "$work/$1/"
+# Under stuffing the log says when a shield is raised (a warning).
+log_level=error
+[ "$mode" != stuffing ] || log_level=warn
+# One service: the given policy file (with the shields if $3 is 1), its
+# own database.
+start_service() { # name policies.json shields [binary] -> port_, pid_<name>
+    mkdir "$work/$1"
+    bench_policies "$2" "$3" "$work/$1/policies.json"
     local p; p=$(port)
-    "${3:-$bin}" --listen "127.0.0.1:$p" --redis "redis://127.0.0.1:$rport" \
+    "${4:-$bin}" --listen "127.0.0.1:$p" --redis "redis://127.0.0.1:$rport" \
         --db "$work/$1/policies.db" --secret-file "$work/secret" \
-        --seed-dir "$work/$1" --log-level error 2> "$out/$1.log" &
+        --seed-dir "$work/$1" --log-level "$log_level" 2> "$out/$1.log" &
     pids+=($!)
     eval "port_$1=$p pid_$1=$!"
 }
-start_service sliding policies.json
-start_service fixed policies-fixed.json
-aport=$port_sliding; apid=$pid_sliding; fport=$port_fixed
-bport=
-if [ -n "${BASELINE_BIN:-}" ]; then
-    start_service base policies.json "$BASELINE_BIN"
-    bport=$port_base
+start_service sliding policies.json "$shields"
+start_service fixed policies-fixed.json "$shields"
+aport=$port_sliding; apid=$pid_sliding; fport=$port_fixed; fpid=$pid_fixed
+bport= bpid=
+if [ -n "$baseline_bin" ]; then
+    start_service base policies.json "$base_shields" "$baseline_bin"
+    bport=$port_base bpid=$pid_base
 fi
 pport=$(port)
 (cd "$out/peer-node" && PORT=$pport REDIS_PORT=$rport WORKERS=2 \
@@ -102,6 +131,26 @@ for p in $aport $fport $pport $bport; do
     until curl -s -o /dev/null -X POST "127.0.0.1:$p/check-login" \
         -d '{"user":"warm@example.com","ip":"192.0.2.1"}'; do sleep 0.1; done
 done
+
+# The shields' names, and the keys of their state shared in Redis, which
+# the first step of their sync writes (the same for every instance: one
+# secret, one name each).
+shield_names=$(python3 -c 'import json, sys
+print(",".join(p["name"] for p in json.load(open(sys.argv[1]))["policies"]
+               if p.get("algorithm") == "surge"))' "$work/sliding/policies.json")
+shield_keys=()
+if [ -n "$shield_names" ]; then
+    for name in ${shield_names//,/ }; do
+        key=
+        for _ in $(seq 100); do
+            key=$(redis-cli -p "$rport" --scan --pattern "ag:$name:*")
+            [ -z "$key" ] || break
+            sleep 0.1
+        done
+        [ -n "$key" ] || { echo "no shared state for shield $name" >&2; exit 1; }
+        shield_keys+=("$key")
+    done
+fi
 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # CPU time a process has used, in clock ticks (user + system).
@@ -115,7 +164,10 @@ redis_calls() {
         awk -F'[=,]' '/^cmdstat_/ {n += $2} END {print n + 0}'
 }
 
-# One wrk run: prints "rps p50_ms p99_ms non2xx ok|errors cmds_per_check".
+# One wrk run: prints "checks_per_s p50_ms p99_ms non2xx ok|errors
+# cmds_per_check checks allowed". Checks are wrk's requests, or under
+# stuffing the script's count of checks (its requests include the
+# reports), and allowed the checks it saw allowed ("-" in other modes).
 measure() {
     local c0 c1
     c0=$(redis_calls)
@@ -131,17 +183,59 @@ def ms(v):
     n, unit = re.match(r"([\d.]+)(us|ms|s)", v).groups()
     return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+requests = int(re.search(r"(\d+) requests in", t).group(1))
+stuffing = re.search(r"^stuffing: (\d+) checks \((\d+)/s\), (\d+) allowed",
+                     t, re.M)
+allowed = "-"
+if stuffing:
+    requests, rps = int(stuffing.group(1)), float(stuffing.group(2))
+    allowed = stuffing.group(3)
 # The latency distribution lines, not a "+/- Stdev" column ending in 50%.
 p50 = ms(re.search(r"^\s+50%\s+(\S+)", t, re.M).group(1))
 p99 = ms(re.search(r"^\s+99%\s+(\S+)", t, re.M).group(1))
 
 non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 errs = re.search(r"Socket errors: (.*)", t)
-requests = int(re.search(r"(\d+) requests in", t).group(1))
-print("%.0f %.3f %.3f %s %s %.4f" % (rps, p50, p99,
+print("%.0f %.3f %.3f %s %s %.4f %d %s" % (rps, p50, p99,
       non2xx.group(1) if non2xx else 0, "errors" if errs else "ok",
-      int(sys.argv[2]) / max(requests, 1)))
+      int(sys.argv[2]) / max(requests, 1), requests, allowed))
 PY
+}
+
+# Under stuffing, before each measured run: a wave of WARMUP s with the
+# same script. For an abuseguard instance ($3 = 1) its shields are lowered
+# first (their shared state deleted: the next sync starts it over,
+# lowered, with nothing learned, as on a first start), and the wave is
+# watched until they are raised (bench/shield_wave.py); prints the raise's
+# time and "checks checks_per_s cmds_per_check" before it, or "-"s.
+wave() { # port name watched
+    if [ "$mode" != stuffing ]; then
+        echo "- - - -"
+        return
+    fi
+    local cmd=(wrk -t2 -c"$conns" -d"${warmup}s" -s "$shared/$wrk_script"
+        "http://127.0.0.1:$1")
+    if [ "$3" != 1 ] || [ ${#shield_keys[@]} = 0 ]; then
+        "${cmd[@]}" > "$out/wave-$2.txt"
+        echo "- - - -"
+        return
+    fi
+    redis-cli -p "$rport" DEL "${shield_keys[@]}" >/dev/null
+    # Lowered once a new user from an address of this round is let
+    # through (no other limit of the benchmark's can deny it).
+    local n=0 body
+    while :; do
+        body="{\"user\":\"lowered-$2-$n@example.com\","
+        body+="\"ip\":\"198.51.$((i % 256)).$((n % 254 + 1))\"}"
+        [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" \
+            "127.0.0.1:$1/check-login")" != 200 ] || break
+        n=$((n + 1))
+        [ "$n" -lt 100 ] || { echo "$2: the shields stay raised" >&2; exit 1; }
+        sleep 0.05
+    done
+    local keys="${shield_keys[*]}"
+    python3 bench/shield_wave.py "$1" "$rport" "$shield_names" \
+        "${keys// /,}" "$out/wave-$2.txt" -- "${cmd[@]}"
 }
 
 # The Redis ceiling for abuseguard's check: pipelined FCALL of its function
@@ -169,34 +263,58 @@ echo "== $mode: $runs rounds of ${duration}s runs, wrk -t2 -c$conns" \
 # run abuseguard first, even rounds the peer first, so a machine that
 # speeds up or slows down during a round favours neither. Ratios are taken
 # within a round, then their median.
-declare -a ag_res fx_res peer_res rss_after cpu ceil_res base_res
+declare -a ceil_res rss_after
+declare -a res_ag res_fx res_peer res_base cpu_ag cpu_fx cpu_base wave_ag \
+    wave_fx wave_base
 rss_before=$(rss $apid)
-run_ag() {
-    local au as au1 as1
-    read -r au as < <(ticks2 $apid); r0=$(ticks $rpid)
-    ag_res+=("$(measure "$aport" "abuseguard-$i")")
-    read -r au1 as1 < <(ticks2 $apid)
+# One contender: its wave (under stuffing), then its measured run, with
+# the CPU time its service ($5, if any) and Redis used during that run.
+# Appends to res_$1, wave_$1 and cpu_$1.
+run_one() { # key port name watched pid
+    local u s u1 s1 r0 w
+    w=$(wave "$2" "$3-$i" "$4")
+    eval "wave_$1+=(\"\$w\")"
+    if [ -n "$5" ]; then
+        read -r u s < <(ticks2 "$5")
+        r0=$(ticks $rpid)
+    fi
+    w=$(measure "$2" "$3-$i")
+    eval "res_$1+=(\"\$w\")"
+    [ -n "$5" ] || return 0
+    read -r u1 s1 < <(ticks2 "$5")
     # service user:system:Redis ticks, then wrk's seconds (its times line
     # "0m1.234s 0m0.567s").
-    cpu+=("$((au1 - au)):$((as1 - as)):$(($(ticks $rpid) - r0)):$(
+    w="$((u1 - u)):$((s1 - s)):$(($(ticks $rpid) - r0)):$(
         awk 'NR == 2 {s = 0; for (i = 1; i <= 2; i++) {
             split($i, t, /[ms]/); s += t[1] * 60 + t[2] } print s}' \
-            "$out/wrk-abuseguard-$i.times")")
-    rss_after+=("$(rss $apid)")
-    if [ -n "$bport" ]; then
-        base_res+=("$(measure "$bport" "baseline-$i")")
-    else
-        base_res+=("0 0 0 0 ok 0")
-    fi
+            "$out/wrk-$3-$i.times")"
+    eval "cpu_$1+=(\"\$w\")"
+}
+# abuseguard and, right beside it, the baseline: abuseguard first in odd
+# rounds, the baseline first in even ones.
+run_ag() {
+    local order="ag base"
+    [ $((i % 2)) = 1 ] || order="base ag"
+    for c in $order; do
+        if [ "$c" = ag ]; then
+            run_one ag "$aport" abuseguard "$shields" "$apid"
+            rss_after+=("$(rss $apid)")
+        elif [ -n "$bport" ]; then
+            run_one base "$bport" baseline "$base_shields" "$bpid"
+        else
+            res_base+=("0 0 0 0 ok 0 0 -"); cpu_base+=(0:0:0:0)
+            wave_base+=("- - - -")
+        fi
+    done
 }
 for i in $(seq "$runs"); do
     if [ $((i % 2)) = 1 ]; then
         run_ag
-        fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
-        peer_res+=("$(measure "$pport" "peer-$i")")
+        run_one fx "$fport" abuseguard-fixed "$shields" "$fpid"
+        run_one peer "$pport" peer 0 ""
     else
-        peer_res+=("$(measure "$pport" "peer-$i")")
-        fx_res+=("$(measure "$fport" "abuseguard-fixed-$i")")
+        run_one peer "$pport" peer 0 ""
+        run_one fx "$fport" abuseguard-fixed "$shields" "$fpid"
         run_ag
     fi
     ceil_res+=("$(ceiling)")
@@ -212,21 +330,24 @@ for k in $sample; do
     n=$((n + 1))
 done
 
-echo "mode: $mode ($wrk_script; peer INMEM_BLOCK=$peer_block)"
+echo "mode: $mode ($wrk_script; peer INMEM_BLOCK=$peer_block;" \
+    "shields: abuseguard $shields${bport:+, baseline $base_shields})"
 python3 - "${ceil_res[*]}" "$rss_before" "$keys" "$used" "$usage" "$n" \
-    "$(getconf CLK_TCK)" "$duration" \
-    "${ag_res[@]}" --- "${fx_res[@]}" --- "${peer_res[@]}" --- \
-    "${rss_after[@]}" --- "${cpu[@]}" --- "${base_res[@]}" <<'PY'
+    "$(getconf CLK_TCK)" \
+    "${res_ag[@]}" --- "${res_fx[@]}" --- "${res_peer[@]}" --- \
+    "${res_base[@]}" --- "${rss_after[@]}" --- "${cpu_ag[@]}" --- \
+    "${cpu_fx[@]}" --- "${cpu_base[@]}" --- "${wave_ag[@]}" --- \
+    "${wave_fx[@]}" <<'PY'
 import statistics, sys
 args = sys.argv[1:]
-ceilings, rss0, keys, used, usage, n, tck, dur = args[:8]
+ceilings, rss0, keys, used, usage, n, tck = args[:7]
 ceilings = [float(c) for c in ceilings.split()]
-rest = args[8:]
-i = rest.index("---"); ag = rest[:i]; rest = rest[i + 1:]
-i = rest.index("---"); fx = rest[:i]; rest = rest[i + 1:]
-i = rest.index("---"); peer = rest[:i]; rest = rest[i + 1:]
-i = rest.index("---"); rss = rest[:i]; rest = rest[i + 1:]
-i = rest.index("---"); cpu = rest[:i]; base = rest[i + 1:]
+rest, groups = args[7:], []
+while "---" in rest:
+    i = rest.index("---"); groups.append(rest[:i]); rest = rest[i + 1:]
+groups.append(rest)
+ag, fx, peer, base, rss, cpu_ag, cpu_fx, cpu_base, wave_ag, wave_fx = groups
+# checks/s, p50, p99, non-2xx, ok|errors, commands per check, checks
 def parse(rows): return [list(map(float, r.split()[:3])) + r.split()[3:] for r in rows]
 ag, fx, peer, base = parse(ag), parse(fx), parse(peer), parse(base)
 have_base = base and base[0][0] > 0
@@ -250,8 +371,8 @@ print("median of rounds: abuseguard %.2fx the peer, abuseguard-fixed %.2fx, "
          statistics.median(fx[j][0] / peer[j][0] for j in rounds),
          statistics.median(100 * ag[j][0] / ceilings[j] for j in rounds)))
 if have_base:
-    print("per round: abuseguard/baseline %s; median %.2fx; baseline/peer median %.2fx"
-          % (" ".join("%.2fx" % (ag[j][0] / base[j][0]) for j in rounds),
+    print("per round: abuseguard/baseline %s; median %.3fx; baseline/peer median %.2fx"
+          % (" ".join("%.3fx" % (ag[j][0] / base[j][0]) for j in rounds),
              statistics.median(ag[j][0] / base[j][0] for j in rounds),
              statistics.median(base[j][0] / peer[j][0] for j in rounds)))
 print("median checks/s: abuseguard %.0f, abuseguard-fixed %.0f, peer %.0f, "
@@ -262,24 +383,46 @@ print("median p99 ms:   abuseguard %.3f, abuseguard-fixed %.3f, peer %.3f"
 def cpc(rows): return " ".join("%.4f" % float(r[5]) for r in rows)
 print("Redis commands per check, per round: abuseguard %s; abuseguard-fixed "
       "%s; peer %s" % (cpc(ag), cpc(fx), cpc(peer)))
+# Under stuffing: the checks let through in each measured run (after the
+# raise), and each abuseguard wave until its shields were raised.
+if ag and ag[0][7] != "-":
+    print("checks allowed, per round: abuseguard %s; abuseguard-fixed %s; "
+          "peer %s" % tuple(" ".join("%s of %s" % (r[7], r[6]) for r in rows)
+                            for rows in (ag, fx, peer)))
+for name, waves in (("abuseguard", wave_ag), ("abuseguard-fixed", wave_fx)):
+    if waves and any(w.split()[0] != "-" for w in waves):
+        print("%s before the raise, per round (raised after ms; checks; "
+              "checks/s; Redis commands per check): %s"
+              % (name, ", ".join("; ".join(w.split()) for w in waves)))
 print("abuseguard RSS kB: before %s, after each run %s" % (rss0, " ".join(rss)))
-# CPU per check during the abuseguard runs: a steadier measure than
-# checks/s on a shared machine, for comparing builds.
+# CPU per check during each abuseguard instance's runs: a steadier
+# measure than checks/s on a shared machine, for comparing builds.
 # With wrk's own, it is the budget of the two cores all three share.
-def per_check(j, part):
-    checks = ag[j][0] * float(dur)
+def per_check(rows, cpu, j, part):
+    checks = float(rows[j][6])
     f = cpu[j].split(":")
     if part == "wrk":
         return float(f[3]) * 1e6 / checks
     ticks = {"user": int(f[0]), "sys": int(f[1]),
              "service": int(f[0]) + int(f[1]), "redis": int(f[2])}[part]
     return ticks * 1e6 / float(tck) / checks
-def per_round(part):
-    return " ".join("%.0f" % per_check(j, part) for j in range(len(cpu)))
-print("CPU us per check (abuseguard runs): service %s (user %s, system %s), "
-      "redis %s, wrk %s" % (per_round("service"), per_round("user"),
-                            per_round("sys"), per_round("redis"),
-                            per_round("wrk")))
+def per_round(rows, cpu, part):
+    return " ".join("%.1f" % per_check(rows, cpu, j, part)
+                    for j in range(len(cpu)))
+for name, rows, cpu in (("abuseguard", ag, cpu_ag),
+                        ("abuseguard-fixed", fx, cpu_fx)) + \
+        ((("baseline", base, cpu_base),) if have_base else ()):
+    print("CPU us per check (%s runs): service %s (user %s, system %s), "
+          "redis %s, wrk %s" % (name, per_round(rows, cpu, "service"),
+                                per_round(rows, cpu, "user"),
+                                per_round(rows, cpu, "sys"),
+                                per_round(rows, cpu, "redis"),
+                                per_round(rows, cpu, "wrk")))
+if have_base:
+    print("service CPU per check, abuseguard/baseline per round: %s"
+          % " ".join("%.3f" % (per_check(ag, cpu_ag, j, "service")
+                               / per_check(base, cpu_base, j, "service"))
+                     for j in rounds))
 print("redis: %s keys, used_memory %s bytes (%.0f B/key over all keys); "
       "login.user logs sampled: %.0f B/key (MEMORY USAGE, n=%s)"
       % (keys, used, float(used) / max(float(keys), 1), float(usage) / max(float(n), 1), n))

@@ -14,7 +14,8 @@
 #
 # Environment: DURATION (default 10), TOP (functions listed, default 25),
 # SHARED_BENCH (the folder holding wrk-login.lua; default ../shared/bench
-# beside the repository). Needs valgrind and wrk (installed if missing).
+# beside the repository), SHIELDS (1: the default site-wide shields too).
+# Needs valgrind and wrk (installed if missing).
 # A benchmark, not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."

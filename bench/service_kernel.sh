@@ -15,9 +15,9 @@
 #      which slows the service several times over: counts, not times).
 #
 # Environment: DURATION (s each step samples, default 4), SHARED_BENCH
-# (default ../shared/bench beside the repository), STRACE. Needs perf,
-# wrk and, with STRACE=1, strace (installed if missing). A benchmark, not
-# a test.
+# (default ../shared/bench beside the repository), STRACE, SHIELDS (1: the
+# default site-wide shields too). Needs perf, wrk and, with STRACE=1,
+# strace (installed if missing). A benchmark, not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
