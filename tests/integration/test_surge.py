@@ -7,8 +7,9 @@ in a fresh /16 every attempt, each allowed attempt reported failed) raises
 it on both instances within two windows, after which nearly every attempt
 is challenged; trusted devices are never challenged; once the wave stops
 the shield is lowered within its hold and two windows and the background
-passes again; a shadow shield challenges nothing; an attempts shield; a
-shield counting unknown users is not raised by bad passwords.
+passes again; with Redis paused each instance keeps shielding from its own
+counts, and says so; a shadow shield challenges nothing; an attempts
+shield; a shield counting unknown users is not raised by bad passwords.
 
 Time is Redis's: every elapsed time asserted is measured against Redis
 TIME (brackets around the moments that matter, and the shields' own
@@ -17,11 +18,13 @@ wide margins, so that a loaded machine (two test jobs and a CPU hog) only
 moves the figures, not the outcome: the background is a fifth of each
 floor, the wave five times it or more. Shield state is read from what the
 service shows: its answers (a shielded check is a 429 naming the shield
-and asking a challenge) and its log lines (shield_raised,
-shield_lowered)."""
+and asking a challenge) and its log lines (shield_raised, shield_lowered,
+shield_local, shield_shared)."""
 import calendar
 import json
+import os
 import re
+import signal
 import threading
 import time
 import unittest
@@ -58,6 +61,9 @@ LOWER_SLACK_S = 2 * (2 * SYNC_S + 2 * BG_PERIOD)
 # clients fall behind the schedule): it fails the test, never hangs it.
 WAVE_LIMIT_S = 120
 MAX_PASS_SHARE = 0.05  # of attempts after a raise (the issue's "Done when")
+# --redis-timeout-ms where Redis is paused on purpose (test_resilience.py's
+# reasoning): short enough to wait for.
+PAUSE_TIMEOUT_MS = 500
 
 
 def shield(name, limit=FLOOR, counts="failures", **extra):
@@ -429,6 +435,67 @@ class SurgeTest(PolicyTest):
                  [(e["policy"], round((e["ts_us"] - t_stop) / S, 3))
                   for e in lowered],
                  len(devices), len(during), wave_figures), flush=True)
+
+    def test_with_redis_paused_each_instance_shields_from_its_own_counts(self):
+        name = "s.failures"
+        svcs = self.start([shield(name)],
+                          extra=["--redis-timeout-ms", str(PAUSE_TIMEOUT_MS)])
+        trusted = Steady(svcs, (name,), 0.5, self.tokens(svcs)).run(1)
+        self.addCleanup(self.stop_all, trusted)
+        wave = Wave(svcs, (name,), "r", limit=WAVE_RATE * WAVE_LIMIT_S)
+        self.addCleanup(wave.stop)
+        t_wave = self.redis_time_us()
+        wave.start()
+        self.assertTrue(wait_until(lambda: self.raised(svcs, name), 30))
+        _, since = self.assert_raised_within_two_windows(svcs, (name,),
+                                                         t_wave)
+        self.assertTrue(wait_until(lambda: all(
+            self.first_challenged(wave.snapshot(), i) for i in (0, 1)), 30))
+
+        # Redis stops answering while the wave goes on: each instance says
+        # it shields from its own counts, and does.
+        os.kill(self.redis.proc.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.redis.proc.pid, signal.SIGCONT)
+        m_paused = time.monotonic()
+        self.assertTrue(wait_until(lambda: sorted(
+            e["svc"] for e in log_events(svcs, "shield_local")) == [0, 1],
+            30), log_events(svcs, "shield_local"))
+        m_local = time.monotonic()
+        # Two windows of the wave on local counts alone.
+        self.assertTrue(wait_until(lambda: len(
+            [a for a in wave.snapshot() if a.t0 > m_local]) >=
+            2 * W * WAVE_RATE, 60))
+        os.kill(self.redis.proc.pid, signal.SIGCONT)
+        m_resumed = time.monotonic()
+        self.assertTrue(wait_until(lambda: sorted(
+            e["svc"] for e in log_events(svcs, "shield_shared")) == [0, 1],
+            30), log_events(svcs, "shield_shared"))
+        m_shared = time.monotonic()
+        # And a window more on shared state again.
+        self.assertTrue(wait_until(lambda: len(
+            [a for a in wave.snapshot() if a.t0 > m_shared]) >=
+            W * WAVE_RATE, 60))
+        self.stop_all(wave, trusted)
+
+        for e in log_events(svcs, "shield_local") + \
+                log_events(svcs, "shield_shared"):
+            self.assertEqual(e["policy"], name)
+        # Never lowered, never raised again: the shield held throughout.
+        self.assertEqual(log_events(svcs, "shield_lowered"), [])
+        self.assertEqual(len(self.raised(svcs, name)), 1)
+        figures = self.assert_shielded_after(wave, since, "paused wave")
+        paused = [a for a in wave.snapshot() if m_paused <= a.t0 <= m_resumed]
+        passed = sum(a.outcome == "passed" for a in paused)
+        self.assertGreaterEqual(len(paused), 2 * W * WAVE_RATE)
+        self.assertLessEqual(passed, MAX_PASS_SHARE * len(paused))
+        devices = trusted.snapshot()
+        self.assert_expected(devices)
+        self.assertEqual([a.outcome for a in devices if a.outcome != "passed"],
+                         [])
+        print("paused: %d attempts while Redis was paused, %d passed; local "
+              "after %.3f s, shared again %.3f s after SIGCONT; %s"
+              % (len(paused), passed, m_local - m_paused,
+                 m_shared - m_resumed, figures), flush=True)
 
     def test_a_shadow_shield_challenges_nothing_and_reasons_filter(self):
         # A wave of bad passwords alone: it raises a shadow shield that
