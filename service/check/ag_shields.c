@@ -269,6 +269,40 @@ static void publish_state(struct ag_shield *e, const struct ag_surge_state *st,
     atomic_store_explicit(&e->raised, st->raised, memory_order_release);
 }
 
+/* Redis answers again after this instance shielded from its own counts,
+ * and the shared state is lowered: it saw none of the attack meanwhile
+ * (its hold ran out with nothing to move it on), but this instance's
+ * counts still hold the shield. The raise goes back to the shared state
+ * for what is left of the local hold, and holds there on every
+ * instance's attempts from now on: the shield does not come down and go
+ * straight back up once the attack's failures resume. AG_OK and *a, or
+ * the call's error. */
+static int resume_raise(struct ag_shields *sh, struct ag_shield *e,
+                        uint64_t now, struct ag_redis_surge_answer *a)
+{
+    struct ag_redis_surge_call call = {.op = AG_SURGE_OP_RAISE,
+                                       .for_ms = e->local.until_ms - now};
+    return ag_redis_surge(sh->o.store, e->key, &e->params, &call, a);
+}
+
+/* While Redis answers, the local state follows the shared raise: raised
+ * for at least what is left of the shared hold (this instance's own
+ * attempts move it on from there), lowered with it. Otherwise an instance
+ * whose share of a wave had not crossed the floor alone when the shared
+ * shield went up would lower the shield the moment Redis went away. */
+static void follow_shared(struct ag_shield *e,
+                          const struct ag_redis_surge_answer *a, uint64_t now)
+{
+    if (!a->state.raised) {
+        ag_surge_lower(&e->local);
+        return;
+    }
+    uint64_t left =
+        a->state.until_ms > a->now_ms ? a->state.until_ms - a->now_ms : 1;
+    if (!e->local.raised || e->local.until_ms < now + left)
+        ag_surge_raise(&e->local, &e->params, now, left);
+}
+
 void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
                        const struct ag_redis_surge_call *call)
 {
@@ -295,10 +329,14 @@ void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
      * shield is this instance's own, and nothing is wrong. */
     if (rc == AG_EINVAL)
         sh->o.store = NULL;
+    if (rc == AG_OK && e->view.source == AG_SHIELD_LOCAL && e->local.raised &&
+        !a.state.raised && call->op == AG_SURGE_OP_STEP)
+        rc = resume_raise(sh, e, now, &a);
     enum ag_shield_source was = e->view.source;
     bool was_raised = e->view.state.raised;
     unsigned changed;
     if (rc == AG_OK) {
+        follow_shared(e, &a, now);
         e->view.state = a.state;
         e->view.threshold = a.threshold;
         e->view.now_ms = a.now_ms;

@@ -20,6 +20,11 @@
  * this instance's counts alone (ag_surge): while Redis cannot answer the
  * instance shields from that, says so (the view's source "local", a log
  * line, a metric), and goes back to the shared state once Redis answers.
+ * While Redis answers, the local state follows the shared raise and its
+ * lowering: an instance whose own share of a wave never crossed the floor
+ * keeps shielding when Redis goes away mid-raise. A raise still held
+ * locally when Redis answers again goes back to the shared state for what
+ * is left of its hold, as the shared state saw none of the attack meanwhile.
  * Exactly one instance sees each shared raise and lowering, and raises
  * the event.
  *
