@@ -272,7 +272,7 @@ class DenyCacheTest(PolicyTest):
         allow_at = {"ka@x.org": self.allowed_at(algorithm, ka, w),
                     "kb@x.org": self.allowed_at(algorithm, kb, w)}
         first = {}
-        hits = 0
+        hits = denials_a = 0
         deadline = time.monotonic() + window_s + 10
         while len(first) < 2 and time.monotonic() < deadline:
             for svc, user in ((a, "ka@x.org"), (b, "kb@x.org")):
@@ -287,10 +287,17 @@ class DenyCacheTest(PolicyTest):
                                 "a denial outlived Redis's (cached: %s)"
                                 % cached(r))
                 hits += cached(r)
+                denials_a += svc is a
             time.sleep(0.005)
         self.assertEqual(len(first), 2, first)
-        # The cache answered: a's key was denied for most of a window.
-        self.assertGreater(hits, 10)
+        # The cache answered a's denials: after the first, which Redis
+        # gave and the cache took, at least half of them (all, on a quiet
+        # machine). Judged by share, not count: a loaded machine polls
+        # less often in the same window (a count of 10 failed so).
+        self.assertGreaterEqual(denials_a, 3, "too few polls to judge")
+        self.assertGreaterEqual(hits, 1)
+        self.assertGreaterEqual(2 * hits, denials_a - 1,
+                                "%d of %d denials cached" % (hits, denials_a))
 
     def test_a_fixed_window_key_is_allowed_again_when_redis_allows(self):
         self.assert_allowed_again_when_redis_allows("fixed_window")
