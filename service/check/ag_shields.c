@@ -16,9 +16,7 @@
 static uint64_t realtime_ms(void *ctx)
 {
     (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return ag_clock_wall_ms();
 }
 
 static uint64_t wall_ms(const struct ag_shields *sh)
@@ -176,26 +174,13 @@ void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t)
     ag_shield_table_unref(old);
 }
 
-/* Does e count and judge in the lane trusted? */
-static bool in_lane(const struct ag_shield *e, bool trusted)
-{
-    switch (e->policy->applies_to) {
-    case AG_LANE_ALL:
-        return true;
-    case AG_LANE_TRUSTED:
-        return trusted;
-    case AG_LANE_UNTRUSTED:
-        return !trusted;
-    }
-    return false;
-}
-
 void ag_shields_count_check(struct ag_shield_table *t,
                             enum ag_endpoint endpoint, bool trusted)
 {
     for (size_t i = 0; t && i < t->n; i++) {
         struct ag_shield *e = &t->shields[i];
-        if (e->policy->endpoint != endpoint || !in_lane(e, trusted))
+        if (e->policy->endpoint != endpoint ||
+            !ag_limiter_in_lane(e->policy, trusted))
             continue;
         atomic_fetch_add_explicit(&e->attempts, 1, memory_order_relaxed);
         if (e->policy->counts == AG_COUNTS_ATTEMPTS)
@@ -210,7 +195,7 @@ void ag_shields_count_failure(struct ag_shield_table *t, bool trusted,
         struct ag_shield *e = &t->shields[i];
         const struct ag_policy *p = e->policy;
         if (p->endpoint != AG_EP_LOGIN || p->counts != AG_COUNTS_FAILURES ||
-            !in_lane(e, trusted) ||
+            !ag_limiter_in_lane(e->policy, trusted) ||
             (p->reasons && !(p->reasons & 1u << reason)))
             continue;
         atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
@@ -241,7 +226,8 @@ const struct ag_shield *ag_shields_judge(struct ag_shield_table *t,
     for (size_t i = 0; t && i < t->n; i++) {
         const struct ag_shield *e = &t->shields[i];
         if (!atomic_load_explicit(&e->raised, memory_order_relaxed) ||
-            e->policy->endpoint != endpoint || !in_lane(e, trusted))
+            e->policy->endpoint != endpoint ||
+            !ag_limiter_in_lane(e->policy, trusted))
             continue;
         if (!now)
             now = ag_clock_mono_ms();

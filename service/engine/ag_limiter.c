@@ -116,16 +116,15 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
     return true;
 }
 
-/* Does p count and judge in the lane of req? */
-static bool in_lane(const struct ag_policy *p, const struct ag_request *req)
+bool ag_limiter_in_lane(const struct ag_policy *p, bool trusted)
 {
     switch (p->applies_to) {
     case AG_LANE_ALL:
         return true;
     case AG_LANE_TRUSTED:
-        return req->trusted;
+        return trusted;
     case AG_LANE_UNTRUSTED:
-        return !req->trusted;
+        return !trusted;
     }
     return false;
 }
@@ -155,7 +154,7 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
          * counted for the keys it can fill, so a login on a trusted device
          * reopens the untrusted lane an attacker closed (NIST SP 800-63B:
          * a success clears prior failures). */
-        if (kind != AG_PLAN_SUCCESS && !in_lane(p, d->req))
+        if (kind != AG_PLAN_SUCCESS && !ag_limiter_in_lane(p, d->req->trusted))
             continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, kind, d, &op))

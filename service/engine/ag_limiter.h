@@ -188,6 +188,10 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
 bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
                             struct ag_digests *d, struct ag_limit_op *op);
 
+/* Does p count and judge in the lane a request of trust trusted is in
+ * (its applies_to)? The plans' rule, and the shields'. */
+bool ag_limiter_in_lane(const struct ag_policy *p, bool trusted);
+
 /* Combines per-policy results (plan->n of them) into the decision. When
  * several policies deny, a deny policy is reported before a challenge one
  * (a challenge cannot lift a denial), then the longest wait. The
