@@ -33,7 +33,7 @@ clang-format --dry-run -Werror service/*.c service/*.h \
 python3 scripts/check_tree.py --self-test
 python3 scripts/check_tree.py
 python3 scripts/check_markdown.py --self-test
-python3 scripts/check_markdown.py README.md bench/README.md docs/*.md
+python3 scripts/check_markdown.py README.md bench/README.md docs/*.md docs/*/*.md
 
 # Release must build warning-clean too (-O2 warns of things -O0 does not
 # see); scripts/dev.sh and the benchmark run it.

@@ -400,7 +400,7 @@ int ag_db_reopen(struct ag_db *db, struct ag_error *err)
      * from them as the new one's. The old connection copies them into
      * its own file and empties the WAL first. Best effort: while another
      * process still reads the old file the WAL cannot be emptied (see
-     * docs/decisions.md, replacing the database file). */
+     * docs/decisions/operations-and-redis.md, replacing the database file). */
     if (ag_db_file_check(db, NULL) == AG_ECONFLICT)
         sqlite3_exec(db->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL,
                      NULL);

@@ -317,7 +317,7 @@ class OpenApiTest(ServiceTest):
         self.assertGreaterEqual(len(schemas), 40)
 
     def test_the_console_is_not_described_and_refuses_as_any_path(self):
-        # A page for people, left out on purpose (docs/decisions.md,
+        # A page for people, left out on purpose (docs/decisions/sms-api-console.md,
         # "Issue 19: admin console"): no operation, no row of CASES.
         self.assertEqual([p for p in self.spec["paths"]
                           if p.startswith("/admin/ui")], [])
