@@ -498,6 +498,19 @@ static void plan_password_fp(const struct ag_service *s,
             p->fp_window_s = p->ops[i].policy->window_s;
 }
 
+/* A success after the application's own account recovery: an event that
+ * names the user by its keyed digest alone (the one in the keys of the
+ * policies keyed on the user), so that operators see each way back past
+ * the cap, and a run of them, an attack on the recovery flow itself. */
+static void note_recovered(struct ag_service *s, struct ag_digests *d)
+{
+    struct ag_event e;
+    ag_event_init(&e, AG_EV_RECOVERED);
+    e.endpoint = (int)AG_EP_LOGIN;
+    snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
+    ag_events_raise(s->o.events, &e);
+}
+
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_verdict *v)
 {
@@ -542,6 +555,10 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
         ag_events_cleared(s->o.events, &p);
         ag_service__cleared(s, &p, rc == AG_OK || rc == AG_EUNKNOWN);
     }
+    /* A recovery clears what any success clears (the plan above): only
+     * its event tells it apart. */
+    if (req.success && req.method == AG_METHOD_RECOVERY)
+        note_recovered(s, &d);
     ag_ruleset_unref(set);
     if (req.success)
         issue_token(s, &req, &d, v);

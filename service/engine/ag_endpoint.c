@@ -88,3 +88,21 @@ int ag_reason_parse(const char *s)
             return r;
     return -1;
 }
+
+static const char *const method_names[AG_METHOD_COUNT] = {
+    [AG_METHOD_PASSWORD] = "password",
+    [AG_METHOD_RECOVERY] = "recovery",
+};
+
+const char *ag_method_name(enum ag_method m)
+{
+    return method_names[m];
+}
+
+int ag_method_parse(const char *s)
+{
+    for (int m = 0; m < AG_METHOD_COUNT; m++)
+        if (strcmp(method_names[m], s) == 0)
+            return m;
+    return -1;
+}

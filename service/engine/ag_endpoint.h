@@ -63,6 +63,17 @@ const char *ag_reason_name(enum ag_reason r);
 /* Returns the reason named s, or -1. */
 int ag_reason_parse(const char *s);
 
+/* How a login succeeded, as a success report says (/report-login
+ * "method"): a password checked (the default), or the application's own
+ * account recovery (an e-mailed link, say), which is how a user without a
+ * trusted device gets past the consecutive cap. Both clear alike; a
+ * recovery is also a security event. */
+enum ag_method { AG_METHOD_PASSWORD, AG_METHOD_RECOVERY, AG_METHOD_COUNT };
+/* The method's name in the contract ("recovery"). */
+const char *ag_method_name(enum ag_method m);
+/* Returns the method named s, or -1. */
+int ag_method_parse(const char *s);
+
 /* Returns the endpoint named s, or -1. */
 int ag_endpoint_parse(const char *s);
 

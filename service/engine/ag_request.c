@@ -109,6 +109,29 @@ static int read_reason(const json_t *root, struct ag_request *out,
     return AG_OK;
 }
 
+/* A report's method: "password" (the default) or "recovery", which only
+ * a success can be: a recovery that failed is no wrong password, and
+ * counting it as one would let the application's own recovery flow lock
+ * its user out. */
+static int read_method(const json_t *root, struct ag_request *out,
+                       struct ag_error *err)
+{
+    const json_t *v = json_object_get(root, "method");
+    out->method = AG_METHOD_PASSWORD;
+    if (!v || json_is_null(v))
+        return AG_OK;
+    int m = json_is_string(v) ? ag_method_parse(json_string_value(v)) : -1;
+    if (m < 0)
+        return ag_error_refuse(err, "method",
+                               "must be \"password\" or \"recovery\"");
+    if (m == AG_METHOD_RECOVERY && !out->success)
+        return ag_error_refuse(err, "method",
+                               "\"recovery\" is only for a success "
+                               "(\"success\": true)");
+    out->method = (enum ag_method)m;
+    return AG_OK;
+}
+
 static unsigned opt_or(unsigned v, unsigned def)
 {
     return v ? v : def;
@@ -177,6 +200,8 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
     }
     if (!rc && kind == AG_REQ_REPORT)
         rc = read_reason(root, out, err);
+    if (!rc && kind == AG_REQ_REPORT)
+        rc = read_method(root, out, err);
     if (!rc && kind == AG_REQ_OTP_REPORT) {
         const json_t *v = json_object_get(root, "verified");
         if (!v)

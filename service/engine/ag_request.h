@@ -48,6 +48,7 @@ struct ag_request {
      * failure reports; "" if none): the password_fp identifier. */
     char password_fp[AG_PASSWORD_FP_MAX + 1];
     enum ag_reason reason; /* a failure report's; bad_password by default */
+    enum ag_method method; /* a report's; password by default */
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */
@@ -75,8 +76,9 @@ int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
                          const char *body, size_t len,
                          const struct ag_request_opts *opts,
                          struct ag_request *out, struct ag_error *err);
-/* Parses a /report-login body: the login fields, a boolean "success" and,
- * on a failure only, an optional "reason" (ag_reason). */
+/* Parses a /report-login body: the login fields, a boolean "success",
+ * on a failure only, an optional "reason" (ag_reason), and an optional
+ * "method" (ag_method), "recovery" on a success only. */
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
                             struct ag_request *out, struct ag_error *err);

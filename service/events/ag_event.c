@@ -24,6 +24,7 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_BREAKER_CLOSED] = "breaker_closed",
     [AG_EV_SHIELD_RAISED] = "shield_raised",
     [AG_EV_SHIELD_LOWERED] = "shield_lowered",
+    [AG_EV_RECOVERED] = "account_recovered",
 };
 
 const char *ag_event_type_name(enum ag_event_type t)

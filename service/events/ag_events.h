@@ -4,7 +4,8 @@
  * key, changed a policy or a list, the Redis circuit breaker opened or
  * closed, the OTP conversion algorithm blocked a number range, a password
  * was sprayed across many users, a site-wide shield was raised or
- * lowered. Each event
+ * lowered, a user came back through the application's account recovery.
+ * Each event
  * is one JSON object (ag_event_json), appended to a capped Redis Stream
  * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
  * webhook receivers (ag_webhook.h); GET /admin/events pages through the
@@ -88,6 +89,7 @@ enum ag_event_type {
     AG_EV_BREAKER_CLOSED,   /* and uses it again */
     AG_EV_SHIELD_RAISED,    /* a site-wide shield went up */
     AG_EV_SHIELD_LOWERED,   /* and came down */
+    AG_EV_RECOVERED,        /* a user came back by account recovery */
     AG_EV_COUNT
 };
 

@@ -262,8 +262,11 @@ CASES = {
     ],
     **check_cases("/check-otp", otp, 1),
     **check_cases("/check-otp-verify", otp, 5),
-    ("/report-login", "post", 200): ("up", lambda c: c.post(
-        "/report-login", login(c, success=True))),
+    ("/report-login", "post", 200): [
+        ("up", lambda c: c.post("/report-login", login(c, success=True))),
+        ("up", lambda c: c.post("/report-login", login(
+            c, success=True, method="recovery"))),
+    ],
     ("/report-login", "post", 204): ("up", lambda c: c.post(
         "/report-login", login(c, success=False, password_fp="fp1"))),
     ("/report-login", "post", 400): [
@@ -272,6 +275,10 @@ CASES = {
             c, success=False, reason="typo"), "reason")),
         ("up", lambda c: c.bad_body("/report-login", login(
             c, success=True, reason="unknown_user"), "reason")),
+        ("up", lambda c: c.bad_body("/report-login", login(
+            c, success=True, method="email_link"), "method")),
+        ("up", lambda c: c.bad_body("/report-login", login(
+            c, success=False, method="recovery"), "method")),
     ],
     ("/report-login", "post", 413): ("up", lambda c: c.post(
         "/report-login", BIG)),

@@ -158,7 +158,7 @@ static void every_type_has_its_name(void **state)
         "lockout",        "block_escalated", "conversion_block",
         "password_spray", "reset",           "policy_changed",
         "list_changed",   "breaker_open",    "breaker_closed",
-        "shield_raised",  "shield_lowered",
+        "shield_raised",  "shield_lowered",  "account_recovered",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);

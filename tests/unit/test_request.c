@@ -598,6 +598,52 @@ static void report_reason_is_one_of_three_on_a_failure(void **state)
     assert_int_equal(report_parse(b, strlen(b), &r, err), AG_OK);
 }
 
+/* A report says how the login went through: a password (the default) or
+ * the application's account recovery, which only a success can be;
+ * anything else is refused naming method. */
+static void report_method_is_password_or_recovery_on_a_success(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    char b[256];
+    const char *base = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",";
+    static const struct {
+        const char *tail;
+        enum ag_method want;
+    } ok[] = {
+        {"\"success\":true}", AG_METHOD_PASSWORD},
+        {"\"success\":false}", AG_METHOD_PASSWORD},
+        {"\"success\":true,\"method\":null}", AG_METHOD_PASSWORD},
+        {"\"success\":true,\"method\":\"password\"}", AG_METHOD_PASSWORD},
+        {"\"success\":false,\"method\":\"password\"}", AG_METHOD_PASSWORD},
+        {"\"success\":true,\"method\":\"recovery\"}", AG_METHOD_RECOVERY},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        snprintf(b, sizeof b, "%s%s", base, ok[i].tail);
+        assert_int_equal(report_parse(b, strlen(b), &r, err), AG_OK);
+        assert_int_equal(r.method, ok[i].want);
+    }
+    assert_string_equal(ag_method_name(AG_METHOD_RECOVERY), "recovery");
+    static const char *const bad[] = {
+        "\"success\":true,\"method\":\"Recovery\"}",
+        "\"success\":true,\"method\":\"\"}",
+        "\"success\":true,\"method\":1}",
+        "\"success\":true,\"method\":[\"recovery\"]}",
+        "\"success\":true,\"method\":\"sms\"}",
+        "\"success\":false,\"method\":\"recovery\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(b, sizeof b, "%s%s", base, bad[i]);
+        assert_int_equal(report_parse(b, strlen(b), &r, err), AG_EINVAL);
+        assert_string_equal(last.field, "method");
+        assert_non_null(strstr(err, "recovery"));
+    }
+    /* A check is no report: method there is an unknown field. */
+    snprintf(b, sizeof b, "%s\"method\":\"sms\"}", base);
+    assert_int_equal(parse(AG_EP_LOGIN, b, &r, err), AG_OK);
+}
+
 static void password_fp_is_a_short_string(void **state)
 {
     (void)state;
@@ -631,6 +677,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(report_needs_a_boolean_success),
+        cmocka_unit_test(report_method_is_password_or_recovery_on_a_success),
         cmocka_unit_test(otp_verify_reads_the_otp_fields),
         cmocka_unit_test(phone_prefix_length_follows_the_options),
         cmocka_unit_test(login_body_is_normalised),
