@@ -242,5 +242,36 @@ class EscalationTest(PolicyTest):
         self.assertEqual(waits, [1, 2, 4, 4])
 
 
+class WhatASuccessClearsTest(PolicyTest):
+    def test_a_success_ends_the_users_row_never_an_addresss(self):
+        # What the README and docs/policies.md say (issue 29, item 11): a
+        # success clears every consecutive count whose key holds the user,
+        # and not one keyed on an address alone, which an attacker could
+        # otherwise reset by logging into an account of their own.
+        rows = dict(algorithm="consecutive", limit=2, window_s=3600,
+                    counts="failures")
+        (svc,) = self.seeded([policy("c.ip", key=("ip",), **rows),
+                              policy("c.user", key=("user",), **rows)])
+        for _ in range(2):
+            r = svc.post("/report-login",
+                         {"user": USER, "ip": HOME, "success": False})
+            self.assertEqual(r.status, 204, r.raw)
+        r = self.login(svc, USER, HOME)
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertFalse(self.decision(r, "c.ip")["allowed"])
+        self.assertFalse(self.decision(r, "c.user")["allowed"])
+        r = svc.post("/report-login",
+                     {"user": USER, "ip": HOME, "success": True})
+        self.assertEqual(r.status, 200, r.raw)
+        # The user's row is over, from any address ...
+        r = self.login(svc, USER, "192.0.2.77")
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertTrue(self.decision(r, "c.user")["allowed"])
+        # ... and the address's is not, for anyone.
+        r = self.login(svc, "bo@example.com", HOME)
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertFalse(self.decision(r, "c.ip")["allowed"])
+
+
 if __name__ == "__main__":
     unittest.main()
