@@ -200,15 +200,9 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c = in[i];
-        /* "+44 (0)7911 123456": the parenthesised trunk zero that national
-         * dialling needs and international dialling drops. Only the exact
-         * "(0)", and only right after a country code (one to three digits),
-         * so that a zero anywhere else stays a digit of the number. */
-        if (c == '(' && len - i >= 3 && in[i + 1] == '0' && in[i + 2] == ')' &&
-            n >= 2 && n <= 4 && out[0] == '+') {
-            i += 2;
-            continue;
-        }
+        /* The parentheses of "+44 (0)7911 123456" go with the separators:
+         * the zero inside is a digit, which the trunk rules below judge as
+         * they judge any other spelling ("+39 (0)6..." is Rome's 06). */
         if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')')
             continue;
         if (c == '+' && n == 0) {
@@ -234,6 +228,16 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
                             field, AG_PHONE_DIGITS_MIN, AG_PHONE_DIGITS_MAX);
     }
     out[n] = '\0';
+    char prefix[AG_TRUNK_PREFIX_MAX];
+    if (ag_country_fold_trunk(out, prefix) != AG_OK) {
+        char cc[AG_COUNTRY_MAX];
+        ag_country_code(out, cc);
+        return ag_error_set(err, AG_EINVAL, field,
+                            "%s has the national prefix %s after %s, which "
+                            "cannot be dropped here: write the number as "
+                            "dialled from abroad, without it",
+                            field, prefix, cc);
+    }
     return AG_OK;
 }
 
