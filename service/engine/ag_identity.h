@@ -74,8 +74,13 @@ struct ag_ip {
  * Refuses empty, invalid UTF-8, C0 and C1 controls, U+2028 and U+2029,
  * bidirectional controls, code points unassigned in libunistring's
  * Unicode version, and a result over AG_USER_MAX bytes (folding can
- * lengthen a user). Normalising a normalised user gives it back.
- * out holds AG_USER_MAX + 1 bytes. */
+ * lengthen a user). Then, when the user is an address (something before
+ * its last '@' and something after it), its domain is folded to U-labels
+ * by UTS #46 processing (libidn2): "ana@bücher.example" and
+ * "ana@xn--bcher-kva.example" are one user; a domain that is not valid
+ * IDNA is refused. An ASCII domain without an "xn--" label is left as it
+ * is, and the local part keeps the rules above. Normalising a normalised
+ * user gives it back. out holds AG_USER_MAX + 1 bytes. */
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err);
 /* The Unicode path of ag_identity_user, for any input. ag_identity_user

@@ -2,7 +2,8 @@
 """Identity evasion: spellings and addresses an attacker rotates through
 must land on one counter. IPv6 addresses count per /64 and group per /48,
 with the shipped default policies; Unicode spellings of one user are one
-user; a phone written with its national (trunk) prefix after the calling code
+user, and so are the spellings of an address's internationalised domain;
+a phone written with its national (trunk) prefix after the calling code
 is its E.164 number."""
 import os
 import random
@@ -105,6 +106,29 @@ class UnicodeUserTest(PolicyTest):
     def test_bidi_override_in_a_user_is_a_400_naming_user(self):
         (svc,) = self.seeded([policy("p.user")])
         r = self.login(svc, "ana\u202e@example.com")
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["field"], "user")
+
+
+    def test_idn_domain_and_its_a_label_share_one_counter(self):
+        (svc,) = self.seeded([policy("p.user", limit=3, window_s=600)])
+        spellings = ["ana@b\u00fccher.example", "ana@xn--bcher-kva.example",
+                     "ANA@XN--BCHER-KVA.EXAMPLE"]
+        for i, user in enumerate(spellings):
+            r = self.login(svc, user, "192.0.2.%d" % (i + 1))
+            self.assertEqual(r.status, 200, (user, r.json))
+            self.assertEqual(self.decision(r, "p.user")["remaining"], 2 - i)
+        r = self.login(svc, spellings[0], "192.0.2.9")
+        self.assertEqual(r.status, 429, r.json)
+        self.assertEqual(r.json["policy"], "p.user")
+        # One subject, the U-label form's (its keys: the log and its
+        # companions, each "ag:<policy>:<digest>" and a suffix).
+        self.assertEqual(subjects(self.redis, "p.user"), {digest(
+            self.secret, [("user", "ana@b\u00fccher.example")])})
+
+    def test_invalid_idn_domain_is_a_400_naming_user(self):
+        (svc,) = self.seeded([policy("p.user")])
+        r = self.login(svc, "ana@xn--bcher-kvb.example")
         self.assertEqual(r.status, 400)
         self.assertEqual(r.json["field"], "user")
 
