@@ -203,6 +203,8 @@ def trunk_cells(code, rng, notes):
         if samples and all(lpn_e164("+%d%s" % (code, x)) ==
                            "+%d%s" % (code, x[len(p):]) for x in samples):
             cells[p, n, d] = FOLD
+            notes.append("+%d %s, %d digits, then %s: folded by hand: %s"
+                         % (code, p, n, d, SAME_HANDSET[code, p]))
 
     def demote(key, why):
         cells[key] = REFUSE
@@ -413,7 +415,7 @@ def print_vectors():
         "form may be a number of its own) or refused."]
     # One vector a line: the file stays readable and diffs stay small.
     print("{")
-    print(' "about": %s,' % json.dumps(about, indent=2, ensure_ascii=False)
+    print(' "about": %s,' % json.dumps(about, indent=1, ensure_ascii=False)
           .replace("\n", "\n "))
     print(' "phones": [')
     for i, row in enumerate(rows):
