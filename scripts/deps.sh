@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
           libsqlite3-dev libsodium-dev libjansson-dev libunistring-dev
+          libidn2-dev
           libcmocka-dev libssl-dev openssl libcurl4-openssl-dev
           redis-server python3 python3-jsonschema curl clang-format
           chromium)

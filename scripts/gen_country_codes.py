@@ -1,28 +1,54 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Prints the calling-code table of service/engine/ag_country.c.
+"""Prints the calling-code table of service/engine/ag_country.c, the trunk
+prefix rules of service/engine/ag_country_trunk.c, and the phone vectors
+of tests/vectors/phones.json, all from libphonenumber's metadata as
+Debian's python3-phonenumbers ships it.
 
 The assigned E.164 country calling codes are the keys of libphonenumber's
-COUNTRY_CODE_TO_REGION_CODE, as Debian's python3-phonenumbers ships it; the
-non-geographic codes (+800, +808, +870, +878, +881, +882, +883, +888,
-+979) are there with region "001". Prints the block between the BEGIN and
-END markers of service/engine/ag_country.c, sorted, one code a line with the
-regions that use it. Run with Debian's python (a pyenv python lacks the
-package):
+COUNTRY_CODE_TO_REGION_CODE; the non-geographic codes (+800, +808, +870,
++878, +881, +882, +883, +888, +979) are there with region "001". With no
+argument the script prints the block between the BEGIN and END markers of
+service/engine/ag_country.c, sorted, one code a line with the regions that
+use it. With "trunk" it prints the block of ag_country_trunk.c (see
+trunk_cells for how each rule is decided, and the notes it prints on
+standard error), with "vectors" the vectors file. Run with Debian's
+python (a pyenv python lacks the package):
 
     apt-get install -y python3-phonenumbers
     /usr/bin/python3 scripts/gen_country_codes.py
 
-and check the file against it:
+and check the files against it:
 
     /usr/bin/python3 scripts/gen_country_codes.py | diff - \
         <(sed -n '/BEGIN generated/,/END generated/p' service/engine/ag_country.c)
+    /usr/bin/python3 scripts/gen_country_codes.py trunk | diff - \
+        <(sed -n '/BEGIN generated/,/END generated/p' \
+          service/engine/ag_country_trunk.c)
+    /usr/bin/python3 scripts/gen_country_codes.py vectors | diff - \
+        tests/vectors/phones.json
+
+The output depends on nothing but the package's version: the samples the
+trunk rules are checked against come from a seeded generator.
 """
+import json
+
 import subprocess
 import sys
 import textwrap
 
+import os
+import random
+
 import phonenumbers
+from phonenumbers import PhoneMetadata
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from digit_patterns import DIGITS, DigitNFA  # noqa: E402
+
+E164_MIN = 8  # digits, the calling code included (ag_identity.h)
+E164_MAX = 15
+FOLD, KEEP, REFUSE = "fold", "keep", "refuse"
 
 
 def debian_version():
@@ -35,7 +61,7 @@ def debian_version():
         return "not from a Debian package"
 
 
-def main():
+def print_codes():
     table = phonenumbers.COUNTRY_CODE_TO_REGION_CODE
     codes = sorted(table)
     texts = [str(c) for c in codes]
@@ -65,6 +91,350 @@ def main():
     print("};")
     print("/* clang-format on */")
     print("/* END generated */")
+
+
+# Prefixes that the patterns call a number of its own but that are one
+# handset with the number after them, decided per code by hand: a KEEP cell
+# of one of these becomes FOLD when libphonenumber reads every sample of it
+# without the prefix (the other checks still apply).
+SAME_HANDSET = {
+    # Mexico's mobile "1" ("+52 1 55 1234 5678"): dropped by the
+    # regulator in August 2019, still written (and sent by messaging
+    # apps); libphonenumber's own example mobile number carries it and it
+    # reads every such number as the ten digits after it.
+    (52, "1"): "Mexico's mobile 1",
+}
+
+
+def metadata(code):
+    """The metadata of every region under a calling code, its main region
+    (the one libphonenumber parses "+code..." with) first."""
+    return [PhoneMetadata.metadata_for_region_or_calling_code(code, r)
+            for r in phonenumbers.COUNTRY_CODE_TO_REGION_CODE[code]]
+
+
+def trunk_prefixes(md):
+    """The plain digit strings libphonenumber strips as a national prefix
+    after this region's calling code, longest first: the national prefix
+    when it is digits, and every string national_prefix_for_parsing
+    matches when that is a short finite set with no capturing group
+    (a group carries a carrier code or feeds a transform rule: those
+    forms are not a plain prefix, and are not folded)."""
+    out = set()
+    if md.national_prefix and md.national_prefix.isdigit():
+        out.add(md.national_prefix)
+    npfp = md.national_prefix_for_parsing
+    if npfp and not md.national_prefix_transform_rule:
+        nfa = DigitNFA(npfp)
+        lang = nfa.finite_language()
+        if lang is not None and nfa.groups == 0:
+            out.update(x for x in lang if x)
+    return sorted(out, key=lambda p: (-len(p), p))
+
+
+def lpn_e164(text):
+    """How libphonenumber reads text, in E.164."""
+    return phonenumbers.format_number(phonenumbers.parse(text, None),
+                                      phonenumbers.PhoneNumberFormat.E164)
+
+
+def trunk_cells(code, rng, notes):
+    """The trunk rules of one calling code, as {(prefix, n, d): action}:
+    what to do with the digits N after the code when N begins with prefix
+    (the longest one it begins with), has n digits, and has d right after
+    the prefix. None if the code has no plain trunk prefix.
+
+    A cell is decided from the patterns alone, for every number at once:
+    - KEEP when some number of the code's regions (the union of their
+      general patterns) has n digits and begins with prefix and d: N may
+      be a real number, which must be neither refused nor merged with
+      another. (libphonenumber strips the prefix even then when what is
+      left is also a viable number; abuseguard keeps both apart.)
+    - FOLD (drop the prefix) when no such number exists and the n digits
+      left are a possible length of the main region, not a local-only
+      one, and at least E164_MIN digits with the code: libphonenumber
+      reads such an N as the number without its prefix, whatever the
+      digits.
+    - REFUSE otherwise: N is no number, with or without its prefix.
+    Then a FOLD cell becomes REFUSE when national_prefix_for_parsing (a
+    carrier code, Argentina's "15") could match more than the prefix in
+    some N of the cell; when what it leaves could itself begin with a
+    prefix in a cell that is not KEEP (folding once must be final, so that
+    a normalised phone normalises to itself); and when any sample of the
+    cell (example numbers, numbers drawn from the patterns, random digits)
+    is read otherwise by libphonenumber. Every demotion is a note."""
+    mds = metadata(code)
+    main = mds[0]
+    prefixes = trunk_prefixes(main)
+    if not prefixes:
+        return None
+    nfas = [DigitNFA(md.general_desc.national_number_pattern) for md in mds]
+    npfp = main.national_prefix_for_parsing
+    npfp_nfa = DigitNFA(npfp) if npfp else None
+    possible = set(main.general_desc.possible_length)
+    local = set(main.general_desc.possible_length_local_only or ())
+    clen = len(str(code))
+    longest = E164_MAX - clen
+    cells = {}
+    for p in prefixes:
+        for n in range(len(p) + 1, longest + 1):
+            for d in DIGITS:
+                rest = n - len(p)
+                longer = [q for q in prefixes
+                          if len(q) > len(p) and q.startswith(p + d)]
+                if any(len(q) == len(p) + 1 for q in longer):
+                    continue  # every such N begins with the longer prefix
+                if longer or any(m.can_start(p + d, n) for m in nfas):
+                    cells[p, n, d] = KEEP
+                elif (rest in possible and rest not in local and
+                      clen + rest >= E164_MIN):
+                    cells[p, n, d] = FOLD
+                else:
+                    cells[p, n, d] = REFUSE
+
+    for (p, n, d), act in sorted(cells.items()):
+        if act != KEEP or (code, p) not in SAME_HANDSET:
+            continue
+        rest = n - len(p)
+        if rest not in possible or rest in local:
+            continue
+        samples = [m.sample(p + d, n, rng) for m in nfas for _ in range(20)]
+        samples = [x for x in samples if x is not None]
+        if samples and all(lpn_e164("+%d%s" % (code, x)) ==
+                           "+%d%s" % (code, x[len(p):]) for x in samples):
+            cells[p, n, d] = FOLD
+            notes.append("+%d %s, %d digits, then %s: folded by hand: %s"
+                         % (code, p, n, d, SAME_HANDSET[code, p]))
+
+    def demote(key, why):
+        cells[key] = REFUSE
+        notes.append("+%d %s, %d digits, then %s: refused: %s"
+                     % (code, key[0], key[1], key[2], why))
+
+    for (p, n, d), act in sorted(cells.items()):
+        if act == FOLD and npfp_nfa and any(
+                npfp_nfa.can_start(p + d, k) for k in range(len(p) + 1,
+                                                             n + 1)):
+            demote((p, n, d), "national_prefix_for_parsing %s can take "
+                   "more than the prefix" % npfp)
+    for (p, n, d), act in sorted(cells.items()):
+        if act != FOLD:
+            continue
+        rest = n - len(p)
+        for q in prefixes:
+            if q[0] == d and any(cells.get((q, rest, e), KEEP) != KEEP
+                                 for e in DIGITS):
+                # A doubled prefix ("+44 00...") is too common a case to
+                # note each time.
+                cells[p, n, d] = REFUSE
+                if q != p:
+                    demote((p, n, d), "what is left could begin with %s"
+                           % q)
+                break
+    # The evidence: what libphonenumber makes of the prefixed samples.
+    examples = example_numbers(code)
+    for (p, n, d), act in sorted(cells.items()):
+        if act != FOLD:
+            continue
+        rest = n - len(p)
+        samples = [x for x in examples if len(x) == rest and x[0] == d]
+        samples += [m.sample(d, rest, rng) for m in nfas for _ in range(2)]
+        samples += [d + "".join(rng.choice(DIGITS) for _ in range(rest - 1))
+                    for _ in range(2)]
+        for x in samples:
+            if x is None:
+                continue
+            got = lpn_e164("+%d%s%s" % (code, p, x))
+            if got != "+%d%s" % (code, x):
+                demote((p, n, d), "libphonenumber reads +%d %s %s as %s"
+                       % (code, p, x, got))
+                break
+    for (p, n, d), act in sorted(cells.items()):
+        if act != KEEP:
+            continue
+        x = next((m.sample(p + d, n, rng) for m in nfas
+                  if m.can_start(p + d, n)), None)
+        got = lpn_e164("+%d%s" % (code, x))
+        if got != "+%d%s" % (code, x):
+            notes.append("+%d %s, %d digits, then %s: kept as written; "
+                         "libphonenumber reads +%d %s as %s"
+                         % (code, p, n, d, code, x, got))
+    return cells
+
+
+def example_numbers(code):
+    """The example numbers of every type of every region under code."""
+    out = []
+    for md in metadata(code):
+        for t in ("fixed_line", "mobile", "toll_free", "premium_rate",
+                  "shared_cost", "personal_number", "voip", "pager", "uan",
+                  "voicemail"):
+            desc = getattr(md, t)
+            if desc is not None and desc.example_number:
+                out.append(desc.example_number)
+    return sorted(set(out))
+
+
+def all_trunk_cells():
+    """{code: cells} for every code with a trunk prefix, and the notes."""
+    rng = random.Random(29)
+    notes = []
+    out = {}
+    for code in sorted(phonenumbers.COUNTRY_CODE_TO_REGION_CODE):
+        cells = trunk_cells(code, rng, notes)
+        if cells is not None:
+            out[code] = cells
+    return out, notes
+
+
+def trunk_answer(code, cells, national):
+    """What abuseguard makes of "+code" and national (digits): the E.164
+    text, or None for a refusal. The model of ag_country_fold_trunk."""
+    for p in sorted({k[0] for k in cells}, key=lambda p: (-len(p), p)):
+        if national.startswith(p) and len(national) > len(p):
+            act = cells.get((p, len(national), national[len(p)]), REFUSE)
+            if act == FOLD:
+                return "+%d%s" % (code, national[len(p):])
+            if act == REFUSE:
+                return None
+            break
+    return "+%d%s" % (code, national)
+
+
+def mask_text(bits):
+    """"8,10-11" for a set of small numbers."""
+    runs = []
+    for b in sorted(bits):
+        if runs and b == runs[-1][1] + 1:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
+
+
+def trunk_rows(code, cells):
+    """The C rows of one code: (prefix, fold, lengths mask, digits mask),
+    one per action and set of digits, prefixes longest first."""
+    rows = []
+    for p in sorted({k[0] for k in cells}, key=lambda p: (-len(p), p)):
+        for act in (FOLD, KEEP):
+            by_digits = {}
+            for (q, n, d), a in cells.items():
+                if q == p and a == act:
+                    by_digits.setdefault(n, set()).add(int(d))
+            groups = {}
+            for n, ds in by_digits.items():
+                groups.setdefault(frozenset(ds), set()).add(n)
+            for ds, ns in sorted(groups.items(),
+                                 key=lambda g: (min(g[1]), sorted(g[0]))):
+                rows.append((p, act == FOLD, ns, ds))
+    return rows
+
+
+def print_trunk():
+    table, notes = all_trunk_cells()
+    rows = [(code,) + r for code in sorted(table)
+            for r in trunk_rows(code, table[code])]
+    print("/* BEGIN generated by scripts/gen_country_codes.py trunk from")
+    print(" * phonenumbers %s (python3-phonenumbers %s): %d rules"
+          % (phonenumbers.__version__, debian_version(), len(rows)))
+    print(" * for %d codes. */" % len(table))
+    print("/* clang-format off */")
+    print("static const struct trunk_rule rules[] = {")
+    for code, p, fold, ns, ds in rows:
+        lengths = sum(1 << n for n in ns)
+        digits = sum(1 << d for d in ds)
+        print("    {%d, \"%s\", %d, 0x%04x, 0x%03x}, /* %s: %s; then %s */"
+              % (code, p, fold, lengths, digits,
+                 phonenumbers.COUNTRY_CODE_TO_REGION_CODE[code][0],
+                 mask_text(ns), mask_text(ds)))
+    print("};")
+    print("/* clang-format on */")
+    print("/* END generated */")
+    for note in notes:
+        print(note, file=sys.stderr)
+
+
+# The issue's examples (issue 29), each beside its E.164 form.
+ISSUE_EXAMPLES = ["+44 07700 900123", "+1 1 202 555 0143",
+                  "+7 8 912 345 6789", "+61 0412 345 678",
+                  "+81 090 1234 5678", "+55 0 11 91234 5678",
+                  "+44 07700 900555", "+44 (0)7911 123456",
+                  "+39 06 1234 5678", "+39 (0)6 1234 5678",
+                  "+7 8 800 123 4567", "+7 800 123 4567",
+                  "+44 007700 900123", "+52 1 55 1234 5678",
+                  "+52 55 1234 5678"]
+
+
+def print_vectors():
+    table, _ = all_trunk_cells()
+    rows = []
+
+    def add(text, code, national):
+        want = trunk_answer(code, table[code], national) \
+            if code in table else "+%d%s" % (code, national)
+        lpn = lpn_e164(text)
+        if want is not None and want != lpn and (
+                code not in table or not
+                any(national.startswith(p) for p, _, _ in table[code])):
+            sys.exit("%s: abuseguard %s, libphonenumber %s" % (text, want,
+                                                                 lpn))
+        rows.append([text, want, lpn])
+
+    for text in ISSUE_EXAMPLES:
+        digits = "".join(c for c in text if c.isdigit())
+        num = phonenumbers.parse(text, None)
+        code = num.country_code
+        add(text, code, digits[len(str(code)):])
+    for code in sorted(phonenumbers.COUNTRY_CODE_TO_REGION_CODE):
+        prefixes = sorted({k[0] for k in table.get(code, {})})
+        for x in example_numbers(code):
+            if not E164_MIN <= len(str(code)) + len(x) <= E164_MAX:
+                continue
+            add("+%d %s" % (code, x), code, x)
+            for p in prefixes:
+                if len(str(code)) + len(p) + len(x) <= E164_MAX:
+                    add("+%d %s %s" % (code, p, x), code, p + x)
+    # Every folded answer is libphonenumber's.
+    for text, want, lpn in rows:
+        if want is not None and want != lpn and \
+                want != "+" + "".join(c for c in text if c.isdigit()):
+            sys.exit("%s: folded to %s, libphonenumber %s" % (text, want,
+                                                               lpn))
+    about = [
+        "Phones and what ag_identity_phone makes of them "
+        "(tests/unit/test_identity_phone.c): [input, want, libphonenumber], "
+        "want null for a 400 naming phone.",
+        "Generated by scripts/gen_country_codes.py vectors from "
+        "phonenumbers %s (python3-phonenumbers %s): the examples of issue "
+        "29, then the example numbers of every region, each also after "
+        "every trunk prefix of its calling code."
+        % (phonenumbers.__version__, debian_version()),
+        "libphonenumber is how phonenumbers.parse reads the input; where "
+        "want differs from it, the number is kept as written (the prefixed "
+        "form may be a number of its own) or refused."]
+    # One vector a line: the file stays readable and diffs stay small.
+    print("{")
+    print(' "about": %s,' % json.dumps(about, indent=1, ensure_ascii=False)
+          .replace("\n", "\n "))
+    print(' "phones": [')
+    for i, row in enumerate(rows):
+        print("  %s%s" % (json.dumps(row, ensure_ascii=False),
+                          "," if i + 1 < len(rows) else ""))
+    print(" ]")
+    print("}")
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "codes"
+    if mode == "codes":
+        print_codes()
+    elif mode == "trunk":
+        print_trunk()
+    elif mode == "vectors":
+        print_vectors()
+    else:
+        sys.exit("usage: gen_country_codes.py [codes|trunk|vectors]")
 
 
 if __name__ == "__main__":

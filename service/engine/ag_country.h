@@ -24,7 +24,14 @@
  * holds Guernsey, Jersey and the Isle of Man. Telling these apart needs
  * area codes, which this module does not know.
  *
- * Pure functions over a constant table: safe from any thread, no
+ * The same metadata gives each code's national (trunk) prefixes, the "0"
+ * of "+44 07700 900123" or the "1" of "+1 1 202 555 0143", which national
+ * dialling needs and international dialling drops: ag_country_fold_trunk
+ * drops one where the digits after it cannot be a number of their own,
+ * keeps the number as written where they can, and refuses the rest
+ * (ag_country_trunk.c, from scripts/gen_country_codes.py trunk).
+ *
+ * Pure functions over constant tables: safe from any thread, no
  * allocation.
  */
 #ifndef AG_COUNTRY_H
@@ -33,6 +40,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* An E.164 number: '+', then 8 to 15 digits, the calling code's among
+ * them. */
+#define AG_PHONE_DIGITS_MIN 8
+#define AG_PHONE_DIGITS_MAX 15                 /* E.164 */
+#define AG_PHONE_MAX (1 + AG_PHONE_DIGITS_MAX) /* '+' and the digits */
 
 #define AG_COUNTRY_DIGITS_MAX 3
 #define AG_COUNTRY_MAX (1 + AG_COUNTRY_DIGITS_MAX + 1) /* '+', digits, NUL */
@@ -47,6 +60,24 @@ int ag_country_code(const char *e164, char out[AG_COUNTRY_MAX]);
  * "+044", "+440", "44" or "+4". For list entries and policy values; NULL
  * is not one. */
 bool ag_country_code_valid(const char *text);
+
+#define AG_TRUNK_PREFIX_MAX 4 /* the digits of a trunk prefix, and NUL */
+/* Folds a national (trunk) prefix written right after the calling code of
+ * e164, a phone of the shape ag_country_code takes, in place. For a code
+ * with trunk prefixes, the digits after the code that begin with one (the
+ * longest) are judged by their count and the digit after the prefix:
+ * - no number of the code's regions is written so, and the digits left
+ *   without the prefix have a possible length: the prefix is dropped, as
+ *   libphonenumber drops it ("+44 07700 900123" is +447700900123);
+ * - some number is written so ("+7 800 123 4567", a number of its own
+ *   that begins with Russia's trunk 8): kept as written;
+ * - otherwise (no number with the prefix or without it, a carrier code
+ *   could follow it, or what is left would begin with a prefix again):
+ *   refused, AG_EINVAL, with the prefix in prefix.
+ * Returns AG_OK otherwise, e164 unchanged when no prefix applies or its
+ * code is unassigned (ag_country_code refuses it). A folded phone folds
+ * to itself. */
+int ag_country_fold_trunk(char *e164, char prefix[AG_TRUNK_PREFIX_MAX]);
 
 /* The assigned codes as numbers, strictly ascending; the count is
  * ag_country_code_count. For the tests of the table's invariants. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <idn2.h>
 #include <unicase.h>
 #include <unictype.h>
 #include <uninorm.h>
@@ -122,16 +123,8 @@ static bool all_ascii(const char *in, size_t len)
     return true;
 }
 
-int ag_identity_user(const char *in, size_t len, char *out, const char *field,
-                     struct ag_error *err)
-{
-    if (all_ascii(in, len))
-        return ascii_ident(in, len, out, true, field, err);
-    return ag_identity_user_unicode(in, len, out, field, err);
-}
-
-int ag_identity_user_unicode(const char *in, size_t len, char *out,
-                             const char *field, struct ag_error *err)
+static int fold_unicode(const char *in, size_t len, char *out,
+                        const char *field, struct ag_error *err)
 {
     const uint8_t *s = (const uint8_t *)in;
     if (u8_check(s, len))
@@ -188,6 +181,93 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
     return rc;
 }
 
+/* Whether a label of the ASCII domain dom is an A-label ("xn--", any case
+ * already folded): the one ASCII spelling that another spelling of the
+ * domain has. */
+static bool has_alabel(const char *dom)
+{
+    for (const char *label = dom; label; label = strchr(label, '.')) {
+        if (*label == '.')
+            label++;
+        if (strncmp(label, "xn--", 4) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int idna_refused(int rc, const char *field, struct ag_error *err)
+{
+    if (rc == IDN2_MALLOC)
+        return ag_error_set(err, AG_ENOMEM, field,
+                            "%s could not be normalised: out of memory", field);
+    return ag_error_set(err, AG_EINVAL, field,
+                        "%s has a domain that is not valid IDNA (UTS #46): "
+                        "%s",
+                        field, idn2_strerror(rc));
+}
+
+/* Folds the domain of user, a normalised user, in place to one spelling
+ * when the user is an address: something before its last '@' and
+ * something after it. An ASCII domain without an A-label has only the
+ * spelling it has (its case is folded already) and is left as it is, so
+ * that no plain address pays for, or is refused by, IDNA processing.
+ * Any other domain goes through UTS #46 non-transitional processing
+ * (libidn2's lookup, which validates an A-label by decoding it and
+ * encoding it back) and comes back as U-labels: "bücher.example",
+ * "BÜCHER.example" and "xn--bcher-kva.example" are all "bücher.example".
+ *
+ * The flags: IDN2_NONTRANSITIONAL, the current UTS #46 processing (and
+ * libidn2's default), named so that no default can change under us; the
+ * four deviation characters it treats differently from transitional
+ * processing never get here (ß and final ς are case-folded to "ss" and σ
+ * before, ZWJ and ZWNJ removed as default-ignorable). No
+ * IDN2_USE_STD3_ASCII_RULES: libidn2 2.3.3 (Debian 12) then deletes '_'
+ * and ' ' instead of refusing them, which would make "bü_cher.example"
+ * and "bücher.example" one domain; without it, a space is refused and an
+ * underscore kept. No IDN2_NFC_INPUT: the user is NFKC already, and UTS
+ * #46 processing normalises to NFC after mapping anyway. */
+static int fold_domain(char *user, const char *field, struct ag_error *err)
+{
+    char *at = strrchr(user, '@');
+    if (!at || at == user || at[1] == '\0')
+        return AG_OK;
+    const char *dom = at + 1;
+    if (all_ascii(dom, strlen(dom)) && !has_alabel(dom))
+        return AG_OK;
+    uint8_t *ascii = NULL;
+    int rc = idn2_lookup_u8((const uint8_t *)dom, &ascii, IDN2_NONTRANSITIONAL);
+    if (rc != IDN2_OK)
+        return idna_refused(rc, field, err);
+    char *u = NULL;
+    rc = idn2_to_unicode_8z8z((const char *)ascii, &u, 0);
+    idn2_free(ascii);
+    if (rc != IDN2_OK)
+        return idna_refused(rc, field, err);
+    size_t keep = (size_t)(at + 1 - user);
+    size_t ulen = strlen(u);
+    if (keep + ulen > AG_USER_MAX)
+        rc = too_long(err, field);
+    else
+        memcpy(at + 1, u, ulen + 1);
+    idn2_free(u);
+    return rc;
+}
+
+int ag_identity_user(const char *in, size_t len, char *out, const char *field,
+                     struct ag_error *err)
+{
+    int rc = all_ascii(in, len) ? ascii_ident(in, len, out, true, field, err)
+                                : fold_unicode(in, len, out, field, err);
+    return rc == AG_OK ? fold_domain(out, field, err) : rc;
+}
+
+int ag_identity_user_unicode(const char *in, size_t len, char *out,
+                             const char *field, struct ag_error *err)
+{
+    int rc = fold_unicode(in, len, out, field, err);
+    return rc == AG_OK ? fold_domain(out, field, err) : rc;
+}
+
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err)
 {
@@ -200,15 +280,9 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c = in[i];
-        /* "+44 (0)7911 123456": the parenthesised trunk zero that national
-         * dialling needs and international dialling drops. Only the exact
-         * "(0)", and only right after a country code (one to three digits),
-         * so that a zero anywhere else stays a digit of the number. */
-        if (c == '(' && len - i >= 3 && in[i + 1] == '0' && in[i + 2] == ')' &&
-            n >= 2 && n <= 4 && out[0] == '+') {
-            i += 2;
-            continue;
-        }
+        /* The parentheses of "+44 (0)7911 123456" go with the separators:
+         * the zero inside is a digit, which the trunk rules below judge as
+         * they judge any other spelling ("+39 (0)6..." is Rome's 06). */
         if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')')
             continue;
         if (c == '+' && n == 0) {
@@ -234,6 +308,16 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
                             field, AG_PHONE_DIGITS_MIN, AG_PHONE_DIGITS_MAX);
     }
     out[n] = '\0';
+    char prefix[AG_TRUNK_PREFIX_MAX];
+    if (ag_country_fold_trunk(out, prefix) != AG_OK) {
+        char cc[AG_COUNTRY_MAX];
+        ag_country_code(out, cc);
+        return ag_error_set(err, AG_EINVAL, field,
+                            "%s has the national prefix %s after %s, which "
+                            "cannot be dropped here: write the number as "
+                            "dialled from abroad, without it",
+                            field, prefix, cc);
+    }
     return AG_OK;
 }
 

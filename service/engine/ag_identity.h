@@ -18,13 +18,11 @@
 
 #include <sodium.h>
 
+#include "ag_country.h"
 #include "ag_error.h"
 
-#define AG_USER_MAX 256 /* bytes of a normalised user or device */
-#define AG_PHONE_DIGITS_MIN 8
-#define AG_PHONE_DIGITS_MAX 15                 /* E.164 */
-#define AG_PHONE_MAX (1 + AG_PHONE_DIGITS_MAX) /* '+' and the digits */
-#define AG_IP_TEXT_MAX 46                      /* INET6_ADDRSTRLEN */
+#define AG_USER_MAX 256   /* bytes of a normalised user or device */
+#define AG_IP_TEXT_MAX 46 /* INET6_ADDRSTRLEN */
 #define AG_DIGEST_BYTES 16
 #define AG_DIGEST_HEX (2 * AG_DIGEST_BYTES)
 
@@ -76,8 +74,13 @@ struct ag_ip {
  * Refuses empty, invalid UTF-8, C0 and C1 controls, U+2028 and U+2029,
  * bidirectional controls, code points unassigned in libunistring's
  * Unicode version, and a result over AG_USER_MAX bytes (folding can
- * lengthen a user). Normalising a normalised user gives it back.
- * out holds AG_USER_MAX + 1 bytes. */
+ * lengthen a user). Then, when the user is an address (something before
+ * its last '@' and something after it), its domain is folded to U-labels
+ * by UTS #46 processing (libidn2): "ana@bücher.example" and
+ * "ana@xn--bcher-kva.example" are one user; a domain that is not valid
+ * IDNA is refused. An ASCII domain without an "xn--" label is left as it
+ * is, and the local part keeps the rules above. Normalising a normalised
+ * user gives it back. out holds AG_USER_MAX + 1 bytes. */
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
                      struct ag_error *err);
 /* The Unicode path of ag_identity_user, for any input. ag_identity_user
@@ -89,11 +92,14 @@ int ag_identity_user_unicode(const char *in, size_t len, char *out,
  * control characters. */
 int ag_identity_device(const char *in, size_t len, char *out, const char *field,
                        struct ag_error *err);
-/* Phone: spaces, dashes, dots and parentheses removed, and a trunk zero
- * "(0)" right after the country code dropped ("+44 (0)7911 123456" is
- * +447911123456); the rest must be E.164: '+', a non-zero digit, then 7 to
- * 14 more digits (8 to 15 in all).
- * out holds AG_PHONE_MAX + 1 bytes. */
+/* Phone: spaces, dashes, dots and parentheses removed; the rest must be
+ * E.164: '+', a non-zero digit, then 7 to 14 more digits (8 to 15 in
+ * all). Then a national (trunk) prefix right after the calling code is
+ * folded, kept or refused by ag_country_fold_trunk: "+44 07700 900123"
+ * and "+44 (0)7700 900123" are +447700900123, "+1 1 202 555 0143" is
+ * +12025550143, "+39 06..." keeps its 0 (Italy has no trunk prefix), and
+ * "+44 007700 900123" is refused. Normalising a normalised phone gives
+ * it back. out holds AG_PHONE_MAX + 1 bytes. */
 int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
                       struct ag_error *err);
 /* IP: what inet_pton accepts for IPv4 or IPv6, printed canonically; an

@@ -181,7 +181,7 @@ class PackageTest(unittest.TestCase):
                  for alt in dep.split("|")}
         for lib in ["libmicrohttpd12", "libhiredis0.14", "libsqlite3-0",
                     "libsodium23", "libjansson4", "libssl3",
-                    "libunistring2", "libc6"]:
+                    "libunistring2", "libidn2-0", "libc6"]:
             self.assertIn(lib, names, depends)
         # Whatever the binary links directly, found from its dynamic
         # section, must be in a package Depends names.

@@ -198,6 +198,52 @@ static void valid_refuses_anything_else(void **state)
     assert_false(ag_country_code_valid("+4294967340"));
 }
 
+/* ag_country_fold_trunk(phone) leaves want in place and returns rc. */
+static void assert_trunk(const char *phone, int rc, const char *want,
+                         const char *prefix)
+{
+    char text[32];
+    char p[AG_TRUNK_PREFIX_MAX] = "XYZ";
+    snprintf(text, sizeof text, "%s", phone);
+    int got = ag_country_fold_trunk(text, p);
+    if (got != rc)
+        fail_msg("%s: rc %d, want %d", phone, got, rc);
+    assert_string_equal(text, want);
+    assert_string_equal(p, prefix);
+}
+
+static void trunk_prefix_is_folded_in_place(void **state)
+{
+    (void)state;
+    assert_trunk("+4407700900123", AG_OK, "+447700900123", "");
+    assert_trunk("+112025550143", AG_OK, "+12025550143", "");
+    assert_trunk("+79123456789", AG_OK, "+79123456789", "");
+    assert_trunk("+789123456789", AG_OK, "+79123456789", "");
+    /* A three-digit prefix (Mexico's 044) after a two-digit code. */
+    assert_trunk("+520445512345678", AG_OK, "+525512345678", "");
+}
+
+static void trunk_rules_leave_what_they_do_not_cover(void **state)
+{
+    (void)state;
+    /* Italy and Poland have no trunk prefix. */
+    assert_trunk("+390612345678", AG_OK, "+390612345678", "");
+    assert_trunk("+48060100200", AG_OK, "+48060100200", "");
+    /* Under no assigned code: ag_country_code refuses it, not this. */
+    assert_trunk("+2800700900123", AG_OK, "+2800700900123", "");
+    /* A number of its own that begins with the trunk digit. */
+    assert_trunk("+78001234567", AG_OK, "+78001234567", "");
+}
+
+static void trunk_prefix_refused_is_named(void **state)
+{
+    (void)state;
+    assert_trunk("+44007700900123", AG_EINVAL, "+44007700900123", "0");
+    /* Belarus: the longest of its prefixes 8 and 80 is the one named. */
+    assert_trunk("+3758800123456", AG_EINVAL, "+3758800123456", "8");
+    assert_trunk("+375808001234567", AG_EINVAL, "+375808001234567", "80");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +257,9 @@ int main(void)
         cmocka_unit_test(table_holds_the_zones_and_non_geographic_codes),
         cmocka_unit_test(valid_accepts_plus_and_an_assigned_code),
         cmocka_unit_test(valid_refuses_anything_else),
+        cmocka_unit_test(trunk_prefix_is_folded_in_place),
+        cmocka_unit_test(trunk_rules_leave_what_they_do_not_cover),
+        cmocka_unit_test(trunk_prefix_refused_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

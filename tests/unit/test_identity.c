@@ -2,8 +2,9 @@
 /*
  * ag_identity: normalisation of users (trimmed, NFKC case-folded, refused
  * when not clean UTF-8 or over 256 bytes) and devices (trimmed, case
- * kept). Phones are in test_identity_phone.c, IP addresses in
- * test_identity_ip.c, the keyed digest in test_identity_digest.c.
+ * kept). An address's domain is in test_identity_domain.c, phones in
+ * test_identity_phone.c, IP addresses in test_identity_ip.c, the keyed
+ * digest in test_identity_digest.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
