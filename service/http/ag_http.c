@@ -26,7 +26,6 @@
 #include "ag_http_response.h"
 #include "ag_http_route.h"
 #include "ag_http_verdict.h"
-#include "ag_http_wire.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_request.h"
@@ -97,9 +96,9 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
     if (r->www_authenticate)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"abuseguard\"");
-    /* The stream after a chunked body is not followed by the framing
-     * validator (ag_http_wire), so such a connection ends with its
-     * request. */
+    /* A connection ends with a chunked request: were the framing
+     * validator's reading of a chunked body and libmicrohttpd's ever to
+     * differ, no second request could follow the body on it. */
     if (r->close ||
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                     MHD_HTTP_HEADER_TRANSFER_ENCODING))
@@ -478,14 +477,11 @@ int ag_http__conn_fd(struct MHD_Connection *conn)
 
 /* Why the request's framing is refused, or NULL. Checked before anything
  * else: a request whose framing is in doubt must not be served, because a
- * proxy in front may have read the same bytes as another request. */
-static const char *framing_fault(struct ag_http *h, struct MHD_Connection *conn,
-                                 int fd)
+ * proxy in front may have read the same bytes as another request. Faults
+ * in the bytes themselves never get this far: the framing validator
+ * answers them as they arrive (ag_http_recv). */
+static const char *framing_fault(struct MHD_Connection *conn)
 {
-    struct ag_wire *w = ag_http_conns_wire(h->conns, fd);
-    enum ag_wire_fault f = w ? ag_wire_feed(w, NULL, 0) : AG_WIRE_OK;
-    if (f != AG_WIRE_OK && f != AG_WIRE_UNTRACKED)
-        return ag_wire_fault_text(f);
     if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -524,7 +520,7 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
         return ret;
     }
     int fd = ag_http__conn_fd(conn);
-    const char *bad = framing_fault(h, conn, fd);
+    const char *bad = framing_fault(conn);
     if (bad)
         return reply_closing(conn, 400, bad, "framing");
     const char *te = MHD_lookup_connection_value(

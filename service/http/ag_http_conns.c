@@ -13,10 +13,15 @@
 
 enum state {
     S_FREE = 0,
-    S_READY, /* in the ready list, oldest first */
+    S_READY, /* in a ready list, oldest first */
     S_BUSY,
     S_ENDED, /* shut by the table; waiting for libmicrohttpd to close it */
 };
+
+/* The two ready lists: connections that have not completed a request
+ * yet, and those that have (kept alive for the next one). At the cap the
+ * first list gives up a connection before the second is looked at. */
+enum { L_FRESH = 0, L_SERVED = 1, LISTS };
 
 /* A client address as counted: the family and the address's first bytes
  * (IPv4: 4, IPv6: the /64, 8). family 0: counts against nothing. */
@@ -32,7 +37,10 @@ struct slot {
     int tag;
     struct addr_key key;
     uint64_t ready_ms; /* when it last became READY */
-    int prev, next;    /* the ready list, by descriptor; -1 ends it */
+    int prev, next;    /* its ready list, by descriptor; -1 ends it */
+    /* It has completed a request (L_SERVED): which ready list holds it.
+     * Set only while it is not in a list. */
+    uint8_t served;
     struct ag_wire wire;
     /* Bytes arrived since it became READY (ag_http_conns_note_bytes):
      * a request under way, not an idle connection. */
@@ -50,7 +58,10 @@ struct ag_http_conns {
     struct ag_http_conns_opts o;
     pthread_mutex_t lock;
     struct slot *slots; /* o.fd_limit of them */
-    int head, tail;     /* the ready list: longest-READY first */
+    /* The ready lists, each longest-READY first. */
+    struct {
+        int head, tail;
+    } lists[LISTS];
     struct bucket *buckets;
     size_t mask; /* buckets - 1, a power of two minus one */
     size_t live, ready;
@@ -96,7 +107,8 @@ int ag_http_conns_new(const struct ag_http_conns_opts *opts,
         free(c);
         return AG_ENOMEM;
     }
-    c->head = c->tail = -1;
+    for (int l = 0; l < LISTS; l++)
+        c->lists[l].head = c->lists[l].tail = -1;
     *out = c;
     return AG_OK;
 }
@@ -201,35 +213,47 @@ static void address_drop(struct ag_http_conns *c, const struct addr_key *k)
     }
 }
 
+/* Appends fd to the ready list its served flag names. */
 static void list_push(struct ag_http_conns *c, int fd, uint64_t now_ms)
 {
     struct slot *s = &c->slots[fd];
+    int *head = &c->lists[s->served].head, *tail = &c->lists[s->served].tail;
     s->state = S_READY;
     atomic_store_explicit(&s->got_bytes, false, memory_order_relaxed);
     s->ready_ms = now_ms;
     s->next = -1;
-    s->prev = c->tail;
-    if (c->tail >= 0)
-        c->slots[c->tail].next = fd;
+    s->prev = *tail;
+    if (*tail >= 0)
+        c->slots[*tail].next = fd;
     else
-        c->head = fd;
-    c->tail = fd;
+        *head = fd;
+    *tail = fd;
     c->ready++;
 }
 
 static void list_remove(struct ag_http_conns *c, int fd)
 {
     struct slot *s = &c->slots[fd];
+    int *head = &c->lists[s->served].head, *tail = &c->lists[s->served].tail;
     if (s->prev >= 0)
         c->slots[s->prev].next = s->next;
     else
-        c->head = s->next;
+        *head = s->next;
     if (s->next >= 0)
         c->slots[s->next].prev = s->prev;
     else
-        c->tail = s->prev;
+        *tail = s->prev;
     s->prev = s->next = -1;
     c->ready--;
+}
+
+/* The connection READY longest of both lists, or -1 if none is. */
+static int oldest_ready(const struct ag_http_conns *c)
+{
+    int a = c->lists[L_FRESH].head, b = c->lists[L_SERVED].head;
+    if (a < 0 || b < 0)
+        return a < 0 ? b : a;
+    return c->slots[b].ready_ms < c->slots[a].ready_ms ? b : a;
 }
 
 /* Ends a READY connection: out of the list and the live count; its slot
@@ -260,23 +284,36 @@ static void forget(struct ag_http_conns *c, int fd)
     s->state = S_FREE;
 }
 
-/* The READY connection to reclaim: the longest-READY one that has sent
- * nothing since (no byte read, none waiting in the kernel), so that a
- * client whose request is in flight keeps its connection while an idle
- * one goes; the longest-READY of all if the first REAP_SCAN are all busy
- * receiving. Called with the lock held; the list is not empty. */
-static int victim(struct ag_http_conns *c)
+/* Whether fd's next request is arriving: bytes read since it became
+ * READY, or bytes waiting in the kernel. */
+static bool receiving(const struct ag_http_conns *c, int fd)
+{
+    return atomic_load_explicit(&c->slots[fd].got_bytes,
+                                memory_order_relaxed) ||
+           c->o.pending(c->o.shut_arg, fd);
+}
+
+/* The READY connection to reclaim: the one that has made the least
+ * progress toward a complete request for the longest time. A connection
+ * that has completed a request goes only when none that has not is left
+ * (an auth backend's pooled connection waits idle between its requests,
+ * while a slowloris client's has never finished one). Within a list,
+ * the longest-READY one that is not receiving a request (no byte read,
+ * none waiting in the kernel), so that a client whose request is in
+ * flight keeps its connection; the longest-READY of the list if the
+ * first REAP_SCAN are all receiving. Called with the lock held; some
+ * connection is READY. */
+static int victim(const struct ag_http_conns *c)
 {
     enum { REAP_SCAN = 64 };
-    int fd = c->head;
+    int l = c->lists[L_FRESH].head >= 0 ? L_FRESH : L_SERVED;
+    int fd = c->lists[l].head;
     for (int i = 0; fd >= 0 && i < REAP_SCAN; i++) {
-        struct slot *s = &c->slots[fd];
-        if (!atomic_load_explicit(&s->got_bytes, memory_order_relaxed) &&
-            !c->o.pending(c->o.shut_arg, fd))
+        if (!receiving(c, fd))
             return fd;
-        fd = s->next;
+        fd = c->slots[fd].next;
     }
-    return c->head;
+    return c->lists[l].head;
 }
 
 enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
@@ -298,7 +335,7 @@ enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
     if (k.family && address_count(c, &k) >= c->o.max_per_ip) {
         verdict = AG_HTTP_PER_IP_FULL;
     } else if (c->live >= c->o.max_conns) {
-        if (c->head < 0) {
+        if (!c->ready) {
             verdict = AG_HTTP_FULL;
         } else {
             end_ready(c, victim(c));
@@ -309,6 +346,7 @@ enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
         struct slot *s = &c->slots[fd];
         s->tag = tag;
         s->key = k;
+        s->served = L_FRESH;
         ag_wire_init(&s->wire);
         if (k.family)
             address_add(c, &k);
@@ -334,8 +372,10 @@ void ag_http_conns_busy(struct ag_http_conns *c, int fd)
 void ag_http_conns_ready(struct ag_http_conns *c, int fd, uint64_t now_ms)
 {
     pthread_mutex_lock(&c->lock);
-    if (known(c, fd) && c->slots[fd].state == S_BUSY)
+    if (known(c, fd) && c->slots[fd].state == S_BUSY) {
+        c->slots[fd].served = L_SERVED;
         list_push(c, fd, now_ms);
+    }
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -351,11 +391,12 @@ size_t ag_http_conns_sweep(struct ag_http_conns *c, uint64_t now_ms)
 {
     size_t n = 0;
     pthread_mutex_lock(&c->lock);
-    /* The list is in the order connections became READY, so the expired
-     * ones are at its head. */
-    while (c->head >= 0 &&
-           c->slots[c->head].ready_ms + c->o.deadline_ms <= now_ms) {
-        end_ready(c, c->head);
+    /* Each list is in the order its connections became READY, so the
+     * expired ones are at their heads. */
+    for (int fd = oldest_ready(c);
+         fd >= 0 && c->slots[fd].ready_ms + c->o.deadline_ms <= now_ms;
+         fd = oldest_ready(c)) {
+        end_ready(c, fd);
         n++;
     }
     c->expired += n;

@@ -15,13 +15,18 @@
  *   body): then it is BUSY while the service answers. A READY connection
  *   must finish its request within deadline_ms of becoming ready, however
  *   slowly its bytes come; ag_http_conns_sweep ends those past it.
- * - At max_conns live connections a new one reclaims the connection that
- *   has been READY longest and sent nothing since (an idle keep-alive, or
- *   one that never sent a byte), as nginx reuses idle connections; a
- *   connection whose request is arriving is passed over (else, under a
- *   flood of new connections, a client could lose its connection between
- *   sending its request and its being read). Only when every live
- *   connection is BUSY is the newcomer refused (AG_HTTP_FULL), at once.
+ * - At max_conns live connections a new one reclaims a READY connection,
+ *   as nginx reuses idle connections: the one that has made the least
+ *   progress toward a complete request for the longest time. A
+ *   connection that has never completed a request goes first (one that
+ *   never sent a byte, or a slowloris client's that sent a few), and one
+ *   that has (a pooled client's, idle between its requests within the
+ *   deadline of its last answer) only when no other is left. Among
+ *   either kind the longest-READY goes, passing over one whose request
+ *   is arriving (else, under a flood of new connections, a client could
+ *   lose its connection between sending its request and its being read).
+ *   Only when every live connection is BUSY is the newcomer refused
+ *   (AG_HTTP_FULL), at once.
  * - One client address holds at most max_per_ip live connections; an IPv6
  *   address counts by its /64, which one host owns.
  * - "Ending" a connection is shutdown(2) (or opts.shut), done under the
@@ -76,8 +81,8 @@ void ag_http_conns_free(struct ag_http_conns *c);
 
 /* A connection accepted on listener tag (any small number the caller
  * chooses) from sa (AF_INET, AF_INET6; anything else, such as AF_UNIX,
- * counts against no address). At the cap, reclaims the longest-READY
- * connection first. A slot fd still holds is forgotten first: the kernel
+ * counts against no address). At the cap, reclaims a READY connection
+ * first (see above). A slot fd still holds is forgotten first: the kernel
  * reuses a descriptor only once it is closed, so that connection ended
  * without ag_http_conns_closed (libmicrohttpd drops a connection it
  * cannot take without notice). On AG_HTTP_ADMITTED the connection is READY

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_recv: routes the bytes libmicrohttpd receives through each
- * connection's framing validator (see ag_http_recv.c for how and why).
+ * connection's framing validator, and answers a stream that breaks its
+ * rules with a 400 itself (see ag_http_recv.c for how and why).
  */
 #ifndef AG_HTTP_RECV_H
 #define AG_HTTP_RECV_H

@@ -2,6 +2,7 @@
 #include "ag_http_response.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,44 @@ int ag_http_response_refusal(struct ag_http_response *r, int status,
 {
     return ag_http_response_field_error(r, status, err->msg,
                                         err->field[0] ? err->field : NULL);
+}
+
+/* The reason phrase of the statuses answered without libmicrohttpd; it
+ * is informative only (RFC 9112 4). */
+static const char *reason(int status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Error";
+    }
+}
+
+size_t ag_http_response_raw(const struct ag_http_response *r, char *out,
+                            size_t size)
+{
+    char retry[40] = "";
+    if (r->retry_after)
+        snprintf(retry, sizeof retry, "Retry-After: %" PRIu32 "\r\n",
+                 r->retry_after);
+    int n = snprintf(out, size,
+                     "HTTP/1.1 %d %s\r\n"
+                     "Content-Type: %s\r\n"
+                     "Cache-Control: no-store\r\n"
+                     "%s"
+                     "Connection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     r->status, reason(r->status),
+                     r->content_type ? r->content_type : "application/json",
+                     retry, r->body.len);
+    if (n < 0 || (size_t)n >= size || (size_t)n + r->body.len > size)
+        return 0;
+    if (r->body.len)
+        memcpy(out + n, r->body.p, r->body.len);
+    return (size_t)n + r->body.len;
 }
 
 int ag_http_response_status(struct ag_http_response *r, int status,

@@ -21,6 +21,7 @@
 #define AG_HTTP_RESPONSE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -70,6 +71,14 @@ int ag_http_response_field_error(struct ag_http_response *r, int status,
  * left out when err names none. */
 int ag_http_response_refusal(struct ag_http_response *r, int status,
                              const struct ag_error *err);
+/* r as the bytes of a whole HTTP/1.1 response that ends its connection,
+ * for an answer written without libmicrohttpd (the acceptor's refusals,
+ * a framing fault's 400): the status line, Content-Type (JSON unless r
+ * says), Cache-Control: no-store, Retry-After if r sets it, Connection:
+ * close, Content-Length and the body. Writes at most size bytes to out,
+ * the caller's, and returns how many, or 0 if it does not fit. */
+size_t ag_http_response_raw(const struct ag_http_response *r, char *out,
+                            size_t size);
 /* A response whose body is obj, serialised compactly; obj stays the
  * caller's. */
 int ag_http_response_json(struct ag_http_response *r, int status,

@@ -32,6 +32,7 @@
 #include "ag_http_conns.h"
 #include "ag_http_impl.h"
 #include "ag_http_recv.h"
+#include "ag_http_response.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_service.h"
@@ -98,17 +99,13 @@ static void notify_connection(void *cls, struct MHD_Connection *conn,
 
 static void build_refusal(struct ag_http__refusal *r, const char *why)
 {
-    char body[256];
-    int blen = snprintf(body, sizeof body, "{\"error\":\"%s\"}", why);
-    int n = snprintf(r->text, sizeof r->text,
-                     "HTTP/1.1 503 Service Unavailable\r\n"
-                     "Content-Type: application/json\r\n"
-                     "Cache-Control: no-store\r\n"
-                     "Retry-After: 1\r\n"
-                     "Connection: close\r\n"
-                     "Content-Length: %d\r\n\r\n%s",
-                     blen, body);
-    r->len = n > 0 ? (size_t)n : 0;
+    struct ag_http_response resp;
+    ag_http_response_init(&resp);
+    resp.retry_after = 1;
+    r->len = ag_http_response_error(&resp, 503, why) == AG_OK
+                 ? ag_http_response_raw(&resp, r->text, sizeof r->text)
+                 : 0;
+    ag_http_response_free(&resp);
 }
 
 /* Answers a connection the table refused without libmicrohttpd: one

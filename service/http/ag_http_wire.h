@@ -6,19 +6,24 @@
  * libmicrohttpd 0.9.75 (Debian 12) accepts bare-LF line ends, obs-fold
  * continuation lines and a NUL inside the request line or a header, and
  * hands the application only the parsed result, where none of them can be
- * seen any more. Behind a proxy that reads the same bytes differently,
- * each is a way to smuggle a request. This module is a streaming
- * validator that sees them: ag_http.c feeds it every byte a client
- * connection receives, and a request on a connection whose stream broke
- * the rules is answered with a 400 and the connection closed.
+ * seen any more; it also takes the first of two Host or Transfer-Encoding
+ * headers, and waits for ever for the LF of a line ended by CR alone.
+ * Behind a proxy that reads the same bytes differently, each is a way to
+ * smuggle a request. This module is a streaming validator that sees
+ * them: ag_http_recv feeds it every byte a client connection receives,
+ * and answers a stream that broke the rules with a 400 at once, closing
+ * the connection.
  *
  * It follows requests one after another on a keep-alive connection: a
  * request head (request line, header lines, the empty line), then a body
- * of the head's Content-Length bytes, then the next head. Any number of
- * empty lines (CRLF) before a request line are allowed (RFC 9112 2.2).
- * A head with Transfer-Encoding cannot be followed further (abuseguard
- * refuses such requests and closes the connection): the validator stops
- * judging and reports AG_WIRE_UNTRACKED.
+ * of the head's Content-Length bytes or a chunked body (size lines, data,
+ * trailer lines), then the next head. Any number of empty lines (CRLF)
+ * before a request line are allowed (RFC 9112 2.2). Every line, a chunk's
+ * and a trailer's too, must end in CRLF. A head whose body length cannot
+ * be known (a Transfer-Encoding other than plain "chunked", or one beside
+ * Content-Length, both of which abuseguard refuses, closing the
+ * connection) cannot be followed further: the validator stops judging
+ * and reports AG_WIRE_UNTRACKED.
  *
  * Pure: no I/O, no allocation, no locks; one ag_wire per connection, fed
  * from one thread at a time.
@@ -39,8 +44,14 @@ enum ag_wire_fault {
     AG_WIRE_NAME_SPACE, /* white space in a header name, before its colon */
     AG_WIRE_CL_BAD,     /* a Content-Length value that is not OWS 1*DIGIT
                            OWS, or is 2^63 or more */
-    AG_WIRE_UNTRACKED,  /* Transfer-Encoding seen: not a fault in itself,
-                           but nothing after that head is judged */
+    AG_WIRE_HOST_DUP,   /* more than one Host header */
+    AG_WIRE_TE_DUP,     /* more than one Transfer-Encoding header */
+    AG_WIRE_CHUNK_BAD,  /* a chunk size that is not 1*HEXDIG below 2^63
+                           (then ";" and an extension, or CRLF), or chunk
+                           data not followed by CRLF */
+    AG_WIRE_UNTRACKED,  /* a body of unknown length: not a fault in
+                           itself, but nothing after that head is judged;
+                           the last of the enum */
 };
 
 /* The state of one connection's stream. Opaque in spirit; in the header
@@ -48,12 +59,16 @@ enum ag_wire_fault {
 struct ag_wire {
     uint8_t state;      /* where in a head or body the stream is */
     uint8_t fault;      /* enum ag_wire_fault; sticky */
-    uint8_t name_pos;   /* bytes of a header name matched so far */
+    uint8_t name_pos;   /* bytes of a header name matched so far; in a
+                           Transfer-Encoding value, of "chunked" */
     uint8_t name_kind;  /* which framing headers the name may still be */
     uint8_t cl_seen;    /* a Content-Length header in this head */
     uint8_t te_seen;    /* a Transfer-Encoding header in this head */
+    uint8_t te_chunked; /* its value was "chunked" alone */
+    uint8_t host_seen;  /* a Host header in this head */
     uint64_t cl;        /* the head's Content-Length */
-    uint64_t body_left; /* body bytes still to pass over */
+    uint64_t body_left; /* body or chunk bytes still to pass over; in a
+                           chunk-size line, the size so far */
     uint64_t requests;  /* complete heads seen */
 };
 

@@ -5,6 +5,7 @@ than the service takes), a well-behaved client from another address gets
 its answer promptly, and the excess is refused at once instead of waiting
 in the backlog. Every flood is bounded in connections and time, from
 127.0.0.x source addresses on loopback."""
+import http.client
 import os
 import select
 import signal
@@ -13,7 +14,7 @@ import threading
 import time
 import unittest
 
-from harness import Response, ServiceTest, wait_until
+from harness import Response, ServiceTest, read_by_server, wait_until
 
 # Seconds a well-behaved client may wait, at most. Its answer takes
 # milliseconds on a quiet machine; a loaded one (two cores under the whole
@@ -290,6 +291,85 @@ class FloodTest(ServiceTest):
         finally:
             for s in pooled:
                 s.close()
+
+    def test_pooled_keep_alive_clients_lose_no_request_to_one_byte_floods(self):
+        # Issue 29: an auth backend's four pooled connections, each idle
+        # between its requests, while eight addresses hold connections
+        # that sent one byte and reopen them. The cap is full before the
+        # churn starts, so every newcomer needs a connection to end; the
+        # pooled ones are the oldest and have sent nothing since their
+        # last answer, which made them the ones to go. No connection ends
+        # by the timeout while the test runs.
+        svc = self.service(extra=["--max-conns", "64",
+                                  "--max-conns-per-ip", "16",
+                                  "--conn-timeout-s", "600"])
+        sources = ["127.0.0.%d" % i for i in range(80, 88)]
+        pool = [connect(svc, "127.0.0.90") for _ in range(4)]
+        flood, asked, failures = [], [0], []
+
+        def ask_pool():
+            for i, s in enumerate(pool):
+                asked[0] += 1
+                body = b'{"user": "pool%d@x.org", "ip": "198.51.100.%d"}' % (
+                    asked[0], i + 1)
+                try:
+                    s.sendall(b"POST /check-login HTTP/1.1\r\nHost: x\r\n"
+                              b"Content-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n%s"
+                              % (len(body), body))
+                    status = Response.read_from(s).status
+                    if status != 200:
+                        failures.append((asked[0], status))
+                except (OSError, http.client.HTTPException) as e:
+                    failures.append((asked[0], repr(e)))
+
+        def one_byte(n):
+            """n more flood connections, each with one byte the service
+            has read, round the addresses."""
+            new = []
+            for _ in range(n):
+                s = connect(svc, sources[len(flood) % len(sources)])
+                s.sendall(b"P")
+                flood.append(s)
+                new.append(s)
+            for s in new:
+                self.assertTrue(wait_until(
+                    lambda: read_by_server(s) or closed_by_server(s), 30.0))
+
+        ended = [0]
+
+        def drop_ended():
+            for s in [s for s in flood if closed_by_server(s)]:
+                flood.remove(s)
+                s.close()
+                ended[0] += 1
+
+        try:
+            ask_pool()
+            # 63 of 64: a probe connection of the harness still closing
+            # cannot make one of the pooled go before the churn.
+            one_byte(59)
+            self.assertEqual(ended[0], 0)
+            rounds, churn = 5, 16
+            for r in range(rounds):
+                # Each newcomer is admitted (its byte read) only once it
+                # has ended another connection. Waited for until the
+                # client side sees every end, a flood one's or a pooled
+                # one's, so that the pooled ones are asked after it.
+                one_byte(churn)
+                self.assertTrue(wait_until(
+                    lambda: (drop_ended(), ended[0])[1] +
+                    sum(map(closed_by_server, pool)) >=
+                    churn * (r + 1) - 1, 30.0), ended[0])
+                ask_pool()
+        finally:
+            for s in pool + flood:
+                s.close()
+        self.assertEqual(failures, [])
+        self.assertEqual(asked[0], 4 * (rounds + 1))
+        self.assertGreaterEqual(metric(svc, "abuseguard_http_connections_"
+                                            "reclaimed_total"),
+                                churn * rounds - 1)
 
     def test_over_the_cap_with_every_connection_busy_refuses_at_once(self):
         # Four checks wait on a stopped Redis, holding all four

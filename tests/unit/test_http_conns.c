@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_conns: a connection must finish its request within the deadline
- * of becoming ready, however it trickles; at the cap the longest-ready
- * connection makes room and a busy one never does; one address (an IPv6
+ * of becoming ready, however it trickles; at the cap the connection that
+ * has made the least progress for the longest time makes room (one that
+ * has completed a request only when no other is left) and a busy one
+ * never does; one address (an IPv6
  * /64) holds at most its share; a descriptor is never ended twice or
  * after it was closed. The shut callback records instead of shutting.
  */
@@ -167,13 +169,99 @@ a_connection_whose_request_is_arriving_is_not_reclaimed(void **state)
     ag_http_conns_note_bytes(c, 13);
     assert_int_equal(admit(c, 14, v4("127.0.0.6"), 4), AG_HTTP_ADMITTED);
     assert_int_equal(s.fds[1], 10);
-    /* Ready again after its answer, 11 counts as idle once more. */
-    ag_http_conns_busy(c, 11);
-    ag_http_conns_ready(c, 11, 5);
-    s.waiting = -1;
+    ag_http_conns_free(c);
+}
+
+/* The issue 29 case: an auth backend's pooled connection, idle between
+ * its requests, against connections that sent one byte and never a
+ * whole request. The pooled one is older and has sent nothing since its
+ * answer, and still it is not the one to go. */
+static void a_connection_that_completed_a_request_outlasts_every_unfinished_one(
+    void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 4, 8);
+    assert_int_equal(admit(c, 10, v4("127.0.0.9"), 0), AG_HTTP_ADMITTED);
+    ag_http_conns_busy(c, 10);
+    ag_http_conns_ready(c, 10, 1);
+    for (int fd = 11; fd <= 13; fd++) {
+        assert_int_equal(admit(c, fd, v4("127.0.0.2"), (uint64_t)fd),
+                         AG_HTTP_ADMITTED);
+        ag_http_conns_note_bytes(c, fd);
+    }
+    /* Each newcomer sends its byte too; every one of them goes before
+     * the pooled connection, oldest first. */
+    for (int fd = 14; fd <= 20; fd++) {
+        assert_int_equal(admit(c, fd, v4("127.0.0.3"), (uint64_t)fd),
+                         AG_HTTP_ADMITTED);
+        ag_http_conns_note_bytes(c, fd);
+        assert_int_equal(s.fds[s.n - 1], fd - 3);
+    }
+    assert_int_equal(s.n, 7);
+    /* Its next request arrives and is answered on the same connection. */
+    ag_http_conns_note_bytes(c, 10);
+    ag_http_conns_busy(c, 10);
+    ag_http_conns_ready(c, 10, 30);
+    assert_int_equal(admit(c, 21, v4("127.0.0.3"), 31), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[s.n - 1], 18);
+    ag_http_conns_free(c);
+}
+
+static void with_no_unfinished_connection_left_the_longest_idle_served_one_goes(
+    void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 3, 8);
+    for (int fd = 10; fd <= 12; fd++) {
+        assert_int_equal(admit(c, fd, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+        ag_http_conns_busy(c, fd);
+        ag_http_conns_ready(c, fd, (uint64_t)fd);
+    }
+    /* 10, the longest idle, is receiving its next request: 11 goes. */
+    s.waiting = 10;
+    assert_int_equal(admit(c, 13, v4("127.0.0.3"), 20), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[0], 11);
+    /* 13 has not completed a request: it goes before 12, younger as it
+     * is. */
+    assert_int_equal(admit(c, 14, v4("127.0.0.3"), 21), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[1], 13);
+    /* Every one left is receiving: the longest-ready of the unfinished
+     * (14), and then of the served (10). */
+    ag_http_conns_note_bytes(c, 12);
     ag_http_conns_note_bytes(c, 14);
-    assert_int_equal(admit(c, 15, v4("127.0.0.7"), 6), AG_HTTP_ADMITTED);
-    assert_int_equal(s.fds[2], 11);
+    assert_int_equal(admit(c, 15, v4("127.0.0.3"), 22), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[2], 14);
+    ag_http_conns_busy(c, 15);
+    assert_int_equal(admit(c, 16, v4("127.0.0.3"), 23), AG_HTTP_ADMITTED);
+    assert_int_equal(s.fds[3], 10);
+    ag_http_conns_free(c);
+}
+
+static void
+the_deadline_ends_both_kinds_of_connection_in_age_order(void **state)
+{
+    (void)state;
+    struct shuts s;
+    struct ag_http_conns *c = table(&s, 8, 8);
+    /* Ready at 100 (served), 200 (fresh), 300 (served), 400 (fresh). */
+    assert_int_equal(admit(c, 10, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    ag_http_conns_busy(c, 10);
+    ag_http_conns_ready(c, 10, 100);
+    assert_int_equal(admit(c, 11, v4("127.0.0.2"), 200), AG_HTTP_ADMITTED);
+    assert_int_equal(admit(c, 12, v4("127.0.0.2"), 250), AG_HTTP_ADMITTED);
+    ag_http_conns_busy(c, 12);
+    ag_http_conns_ready(c, 12, 300);
+    assert_int_equal(admit(c, 13, v4("127.0.0.2"), 400), AG_HTTP_ADMITTED);
+    assert_int_equal(ag_http_conns_sweep(c, 1099), 0);
+    assert_int_equal(ag_http_conns_sweep(c, 1200), 2);
+    assert_int_equal(ag_http_conns_sweep(c, 1300), 1);
+    assert_int_equal(ag_http_conns_sweep(c, 1400), 1);
+    assert_int_equal(s.n, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(s.fds[i], 10 + (int)i);
+    assert_int_equal(live(c), 0);
     ag_http_conns_free(c);
 }
 
@@ -332,6 +420,12 @@ int main(void)
         cmocka_unit_test(at_the_cap_the_longest_ready_connection_makes_room),
         cmocka_unit_test(
             a_connection_whose_request_is_arriving_is_not_reclaimed),
+        cmocka_unit_test(
+            a_connection_that_completed_a_request_outlasts_every_unfinished_one),
+        cmocka_unit_test(
+            with_no_unfinished_connection_left_the_longest_idle_served_one_goes),
+        cmocka_unit_test(
+            the_deadline_ends_both_kinds_of_connection_in_age_order),
         cmocka_unit_test(
             at_the_cap_with_every_connection_busy_a_newcomer_is_refused),
         cmocka_unit_test(one_address_holds_at_most_its_share),

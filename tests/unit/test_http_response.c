@@ -444,6 +444,38 @@ static void field_error_names_the_field(void **state)
     ag_http_response_free(&r);
 }
 
+static void raw_answer_is_a_whole_response_that_closes(void **state)
+{
+    (void)state;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(
+        ag_http_response_field_error(&r, 400, "a bare LF", "framing"), AG_OK);
+    char out[512];
+    size_t n = ag_http_response_raw(&r, out, sizeof out);
+    assert_true(n > r.body.len);
+    static const char head[] = "HTTP/1.1 400 Bad Request\r\n"
+                               "Content-Type: application/json\r\n"
+                               "Cache-Control: no-store\r\n"
+                               "Connection: close\r\n";
+    assert_memory_equal(out, head, sizeof head - 1);
+    char cl[64];
+    snprintf(cl, sizeof cl, "Content-Length: %zu\r\n\r\n", r.body.len);
+    /* The body follows the head, exactly as long as it says. */
+    assert_int_equal(n, sizeof head - 1 + strlen(cl) + r.body.len);
+    assert_memory_equal(out + sizeof head - 1, cl, strlen(cl));
+    assert_memory_equal(out + n - r.body.len, r.body.p, r.body.len);
+    /* Retry-After when set; nothing at all when it does not fit. */
+    r.retry_after = 1;
+    r.status = 503;
+    n = ag_http_response_raw(&r, out, sizeof out);
+    assert_non_null(strstr(out, "HTTP/1.1 503 Service Unavailable\r\n"));
+    assert_non_null(strstr(out, "\r\nRetry-After: 1\r\n"));
+    assert_int_equal(ag_http_response_raw(&r, out, n - 1), 0);
+    assert_int_equal(ag_http_response_raw(&r, out, n), n);
+    ag_http_response_free(&r);
+}
+
 static void new_body_replaces_the_previous_one(void **state)
 {
     (void)state;
@@ -603,6 +635,7 @@ int main(void)
         cmocka_unit_test(error_body_replaces_non_ascii_with_question_marks),
         cmocka_unit_test(error_body_with_control_characters_is_valid_json),
         cmocka_unit_test(field_error_names_the_field),
+        cmocka_unit_test(raw_answer_is_a_whole_response_that_closes),
         cmocka_unit_test(new_body_replaces_the_previous_one),
         cmocka_unit_test(unavailable_with_fail_closed_is_503_naming_it),
         cmocka_unit_test(denied_inspect_is_a_200_with_the_block_and_no_headers),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_http_wire: each framing rule is judged on the bytes of the head and
- * never on a body; pipelined requests are followed through their bodies;
- * and a stream gets the same verdict however it is cut into pieces.
+ * of a chunked body's lines, never on body data; pipelined requests are
+ * followed through their bodies, Content-Length or chunked; and a stream
+ * gets the same verdict however it is cut into pieces.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,18 +99,107 @@ static const struct stream streams[] = {
     {"a partial head", S("GET / HTTP/1.1\r\nHost: a\r"), AG_WIRE_OK, 0},
     {"an empty value and a colon-less line",
      S("GET / HTTP/1.1\r\nX:\r\nnocolon\r\n: v\r\n\r\n"), AG_WIRE_OK, 1},
-    {"transfer-encoding",
-     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    {"transfer-encoding other than chunked",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
        "0\r\n\r\n\n\0 x\r\n"),
+     AG_WIRE_UNTRACKED, 1},
+    {"chunked as the start of a longer value",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunkedx\r\n\r\n\n"),
      AG_WIRE_UNTRACKED, 1},
     {"transfer-encoding with content-length",
      S("POST / HTTP/1.1\r\nContent-Length: 3\r\ntransfer-ENCODING: x\r\n"
        "\r\nabc\n"),
      AG_WIRE_UNTRACKED, 1},
-    {"transfer-encoding in a second request",
+    {"chunked with content-length",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+       "Content-Length: 3\r\n\r\n\n"),
+     AG_WIRE_UNTRACKED, 1},
+    {"a chunked body is followed to the next head",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "3\r\na\n\r\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n"),
+     AG_WIRE_OK, 2},
+    {"chunk extensions, trailers, hex in either case",
+     S("POST / HTTP/1.1\r\ntransfer-encoding:  Chunked \t\r\n\r\n"
+       "a;x=1\r\n0123456789\r\nB\r\n0123456789a\r\n00;y\r\nT: 1\r\n"
+       "U:\r\n\r\nGET / HTTP/1.1\r\n\r\n"),
+     AG_WIRE_OK, 2},
+    {"chunk size of 2^63 - 1",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "7fffffffffffffff\r\n\n"),
+     AG_WIRE_OK, 1},
+    {"bare lf after a chunk size",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\nab\r\n"),
+     AG_WIRE_BARE_LF, 1},
+    {"bare lf after a chunk extension",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2;x\nab"),
+     AG_WIRE_BARE_LF, 1},
+    {"bare lf after chunk data",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n"),
+     AG_WIRE_BARE_LF, 1},
+    {"bare lf after the last chunk",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\n\r\n"),
+     AG_WIRE_BARE_LF, 1},
+    {"bare lf after a trailer",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\n"),
+     AG_WIRE_BARE_LF, 1},
+    {"bare lf ending the trailers",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\n"),
+     AG_WIRE_BARE_LF, 1},
+    {"bare lf where a chunk size belongs",
      S("GET / HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nTransfer-Encoding: "
        "chunked\r\n\r\n\n"),
-     AG_WIRE_UNTRACKED, 2},
+     AG_WIRE_BARE_LF, 2},
+    {"bare cr after a chunk size",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\rab"),
+     AG_WIRE_BARE_CR, 1},
+    {"bare cr after chunk data",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\rx"),
+     AG_WIRE_BARE_CR, 1},
+    {"bare cr ending the trailers",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\rX"),
+     AG_WIRE_BARE_CR, 1},
+    {"nul in a chunk extension",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2;\0"),
+     AG_WIRE_NUL, 1},
+    {"nul in a trailer",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT\0"),
+     AG_WIRE_NUL, 1},
+    {"obs-fold in the trailers",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1"
+       "\r\n 2\r\n\r\n"),
+     AG_WIRE_OBS_FOLD, 1},
+    {"chunk data longer than its size",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"),
+     AG_WIRE_CHUNK_BAD, 1},
+    {"no chunk size",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n;x\r\n"),
+     AG_WIRE_CHUNK_BAD, 1},
+    {"an empty chunk-size line",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\r\n"),
+     AG_WIRE_CHUNK_BAD, 1},
+    {"a chunk size that is not hexadecimal",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2g\r\n"),
+     AG_WIRE_CHUNK_BAD, 1},
+    {"white space after a chunk size",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2 \r\n"),
+     AG_WIRE_CHUNK_BAD, 1},
+    {"chunk size of 2^63",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "8000000000000000\r\n"),
+     AG_WIRE_CHUNK_BAD, 1},
+    {"transfer-encoding twice",
+     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+       "transfer-encoding: chunked\r\n\r\n"),
+     AG_WIRE_TE_DUP, 0},
+    {"host twice", S("GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nHOST: a\r\n\r\n"),
+     AG_WIRE_HOST_DUP, 0},
+    {"host once in each of two requests",
+     S("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+     AG_WIRE_OK, 2},
+    {"hostx and x-host are not host",
+     S("GET / HTTP/1.1\r\nHostx: a\r\nX-Host: a\r\nHos: a\r\nHost: a\r\n"
+       "\r\n"),
+     AG_WIRE_OK, 1},
     {"a fault before transfer-encoding's head ends",
      S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\n"), AG_WIRE_BARE_LF,
      0},
@@ -397,14 +487,14 @@ static void content_length_that_is_not_one_number_is_a_fault(void **state)
     }
 }
 
-static void transfer_encoding_stops_judging_after_its_head(void **state)
+static void
+transfer_encoding_other_than_chunked_stops_judging_after_its_head(void **state)
 {
     (void)state;
     struct ag_wire w;
     ag_wire_init(&w);
     assert_int_equal(
-        ag_wire_feed(&w,
-                     S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n")),
+        ag_wire_feed(&w, S("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n")),
         AG_WIRE_OK);
     /* The head has not ended: its lines are still judged. */
     struct ag_wire copy = w;
@@ -414,6 +504,27 @@ static void transfer_encoding_stops_judging_after_its_head(void **state)
     assert_int_equal(ag_wire_feed(&w, S("5\n\0\rGET / HTTP/1.1\n\r\n")),
                      AG_WIRE_UNTRACKED);
     assert_int_equal(w.requests, 1);
+}
+
+static void a_chunked_body_is_followed_across_pieces(void **state)
+{
+    (void)state;
+    struct ag_wire w;
+    ag_wire_init(&w);
+    assert_int_equal(
+        ag_wire_feed(&w, S("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                           "\r\n1")),
+        AG_WIRE_OK);
+    assert_int_equal(ag_wire_feed(&w, S("0\r")), AG_WIRE_OK);
+    /* The LF ends the size line: then 10 bytes of 16 that look like lines. */
+    assert_int_equal(ag_wire_feed(&w, S("\n\n\n\0\0\r\r 0\r\n")), AG_WIRE_OK);
+    assert_int_equal(w.body_left, 6);
+    assert_int_equal(ag_wire_feed(&w, S("abcdef\r")), AG_WIRE_OK);
+    assert_int_equal(ag_wire_feed(&w, S("\n0\r\n\r")), AG_WIRE_OK);
+    assert_int_equal(ag_wire_feed(&w, S("\nGET / HTTP/1.1\r\n")), AG_WIRE_OK);
+    assert_int_equal(w.requests, 1);
+    assert_int_equal(ag_wire_feed(&w, S("Host: a\r\nHost: b\r\n")),
+                     AG_WIRE_HOST_DUP);
 }
 
 static void leading_empty_lines_are_allowed(void **state)
@@ -493,6 +604,10 @@ static void each_fault_has_its_own_text(void **state)
     assert_non_null(strstr(ag_wire_fault_text(AG_WIRE_NUL), "NUL"));
     assert_non_null(
         strstr(ag_wire_fault_text(AG_WIRE_CL_DUP), "Content-Length"));
+    assert_non_null(strstr(ag_wire_fault_text(AG_WIRE_HOST_DUP), "Host"));
+    assert_non_null(
+        strstr(ag_wire_fault_text(AG_WIRE_TE_DUP), "Transfer-Encoding"));
+    assert_non_null(strstr(ag_wire_fault_text(AG_WIRE_CHUNK_BAD), "chunk"));
 }
 
 int main(void)
@@ -511,7 +626,9 @@ int main(void)
         cmocka_unit_test(content_length_with_ows_is_accepted),
         cmocka_unit_test(content_length_digits_split_across_pieces_add_up),
         cmocka_unit_test(content_length_that_is_not_one_number_is_a_fault),
-        cmocka_unit_test(transfer_encoding_stops_judging_after_its_head),
+        cmocka_unit_test(
+            transfer_encoding_other_than_chunked_stops_judging_after_its_head),
+        cmocka_unit_test(a_chunked_body_is_followed_across_pieces),
         cmocka_unit_test(leading_empty_lines_are_allowed),
         cmocka_unit_test(header_names_match_whole_and_in_any_case),
         cmocka_unit_test(a_fault_sticks),
