@@ -33,8 +33,8 @@ SOURCE_NAMES = {"CMakeLists.txt", ".ci/run", "packaging/postinst",
                 "packaging/abuseguard.service"}
 MAX_LINES = 750
 # Lowest first; "" is service/ itself: main.c, configuration, CLI.
-LAYERS = ["base", "engine", "redis", "db", "events", "check", "http",
-          "admin", ""]
+LAYERS = ["base", "pwned", "engine", "redis", "db", "events", "check",
+          "http", "admin", ""]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
