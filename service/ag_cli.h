@@ -23,4 +23,11 @@ int ag_cli_main(int argc, char **argv);
  * operator who wants to read what runs in Redis. argv[0] is "lua". */
 int ag_cli_lua_main(int argc, char **argv);
 
+/* "abuseguard pwned import|check|verify ...": imports a Pwned Passwords
+ * download into a corpus file, prints the counts of passwords read from
+ * standard input, or checks a corpus whole (docs/pwned.md). Exit 0 on
+ * success, 2 for bad usage or input (a malformed line, a damaged
+ * corpus), 1 for an I/O failure. ag_cli_pwned.c; argv[0] is "pwned". */
+int ag_cli_pwned_main(int argc, char **argv);
+
 #endif

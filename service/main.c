@@ -4,7 +4,8 @@
  * database, starts the policy watcher, the store and the HTTP server, and
  * serves until SIGTERM or SIGINT, then drains and exits 0. Exit 2 is a
  * configuration error, 1 any other failure to start.
- * "abuseguard policy ..." is the operators' CLI (ag_cli).
+ * "abuseguard policy ..." is the operators' CLI (ag_cli), and
+ * "abuseguard pwned ..." the breached-password corpus's (ag_cli_pwned.c).
  */
 #include <malloc.h>
 #include <signal.h>
@@ -95,6 +96,8 @@ int main(int argc, char **argv)
         return ag_cli_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "lua") == 0)
         return ag_cli_lua_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "pwned") == 0)
+        return ag_cli_pwned_main(argc - 1, argv + 1);
     struct ag_config cfg;
     struct ag_error cerr;
     if (ag_config_parse(&cfg, argc, argv, &cerr)) {
