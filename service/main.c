@@ -170,17 +170,17 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    struct ag_metrics *metrics = ag_metrics_new();
+    if (!metrics) {
+        fprintf(stderr, "abuseguard: out of memory\n");
+        return 1;
+    }
     /* The breached-password corpora, mapped now so that a missing or
      * damaged file stops the start; the watcher follows replacements. */
     const char *pwned_paths[AG_CONFIG_PWNED_FILES];
     for (unsigned i = 0; i < cfg.n_pwned_files; i++)
         pwned_paths[i] = cfg.pwned_files[i];
-    struct ag_metrics *metrics = ag_metrics_new();
     struct ag_pwned_live *pwned = NULL;
-    if (!metrics) {
-        fprintf(stderr, "abuseguard: out of memory\n");
-        return 1;
-    }
     rc = ag_pwned_live_start(
         &(struct ag_pwned_live_opts){.paths = pwned_paths,
                                      .n = cfg.n_pwned_files,
@@ -189,6 +189,7 @@ int main(int argc, char **argv)
         &pwned, &cerr);
     if (rc) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        ag_metrics_free(metrics);
         return rc == AG_ENOMEM ? 1 : EXIT_CONFIG;
     }
 
@@ -197,6 +198,8 @@ int main(int argc, char **argv)
     struct ag_db *db = NULL;
     if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, &cerr)) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        ag_pwned_live_stop(pwned);
+        ag_metrics_free(metrics);
         return 1;
     }
     ag_log(AG_LOG_INFO, "database_ready", "schema version %d",

@@ -318,7 +318,6 @@ static int load_first(struct ag_pwned_live *l, const char *path,
     s->cur = h;
     s->loaded = now;
     publish_figures(l, mode, h->p);
-    log_loaded("pwned_loaded", path, h->p);
     return AG_OK;
 }
 
@@ -344,6 +343,10 @@ int ag_pwned_live_start(const struct ag_pwned_live_opts *o,
             return rc;
         }
     }
+    /* Said once every file is in: a refusal is the start's one line. */
+    for (int i = 0; i < AG_METRICS_PWNED_MODES; i++)
+        if (l->slots[i].cur)
+            log_loaded("pwned_loaded", l->slots[i].path, l->slots[i].cur->p);
     if (l->interval_ms && o->n) {
         if (pthread_create(&l->thread, NULL, watch, l) != 0) {
             free_live(l);
