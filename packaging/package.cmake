@@ -34,7 +34,8 @@ install(FILES ${AG_PKG_GEN}/abuseguard-help.txt ${CMAKE_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The reference the README links to, beside it as in the source tree, so
 # that its links to docs/ work in the installed copy too.
-set(AG_DOCS http-api admin events configuration operations policies)
+set(AG_DOCS http-api admin events configuration operations policies
+    pwned)
 list(TRANSFORM AG_DOCS PREPEND ${CMAKE_SOURCE_DIR}/docs/)
 list(TRANSFORM AG_DOCS APPEND .md)
 install(FILES ${AG_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)

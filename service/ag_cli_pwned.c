@@ -105,24 +105,26 @@ static void show_progress(void *ctx, const struct ag_pwned_import_stats *s)
         return;
     d->next_ms = now + PROGRESS_MS;
     double el = (double)(now - d->start_ms) / 1000.0;
-    double rate = el > 0 ? (double)s->lines / el : 0;
     char read[32], total[32], left[32];
     human_bytes(read, sizeof(read), s->bytes_read);
-    if (s->bytes_total && s->bytes_read && el > 0) {
-        double bps = (double)s->bytes_read / el;
-        uint64_t rest =
-            s->bytes_total > s->bytes_read ? s->bytes_total - s->bytes_read : 0;
+    if (s->bytes_total) {
         human_bytes(total, sizeof(total), s->bytes_total);
-        human_time(left, sizeof(left), bps > 0 ? (double)rest / bps : 0);
-        fprintf(stderr,
-                "\r\033[Kimporting: %s of %s (%.0f%%), %.2f M lines/s, "
-                "%s left",
-                read, total,
-                100.0 * (double)s->bytes_read / (double)s->bytes_total,
-                rate / 1e6, left);
+        fprintf(stderr, "\r\033[Kimporting: %s of %s (%.0f%%)", read, total,
+                100.0 * (double)s->bytes_read / (double)s->bytes_total);
     } else {
-        fprintf(stderr, "\r\033[Kimporting: %s read, %.2f M lines/s", read,
-                rate / 1e6);
+        fprintf(stderr, "\r\033[Kimporting: %s read", read);
+    }
+    /* The rates need some time gone by; the first line may come at 0. */
+    if (el > 0) {
+        double bps = (double)s->bytes_read / el;
+        fprintf(stderr, ", %.2f M lines/s", (double)s->lines / el / 1e6);
+        if (s->bytes_total && bps > 0) {
+            uint64_t rest = s->bytes_total > s->bytes_read
+                                ? s->bytes_total - s->bytes_read
+                                : 0;
+            human_time(left, sizeof(left), (double)rest / bps);
+            fprintf(stderr, ", %s left", left);
+        }
     }
     d->shown = true;
 }

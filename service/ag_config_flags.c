@@ -146,7 +146,10 @@ void ag_config_usage(FILE *out)
 {
     fprintf(out, "usage: abuseguard [flags]\n"
                  "       abuseguard policy list|get|put|delete|export|import "
-                 "... --db PATH\n\nflags (environment variable, default):\n");
+                 "... --db PATH\n"
+                 "       abuseguard pwned import|check|verify ... "
+                 "(breached passwords)\n\nflags (environment variable, "
+                 "default):\n");
     for (size_t i = 0; i < ag_config__nflags; i++) {
         char env[64];
         ag_config__env_name(&ag_config__flags[i], env, sizeof env);

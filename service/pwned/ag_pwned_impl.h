@@ -24,6 +24,7 @@
 #ifndef AG_PWNED_IMPL_H
 #define AG_PWNED_IMPL_H
 
+#include <endian.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -70,6 +71,21 @@ static inline unsigned ag_pwned_hash_len(int mode)
 static inline uint32_t ag_pwned_prefix_of(const uint8_t *hash)
 {
     return (uint32_t)hash[0] << 12 | (uint32_t)hash[1] << 4 | hash[2] >> 4;
+}
+
+/* memcmp of two hashes of len (at least 8) bytes, by sign: the first
+ * eight bytes as one big-endian number decide nearly always, and cost a
+ * load each where memcmp costs a call; the import compares every line
+ * with the one before it. */
+static inline int ag_pwned_hash_cmp(const uint8_t *a, const uint8_t *b,
+                                    unsigned len)
+{
+    uint64_t x, y;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    if (x != y)
+        return be64toh(x) < be64toh(y) ? -1 : 1;
+    return memcmp(a + 8, b + 8, len - 8);
 }
 
 static inline void ag_pwned_put32(uint8_t *p, uint32_t v)

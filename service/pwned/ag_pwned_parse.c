@@ -180,7 +180,7 @@ static int parse_line(struct ag_pwned_parser *p, const unsigned char **sp,
     *sp = c + 1;
 
     if (p->have_last) {
-        int cmp = memcmp(h, p->last, p->hash_len);
+        int cmp = ag_pwned_hash_cmp(h, p->last, p->hash_len);
         if (cmp <= 0)
             return bad_order(p, cmp);
     }

@@ -184,7 +184,7 @@ static void index_up_to(struct ag_pwned_writer *w, uint32_t prefix)
 int ag_pwned_writer_add(struct ag_pwned_writer *w, const uint8_t *hash,
                         uint32_t count)
 {
-    if (w->entries && memcmp(hash, w->last, w->hash_len) <= 0) {
+    if (w->entries && ag_pwned_hash_cmp(hash, w->last, w->hash_len) <= 0) {
         fail(w, "hash %" PRIu64 " is not greater than the one before it",
              w->entries);
         return AG_EINVAL;
