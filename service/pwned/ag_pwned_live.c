@@ -187,9 +187,10 @@ static void refuse(struct ag_pwned_live *l, struct slot *s,
 {
     s->failed = *now;
     s->has_failed = true;
-    ag_metrics_count(l->metrics, AG_M_PWNED_RELOAD_FAILURES);
+    /* The line first: whoever sees the count finds it written. */
     ag_log(AG_LOG_ERROR, "pwned_reload_failed",
            "%s; keeping the corpus loaded before", why);
+    ag_metrics_count(l->metrics, AG_M_PWNED_RELOAD_FAILURES);
 }
 
 /* Looks at one path and swaps in the file now there if it is another. */
@@ -221,6 +222,10 @@ static void follow(struct ag_pwned_live *l, struct slot *s,
         refuse(l, s, &now, why);
         return;
     }
+    /* Said and counted first: whoever is answered from the new corpus
+     * finds its line written and its gauges set. */
+    log_loaded("pwned_reloaded", s->path, h->p);
+    publish_figures(l, mode, h->p);
     pthread_mutex_lock(&l->lock);
     struct ag_pwned_hold *old = s->cur;
     s->cur = h;
@@ -229,8 +234,6 @@ static void follow(struct ag_pwned_live *l, struct slot *s,
     l->retired = old;
     s->loaded = now;
     s->has_failed = false;
-    publish_figures(l, mode, h->p);
-    log_loaded("pwned_reloaded", s->path, h->p);
 }
 
 void ag_pwned_live_tick(struct ag_pwned_live *l)
