@@ -8,6 +8,7 @@
 #include "ag_cli.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,29 @@ static void human_time(char *out, size_t len, double s)
         snprintf(out, len, "%dm%02ds", (int)s / 60, (int)s % 60);
     else
         snprintf(out, len, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+/* Set by SIGINT, SIGTERM or SIGHUP during an import, which then stops at
+ * its next read and removes its temporary file: the one piece of state a
+ * signal handler may touch. */
+static volatile sig_atomic_t stop_import;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_import = 1;
+}
+
+/* Without SA_RESTART, so that a read waiting on a pipe returns. */
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 struct display {
@@ -172,6 +196,8 @@ static int import_main(int argc, char **argv)
         im.min_count = n;
 
     struct display d = {.start_ms = ag_clock_mono_ms()};
+    im.stop = &stop_import;
+    catch_stop_signals();
     if (isatty(2)) {
         im.progress = show_progress;
         im.progress_ctx = &d;

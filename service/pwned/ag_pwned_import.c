@@ -82,6 +82,11 @@ static int read_source(struct run *r, int fd, const char *name, int prefix)
     ag_pwned_parse_begin(&r->parser, name, prefix);
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     for (;;) {
+        if (r->im->stop && *r->im->stop)
+            return say(r, AG_EIO,
+                       "%s: interrupted; the output is left as "
+                       "it was",
+                       name);
         ssize_t n = read(fd, r->buf + have, READ_SIZE - have);
         if (n < 0 && errno == EINTR)
             continue;
@@ -331,6 +336,10 @@ int ag_pwned_import_run(const struct ag_pwned_import *im,
         rc = read_input(&r, im->inputs[i]);
     free(r.buf);
     progress(&r);
+    /* A stop that came after the last read (or raced it) still stops:
+     * the output is replaced only by an import nobody stopped. */
+    if (rc == AG_OK && im->stop && *im->stop)
+        rc = say(&r, AG_EIO, "interrupted; the output is left as it was");
     if (rc != AG_OK) {
         ag_pwned_writer_abort(r.w);
         return rc;

@@ -14,6 +14,7 @@
 #ifndef AG_PWNED_IMPORT_H
 #define AG_PWNED_IMPORT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,14 +47,19 @@ struct ag_pwned_import {
      * computed either (a folder's is a stat per file). */
     ag_pwned_progress_fn progress;
     void *progress_ctx;
+    /* When not NULL and set (by a signal handler, say), the import stops
+     * at its next read, as if the read had failed: AG_EIO. A handler
+     * installed without SA_RESTART also wakes a read that waits on a
+     * pipe. */
+    const volatile sig_atomic_t *stop;
 };
 
 /* Runs the import. AG_OK with st filled; AG_EINVAL for input that is
  * refused (a malformed or out-of-order line, a missing input, a folder
  * entry that is not a prefix file), AG_EIO for a read or write that
- * failed, AG_ENOMEM; why then holds one line naming the file (and the
- * line). Whatever the failure, the output is left as it was and no
- * temporary file remains. */
+ * failed or an import stopped, AG_ENOMEM; why then holds one line naming the
+ * file (and the line). Whatever the failure, the output is left as it was and
+ * no temporary file remains. */
 int ag_pwned_import_run(const struct ag_pwned_import *im,
                         struct ag_pwned_import_stats *st, char *why,
                         size_t whylen);

@@ -12,12 +12,13 @@ import pty
 import re
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
 import unittest
 
-from harness import BINARY
+from harness import BINARY, wait_until
 
 SUMMARY = re.compile(
     r"^abuseguard pwned import: (\d+) entries kept, (\d+) dropped by "
@@ -213,6 +214,28 @@ class PwnedCliTest(unittest.TestCase):
         self.assert_refused(r, "dup.txt line 4:", "the same as")
         self.assertFalse(os.path.exists(self.out))
         self.assertEqual(self.leftovers(), [])
+
+    def test_interrupted_import_removes_its_temporary_file(self):
+        self.assertEqual(self.import_(self.single_file(sha1)).returncode, 0)
+        with open(self.out, "rb") as f:
+            before = f.read()
+        # Half the input on a pipe that stays open: the import waits in a
+        # read, its temporary file made, until the signal.
+        rows = ["%s:%d\n" % r for r in self.rows(sha1)]
+        p = subprocess.Popen([BINARY, "pwned", "import", "--mode", "sha1",
+                              "--output", self.out, "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        p.stdin.write("".join(rows[:3]))
+        p.stdin.flush()
+        self.assertTrue(wait_until(lambda: self.leftovers(), timeout=30))
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("interrupted; the output is left as it was", err)
+        self.assertEqual(self.leftovers(), [])
+        with open(self.out, "rb") as f:
+            self.assertEqual(f.read(), before)
 
     def test_usage_errors_are_exit_2(self):
         good = self.single_file(sha1)

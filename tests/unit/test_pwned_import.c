@@ -6,7 +6,8 @@
  * a corpus that answers their hashes; progress sees the inputs' size;
  * inputs are checked before anything is written (a missing one, a stray
  * file in a folder, a prefix twice, '-' twice); a refused import leaves
- * the previous output as it was and no temporary file.
+ * the previous output as it was and no temporary file, and so does one
+ * stopped by its caller.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,6 +304,28 @@ static void malformed_import_leaves_the_previous_output_as_it_was(void **state)
     assert_int_equal(leftovers(f), 1);
 }
 
+static void a_stopped_import_leaves_the_previous_output(void **state)
+{
+    struct fx *f = *state;
+    struct ag_pwned_import_stats st;
+    char why[512];
+    const char *in[] = {put(f, "good.txt", A ":4\n")};
+    assert_int_equal(run(f, AG_PWNED_SHA1, 1, in, 1, &st, why, sizeof(why)),
+                     AG_OK);
+    volatile sig_atomic_t stop = 1;
+    const char *more[] = {put(f, "more.txt", A ":4\n" B ":5\n")};
+    struct ag_pwned_import im = {.mode = AG_PWNED_SHA1,
+                                 .min_count = 1,
+                                 .output = f->out,
+                                 .inputs = more,
+                                 .n_inputs = 1,
+                                 .stop = &stop};
+    assert_int_equal(ag_pwned_import_run(&im, &st, why, sizeof(why)), AG_EIO);
+    assert_non_null(strstr(why, "interrupted"));
+    assert_int_equal(lookup(f->out, B), 0);
+    assert_int_equal(leftovers(f), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +337,7 @@ int main(void)
         T(progress_sees_the_size_of_the_inputs),
         T(inputs_are_checked_before_anything_is_written),
         T(malformed_import_leaves_the_previous_output_as_it_was),
+        T(a_stopped_import_leaves_the_previous_output),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
