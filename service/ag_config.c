@@ -105,9 +105,9 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
     /* The command line first, so that a flag given there makes the
      * environment's value for it irrelevant, even a bad one. */
     const char *given[AG_CONFIG__FLAGS_MAX] = {0};
-    /* The values of a repeated --webhook-url, joined by spaces. */
-    char repeated[(AG_CONFIG_WEBHOOK_URL + 1) * AG_CONFIG_WEBHOOKS_MAX];
-    repeated[0] = '\0';
+    /* The values of a repeated --webhook-url, and of a repeated
+     * --pwned-file, joined by spaces. */
+    char repeated[2][(AG_CONFIG_WEBHOOK_URL + 1) * AG_CONFIG_WEBHOOKS_MAX];
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0)
@@ -130,19 +130,19 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
                 return ag_error_set(err, AG_EINVAL, f->name,
                                     "--%s needs a value", f->name);
         }
-        if (f->kind == AG_CONFIG__URLS && given[f - ag_config__flags]) {
+        bool many = f->kind == AG_CONFIG__URLS || f->kind == AG_CONFIG__PATHS;
+        if (many && given[f - ag_config__flags]) {
             /* A repeated flag adds to the values before it. */
-            size_t had = strlen(repeated);
-            if (had + strlen(val) + 2 > sizeof repeated)
+            char *joined = repeated[f->kind == AG_CONFIG__PATHS];
+            if (given[f - ag_config__flags] != joined)
+                snprintf(joined, sizeof repeated[0], "%s",
+                         given[f - ag_config__flags]);
+            size_t had = strlen(joined);
+            if (had + strlen(val) + 2 > sizeof repeated[0])
                 return ag_error_set(err, AG_EINVAL, f->name,
                                     "--%s: too many values", f->name);
-            if (given[f - ag_config__flags] != repeated) {
-                snprintf(repeated, sizeof repeated, "%s",
-                         given[f - ag_config__flags]);
-                had = strlen(repeated);
-            }
-            snprintf(repeated + had, sizeof repeated - had, " %s", val);
-            val = repeated;
+            snprintf(joined + had, sizeof repeated[0] - had, " %s", val);
+            val = joined;
         }
         given[f - ag_config__flags] = val;
     }

@@ -29,6 +29,7 @@
 #define AG_TOKEN_MAX 1024          /* bytes of admin token at most */
 #define AG_CONFIG_WEBHOOKS_MAX 8   /* --webhook-url given at most */
 #define AG_CONFIG_WEBHOOK_URL 1024 /* bytes of one, with its NUL */
+#define AG_CONFIG_PWNED_FILES 2    /* --pwned-file given at most */
 
 /* Where to serve: a numeric TCP address and port, or a unix socket. */
 struct ag_listen_addr {
@@ -70,9 +71,14 @@ struct ag_config {
     char webhook_secret_file[1024]; /* the HMAC key; needed with a URL */
     unsigned webhook_max_age_s;     /* an event older is dropped */
     unsigned events_max_len;        /* the event stream's cap */
-    bool help;                      /* --help was given */
-    bool version;                   /* --version was given */
-    char config_file[1024];         /* --config; empty: none */
+    /* Breached-password corpora served at GET /range (--pwned-file,
+     * repeatable: one SHA-1 and one NTLM file at most; several in one
+     * value separated by spaces, like --webhook-url). */
+    char pwned_files[AG_CONFIG_PWNED_FILES][1024];
+    unsigned n_pwned_files;
+    bool help;              /* --help was given */
+    bool version;           /* --version was given */
+    char config_file[1024]; /* --config; empty: none */
 };
 
 /* Fills c from defaults, the environment and argv (argv[0] is skipped).

@@ -115,6 +115,9 @@ const struct ag_config__flag ag_config__flags[] = {
      "3600", "seconds an event is retried to a failing receiver, then dropped"},
     {"events-max-len", AG_CONFIG__UINT, F(events_max_len), 0, 100, 100000000,
      "10000", "security events the Redis stream keeps, about (XADD MAXLEN ~)"},
+    {"pwned-file", AG_CONFIG__PATHS, F(pwned_files), 0, 0, 0, "",
+     "breached-password corpus (abuseguard pwned import) served at GET "
+     "/range/{prefix}; repeatable: one SHA-1 and one NTLM file at most"},
     {"config", AG_CONFIG__STR, F(config_file), S(config_file), 0, 0, "",
      "file of key = value lines (the flags' names, # comments); flags and "
      "the environment win over it"},
@@ -229,6 +232,31 @@ static int set_urls(struct ag_config *c, const struct ag_config__flag *f,
     }
 }
 
+/* Adds each space-separated path of val to c's corpora. */
+static int set_paths(struct ag_config *c, const struct ag_config__flag *f,
+                     const char *val, const char *origin, struct ag_error *err)
+{
+    const char *s = val;
+    for (;;) {
+        s += strspn(s, " \t");
+        size_t n = strcspn(s, " \t");
+        if (!n)
+            return AG_OK;
+        if (n >= sizeof c->pwned_files[0])
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s is longer than %zu bytes", origin,
+                                f->name, sizeof c->pwned_files[0] - 1);
+        if (c->n_pwned_files == AG_CONFIG_PWNED_FILES)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s is given more than %d times (one "
+                                "SHA-1 and one NTLM corpus at most)",
+                                origin, f->name, AG_CONFIG_PWNED_FILES);
+        memcpy(c->pwned_files[c->n_pwned_files], s, n);
+        c->pwned_files[c->n_pwned_files++][n] = '\0';
+        s += n;
+    }
+}
+
 int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,
                          const char *val, const char *origin,
                          struct ag_error *err)
@@ -285,6 +313,8 @@ int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,
         return AG_OK;
     case AG_CONFIG__URLS:
         return set_urls(c, f, val, origin, err);
+    case AG_CONFIG__PATHS:
+        return set_paths(c, f, val, origin, err);
     case AG_CONFIG__ONOFF:
         if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
             return ag_error_set(err, AG_EINVAL, f->name,

@@ -28,6 +28,8 @@ enum ag_config__kind {
     AG_CONFIG__ONOFF,  /* on or off */
     /* Repeatable; each value is one or more space-separated URLs. */
     AG_CONFIG__URLS,
+    /* Repeatable; each value is one or more space-separated paths. */
+    AG_CONFIG__PATHS,
 };
 
 struct ag_config__flag {

@@ -28,6 +28,7 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_policy.h"
+#include "ag_pwned_live.h"
 #include "ag_redis_sub.h"
 #include "ag_reload.h"
 #include "ag_service.h"
@@ -169,18 +170,42 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    struct ag_metrics *metrics = ag_metrics_new();
+    if (!metrics) {
+        fprintf(stderr, "abuseguard: out of memory\n");
+        return 1;
+    }
+    /* The breached-password corpora, mapped now so that a missing or
+     * damaged file stops the start; the watcher follows replacements. */
+    const char *pwned_paths[AG_CONFIG_PWNED_FILES];
+    for (unsigned i = 0; i < cfg.n_pwned_files; i++)
+        pwned_paths[i] = cfg.pwned_files[i];
+    struct ag_pwned_live *pwned = NULL;
+    rc = ag_pwned_live_start(
+        &(struct ag_pwned_live_opts){.paths = pwned_paths,
+                                     .n = cfg.n_pwned_files,
+                                     .metrics = metrics,
+                                     .interval_ms = AG_PWNED_LIVE_INTERVAL_MS},
+        &pwned, &cerr);
+    if (rc) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        ag_metrics_free(metrics);
+        return rc == AG_ENOMEM ? 1 : EXIT_CONFIG;
+    }
+
     /* Create, migrate and seed the database, then let the watcher load
      * the first policy set and follow later edits. */
     struct ag_db *db = NULL;
     if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, &cerr)) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        ag_pwned_live_stop(pwned);
+        ag_metrics_free(metrics);
         return 1;
     }
     ag_log(AG_LOG_INFO, "database_ready", "schema version %d",
            ag_db_schema_version(db));
     ag_db_close(db);
 
-    struct ag_metrics *metrics = ag_metrics_new();
     name_endpoints(metrics);
     /* The events before the store, whose breaker tells them; attached to
      * it once it exists. */
@@ -283,6 +308,7 @@ int main(int argc, char **argv)
     if (!failed) {
         hopts.routes = admin_routes;
         hopts.nroutes = ag_admin_routes(admin, admin_routes);
+        hopts.pwned = pwned;
         failed = ag_http_start(&hopts, svc, metrics, &http, &cerr) != AG_OK;
     }
     if (failed) {
@@ -323,6 +349,8 @@ int main(int argc, char **argv)
     ag_store_destroy(fallback);
     /* Last of the threads' users: every recv(2) reads its table. */
     ag_http_free(http);
+    /* After the server: no request holds a corpus any more. */
+    ag_pwned_live_stop(pwned);
     ag_metrics_free(metrics);
     ag_hasher_wipe(&hasher);
     sodium_memzero(admin_token, sizeof admin_token);

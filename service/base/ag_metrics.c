@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ag_clock.h"
 #include "ag_error.h"
 #include "ag_log.h"
 
@@ -102,6 +103,17 @@ struct ag_metrics {
      * code's number as the index (calling codes are 1 to 3 digits). */
     atomic_uint_fast64_t otp[2][1000];
     atomic_uint_fast64_t events[AG_METRICS_EVENTS]; /* by events' index */
+    struct {
+        atomic_uint_fast64_t lookups;
+        atomic_bool loaded;
+        atomic_uint_fast64_t entries;
+        atomic_int_fast64_t created_s;
+    } pwned[AG_METRICS_PWNED_MODES];
+};
+
+static const char *const pwned_modes[AG_METRICS_PWNED_MODES] = {
+    [AG_METRICS_PWNED_SHA1] = "sha1",
+    [AG_METRICS_PWNED_NTLM] = "ntlm",
 };
 
 /* The one-number metrics: exposition name, type and help, by enum. */
@@ -175,6 +187,11 @@ static const struct {
          "Keys invalidated in the deny cache, and whole clears."},
     [AG_M_DENY_CACHE_ENTRIES] = {"abuseguard_deny_cache_entries", "gauge",
                                  "Entries the deny cache holds."},
+    [AG_M_PWNED_RELOAD_FAILURES] = {"abuseguard_pwned_reload_failures_total",
+                                    "counter",
+                                    "Breached-password corpora that failed "
+                                    "to load at a replacement (the last good "
+                                    "one stays)."},
 };
 
 struct ag_metrics *ag_metrics_new(void)
@@ -399,6 +416,64 @@ void ag_metrics_event(struct ag_metrics *m, const char *type)
         }
 }
 
+void ag_metrics_pwned_lookup(struct ag_metrics *m, enum ag_metrics_pwned mode)
+{
+    if (m && (unsigned)mode < AG_METRICS_PWNED_MODES)
+        atomic_fetch_add_explicit(&m->pwned[mode].lookups, 1,
+                                  memory_order_relaxed);
+}
+
+void ag_metrics_pwned_corpus(struct ag_metrics *m, enum ag_metrics_pwned mode,
+                             bool loaded, uint64_t entries, int64_t created_s)
+{
+    if (!m || (unsigned)mode >= AG_METRICS_PWNED_MODES)
+        return;
+    atomic_store_explicit(&m->pwned[mode].entries, entries,
+                          memory_order_relaxed);
+    atomic_store_explicit(&m->pwned[mode].created_s, created_s,
+                          memory_order_relaxed);
+    atomic_store_explicit(&m->pwned[mode].loaded, loaded, memory_order_release);
+}
+
+/* The corpora's lookups (both modes, zeros included), and the size and
+ * age of each one loaded; the age is counted at the scrape, from the
+ * corpus's creation, so that it grows between reloads. */
+static int render_pwned(struct ag_metrics *m, struct ag_buf *b)
+{
+    int rc = ag_buf_puts(b, "# HELP abuseguard_pwned_lookups_total Range "
+                            "answers (GET /range), by corpus mode.\n"
+                            "# TYPE abuseguard_pwned_lookups_total counter\n");
+    for (int k = 0; !rc && k < AG_METRICS_PWNED_MODES; k++)
+        rc = ag_buf_printf(
+            b, "abuseguard_pwned_lookups_total{mode=\"%s\"} %" PRIu64 "\n",
+            pwned_modes[k], LOAD(m->pwned[k].lookups));
+    static const char *const gauges[2][2] = {
+        {"abuseguard_pwned_entries", "Hashes in the corpus served, by mode."},
+        {"abuseguard_pwned_corpus_age_seconds",
+         "Seconds since the corpus served was made (its import), by mode."},
+    };
+    int64_t now_s = (int64_t)(ag_clock_wall_ms() / 1000u);
+    for (int g = 0; !rc && g < 2; g++) {
+        rc = ag_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", gauges[g][0],
+                           gauges[g][1], gauges[g][0]);
+        for (int k = 0; !rc && k < AG_METRICS_PWNED_MODES; k++) {
+            if (!atomic_load_explicit(&m->pwned[k].loaded,
+                                      memory_order_acquire))
+                continue;
+            int64_t age =
+                now_s - (int64_t)atomic_load_explicit(&m->pwned[k].created_s,
+                                                      memory_order_relaxed);
+            rc = g == 0 ? ag_buf_printf(b, "%s{mode=\"%s\"} %" PRIu64 "\n",
+                                        gauges[g][0], pwned_modes[k],
+                                        LOAD(m->pwned[k].entries))
+                        : ag_buf_printf(b, "%s{mode=\"%s\"} %" PRId64 "\n",
+                                        gauges[g][0], pwned_modes[k],
+                                        age > 0 ? age : 0);
+        }
+    }
+    return rc;
+}
+
 static int render_events(struct ag_metrics *m, struct ag_buf *b)
 {
     int rc = ag_buf_puts(b, "# HELP abuseguard_events_total Security events "
@@ -507,6 +582,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
     rc = rc ? rc : render_otp(m, b);
     rc = rc ? rc : render_events(m, b);
     rc = rc ? rc : render_shields(m, b);
+    rc = rc ? rc : render_pwned(m, b);
     return rc ? rc
               : ag_buf_printf(
                     b,

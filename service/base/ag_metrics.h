@@ -67,6 +67,7 @@ enum ag_metric {
     AG_M_DENY_CACHE_EVICTIONS, /* counter: entries pushed out when full */
     AG_M_DENY_CACHE_INVALIDATIONS, /* counter: keys invalidated, clears */
     AG_M_DENY_CACHE_ENTRIES,       /* gauge: entries held */
+    AG_M_PWNED_RELOAD_FAILURES,    /* counter: corpora that failed to load */
     AG_M_COUNT
 };
 
@@ -128,6 +129,21 @@ struct ag_metrics_shield {
  * shield any more, and its gauges are no longer listed). */
 void ag_metrics_shield(struct ag_metrics *m, const char *policy,
                        const struct ag_metrics_shield *fig);
+
+/* The breached-password corpora the service serves (GET /range), one of
+ * each mode, labelled mode="sha1" and mode="ntlm". */
+enum ag_metrics_pwned {
+    AG_METRICS_PWNED_SHA1,
+    AG_METRICS_PWNED_NTLM,
+    AG_METRICS_PWNED_MODES
+};
+/* One range answered from the corpus of mode. */
+void ag_metrics_pwned_lookup(struct ag_metrics *m, enum ag_metrics_pwned mode);
+/* The corpus of mode now served: entries hashes, made at created_s (unix
+ * seconds), whose age /metrics shows; loaded false: none (its gauges are
+ * then not listed). */
+void ag_metrics_pwned_corpus(struct ag_metrics *m, enum ag_metrics_pwned mode,
+                             bool loaded, uint64_t entries, int64_t created_s);
 
 /* One security event raised, of type ("lockout"): one of the names of
  * ag_metrics_name_events; another (or NULL) is not counted. */

@@ -53,28 +53,6 @@ static const char *type_of(const char *name)
     return NULL;
 }
 
-/* Whether an If-None-Match value names etag: "*", or a comma-separated
- * list holding it, weak ("W/") or not, as RFC 9110 13.1.2 compares. */
-static bool matches(const char *header, const char *etag)
-{
-    size_t elen = strlen(etag);
-    const char *p = header;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        if (!*p)
-            return false;
-        if (*p == '*')
-            return true;
-        if (strncmp(p, "W/", 2) == 0)
-            p += 2;
-        size_t n = strcspn(p, ", \t");
-        if (n == elen && strncmp(p, etag, n) == 0)
-            return true;
-        p += n;
-    }
-}
-
 static void error(struct ag_console_answer *out, int status, const char *body,
                   size_t len)
 {
@@ -120,7 +98,7 @@ int ag_console_answer(const char *method, const char *path,
         out->cache = "no-cache";
         out->etag = a->etag;
         out->content_type = type;
-        if (if_none_match && matches(if_none_match, a->etag)) {
+        if (if_none_match && ag_http_etag_matches(if_none_match, a->etag)) {
             out->status = 304;
             out->body = "";
             return AG_OK;

@@ -23,6 +23,7 @@
 #include "ag_error.h"
 #include "ag_http_conns.h"
 #include "ag_http_impl.h"
+#include "ag_http_range.h"
 #include "ag_http_response.h"
 #include "ag_http_route.h"
 #include "ag_http_verdict.h"
@@ -75,11 +76,16 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
         r->body.len, r->body.p ? r->body.p : (char *)"", MHD_RESPMEM_MUST_COPY);
     if (!mr)
         return MHD_NO;
-    if (r->body.len)
+    if (r->body.len || r->content_type)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 r->content_type ? r->content_type
                                                 : "application/json");
-    MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL,
+                            r->cache_control ? r->cache_control : "no-store");
+    if (r->etag[0])
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, r->etag);
+    if (r->vary)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_VARY, r->vary);
     if (r->rate_headers) {
         add_uint_header(mr, "X-RateLimit-Limit", r->rl_limit);
         add_uint_header(mr, "X-RateLimit-Remaining", r->rl_remaining);
@@ -207,6 +213,13 @@ static int openapi(void *ctx, const struct ag_http_request *req,
     return ag_buf_append(&r->body, f->data, f->len);
 }
 
+static int range(void *ctx, const struct ag_http_request *req,
+                 struct ag_http_response *r)
+{
+    struct ag_http *h = ctx;
+    return ag_http_range(h->pwned, h->metrics, req, r);
+}
+
 static void suspend(void *arg)
 {
     struct request *req = arg;
@@ -315,6 +328,10 @@ static const struct ag_http_route own_routes[] = {
     {.path = "/readyz", .method = "GET", .handle = readyz},
     {.path = "/metrics", .method = "GET", .handle = metrics},
     {.path = "/openapi.json", .method = "GET", .handle = openapi},
+    {.path = AG_HTTP_RANGE_PATH,
+     .prefix = true,
+     .method = "GET",
+     .handle = range},
 };
 
 #define OWN_ROUTES (sizeof own_routes / sizeof own_routes[0])

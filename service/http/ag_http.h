@@ -9,8 +9,9 @@
  *
  * Its own routes: POST /check-login, /check-otp, /check-otp-verify,
  * /report-login, /report-otp; GET /healthz, /readyz, /metrics,
- * /openapi.json. The layers above add theirs in the options' table (the
- * admin API and its console under /admin/: ag_admin_routes). Unknown
+ * /openapi.json; and the range API, GET /range/{prefix} (ag_http_range).
+ * The layers above add theirs in the options' table (the admin API and
+ * its console under /admin/: ag_admin_routes). Unknown
  * paths are 404, a known path with another method 405 with Allow.
  *
  * Two files hold it: ag_http_server.c (listeners, the accepting thread,
@@ -29,6 +30,7 @@
 
 struct ag_http;
 struct ag_metrics;
+struct ag_pwned_live;
 struct ag_service;
 
 /* Where to serve: a numeric TCP address and port, or a unix socket. */
@@ -56,6 +58,9 @@ struct ag_http_options {
      * point to are borrowed and must outlive the server. */
     const struct ag_http_route *routes;
     size_t nroutes;
+    /* The breached-password corpora GET /range answers from (borrowed,
+     * must outlive the server); NULL: none, every range is a 404. */
+    struct ag_pwned_live *pwned;
 };
 
 /* Raises the process's soft open-files limit (RLIMIT_NOFILE), never

@@ -43,6 +43,7 @@ struct ag_http {
     struct MHD_Daemon *daemon;
     struct ag_service *svc;
     struct ag_metrics *metrics;
+    struct ag_pwned_live *pwned; /* GET /range's corpora; NULL: none */
     /* The HTTP layer's own routes, then the options' (owned table). */
     struct ag_http_router router;
     struct ag_http_route *routes;

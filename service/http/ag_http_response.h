@@ -32,6 +32,7 @@
 #include "ag_limiter.h"
 
 #define AG_HTTP_RESPONSE_MAX (64 * 1024) /* body bytes at most */
+#define AG_HTTP_ETAG_MAX 48 /* bytes of an ETag, quotes and NUL included */
 /* RateLimit field bytes at most: AG_PLAN_MAX items of a policy name and
  * three numbers. */
 #define AG_RATELIMIT_FIELD_MAX (AG_PLAN_MAX * (AG_POLICY_NAME_MAX + 48))
@@ -50,10 +51,13 @@ struct ag_http_response {
      * RateLimit: "login.user";r=9;t=900, ...; empty: not sent. */
     struct ag_buf rl_policy_field;
     struct ag_buf rl_field;
-    const char *allow;        /* Allow header for a 405; NULL = none */
-    bool www_authenticate;    /* send WWW-Authenticate: Bearer (a 401) */
-    const char *content_type; /* NULL: application/json */
-    bool close;               /* Connection: close */
+    const char *allow;           /* Allow header for a 405; NULL = none */
+    bool www_authenticate;       /* send WWW-Authenticate: Bearer (a 401) */
+    const char *content_type;    /* NULL: application/json */
+    bool close;                  /* Connection: close */
+    const char *cache_control;   /* Cache-Control; NULL: no-store */
+    const char *vary;            /* Vary; NULL: none */
+    char etag[AG_HTTP_ETAG_MAX]; /* ETag, quoted; empty: none */
 };
 
 void ag_http_response_init(struct ag_http_response *r);

@@ -24,6 +24,26 @@ const char *ag_http_request_client(const struct ag_http_request *r, char *buf,
     return r->ops && r->ops->client ? r->ops->client(r->arg, buf, size) : NULL;
 }
 
+bool ag_http_etag_matches(const char *if_none_match, const char *etag)
+{
+    size_t elen = strlen(etag);
+    const char *p = if_none_match;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            return false;
+        if (*p == '*')
+            return true;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        size_t n = strcspn(p, ", \t");
+        if (n == elen && strncmp(p, etag, n) == 0)
+            return true;
+        p += n;
+    }
+}
+
 static bool serves(const struct ag_http_route *r, const char *path)
 {
     size_t n = strlen(r->path);

@@ -61,6 +61,10 @@ const char *ag_http_request_query(const struct ag_http_request *r,
                                   const char *name);
 const char *ag_http_request_client(const struct ag_http_request *r, char *buf,
                                    size_t size);
+/* Whether an If-None-Match value names etag (quoted): "*", or a
+ * comma-separated list holding it, weak ("W/") or not, as RFC 9110
+ * 13.1.2 compares for a GET. */
+bool ag_http_etag_matches(const char *if_none_match, const char *etag);
 
 /* Answers req into resp (initialised, empty: the handler may give its
  * body another cap with ag_buf_init) for the route whose ctx it is.

@@ -303,6 +303,7 @@ int ag_http_start(const struct ag_http_options *o, struct ag_service *svc,
         return AG_ENOMEM;
     h->svc = svc;
     h->metrics = metrics;
+    h->pwned = o->pwned;
     h->listen_fd[AG_HTTP__PUBLIC] = h->listen_fd[AG_HTTP__ADMIN] = -1;
     h->wake[0] = h->wake[1] = -1;
     atomic_init(&h->draining, false);

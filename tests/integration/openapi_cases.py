@@ -308,6 +308,23 @@ CASES = {
         "GET", "/openapi.json")),
     ("/openapi.json", "head", 200): ("up", lambda c: c.svc.request(
         "HEAD", "/openapi.json")),
+    # The service serves a SHA-1 corpus (test_openapi.py) and no NTLM one.
+    ("/range/{prefix}", "get", 200): [
+        ("up", lambda c: c.svc.request("GET", c.path)),
+        ("up", lambda c: c.svc.request("GET", c.path,
+                                       headers={"Add-Padding": "true"})),
+    ],
+    ("/range/{prefix}", "get", 304): ("up", lambda c: c.svc.request(
+        "GET", c.path, headers={"If-None-Match": c.svc.request(
+            "GET", c.path).header("ETag")})),
+    ("/range/{prefix}", "get", 400): [
+        ("up", lambda c: c.svc.request("GET", "/range/21BD")),
+        ("up", lambda c: c.svc.request("GET", c.path + "?mode=md5")),
+    ],
+    ("/range/{prefix}", "get", 404): ("up", lambda c: c.svc.request(
+        "GET", c.path + "?mode=ntlm")),
+    ("/range/{prefix}", "head", 200): ("up", lambda c: c.svc.request(
+        "HEAD", c.path)),
 
     ("/admin/policies", "get", 200): [
         ("up", lambda c: c.admin("GET", "/admin/policies")),

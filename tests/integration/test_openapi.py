@@ -32,9 +32,10 @@ except ImportError:
 import http.client
 import json
 import sqlite3
+import subprocess
 import urllib.parse
 
-from harness import ServiceTest, free_port, wait_until
+from harness import BINARY, ServiceTest, free_port, wait_until
 from openapi_cases import (ALLOWED_IP, AUTH, CASES, PHASES, TOKEN, Ctx,
                            rows)
 
@@ -85,7 +86,17 @@ class OpenApiTest(ServiceTest):
         token_file = os.path.join(self.workdir, "admin.token")
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
-        self.svc = self.service(extra=["--admin-token-file", token_file])
+        # A SHA-1 corpus for GET /range (and none for mode=ntlm's 404).
+        corpus = os.path.join(self.workdir, "sha1.agp")
+        source = os.path.join(self.workdir, "sha1.txt")
+        with open(source, "w") as f:
+            f.write("21BD12DC183F740EE76F27B78EB39C8AD972A757:52579\r\n"
+                    "21BD1FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:3\r\n")
+        subprocess.run([BINARY, "pwned", "import", "--mode", "sha1",
+                        "--output", corpus, source], check=True,
+                       capture_output=True, timeout=60)
+        self.svc = self.service(extra=["--admin-token-file", token_file,
+                                       "--pwned-file", corpus])
 
     def at(self, ptr):
         """The part of the description at JSON pointer ptr."""

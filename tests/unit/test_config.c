@@ -567,6 +567,42 @@ static void webhook_flags_are_refused_naming_the_flag(void **state)
     assert_string_equal(last.field, "webhook-url");
 }
 
+static void pwned_files_add_up_to_one_of_each_mode(void **state)
+{
+    struct ag_config c;
+    char err[ERRSZ];
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    assert_int_equal(c.n_pwned_files, 0);
+    /* Repeated beside another repeated flag: each keeps its own. */
+    assert_int_equal(parse(&c, err, "--pwned-file", "/c/sha1.agp",
+                           "--webhook-url", "http://127.0.0.1/a",
+                           "--webhook-secret-file", "/k", "--pwned-file",
+                           "/c/ntlm.agp", "--webhook-url", "http://127.0.0.1/b",
+                           (char *)NULL),
+                     AG_OK);
+    assert_int_equal(c.n_pwned_files, 2);
+    assert_string_equal(c.pwned_files[0], "/c/sha1.agp");
+    assert_string_equal(c.pwned_files[1], "/c/ntlm.agp");
+    assert_int_equal(c.n_webhooks, 2);
+    assert_string_equal(c.webhook_urls[1], "http://127.0.0.1/b");
+    /* A third is refused naming the flag. */
+    assert_int_equal(parse(&c, err, "--pwned-file", "/a", "--pwned-file",
+                           "/b /c", (char *)NULL),
+                     AG_EINVAL);
+    assert_string_equal(last.field, "pwned-file");
+    assert_non_null(strstr(err, "more than 2 times"));
+    /* The config file and the environment hold both in one value. */
+    const char text[] = "pwned-file = /f/sha1.agp /f/ntlm.agp\n";
+    const char *path = tmp_file(state, text, sizeof text - 1, 0644);
+    assert_int_equal(parse(&c, err, "--config", path, (char *)NULL), AG_OK);
+    assert_int_equal(c.n_pwned_files, 2);
+    assert_string_equal(c.pwned_files[1], "/f/ntlm.agp");
+    assert_int_equal(setenv("ABUSEGUARD_PWNED_FILE", "/e/sha1.agp", 1), 0);
+    assert_int_equal(parse(&c, err, "--config", path, (char *)NULL), AG_OK);
+    assert_int_equal(c.n_pwned_files, 1);
+    assert_string_equal(c.pwned_files[0], "/e/sha1.agp");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,6 +633,7 @@ int main(void)
         ENV_TEST(version_flag_takes_no_value),
         ENV_TEST(bad_environment_value_is_ignored_when_the_flag_is_given),
         ENV_TEST(redis_url_error_names_the_variable),
+        FILE_TEST(pwned_files_add_up_to_one_of_each_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,6 +83,7 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_deny_cache_evictions_total",
         "abuseguard_deny_cache_invalidations_total",
         "abuseguard_deny_cache_entries",
+        "abuseguard_pwned_reload_failures_total",
     };
     assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
     for (size_t i = 0; i < AG_M_COUNT; i++) {
@@ -315,6 +316,8 @@ static void recording_without_metrics_does_nothing(void **state)
     ag_metrics_denial(NULL, "login.user", false);
     ag_metrics_check(NULL, AG_EP_LOGIN, AG_OUT_ALLOWED, false, 10);
     ag_metrics_event(NULL, "lockout");
+    ag_metrics_pwned_lookup(NULL, AG_METRICS_PWNED_SHA1);
+    ag_metrics_pwned_corpus(NULL, AG_METRICS_PWNED_NTLM, true, 1, 1);
     assert_int_equal(ag_metrics_name_endpoints(NULL, NULL, 0), AG_OK);
     assert_int_equal(ag_metrics_get(NULL, AG_M_RELOADS), 0);
     ag_metrics_free(NULL);
