@@ -29,7 +29,7 @@ static const struct ag_db_column policy_columns[] = {
     {"applies_to", AG_DB_TEXT, false},  {"action", AG_DB_TEXT, false},
     {"enabled", AG_DB_BOOL, false},     {"min_ratio", AG_DB_REAL, false},
     {"factor", AG_DB_REAL, false},      {"baseline_s", AG_DB_INT, false},
-    {"reasons", AG_DB_JSON, false},
+    {"reasons", AG_DB_JSON, false},     {"signal", AG_DB_TEXT, false},
 };
 static const struct ag_db_table policies = {"policies", policy_columns,
                                             sizeof policy_columns /
