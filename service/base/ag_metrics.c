@@ -102,6 +102,8 @@ struct ag_metrics {
      * code's number as the index (calling codes are 1 to 3 digits). */
     atomic_uint_fast64_t otp[2][1000];
     atomic_uint_fast64_t events[AG_METRICS_EVENTS]; /* by events' index */
+    /* Successful logins with a breached password: untrusted, trusted. */
+    atomic_uint_fast64_t breached[2];
 };
 
 /* The one-number metrics: exposition name, type and help, by enum. */
@@ -399,6 +401,27 @@ void ag_metrics_event(struct ag_metrics *m, const char *type)
         }
 }
 
+void ag_metrics_breached_login(struct ag_metrics *m, bool trusted)
+{
+    if (m)
+        atomic_fetch_add_explicit(&m->breached[trusted], 1,
+                                  memory_order_relaxed);
+}
+
+static int render_breached(struct ag_metrics *m, struct ag_buf *b)
+{
+    return ag_buf_printf(
+        b,
+        "# HELP abuseguard_breached_password_logins_total Logins reported "
+        "successful with a password the caller found breached, by lane.\n"
+        "# TYPE abuseguard_breached_password_logins_total counter\n"
+        "abuseguard_breached_password_logins_total{lane=\"untrusted\"} "
+        "%" PRIu64 "\n"
+        "abuseguard_breached_password_logins_total{lane=\"trusted\"} "
+        "%" PRIu64 "\n",
+        LOAD(m->breached[0]), LOAD(m->breached[1]));
+}
+
 static int render_events(struct ag_metrics *m, struct ag_buf *b)
 {
     int rc = ag_buf_puts(b, "# HELP abuseguard_events_total Security events "
@@ -506,6 +529,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                            (int64_t)atomic_load(&m->scalar[k]));
     rc = rc ? rc : render_otp(m, b);
     rc = rc ? rc : render_events(m, b);
+    rc = rc ? rc : render_breached(m, b);
     rc = rc ? rc : render_shields(m, b);
     return rc ? rc
               : ag_buf_printf(

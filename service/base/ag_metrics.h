@@ -129,6 +129,11 @@ struct ag_metrics_shield {
 void ag_metrics_shield(struct ag_metrics *m, const char *policy,
                        const struct ag_metrics_shield *fig);
 
+/* One login reported successful with a password the caller found
+ * breached (/report-login "password_breached": true), in the trusted lane
+ * or the untrusted one. */
+void ag_metrics_breached_login(struct ag_metrics *m, bool trusted);
+
 /* One security event raised, of type ("lockout"): one of the names of
  * ag_metrics_name_events; another (or NULL) is not counted. */
 void ag_metrics_event(struct ag_metrics *m, const char *type);
