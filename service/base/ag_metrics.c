@@ -109,6 +109,8 @@ struct ag_metrics {
         atomic_uint_fast64_t entries;
         atomic_int_fast64_t created_s;
     } pwned[AG_METRICS_PWNED_MODES];
+    /* Successful logins with a breached password: untrusted, trusted. */
+    atomic_uint_fast64_t breached[2];
 };
 
 static const char *const pwned_modes[AG_METRICS_PWNED_MODES] = {
@@ -472,6 +474,27 @@ static int render_pwned(struct ag_metrics *m, struct ag_buf *b)
         }
     }
     return rc;
+    return rc;
+}
+void ag_metrics_breached_login(struct ag_metrics *m, bool trusted)
+{
+    if (m)
+        atomic_fetch_add_explicit(&m->breached[trusted], 1,
+                                  memory_order_relaxed);
+}
+
+static int render_breached(struct ag_metrics *m, struct ag_buf *b)
+{
+    return ag_buf_printf(
+        b,
+        "# HELP abuseguard_breached_password_logins_total Logins reported "
+        "successful with a password the caller found breached, by lane.\n"
+        "# TYPE abuseguard_breached_password_logins_total counter\n"
+        "abuseguard_breached_password_logins_total{lane=\"untrusted\"} "
+        "%" PRIu64 "\n"
+        "abuseguard_breached_password_logins_total{lane=\"trusted\"} "
+        "%" PRIu64 "\n",
+        LOAD(m->breached[0]), LOAD(m->breached[1]));
 }
 
 static int render_events(struct ag_metrics *m, struct ag_buf *b)
@@ -581,6 +604,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
                            (int64_t)atomic_load(&m->scalar[k]));
     rc = rc ? rc : render_otp(m, b);
     rc = rc ? rc : render_events(m, b);
+    rc = rc ? rc : render_breached(m, b);
     rc = rc ? rc : render_shields(m, b);
     rc = rc ? rc : render_pwned(m, b);
     return rc ? rc

@@ -144,6 +144,10 @@ void ag_metrics_pwned_lookup(struct ag_metrics *m, enum ag_metrics_pwned mode);
  * then not listed). */
 void ag_metrics_pwned_corpus(struct ag_metrics *m, enum ag_metrics_pwned mode,
                              bool loaded, uint64_t entries, int64_t created_s);
+/* One login reported successful with a password the caller found
+ * breached (/report-login "password_breached": true), in the trusted lane
+ * or the untrusted one. */
+void ag_metrics_breached_login(struct ag_metrics *m, bool trusted);
 
 /* One security event raised, of type ("lockout"): one of the names of
  * ag_metrics_name_events; another (or NULL) is not counted. */

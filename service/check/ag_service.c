@@ -252,6 +252,21 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
     return rc;
 }
 
+int ag_service__plan_signals(struct ag_check *c, struct ag_digests *d,
+                             struct ag_verdict *v)
+{
+    int rc =
+        ag_limiter_plan_signals(c->set, &c->plan, d, c->signals, &c->nsignals);
+    if (rc) {
+        ag_log(AG_LOG_ERROR, "plan",
+               "more than %d signal policies, or %d policies in all, apply "
+               "to one request",
+               AG_SIGNALS_MAX, AG_PLAN_MAX);
+        unavailable(v, "too many policies apply");
+    }
+    return rc;
+}
+
 /* The allow or deny entry that settles the request, if any. */
 const struct ag_list_entry *
 ag_service__match_lists(const struct ag_ruleset *set, struct ag_digests *d)

@@ -122,13 +122,21 @@ struct ag_check_waiter {
 struct ag_check;
 
 /* Starts a check of endpoint with body. Returns AG_OK when v already
- * holds the verdict (a refusal, a list match, a cached denial, no policy;
- * the waiter is not used), or AG_EPENDING: *out is the check, the waiter
+ * holds the verdict (a refusal, a list match, a cached denial, no policy
+ * of the store's; the waiter is not used), or AG_EPENDING: *out is the
+ * check, the waiter
  * was suspended and will be resumed once; then call
  * ag_service_check_finish (or, if the client went away,
  * ag_service_check_abandon). Another error (AG_ENOMEM) means no verdict
  * could be reached and v holds nothing to release. Release v
- * (ag_verdict_release) once it is rendered. */
+ * (ag_verdict_release) once it is rendered.
+ *
+ * Signal policies (ag_limiter_plan_signals) are judged here, never by the
+ * store: each that the body's signals trip is added to the decision as
+ * any policy's denial, so deny still beats challenge whoever asks; a
+ * check one of them denies is sent to the store charging nothing (a
+ * denied check records nothing), to learn whether the store's policies
+ * deny it too. */
 int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                            const char *body, size_t len,
                            const struct ag_check_waiter *w,
@@ -144,7 +152,9 @@ void ag_service_check_abandon(struct ag_check *c);
 
 /* Records a login outcome (/report-login): a failure charges the
  * failure-counting login policies of its lane; a success clears those of
- * its lane keyed on both user and ip. v is AG_VERDICT_TOKEN (a device
+ * its lane keyed on both user and ip, and, when the body says
+ * password_breached, raises breached_password_login (the user's digest,
+ * the lane) and counts it. v is AG_VERDICT_TOKEN (a device
  * token for its user) for a success, _RECORDED for a failure, _REFUSED
  * or _UNAVAILABLE. Returns AG_OK; release v. Waits for the store. */
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
@@ -175,7 +185,8 @@ int ag_service_conversion(struct ag_service *s, int by, uint32_t window_s,
  * check, report or ready probe it sends it, until the store takes it;
  * AG_ETOOBIG when too many resets already wait for the store (nothing
  * cleared); AG_EINVAL (err names the field) when body lacks what p's key
- * needs (a device_token key needs a live token of the body's user). */
+ * needs (a device_token key needs a live token of the body's user), or p
+ * is a signal policy, which keeps nothing (err names "policy"). */
 #define AG_SERVICE_PENDING_RESETS 256
 int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                      const char *body, size_t len, char *key,

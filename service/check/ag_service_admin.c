@@ -36,10 +36,18 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
     if (!c)
         return AG_ENOMEM;
     c->shields = NULL; /* an inspect judges no shield */
+    c->nsignals = 0;
     struct ag_plan *p = &c->plan;
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     if (ag_service__plan(s, AG_PLAN_PEEK, &req, &d, &c->set, NULL, p, v)) {
+        ag_service__check_free(c);
+        return AG_OK;
+    }
+    /* The signals the body carries trip as in a check; their keys are no
+     * store's, and not among those the inspect read. */
+    if (ag_service__plan_signals(c, &d, v)) {
+        ag_ruleset_unref(c->set);
         ag_service__check_free(c);
         return AG_OK;
     }
@@ -71,6 +79,8 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
         v->why = "out of memory reading the fallback";
         return AG_OK;
     }
+    ag_limiter_add_signals(p, c->res, c->signals, c->nsignals);
+    c->nsignals = 0;
     v->kind = AG_VERDICT_DECIDED;
     v->degraded = degraded;
     v->plan = p;
@@ -97,6 +107,12 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
                      const char *body, size_t len, char *key,
                      struct ag_error *err)
 {
+    /* A signal trips on each check that carries it and counts nothing:
+     * there is nothing of it to clear, in any store. */
+    if (p->algorithm == AG_ALG_SIGNAL)
+        return ag_error_refuse(err, "policy",
+                               "is a signal policy, which keeps nothing to "
+                               "reset");
     unsigned need = 0;
     for (size_t k = 0; k < p->nkeys; k++)
         need |= 1u << p->key[k];

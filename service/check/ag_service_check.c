@@ -96,11 +96,21 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
 /* Can op's denial be cached? Only an enforcing policy's whose denial ends
  * with time alone: a consecutive policy's ends at the next success, a
  * conversion policy's at a verification (either on any instance, at any
- * moment), so neither is. */
+ * moment), so neither is; a signal's is no store's denial at all (the next
+ * check may not carry the signal). */
 static bool cacheable(const struct ag_limit_op *op)
 {
     return !op->shadow && op->policy->algorithm != AG_ALG_CONSECUTIVE &&
-           op->policy->algorithm != AG_ALG_CONVERSION;
+           op->policy->algorithm != AG_ALG_CONVERSION &&
+           op->policy->algorithm != AG_ALG_SIGNAL;
+}
+
+/* c's signal policies, each tripped, into its plan and results: once the
+ * store's results are in, or when none are asked for. */
+static void add_signals(struct ag_check *c)
+{
+    ag_limiter_add_signals(&c->plan, c->res, c->signals, c->nsignals);
+    c->nsignals = 0;
 }
 
 /* The cache entry's member: a distinct policy's subject (a known subject
@@ -174,6 +184,7 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
         n++;
     }
     c->plan.n = hits;
+    add_signals(c);
     decided(v, c, false);
     v->cached = true;
     note_denials(s, &c->plan, c->res);
@@ -193,7 +204,11 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
  * and a shorter wait. Such a policy that starts denying while an entry is
  * held (failures reported on another instance) is seen when the entry
  * ends, within AG_DENY_CACHE_MAX_HOLD_MS; until then the cached answer
- * still denies, only under the other policy's name. */
+ * still denies, only under the other policy's name.
+ *
+ * A signal's denial is no answer of Redis's, and the next check may not
+ * carry the signal: the store's denials beside it are remembered as they
+ * would be without it. */
 static void remember_denials(struct ag_service *s, const struct ag_check *c)
 {
     struct ag_deny_cache *dc = s->o.deny_cache;
@@ -201,7 +216,8 @@ static void remember_denials(struct ag_service *s, const struct ag_check *c)
         return;
     for (size_t i = 0; i < c->plan.n; i++) {
         const struct ag_limit_op *op = &c->plan.ops[i];
-        if (!c->res[i].allowed && !op->shadow && !cacheable(op))
+        if (!c->res[i].allowed && !op->shadow && !cacheable(op) &&
+            op->policy->algorithm != AG_ALG_SIGNAL)
             return;
     }
     for (size_t i = 0; i < c->plan.n; i++) {
@@ -333,6 +349,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     c->start = now_us();
     c->set = NULL;
     c->shields = NULL;
+    c->nsignals = 0;
     c->waiter = w;
     /* Read before the plan takes its ruleset: a new set (which clears the
      * cache) landing after this moves the epoch on, so a denial the old
@@ -355,7 +372,8 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     if (parsed) {
         refused(v, &err);
     } else if (ag_service__plan(s, AG_PLAN_CHECK, &req, &d, &c->set,
-                                &c->shields, &c->plan, v)) {
+                                &c->shields, &c->plan, v) ||
+               ag_service__plan_signals(c, &d, v)) {
         outcome = AG_OUT_UNAVAILABLE;
     } else {
         const struct ag_list_entry *listed =
@@ -369,6 +387,10 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         } else if (!listed && c->plan.n > 0 && answer_cached(s, c, v)) {
             outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
         } else if (!listed && c->plan.n > 0) {
+            /* A check a signal denies is denied: the store only judges
+             * it, beside the signal, and records nothing. */
+            if (ag_limiter_signals_deny(c->signals, c->nsignals))
+                ag_limiter_charge_nothing(&c->plan);
             *out = c;
             start_store(s, c); /* the store decides */
             return AG_EPENDING;
@@ -380,9 +402,12 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
             v->entry = listed;
             v->owner = c; /* the entry is the ruleset's */
         } else {
-            /* No policy applies: allowed, nothing to ask the store. */
-            outcome = AG_OUT_ALLOWED;
+            /* No policy of the store applies: nothing to ask it, and
+             * allowed unless a signal denies. */
+            add_signals(c);
             decided(v, c, false);
+            note_denials(s, &c->plan, c->res);
+            outcome = v->decision.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         }
     }
     if (outcome == AG_OUT_ALLOWED && endpoint == AG_EP_OTP)
@@ -411,6 +436,7 @@ int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
     } else {
         if (degraded)
             ag_store_check(s->o.fallback, &c->plan, c->res);
+        add_signals(c);
         decided(v, c, degraded);
         const struct ag_decision *d = &v->decision;
         note_denials(s, &c->plan, c->res);
@@ -510,6 +536,23 @@ static void note_recovered(struct ag_service *s, struct ag_digests *d)
     snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
     ag_events_raise(s->o.events, &e);
 }
+/* A login succeeded with a password the caller found breached: the
+ * breached_password_login event, naming the user's digest (that of the
+ * policies keyed on user) and the lane, for the application to have the
+ * password changed; and its metric. */
+static void note_breached_login(struct ag_service *s,
+                                const struct ag_request *req,
+                                struct ag_digests *d)
+{
+    struct ag_event e;
+    ag_event_init(&e, AG_EV_BREACHED_PASSWORD_LOGIN);
+    e.endpoint = (int)AG_EP_LOGIN;
+    snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
+    snprintf(e.lane, sizeof e.lane, "%s",
+             req->trusted ? "trusted" : "untrusted");
+    ag_events_raise(s->o.events, &e);
+    ag_metrics_breached_login(s->o.metrics, req->trusted);
+}
 
 int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
                             struct ag_verdict *v)
@@ -560,8 +603,11 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     if (req.success && req.method == AG_METHOD_RECOVERY)
         note_recovered(s, &d);
     ag_ruleset_unref(set);
-    if (req.success)
+    if (req.success) {
         issue_token(s, &req, &d, v);
+        if (req.signals & 1u << AG_SIGNAL_PASSWORD_BREACHED)
+            note_breached_login(s, &req, &d);
+    }
     return AG_OK;
 }
 

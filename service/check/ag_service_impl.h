@@ -75,6 +75,11 @@ struct ag_check {
     char phone_prefix[AG_PHONE_MAX + 1]; /* otp: its number range */
     struct ag_plan plan;
     struct ag_limit_result res[AG_PLAN_MAX];
+    /* The signal policies that judge it (ag_limiter_plan_signals): kept
+     * apart from the plan while the store has it, which never sees one,
+     * and added to it before the plan is decided (then nsignals is 0). */
+    struct ag_limit_op signals[AG_SIGNALS_MAX];
+    size_t nsignals;
 };
 
 /* A check's storage, uninitialised, or NULL; give it back with
@@ -96,6 +101,12 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_request *req, struct ag_digests *d,
                      struct ag_ruleset **set, struct ag_shield_table **shields,
                      struct ag_plan *p, struct ag_verdict *v);
+
+/* Plans c's signal policies for req (whose digests d holds) beside c's
+ * plan, which is planned: AG_OK; or AG_ETOOBIG, v the unavailable verdict
+ * saying why. */
+int ag_service__plan_signals(struct ag_check *c, struct ag_digests *d,
+                             struct ag_verdict *v);
 
 /* The allow or deny entry that settles the request, if any. */
 const struct ag_list_entry *

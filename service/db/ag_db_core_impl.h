@@ -60,7 +60,9 @@ struct ag_db_table {
     size_t n;
 };
 
-#define AG_DB_SQL_MAX 1024 /* bytes of one built statement */
+/* Bytes of one built statement: the policies' upsert, the longest, names
+ * each column three times and passed 1024 with its twentieth (signal). */
+#define AG_DB_SQL_MAX 2048
 
 /* Prepares "SELECT <every column> FROM <table> <tail>"; tail may be NULL. */
 int ag_db__prepare_select(struct ag_db *db, const struct ag_db_table *t,

@@ -29,7 +29,7 @@ static const struct ag_db_column policy_columns[] = {
     {"applies_to", AG_DB_TEXT, false},  {"action", AG_DB_TEXT, false},
     {"enabled", AG_DB_BOOL, false},     {"min_ratio", AG_DB_REAL, false},
     {"factor", AG_DB_REAL, false},      {"baseline_s", AG_DB_INT, false},
-    {"reasons", AG_DB_JSON, false},
+    {"reasons", AG_DB_JSON, false},     {"signal", AG_DB_TEXT, false},
 };
 static const struct ag_db_table policies = {"policies", policy_columns,
                                             sizeof policy_columns /
@@ -223,15 +223,16 @@ int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
 }
 
 /* One check applies every enabled policy of its endpoint, at most
- * AG_PLAN_MAX: a change that would pass that is refused (AG_ETOOBIG) inside
- * its transaction, whichever path it came by. */
+ * AG_PLAN_MAX, of which at most AG_SIGNALS_MAX signal policies: a change
+ * that would pass either is refused (AG_ETOOBIG) inside its transaction,
+ * whichever path it came by. */
 static int check_capacity(struct ag_db *db, enum ag_endpoint ep,
                           struct ag_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
-                           "SELECT count(*) FROM policies WHERE enabled = 1 "
-                           "AND endpoint = ?1",
+                           "SELECT count(*), sum(algorithm = 'signal') FROM "
+                           "policies WHERE enabled = 1 AND endpoint = ?1",
                            -1, &st, NULL) != SQLITE_OK)
         return ag_db__fail(db->db, "counting policies", err);
     sqlite3_bind_text(st, 1, ag_endpoint_name(ep), -1, SQLITE_STATIC);
@@ -243,6 +244,11 @@ static int check_capacity(struct ag_db *db, enum ag_endpoint ep,
                           "enabled: the %s endpoint may have at most %d "
                           "enabled policies",
                           ag_endpoint_name(ep), AG_PLAN_MAX);
+    } else if (!rc && sqlite3_column_int(st, 1) > AG_SIGNALS_MAX) {
+        rc = ag_error_set(err, AG_ETOOBIG, "enabled",
+                          "enabled: the %s endpoint may have at most %d "
+                          "enabled signal policies",
+                          ag_endpoint_name(ep), AG_SIGNALS_MAX);
     }
     sqlite3_finalize(st);
     return rc;

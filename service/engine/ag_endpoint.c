@@ -106,3 +106,28 @@ int ag_method_parse(const char *s)
             return m;
     return -1;
 }
+/* The signals, each with the endpoint whose bodies carry it. */
+static const struct {
+    const char *name;
+    enum ag_endpoint endpoint;
+} signals[AG_SIGNAL_COUNT] = {
+    [AG_SIGNAL_PASSWORD_BREACHED] = {"password_breached", AG_EP_LOGIN},
+};
+
+const char *ag_signal_name(enum ag_signal s)
+{
+    return signals[s].name;
+}
+
+int ag_signal_parse(const char *s)
+{
+    for (int i = 0; i < AG_SIGNAL_COUNT; i++)
+        if (strcmp(signals[i].name, s) == 0)
+            return i;
+    return -1;
+}
+
+enum ag_endpoint ag_signal_endpoint(enum ag_signal s)
+{
+    return signals[s].endpoint;
+}

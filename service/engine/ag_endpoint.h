@@ -73,6 +73,20 @@ enum ag_method { AG_METHOD_PASSWORD, AG_METHOD_RECOVERY, AG_METHOD_COUNT };
 const char *ag_method_name(enum ag_method m);
 /* Returns the method named s, or -1. */
 int ag_method_parse(const char *s);
+/* A signal: what the caller found out about an attempt by itself and
+ * sends as a boolean field of its body, named as the signal (true: the
+ * attempt carries it). abuseguard judges nothing of it, it only acts on
+ * it: a signal policy (algorithm "signal") trips on every check that
+ * carries its signal. password_breached (login checks and reports): the
+ * caller's own range lookup (GET /range, or HIBP's) found the password
+ * tried in a breach corpus. */
+enum ag_signal { AG_SIGNAL_PASSWORD_BREACHED, AG_SIGNAL_COUNT };
+/* The signal's name: its body field and a signal policy's "signal". */
+const char *ag_signal_name(enum ag_signal s);
+/* Returns the signal named s, or -1. */
+int ag_signal_parse(const char *s);
+/* The endpoint whose bodies carry the signal. */
+enum ag_endpoint ag_signal_endpoint(enum ag_signal s);
 
 /* Returns the endpoint named s, or -1. */
 int ag_endpoint_parse(const char *s);

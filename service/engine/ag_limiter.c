@@ -15,10 +15,12 @@ static bool has_key(const struct ag_policy *p, enum ag_key_kind kind)
 }
 
 /* Does p take part in a plan of kind? A surge policy never does: its
- * shield is counted and judged apart from the store (ag_shields). */
+ * shield is counted and judged apart from the store (ag_shields); nor
+ * does a signal policy, judged by the service alone
+ * (ag_limiter_plan_signals). */
 static bool applies(const struct ag_policy *p, enum ag_plan_kind kind)
 {
-    if (p->algorithm == AG_ALG_SURGE)
+    if (p->algorithm == AG_ALG_SURGE || p->algorithm == AG_ALG_SIGNAL)
         return false;
     switch (kind) {
     case AG_PLAN_CHECK:
@@ -164,6 +166,66 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
         plan->ops[plan->n++] = op;
     }
     return AG_OK;
+}
+
+int ag_limiter_plan_signals(const struct ag_ruleset *set,
+                            const struct ag_plan *plan, struct ag_digests *d,
+                            struct ag_limit_op *ops, size_t *n)
+{
+    *n = 0;
+    if (plan->kind != AG_PLAN_CHECK && plan->kind != AG_PLAN_PEEK)
+        return AG_OK;
+    for (size_t i = 0; i < set->count; i++) {
+        const struct ag_policy *p = &set->policies[i];
+        if (p->algorithm != AG_ALG_SIGNAL || !p->enabled ||
+            p->endpoint != d->req->endpoint ||
+            !(d->req->signals & 1u << p->signal) ||
+            !ag_limiter_in_lane(p, d->req->trusted))
+            continue;
+        struct ag_limit_op op;
+        if (!ag_limiter_plan_policy(p, plan->kind, d, &op))
+            continue;
+        /* Nothing to record: it is never sent to a store. */
+        op.charge = false;
+        if (*n == AG_SIGNALS_MAX || plan->n + *n == AG_PLAN_MAX)
+            return AG_ETOOBIG;
+        ops[(*n)++] = op;
+    }
+    return AG_OK;
+}
+
+bool ag_limiter_signals_deny(const struct ag_limit_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!ops[i].shadow)
+            return true;
+    return false;
+}
+
+void ag_limiter_charge_nothing(struct ag_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        plan->ops[i].charge = false;
+}
+
+void ag_limiter_add_signals(struct ag_plan *plan, struct ag_limit_result *res,
+                            const struct ag_limit_op *ops, size_t n)
+{
+    /* Both run in the set's order, which is the order of its policies in
+     * memory: merged from the end, each op moves once. */
+    size_t i = plan->n, j = n, at = plan->n + n;
+    while (j > 0) {
+        if (i > 0 && plan->ops[i - 1].policy > ops[j - 1].policy) {
+            plan->ops[--at] = plan->ops[--i];
+            res[at] = res[i];
+            continue;
+        }
+        plan->ops[--at] = ops[--j];
+        /* Tripped: nothing is left of it for this check, and nothing
+         * holds it, so nothing to wait for but the next attempt. */
+        res[at] = (struct ag_limit_result){.allowed = false};
+    }
+    plan->n += n;
 }
 
 uint32_t ag_limiter_seconds(uint64_t ms)

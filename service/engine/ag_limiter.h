@@ -12,7 +12,10 @@
  * service put in the trusted lane (ag_request_trust), one that applies_to
  * "untrusted" only for the others. A challenge policy of a request that
  * says challenge_passed is planned as a shadow one (counted and charged,
- * never denying) and marked waived. A decision is never an error:
+ * never denying) and marked waived. Signal policies (AG_ALG_SIGNAL) are
+ * in no plan a store gets: planned apart (ag_limiter_plan_signals), they
+ * join the plan, tripped, once the store answered, so that one decision
+ * combines them with the rest. A decision is never an error:
  * ag_limiter_decide cannot fail.
  * Pure functions; thread-safe.
  */
@@ -28,6 +31,8 @@
 #include "ag_request.h"
 
 #define AG_PLAN_MAX 32 /* policies applied to one check at most */
+/* Signal policies applied to one check at most (of AG_PLAN_MAX). */
+#define AG_SIGNALS_MAX 8
 /* "ag:" name ":" digest, and room for a suffix such as ":b". */
 #define AG_STORE_KEY_MAX (3 + AG_POLICY_NAME_MAX + 1 + AG_DIGEST_HEX + 8)
 /* A policy's block key is its state key and this. */
@@ -187,6 +192,36 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
  * false if the request lacks an identifier p's key needs. */
 bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
                             struct ag_digests *d, struct ag_limit_op *op);
+
+/* The signal policies (AG_ALG_SIGNAL) that judge d's request when
+ * planned as plan (a check or a peek; any other kind has none): those of
+ * its endpoint and lane whose signal it carries and whose key it can
+ * fill, enabled, in the set's order, into ops (AG_SIGNALS_MAX of them),
+ * and their count into *n. Each trips, so each is planned as any policy
+ * (its key names the digest a log line shows, never a store key; a
+ * challenge the request passed is waived), but charges nothing: no store
+ * ever sees one. ops borrow from set. AG_ETOOBIG if more than
+ * AG_SIGNALS_MAX apply, or they and the plan's more than AG_PLAN_MAX. */
+int ag_limiter_plan_signals(const struct ag_ruleset *set,
+                            const struct ag_plan *plan, struct ag_digests *d,
+                            struct ag_limit_op *ops, size_t *n);
+
+/* Does one of the n signal ops deny the check (an enforcing one, not
+ * waived)? A check one denies is denied whatever the store says. */
+bool ag_limiter_signals_deny(const struct ag_limit_op *ops, size_t n);
+
+/* Makes every op of plan charge nothing: the plan of a check a signal
+ * denies, which the store then only judges (a denied check records
+ * nothing, as when one of the store's policies denies it). */
+void ag_limiter_charge_nothing(struct ag_plan *plan);
+
+/* Adds the n signal ops of plan_signals to plan and their results
+ * (tripped: not allowed, nothing remaining, nothing to wait for) to res,
+ * the plan's results, keeping the set's order, once the store's results
+ * are in; ag_limiter_decide then combines them all. plan->n + n is at
+ * most AG_PLAN_MAX (ag_limiter_plan_signals saw to it). */
+void ag_limiter_add_signals(struct ag_plan *plan, struct ag_limit_result *res,
+                            const struct ag_limit_op *ops, size_t n);
 
 /* Does p count and judge in the lane a request of trust trusted is in
  * (its applies_to)? The plans' rule, and the shields'. */

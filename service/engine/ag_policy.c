@@ -18,6 +18,7 @@ static const char *const algorithm_names[AG_ALG_COUNT] = {
     [AG_ALG_CONSECUTIVE] = "consecutive",
     [AG_ALG_CONVERSION] = "conversion",
     [AG_ALG_SURGE] = "surge",
+    [AG_ALG_SIGNAL] = "signal",
 };
 static const char *const counts_names[] = {"attempts", "failures"};
 static const char *const fail_names[] = {"open", "closed"};
@@ -296,6 +297,59 @@ static int get_surge(const json_t *obj, struct ag_policy *p,
     return v ? get_reasons(v, p, err) : AG_OK;
 }
 
+/* signal's field, refused for the others, and its shape: the signal it
+ * trips on, one its endpoint's bodies carry, and nothing that counts,
+ * holds or asks the store. */
+static int get_signal(const json_t *obj, struct ag_policy *p,
+                      struct ag_error *err)
+{
+    const json_t *v = get_present(obj, "signal");
+    if (p->algorithm != AG_ALG_SIGNAL)
+        return v ? ag_error_refuse(err, "signal",
+                                   "is only for the signal algorithm")
+                 : AG_OK;
+    if (!v)
+        return ag_error_refuse(err, "signal", "is required for signal");
+    int s = json_is_string(v) ? ag_signal_parse(json_string_value(v)) : -1;
+    if (s < 0) {
+        char msg[128];
+        size_t len = (size_t)snprintf(msg, sizeof msg, "must be one of");
+        for (int k = 0; k < AG_SIGNAL_COUNT; k++)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s \"%s\"",
+                                    k ? "," : "",
+                                    ag_signal_name((enum ag_signal)k));
+        return ag_error_refuse(err, "signal", msg);
+    }
+    p->signal = (enum ag_signal)s;
+    if (ag_signal_endpoint(p->signal) != p->endpoint)
+        return ag_error_set(err, AG_EINVAL, "signal",
+                            "signal \"%s\" is only sent to the %s "
+                            "endpoint",
+                            ag_signal_name(p->signal),
+                            ag_endpoint_name(ag_signal_endpoint(p->signal)));
+    if (p->limit != 1)
+        return ag_error_refuse(err, "limit",
+                               "must be 1 for signal (or left out): a signal "
+                               "counts nothing");
+    if (p->window_s != 1)
+        return ag_error_refuse(err, "window_s",
+                               "must be 1 for signal (or left out): a signal "
+                               "counts nothing");
+    if (p->block_s || p->block_max_s)
+        return ag_error_refuse(err, p->block_s ? "block_s" : "block_max_s",
+                               "must be 0 for signal: a signal holds nothing, "
+                               "it trips on each check that carries it");
+    if (p->counts != AG_COUNTS_ATTEMPTS)
+        return ag_error_refuse(err, "counts",
+                               "must be \"attempts\" for signal: it judges "
+                               "checks, never reports");
+    if (p->fail != AG_FAIL_OPEN)
+        return ag_error_refuse(err, "fail",
+                               "must be \"open\" for signal: it never asks "
+                               "the store, so cannot fail");
+    return AG_OK;
+}
+
 int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err)
 {
@@ -303,7 +357,7 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         "name",         "endpoint",    "key",        "algorithm", "limit",
         "window_s",     "block_s",     "counts",     "fail",      "mode",
         "block_growth", "block_max_s", "applies_to", "action",    "enabled",
-        "min_ratio",    "factor",      "baseline_s", "reasons"};
+        "min_ratio",    "factor",      "baseline_s", "reasons",   "signal"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -359,10 +413,13 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                        COUNT(algorithm_names), -1, &e, err)))
         return rc;
     p.algorithm = (enum ag_algorithm)e;
-    if ((rc = get_uint(obj, "limit", 1, AG_LIMIT_MAX, -1, &p.limit, err)))
+    /* A signal counts nothing: 1 and 1 are what its record shows. */
+    long long count_default = p.algorithm == AG_ALG_SIGNAL ? 1 : -1;
+    if ((rc = get_uint(obj, "limit", 1, AG_LIMIT_MAX, count_default, &p.limit,
+                       err)))
         return rc;
-    if ((rc =
-             get_uint(obj, "window_s", 1, AG_WINDOW_MAX, -1, &p.window_s, err)))
+    if ((rc = get_uint(obj, "window_s", 1, AG_WINDOW_MAX, count_default,
+                       &p.window_s, err)))
         return rc;
     if ((rc = get_uint(obj, "block_s", 0, AG_WINDOW_MAX, 0, &p.block_s, err)))
         return rc;
@@ -441,6 +498,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     p.enabled = v ? json_is_true(v) : true;
     if ((rc = get_surge(obj, &p, err)))
         return rc;
+    if ((rc = get_signal(obj, &p, err)))
+        return rc;
     *out = p;
     return AG_OK;
 }
@@ -487,6 +546,12 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
         return NULL;
     }
     if (o && p->algorithm == AG_ALG_SURGE && add_surge_fields(o, p)) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && p->algorithm == AG_ALG_SIGNAL &&
+        json_object_set_new(o, "signal",
+                            json_string(ag_signal_name(p->signal)))) {
         json_decref(o);
         return NULL;
     }

@@ -65,6 +65,11 @@ enum ag_algorithm {
      * never in a check's plan. Raised while the count per window exceeds
      * max(limit, factor x baseline). */
     AG_ALG_SURGE = AG_ALG_STORE_COUNT,
+    /* A signal of the request (ag_signal, in ag_endpoint.h): trips on
+     * every check that carries it, judged by the service without the
+     * store and never in a check's plan (ag_limiter_plan_signals). Counts
+     * nothing, holds nothing, costs no Redis call. */
+    AG_ALG_SIGNAL,
     AG_ALG_COUNT
 };
 
@@ -106,6 +111,8 @@ struct ag_policy {
     uint32_t factor_milli;
     uint32_t baseline_s;
     unsigned reasons;
+    /* signal only (0 for the others): the signal it trips on. */
+    enum ag_signal signal;
     enum ag_counts counts;
     enum ag_fail fail;
     enum ag_mode mode;
@@ -125,14 +132,19 @@ struct ag_policy {
  * three fields the others refuse: factor (1.5 to 100, kept to
  * thousandths; default 5), baseline_s (2 x window_s to 30 days; default 7
  * days) and, counting failures only, reasons (a list of failure reasons;
- * default all). null reads as absent (a row's empty column). If name is not
+ * default all). signal takes a field the others refuse, signal (an
+ * ag_signal sent to the policy's endpoint; required), limit and window_s
+ * of 1 (their default for it: a signal counts nothing), no block, counts
+ * "attempts" and fail "open" (it never asks the store). null reads as
+ * absent (a row's empty column). If name is not
  * NULL it is the name from elsewhere (an admin URL): the body's "name" may
  * then be omitted but must equal it if present. */
 int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err);
 /* Returns a new JSON object for p (every field, min_ratio only for
- * conversion, factor and baseline_s only for surge, and reasons only when
- * a surge policy names them); caller owns (json_decref).
+ * conversion, factor and baseline_s only for surge, reasons only when
+ * a surge policy names them, signal only for signal); caller owns
+ * (json_decref).
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);
 

@@ -131,6 +131,26 @@ static int read_method(const json_t *root, struct ag_request *out,
     out->method = (enum ag_method)m;
     return AG_OK;
 }
+/* The signals of the endpoint (ag_signal) the body carries: each an
+ * optional boolean of its name. */
+static int read_signals(const json_t *root, struct ag_request *out,
+                        struct ag_error *err)
+{
+    for (int k = 0; k < AG_SIGNAL_COUNT; k++) {
+        enum ag_signal sig = (enum ag_signal)k;
+        if (ag_signal_endpoint(sig) != out->endpoint)
+            continue;
+        const char *name = ag_signal_name(sig);
+        const json_t *v = json_object_get(root, name);
+        if (!v)
+            continue;
+        if (!json_is_boolean(v)) /* null too, as challenge_passed */
+            return ag_error_refuse(err, name, "must be true or false");
+        if (json_is_true(v))
+            out->signals |= 1u << sig;
+    }
+    return AG_OK;
+}
 
 static unsigned opt_or(unsigned v, unsigned def)
 {
@@ -218,6 +238,8 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
                                  "must be true or false");
         out->challenge_passed = v && json_is_true(v);
     }
+    if (!rc && (kind == AG_REQ_CHECK || kind == AG_REQ_REPORT))
+        rc = read_signals(root, out, err);
     if (!rc)
         read_device_token(root, out);
     json_decref(root);

@@ -49,6 +49,9 @@ struct ag_request {
     char password_fp[AG_PASSWORD_FP_MAX + 1];
     enum ag_reason reason; /* a failure report's; bad_password by default */
     enum ag_method method; /* a report's; password by default */
+    /* The signals the body carries (bit 1u << enum ag_signal each), read
+     * from checks and login reports of the signal's endpoint. */
+    unsigned signals;
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */
@@ -78,7 +81,10 @@ int ag_request_parse_for(enum ag_endpoint endpoint, unsigned need,
                          struct ag_request *out, struct ag_error *err);
 /* Parses a /report-login body: the login fields, a boolean "success",
  * on a failure only, an optional "reason" (ag_reason), and an optional
- * "method" (ag_method), "recovery" on a success only. */
+ * "method" (ag_method), "recovery" on a success only. A check's body, and
+ * a login report's, may carry each signal of its endpoint (ag_signal) as
+ * a boolean field of the signal's name; anything else there is refused,
+ * naming it. */
 int ag_request_parse_report(const char *body, size_t len,
                             const struct ag_request_opts *opts,
                             struct ag_request *out, struct ag_error *err);

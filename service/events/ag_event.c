@@ -25,6 +25,7 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_SHIELD_RAISED] = "shield_raised",
     [AG_EV_SHIELD_LOWERED] = "shield_lowered",
     [AG_EV_RECOVERED] = "account_recovered",
+    [AG_EV_BREACHED_PASSWORD_LOGIN] = "breached_password_login",
 };
 
 const char *ag_event_type_name(enum ag_event_type t)
@@ -98,6 +99,8 @@ char *ag_event_json(const struct ag_event *e)
         bad = set_new(o, "change", json_string(e->change));
     if (!bad && e->entry)
         bad = set_new(o, "entry", json_integer(e->entry));
+    if (!bad && e->lane[0])
+        bad = set_new(o, "lane", json_string(e->lane));
     if (!bad &&
         (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED))
         bad = set_shield(o, &e->shield);

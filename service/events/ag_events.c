@@ -244,7 +244,7 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         const struct ag_policy *p = op->policy;
-        if (res[i].allowed || op->shadow)
+        if (res[i].allowed || op->shadow || p->algorithm == AG_ALG_SIGNAL)
             continue;
         char key[AG_STORE_KEY_MAX];
         ag_limiter_mark_key(op, key);

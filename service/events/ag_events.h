@@ -4,8 +4,8 @@
  * key, changed a policy or a list, the Redis circuit breaker opened or
  * closed, the OTP conversion algorithm blocked a number range, a password
  * was sprayed across many users, a site-wide shield was raised or
- * lowered, a user came back through the application's account recovery.
- * Each event
+ * lowered, a user came back through the application's account recovery,
+ * a login succeeded with a breached password. Each event
  * is one JSON object (ag_event_json), appended to a capped Redis Stream
  * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
  * webhook receivers (ag_webhook.h); GET /admin/events pages through the
@@ -90,6 +90,10 @@ enum ag_event_type {
     AG_EV_SHIELD_RAISED,    /* a site-wide shield went up */
     AG_EV_SHIELD_LOWERED,   /* and came down */
     AG_EV_RECOVERED,        /* a user came back by account recovery */
+    /* A login succeeded with a password the caller found breached
+     * (/report-login "password_breached": true): the application should
+     * have its user change it. */
+    AG_EV_BREACHED_PASSWORD_LOGIN,
     AG_EV_COUNT
 };
 
@@ -116,14 +120,15 @@ struct ag_event_shield {
 struct ag_event {
     enum ag_event_type type;
     char policy[AG_POLICY_NAME_MAX + 1];
-    int endpoint;                  /* enum ag_endpoint, or -1 */
-    char key[AG_DIGEST_HEX + 1];   /* the key's digest */
-    uint32_t retry_after_s;        /* until the key is allowed again */
-    uint32_t level;                /* the block's level (1: the first) */
-    char action[12];               /* lockouts: "deny" or "challenge" */
-    char list[8];                  /* list_changed: "allow" or "deny" */
-    char change[8];                /* "put", "delete" or "add" */
-    int64_t entry;                 /* list_changed: the entry's id, or 0 */
+    int endpoint;                /* enum ag_endpoint, or -1 */
+    char key[AG_DIGEST_HEX + 1]; /* the key's digest */
+    uint32_t retry_after_s;      /* until the key is allowed again */
+    uint32_t level;              /* the block's level (1: the first) */
+    char action[12];             /* lockouts: "deny" or "challenge" */
+    char list[8];                /* list_changed: "allow" or "deny" */
+    char change[8];              /* "put", "delete" or "add" */
+    char lane[12]; /* breached_password_login: "trusted", "untrusted" */
+    int64_t entry; /* list_changed: the entry's id, or 0 */
     struct ag_event_shield shield; /* shield_raised and shield_lowered */
     /* Set by ag_events_raise: */
     char id[AG_EVENT_ID_MAX]; /* unique across instances: dedupe on it */
@@ -135,8 +140,8 @@ void ag_event_init(struct ag_event *e, enum ag_event_type type);
 
 /* The event as compact JSON: {"id", "type", "time" (RFC 3339, UTC, ms),
  * then what applies of "policy", "endpoint", "key", "action",
- * "retry_after", "level", "list", "change", "entry"}, and for a shield's
- * events its figures: "rate", "current", "baseline" (a number),
+ * "retry_after", "level", "list", "change", "entry", "lane"}, and for a
+ * shield's events its figures: "rate", "current", "baseline" (a number),
  * "threshold", "since", "until" (RFC 3339), "source" ("shared" or
  * "local") and "operator" (true or false). Caller frees with free();
  * NULL when out of memory. */
@@ -195,7 +200,10 @@ void ag_events_raise(struct ag_events *ev, struct ag_event *e);
  * raises lockout (conversion_block for a conversion policy,
  * password_spray for a spray policy: ag_event_spray_policy), and
  * block_escalated beside it when its block's level is above 1, once per
- * lockout. Returns without waiting. */
+ * lockout. A signal policy raises none: it holds nothing (the next check
+ * without its signal passes), so no lockout begins, and a marker for it
+ * would cost Redis a call the signal never makes. Returns without
+ * waiting. */
 void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
                       const struct ag_limit_result *res, bool degraded);
 /* The keys of plan were cleared (a reset, a successful login): their

@@ -166,7 +166,7 @@ class Ctx:
         """The stream's first page once it holds an event of each kind
         the rows before have raised (appends do not wait for Redis)."""
         want = {"lockout", "reset", "policy_changed", "list_changed",
-                "shield_raised", "shield_lowered"}
+                "shield_raised", "shield_lowered", "breached_password_login"}
         pages = []
 
         def holds_each():
@@ -259,6 +259,8 @@ CASES = {
         ("up", lambda c: c.post("/check-login", {"ip": c.ip()})),
         ("up", lambda c: c.bad_body("/check-login", login(
             c, password_fp=""), "password_fp")),
+        ("up", lambda c: c.bad_body("/check-login", login(
+            c, password_breached="yes"), "password_breached")),
     ],
     **check_cases("/check-otp", otp, 1),
     **check_cases("/check-otp-verify", otp, 5),
@@ -266,6 +268,9 @@ CASES = {
         ("up", lambda c: c.post("/report-login", login(c, success=True))),
         ("up", lambda c: c.post("/report-login", login(
             c, success=True, method="recovery"))),
+        # Raises breached_password_login, which the events row waits for.
+        ("up", lambda c: c.post("/report-login", login(
+            c, success=True, password_breached=True))),
     ],
     ("/report-login", "post", 204): ("up", lambda c: c.post(
         "/report-login", login(c, success=False, password_fp="fp1"))),
@@ -279,6 +284,8 @@ CASES = {
             c, success=True, method="email_link"), "method")),
         ("up", lambda c: c.bad_body("/report-login", login(
             c, success=False, method="recovery"), "method")),
+        ("up", lambda c: c.bad_body("/report-login", login(
+            c, success=True, password_breached=1), "password_breached")),
     ],
     ("/report-login", "post", 413): ("up", lambda c: c.post(
         "/report-login", BIG)),
@@ -499,6 +506,10 @@ CASES = {
     ("*", "*", 404): ("up", lambda c: c.svc.request("GET", "/nothing")),
     ("*", "*", 405): ("up", lambda c: c.svc.request("GET", "/check-login")),
 }
+# A breached password's challenge, answered by the signal policy
+# (login.breached_password) beside the store's decisions.
+CASES[("/check-login", "post", 429)].append(("up", lambda c: c.post(
+    "/check-login", login(c, password_breached=True))))
 
 
 def rows(key):

@@ -44,6 +44,11 @@ class CheckTest(PolicyTest):
         self.assertEqual(r.status, 200)
         self.assertIn("login.password_spray",
                       [d["policy"] for d in r.json["decisions"]])
+        # The breached password signal judges a check that says so.
+        r = self.login(svc, "ana@example.com", "203.0.113.7",
+                       password_breached=True)
+        self.assertEqual(r.status, 429)
+        self.assertEqual(r.json["policy"], "login.breached_password")
 
     def test_allowed_login_reports_every_login_policy(self):
         svc = self.service()

@@ -53,6 +53,7 @@ struct fake {
     enum ag_plan_kind last_kind;
     size_t last_n;
     char last_names[256]; /* the last plan's policies, space-separated */
+    unsigned last_charge; /* the last plan's: bit i, op i charges */
     /* A pending asynchronous check. */
     ag_store_done_fn done;
     void *done_arg;
@@ -66,7 +67,9 @@ static inline void note(struct fake *f, const char *what)
 static inline void note_names(struct fake *f, const struct ag_plan *plan)
 {
     f->last_names[0] = '\0';
+    f->last_charge = 0;
     for (size_t i = 0; i < plan->n; i++) {
+        f->last_charge |= (unsigned)plan->ops[i].charge << i;
         size_t n = strlen(f->last_names);
         snprintf(f->last_names + n, sizeof f->last_names - n, "%s%s",
                  i ? " " : "", plan->ops[i].policy->name);

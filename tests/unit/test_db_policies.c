@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_db policies: put replaces; load round-trips every field; a row that
- * no longer validates fails the load naming the policy.
+ * no longer validates fails the load naming the policy; an endpoint's
+ * enabled signal policies are capped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "ag_limiter.h"
 #include "ag_test_db.h"
 
 static void put_replaces_a_policy_of_the_same_name(void **state)
@@ -74,6 +76,12 @@ static void load_round_trips_every_field(void **state)
                        "\"key\":[\"phone_prefix\"],"
                        "\"algorithm\":\"conversion\",\"limit\":50,"
                        "\"window_s\":3600,\"min_ratio\":0.123457}"),
+        /* signal, a TEXT column NULL in every other row. */
+        ag_test_policy("{\"name\":\"login.breached\",\"endpoint\":\"login\","
+                       "\"key\":[\"user\"],\"algorithm\":\"signal\","
+                       "\"signal\":\"password_breached\","
+                       "\"applies_to\":\"untrusted\",\"action\":"
+                       "\"challenge\"}"),
     };
     const size_t nall = sizeof all / sizeof all[0];
     struct ag_db *db = open_db(t->path, NULL, 0);
@@ -150,6 +158,41 @@ lenient_load_keeps_the_last_valid_version_of_invalid_rows(void **state)
     ag_db_close(db);
 }
 
+/* A check holds AG_SIGNALS_MAX signal policies at most: one more enabled
+ * on an endpoint is refused in its transaction, and a disabled one is
+ * kept. */
+static void signal_policies_per_endpoint_are_capped(void **state)
+{
+    struct tmpdb *t = *state;
+    struct ag_db *db = open_db(t->path, NULL, 0);
+    struct ag_error err = {0};
+    char text[256];
+    for (int i = 0; i <= AG_SIGNALS_MAX; i++) {
+        snprintf(text, sizeof text,
+                 "{\"name\":\"login.s%d\",\"endpoint\":\"login\","
+                 "\"key\":[\"user\"],\"algorithm\":\"signal\","
+                 "\"signal\":\"password_breached\"}",
+                 i);
+        struct ag_policy p = ag_test_policy(text);
+        int rc = ag_db_policy_save(db, &p, "test", NULL, &err);
+        assert_int_equal(rc, i < AG_SIGNALS_MAX ? AG_OK : AG_ETOOBIG);
+    }
+    assert_string_equal(err.field, "enabled");
+    assert_non_null(strstr(err.msg, "signal policies"));
+    size_t n = 0;
+    struct ag_policy *ps = load_all(db, &n);
+    assert_int_equal(n, AG_SIGNALS_MAX);
+    free(ps);
+    snprintf(text, sizeof text,
+             "{\"name\":\"login.s%d\",\"endpoint\":\"login\","
+             "\"key\":[\"user\"],\"algorithm\":\"signal\","
+             "\"signal\":\"password_breached\",\"enabled\":false}",
+             AG_SIGNALS_MAX);
+    struct ag_policy off = ag_test_policy(text);
+    assert_int_equal(ag_db_policy_save(db, &off, "test", NULL, &err), AG_OK);
+    ag_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -157,6 +200,7 @@ int main(void)
         DB_TEST(load_round_trips_every_field),
         DB_TEST(invalid_row_fails_load_naming_the_policy),
         DB_TEST(lenient_load_keeps_the_last_valid_version_of_invalid_rows),
+        DB_TEST(signal_policies_per_endpoint_are_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,6 +151,36 @@ static void shield_events_carry_their_figures_and_who_did_it(void **state)
     json_decref(o);
 }
 
+/* A login with a breached password names the user's digest and the
+ * lane, nothing of the user or the password. */
+static void breached_login_json_names_the_users_digest_and_lane(void **state)
+{
+    (void)state;
+    struct ag_event e;
+    ag_event_init(&e, AG_EV_BREACHED_PASSWORD_LOGIN);
+    snprintf(e.id, sizeof e.id, "abcd-3");
+    e.time_ms = 1700000000123u;
+    e.endpoint = AG_EP_LOGIN;
+    snprintf(e.key, sizeof e.key, DIGEST);
+    snprintf(e.lane, sizeof e.lane, "untrusted");
+    json_t *o = parsed(&e);
+    assert_string_equal(json_string_value(json_object_get(o, "type")),
+                        "breached_password_login");
+    assert_string_equal(json_string_value(json_object_get(o, "endpoint")),
+                        "login");
+    assert_string_equal(json_string_value(json_object_get(o, "key")), DIGEST);
+    assert_string_equal(json_string_value(json_object_get(o, "lane")),
+                        "untrusted");
+    /* id, type, time, endpoint, key, lane. */
+    assert_int_equal(json_object_size(o), 6);
+    json_decref(o);
+    /* No other event carries a lane. */
+    ag_event_init(&e, AG_EV_LOCKOUT);
+    o = parsed(&e);
+    assert_null(json_object_get(o, "lane"));
+    json_decref(o);
+}
+
 static void every_type_has_its_name(void **state)
 {
     (void)state;
@@ -159,6 +189,7 @@ static void every_type_has_its_name(void **state)
         "password_spray", "reset",           "policy_changed",
         "list_changed",   "breaker_open",    "breaker_closed",
         "shield_raised",  "shield_lowered",  "account_recovered",
+        "breached_password_login",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);
@@ -240,6 +271,36 @@ static void without_redis_a_lockout_is_raised_once_per_key(void **state)
     one_op(&plan, &p, "d123456789abcdef0123456789abcdef", false);
     ag_events_denied(ev, &plan, &res, true);
     assert_int_equal(lockouts(m), 3);
+    ag_events_free(ev);
+    ag_metrics_free(m);
+}
+
+/* A signal policy's trip holds nothing (the next check without the
+ * signal passes): no lockout begins, and no marker is asked of Redis. */
+static void a_signal_policy_raises_no_lockout(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_events *ev;
+    assert_int_equal(ag_events_new(&(struct ag_events_opts){.metrics = m}, &ev),
+                     AG_OK);
+    struct ag_policy p = ag_test_policy(
+        "{\"name\":\"t.breached\",\"endpoint\":\"login\",\"key\":[\"user\"],"
+        "\"algorithm\":\"signal\",\"signal\":\"password_breached\","
+        "\"action\":\"challenge\"}");
+    struct ag_plan plan;
+    struct ag_limit_result res = {.allowed = false};
+    one_op(&plan, &p, DIGEST, false);
+    ag_events_denied(ev, &plan, &res, true);
+    ag_events_denied(ev, &plan, &res, false);
+    assert_int_equal(lockouts(m), 0);
+    /* The same denial by a counting policy is one. */
+    struct ag_policy q = ag_test_policy(
+        "{\"name\":\"t.user\",\"endpoint\":\"login\",\"key\":[\"user\"],"
+        "\"algorithm\":\"sliding_log\",\"limit\":1,\"window_s\":60}");
+    one_op(&plan, &q, DIGEST, false);
+    ag_events_denied(ev, &plan, &res, true);
+    assert_int_equal(lockouts(m), 1);
     ag_events_free(ev);
     ag_metrics_free(m);
 }
@@ -375,6 +436,7 @@ int main(void)
         cmocka_unit_test(lockout_json_carries_what_applies),
         cmocka_unit_test(breaker_json_has_only_id_type_and_time),
         cmocka_unit_test(shield_events_carry_their_figures_and_who_did_it),
+        cmocka_unit_test(breached_login_json_names_the_users_digest_and_lane),
         cmocka_unit_test(every_type_has_its_name),
         cmocka_unit_test(level_is_read_from_the_level_key),
         cmocka_unit_test(key_digest_comes_from_plain_and_tagged_keys),
@@ -383,6 +445,7 @@ int main(void)
         cmocka_unit_test(reading_refuses_a_bad_after_or_limit_and_needs_redis),
         cmocka_unit_test(retries_back_off_from_a_fifth_of_a_second_up_to_five),
         cmocka_unit_test(a_spray_policy_is_distinct_on_password_fp),
+        cmocka_unit_test(a_signal_policy_raises_no_lockout),
         cmocka_unit_test(without_redis_a_spray_is_still_one_event_a_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -301,6 +301,19 @@ static void default_policies_match_the_documented_table(void **state)
          0,
          AG_LANE_UNTRUSTED,
          AG_ACTION_CHALLENGE},
+        {"login.breached_password",
+         AG_EP_LOGIN,
+         1,
+         {AG_KEY_USER},
+         1,
+         1,
+         AG_ALG_SIGNAL,
+         AG_COUNTS_ATTEMPTS,
+         0,
+         1,
+         0,
+         AG_LANE_UNTRUSTED,
+         AG_ACTION_CHALLENGE},
         {"otp.phone",
          AG_EP_OTP,
          1,
@@ -592,6 +605,10 @@ static void default_policies_match_the_documented_table(void **state)
                          strcmp(p->name, "login.site_unknown_users") == 0
                              ? 1u << AG_REASON_UNKNOWN_USER
                              : 0);
+        /* The one signal policy trips on a breached password; the
+         * others' signal field is 0 and unread. */
+        if (p->algorithm == AG_ALG_SIGNAL)
+            assert_int_equal(p->signal, AG_SIGNAL_PASSWORD_BREACHED);
     }
     free(ps);
 }
