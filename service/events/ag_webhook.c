@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -15,6 +16,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_parse.h"
 
 struct entry {
     char *body;
@@ -111,6 +113,64 @@ void ag_webhook_sign(const unsigned char *key, size_t key_len, const char *body,
     memcpy(out, "sha256=", 7);
     sodium_bin2hex(out + 7, AG_WEBHOOK_SIGNATURE_LEN + 1 - 7, mac, sizeof mac);
     sodium_memzero(&st, sizeof st);
+}
+
+/* Whether part of h is present (libcurl says so without an error). */
+static bool has_part(CURLU *h, CURLUPart part)
+{
+    char *v = NULL;
+    bool has = curl_url_get(h, part, &v, 0) == CURLUE_OK && v && *v;
+    if (v)
+        sodium_memzero(v, strlen(v));
+    curl_free(v);
+    return has;
+}
+
+int ag_webhook_url_check(const char *url, const char *flag, bool *credential,
+                         struct ag_error *err)
+{
+    *credential = false;
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return ag_error_set(err, AG_EINVAL, flag,
+                                "--%s: the URL holds a control character",
+                                flag);
+    /* libcurl reads "http:///x" as the host x: a missing host is refused
+     * here, before it can guess one. */
+    size_t scheme = strncasecmp(url, "http://", 7) == 0    ? 7
+                    : strncasecmp(url, "https://", 8) == 0 ? 8
+                                                           : 0;
+    if (!scheme || url[scheme] == '/')
+        return ag_error_set(err, AG_EINVAL, flag,
+                            "--%s: must be an http:// or https:// URL with "
+                            "a host",
+                            flag);
+    CURLU *h = curl_url();
+    if (!h)
+        return ag_error_set(err, AG_ENOMEM, flag, "--%s: out of memory", flag);
+    int rc = AG_OK;
+    char *host = NULL, *port = NULL;
+    CURLUcode c = curl_url_set(h, CURLUPART_URL, url, 0);
+    int portno = 0;
+    if (c != CURLUE_OK)
+        /* libcurl's reason names what is wrong, never the text. */
+        rc = ag_error_set(err, AG_EINVAL, flag, "--%s: not a usable URL (%s)",
+                          flag, curl_url_strerror(c));
+    else if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host ||
+             !*host)
+        rc = ag_error_set(err, AG_EINVAL, flag, "--%s: the URL has no host",
+                          flag);
+    else if (curl_url_get(h, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
+             ag_parse_port(port, &portno))
+        rc = ag_error_set(err, AG_EINVAL, flag,
+                          "--%s: the URL's port must be 1 to 65535", flag);
+    else
+        *credential =
+            has_part(h, CURLUPART_USER) || has_part(h, CURLUPART_PASSWORD);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(h);
+    return rc;
 }
 
 uint64_t ag_webhook_backoff_ms(unsigned failures)

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ag_error.h"
+
 #define AG_WEBHOOKS_MAX 8          /* --webhook-url given at most */
 #define AG_WEBHOOK_URL_MAX 1024    /* bytes of one URL, with its NUL */
 #define AG_WEBHOOK_QUEUE_MAX 10000 /* events queued per receiver at most */
@@ -67,6 +69,17 @@ void ag_webhooks_push(struct ag_webhooks *w, const char *body, size_t len);
 /* Stops every thread (a POST in flight is abandoned) and frees w; what is
  * still queued is counted as dropped. NULL is allowed. */
 void ag_webhooks_free(struct ag_webhooks *w);
+
+/* Judges url as a receiver's address before anything is delivered, with
+ * libcurl's URL parser, the one each POST goes through: it must hold no
+ * control character (a newline would end the request line), be http://
+ * or https:// with a non-empty host, and give a port, if any, of 1 to
+ * 65535. AG_OK, with *credential set when it holds a user or a password
+ * (which a file that others can read must not hold); or AG_EINVAL, with
+ * err's field flag and a message "--<flag>: <why>" that quotes no part of
+ * url (it may hold a credential). */
+int ag_webhook_url_check(const char *url, const char *flag, bool *credential,
+                         struct ag_error *err);
 
 /* Writes "sha256=" and the hex HMAC-SHA256 of body keyed by key into out,
  * which holds AG_WEBHOOK_SIGNATURE_LEN + 1 bytes. */

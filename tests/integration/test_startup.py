@@ -131,6 +131,42 @@ class RefusalTest(unittest.TestCase):
         self.assert_refused(self.base() + ["--admin-token-file", path],
                             "--admin-token-file")
 
+    def test_webhook_urls_that_can_never_work_are_refused(self):
+        # Each of these started the service, whose every delivery then
+        # failed until the events aged out an hour later.
+        hook_key = make_secret(self.dir, name="webhook.key")
+        for url in ["http://u:pw-5813@/x", "http://u:pw-5813@[::1/x",
+                    "http://u:pw-5813@127.0.0.1:0/x",
+                    "http://u:pw-5813@127.0.0.1:99999/x",
+                    "http://u:pw-5813@127.0.0.1/x\nX-Injected:1",
+                    "http://u:pw-5813@127.0.0.1/x\r",
+                    "http:///x", "ftp://127.0.0.1/x", "127.0.0.1:8080/x"]:
+            with self.subTest(url=url):
+                r = run(self.base() + ["--webhook-secret-file", hook_key,
+                                       "--webhook-url", url])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                lines = r.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn("--webhook-url", lines[0])
+                self.assertNotIn("pw-5813", r.stderr)
+
+    def test_a_redis_url_that_can_never_connect_is_refused(self):
+        # It started, and stayed unready for ever.
+        for url in ["redis://u:pw-4669@[::1:16379",
+                    "redis://u:pw-4669@[::1]]:16379",
+                    "redis://u:pw-4669@[not-v6]:16379",
+                    "redis://u:pw-4669@ca[che:16379",
+                    "rediss://:pw-4669@cache\n:16379",
+                    "redis+sentinel://:pw-4669@s1:26379,[::1:26380/m",
+                    "redis+cluster://:pw-4669@n1:7000,n[2:7001"]:
+            with self.subTest(url=url):
+                r = run(self.base() + ["--redis", url])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                lines = r.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn("--redis", lines[0])
+                self.assertNotIn("pw-4669", r.stderr)
+
     def test_max_conns_over_the_hard_open_files_limit_is_refused(self):
         def low_hard_limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))

@@ -567,12 +567,52 @@ static void webhook_flags_are_refused_naming_the_flag(void **state)
     assert_string_equal(last.field, "webhook-url");
 }
 
+static void webhook_urls_libcurl_cannot_use_are_refused_unquoted(void **state)
+{
+    (void)state;
+    /* Each of these started the service, and then every delivery failed
+     * until the event aged out. */
+    static const char *const bad[] = {
+        "http://u:pw-5813@/x",
+        "http://u:pw-5813@[::1/x",
+        "http://u:pw-5813@127.0.0.1:0/x",
+        "http://u:pw-5813@127.0.0.1:99999/x",
+        "http://u:pw-5813@127.0.0.1/x\nX-Injected:1",
+        "http://u:pw-5813@127.0.0.1/x\r",
+        "http://u:pw-5813@127.0.0.1/x\x7f",
+        "http://u:pw-5813@127.0.0.1/\tx",
+        "http://u:pw-5813@ho st/x",
+        "gopher://u:pw-5813@127.0.0.1/x",
+        "127.0.0.1:8080/x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect_flag_refused("--webhook-url", bad[i]);
+        if (strstr(last.msg, "pw-5813"))
+            fail_msg("'%s': the message shows the password: %s", bad[i],
+                     last.msg);
+    }
+    /* What libcurl takes: any case of the scheme, a name, an IPv6
+     * address, the port's bounds, a credential. */
+    static const char *const good[] = {
+        "HTTPS://hooks.example/in", "http://[::1]:1/x",
+        "http://127.0.0.1:65535", "https://u:pw@hooks.example:8443/in?k=v",
+        "http://h:/x"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct ag_config c;
+        char err[ERRSZ];
+        if (parse(&c, err, "--webhook-url", good[i], "--webhook-secret-file",
+                  "/k", (char *)NULL) != AG_OK)
+            fail_msg("'%s' was refused: %s", good[i], err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         ENV_TEST(defaults_apply_without_flags_or_environment),
         ENV_TEST(webhook_urls_add_up_from_repeats_and_spaces),
         ENV_TEST(webhook_flags_are_refused_naming_the_flag),
+        ENV_TEST(webhook_urls_libcurl_cannot_use_are_refused_unquoted),
         ENV_TEST(flags_with_separate_values_override_defaults),
         ENV_TEST(flag_equals_value_form_is_accepted),
         ENV_TEST(listen_localhost_becomes_loopback_address),
