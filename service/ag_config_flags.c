@@ -232,6 +232,45 @@ static int set_urls(struct ag_config *c, const struct ag_config__flag *f,
     }
 }
 
+bool ag_config__holds_credential(const struct ag_config__flag *f,
+                                 const char *val)
+{
+    bool has = false;
+    if (f->kind == AG_CONFIG__REDIS) {
+        /* The Redis parser's own reading; a URL it refuses is judged by
+         * its '@' (which a refusal on its own would not show). A user
+         * alone is an ACL user, whose password is in its own file. */
+        struct ag_redis_addr *a = calloc(1, sizeof *a);
+        struct ag_error e;
+        if (!a || ag_redis_addr_parse(val, f->name, a, &e))
+            has = strchr(val, '@') != NULL;
+        else
+            has = a->password[0] != '\0';
+        if (a)
+            sodium_memzero(a, sizeof *a);
+        free(a);
+    } else if (f->kind == AG_CONFIG__URLS) {
+        char url[AG_CONFIG_WEBHOOK_URL];
+        for (const char *s = val + strspn(val, " \t"); *s && !has;
+             s += strspn(s, " \t")) {
+            size_t n = strcspn(s, " \t");
+            struct ag_error e;
+            bool cred = false;
+            if (n < sizeof url) {
+                memcpy(url, s, n);
+                url[n] = '\0';
+            }
+            if (n >= sizeof url ||
+                ag_webhook_url_check(url, f->name, &cred, &e))
+                cred = memchr(s, '@', n) != NULL;
+            has = cred;
+            s += n;
+        }
+        sodium_memzero(url, sizeof url);
+    }
+    return has;
+}
+
 int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,
                          const char *val, const char *origin,
                          struct ag_error *err)

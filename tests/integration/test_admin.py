@@ -13,7 +13,7 @@ import time
 import unittest
 import urllib.parse
 
-from harness import ServiceTest, digest, free_port, wait_until
+from harness import ServiceTest, digest, free_port, wait_until, make_secret
 
 TOKEN = "tok-" + "7" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -25,9 +25,8 @@ NEW_POLICY = {"endpoint": "login", "key": ["user"],
 class AdminTest(ServiceTest):
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
 
     def admin_service(self, **kw):
         extra = list(kw.pop("extra", ())) + ["--admin-token-file",

@@ -108,9 +108,8 @@ class EventsBase(PolicyTest):
 
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
         self.hook_secret = make_secret(self.workdir, name="webhook.key")
         with open(self.hook_secret, "rb") as f:
             self.hook_key = f.read()

@@ -34,7 +34,7 @@ import json
 import sqlite3
 import urllib.parse
 
-from harness import ServiceTest, free_port, wait_until
+from harness import ServiceTest, free_port, wait_until, make_secret
 from openapi_cases import (ALLOWED_IP, AUTH, CASES, PHASES, TOKEN, Ctx,
                            rows)
 
@@ -82,9 +82,8 @@ class OpenApiTest(ServiceTest):
     def setUp(self):
         super().setUp()
         self.raw, self.spec = load_spec()
-        token_file = os.path.join(self.workdir, "admin.token")
-        with open(token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                 name="admin.token")
         self.svc = self.service(extra=["--admin-token-file", token_file])
 
     def at(self, ptr):
