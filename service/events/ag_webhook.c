@@ -102,16 +102,23 @@ size_t ag_webhook_queue_len(const struct ag_webhook_queue *q)
     return q->n;
 }
 
-void ag_webhook_sign(const unsigned char *key, size_t key_len, const char *body,
-                     size_t len, char out[AG_WEBHOOK_SIGNATURE_LEN + 1])
+void ag_webhook_sign(const unsigned char *key, size_t key_len, uint64_t t,
+                     const char *body, size_t len,
+                     char out[AG_WEBHOOK_SIGNATURE_MAX + 1])
 {
+    char stamp[24];
+    int n = snprintf(stamp, sizeof stamp, "%llu.", (unsigned long long)t);
     crypto_auth_hmacsha256_state st;
     unsigned char mac[crypto_auth_hmacsha256_BYTES];
     crypto_auth_hmacsha256_init(&st, key, key_len);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *)stamp,
+                                  (unsigned long long)n);
     crypto_auth_hmacsha256_update(&st, (const unsigned char *)body, len);
     crypto_auth_hmacsha256_final(&st, mac);
-    memcpy(out, "sha256=", 7);
-    sodium_bin2hex(out + 7, AG_WEBHOOK_SIGNATURE_LEN + 1 - 7, mac, sizeof mac);
+    int h = snprintf(out, AG_WEBHOOK_SIGNATURE_MAX + 1,
+                     "t=%llu,v1=", (unsigned long long)t);
+    sodium_bin2hex(out + h, AG_WEBHOOK_SIGNATURE_MAX + 1 - (size_t)h, mac,
+                   sizeof mac);
     sodium_memzero(&st, sizeof st);
 }
 
@@ -284,9 +291,13 @@ static int progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 static bool post(struct receiver *r, const char *body, size_t len,
                  unsigned failures)
 {
-    char sig[sizeof "X-Abuseguard-Signature: " + AG_WEBHOOK_SIGNATURE_LEN];
+    /* Signed at each try with the time of that try: a receiver refuses a
+     * signature older than its tolerance, which a retry after a long
+     * outage would otherwise be. */
+    char sig[sizeof "X-Abuseguard-Signature: " + AG_WEBHOOK_SIGNATURE_MAX];
     int n = snprintf(sig, sizeof sig, "X-Abuseguard-Signature: ");
-    ag_webhook_sign(r->w->key, r->w->key_len, body, len, sig + n);
+    ag_webhook_sign(r->w->key, r->w->key_len, ag_clock_wall_ms() / 1000, body,
+                    len, sig + n);
     struct curl_slist *h =
         curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *h2 = h ? curl_slist_append(h, sig) : NULL;
