@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <sodium.h>
 
 #include "ag_config_impl.h"
 #include "ag_error.h"
@@ -36,7 +39,10 @@ static char *trim(char *s)
 }
 
 /* Reads path's "key = value" lines into fv (one per flag); a one-line
- * error naming the line and key for anything else. */
+ * error naming the line and key for anything else. A credential inline
+ * in a file that group or others can read is refused, as OpenSSH refuses
+ * a private key that others can read: its place is a private file
+ * (--redis-password-file), or the file made private. */
 static int read_config(const char *path, struct file_value *fv,
                        struct ag_error *err)
 {
@@ -44,6 +50,13 @@ static int read_config(const char *path, struct file_value *fv,
     if (!in)
         return ag_error_set(err, AG_EINVAL, "config", "--config '%s': %s", path,
                             strerror(errno));
+    struct stat st;
+    if (fstat(fileno(in), &st)) {
+        fclose(in);
+        return ag_error_set(err, AG_EINVAL, "config", "--config '%s': %s", path,
+                            strerror(errno));
+    }
+    bool shared = (st.st_mode & 044) != 0;
     char line[1200];
     int n = 0, rc = AG_OK;
     while (!rc && fgets(line, sizeof line, in)) {
@@ -87,6 +100,18 @@ static int read_config(const char *path, struct file_value *fv,
                               n, f->name);
             break;
         }
+        if (shared && ag_config__holds_credential(f, val)) {
+            /* Named, never shown: the value is the credential. */
+            rc = ag_error_set(
+                err, AG_EINVAL, f->name,
+                "%s line %d: %s holds a credential, and the file is readable "
+                "by group or others (mode %03o): chmod 600 it%s",
+                path, n, f->name, (unsigned)(st.st_mode & 0777),
+                f->kind == AG_CONFIG__REDIS
+                    ? ", or move the password to redis-password-file"
+                    : "");
+            break;
+        }
         strcpy(v->val, val);
         snprintf(v->origin, sizeof v->origin, "%s line %d", path, n);
         v->set = true;
@@ -95,6 +120,7 @@ static int read_config(const char *path, struct file_value *fv,
         rc = ag_error_set(err, AG_EINVAL, "config", "--config '%s': %s", path,
                           strerror(errno));
     fclose(in);
+    sodium_memzero(line, sizeof line);
     return rc;
 }
 
@@ -155,6 +181,7 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
     if (!fv)
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     if (path && *path && read_config(path, fv, err)) {
+        sodium_memzero(fv, ag_config__nflags * sizeof *fv);
         free(fv);
         return AG_EINVAL;
     }
@@ -178,6 +205,8 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         if (val && ag_config__set_value(c, f, val, origin, err))
             rc = AG_EINVAL;
     }
+    /* The file's values may hold a credential (a private file's). */
+    sodium_memzero(fv, ag_config__nflags * sizeof *fv);
     free(fv);
     if (rc)
         return rc;

@@ -105,9 +105,10 @@ int ag_config_read_secret_for(const char *flag, const char *path,
  * over a password in the URL): a private regular file (mode checked like
  * the secret file's), trailing white space trimmed, 1 to 255 bytes. */
 int ag_config_read_redis_password(struct ag_config *c, struct ag_error *err);
-/* Reads the admin token: a regular file's content with trailing whitespace
- * trimmed, AG_TOKEN_MIN to AG_TOKEN_MAX bytes. token must hold
- * AG_TOKEN_MAX + 1 bytes. */
+/* Reads the admin token: a private regular file (mode checked like the
+ * secret file's), its content with trailing whitespace trimmed,
+ * AG_TOKEN_MIN to AG_TOKEN_MAX bytes, not one byte repeated (refused
+ * like the secret file's). token must hold AG_TOKEN_MAX + 1 bytes. */
 int ag_config_read_token(const char *path, char *token, struct ag_error *err);
 
 #endif

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "ag_db.h"
 #include "ag_device.h"
 #include "ag_error.h"
@@ -21,6 +23,7 @@
 #include "ag_log.h"
 #include "ag_parse.h"
 #include "ag_redis_addr.h"
+#include "ag_webhook.h"
 
 #define F(field) offsetof(struct ag_config, field)
 /* A number macro as text, for the help strings. */
@@ -197,8 +200,9 @@ static int parse_listen(const char *s, struct ag_listen_addr *out)
     return AG_OK;
 }
 
-/* Adds each space-separated URL of val to c's webhooks: http:// or
- * https://, with a host. */
+/* Adds each space-separated URL of val to c's webhooks, each judged by
+ * ag_webhook_url_check: a URL that can never be delivered to stops the
+ * start, instead of failing every event until it ages out. */
 static int set_urls(struct ag_config *c, const struct ag_config__flag *f,
                     const char *val, const char *origin, struct ag_error *err)
 {
@@ -208,16 +212,6 @@ static int set_urls(struct ag_config *c, const struct ag_config__flag *f,
         size_t n = strcspn(s, " \t");
         if (!n)
             return AG_OK;
-        bool http = n > 7 && strncmp(s, "http://", 7) == 0;
-        bool https = n > 8 && strncmp(s, "https://", 8) == 0;
-        /* A host must follow the scheme: libcurl would otherwise fail
-         * each delivery, long after the service started. */
-        size_t host = http ? 7 : 8;
-        if ((!http && !https) || s[host] == '/' || s[host] == ':')
-            return ag_error_set(err, AG_EINVAL, f->name,
-                                "%s: --%s must be an http:// or https:// URL "
-                                "with a host",
-                                origin, f->name);
         if (n >= AG_CONFIG_WEBHOOK_URL)
             return ag_error_set(err, AG_EINVAL, f->name,
                                 "%s: --%s is longer than %d bytes", origin,
@@ -226,8 +220,20 @@ static int set_urls(struct ag_config *c, const struct ag_config__flag *f,
             return ag_error_set(err, AG_EINVAL, f->name,
                                 "%s: --%s is given more than %d times", origin,
                                 f->name, AG_CONFIG_WEBHOOKS_MAX);
-        memcpy(c->webhook_urls[c->n_webhooks], s, n);
-        c->webhook_urls[c->n_webhooks++][n] = '\0';
+        char *url = c->webhook_urls[c->n_webhooks];
+        memcpy(url, s, n);
+        url[n] = '\0';
+        bool credential;
+        if (ag_webhook_url_check(url, f->name, &credential, err)) {
+            /* Named by its number, as the logs name a receiver: the URL
+             * may hold a credential. */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            sodium_memzero(url, n);
+            return ag_error_set(err, AG_EINVAL, f->name, "%s: %s (receiver %u)",
+                                origin, why, c->n_webhooks + 1);
+        }
+        c->n_webhooks++;
         s += n;
     }
 }
@@ -255,6 +261,44 @@ static int set_paths(struct ag_config *c, const struct ag_config__flag *f,
         c->pwned_files[c->n_pwned_files++][n] = '\0';
         s += n;
     }
+}
+bool ag_config__holds_credential(const struct ag_config__flag *f,
+                                 const char *val)
+{
+    bool has = false;
+    if (f->kind == AG_CONFIG__REDIS) {
+        /* The Redis parser's own reading; a URL it refuses is judged by
+         * its '@' (which a refusal on its own would not show). A user
+         * alone is an ACL user, whose password is in its own file. */
+        struct ag_redis_addr *a = calloc(1, sizeof *a);
+        struct ag_error e;
+        if (!a || ag_redis_addr_parse(val, f->name, a, &e))
+            has = strchr(val, '@') != NULL;
+        else
+            has = a->password[0] != '\0';
+        if (a)
+            sodium_memzero(a, sizeof *a);
+        free(a);
+    } else if (f->kind == AG_CONFIG__URLS) {
+        char url[AG_CONFIG_WEBHOOK_URL];
+        for (const char *s = val + strspn(val, " \t"); *s && !has;
+             s += strspn(s, " \t")) {
+            size_t n = strcspn(s, " \t");
+            struct ag_error e;
+            bool cred = false;
+            if (n < sizeof url) {
+                memcpy(url, s, n);
+                url[n] = '\0';
+            }
+            if (n >= sizeof url ||
+                ag_webhook_url_check(url, f->name, &cred, &e))
+                cred = memchr(s, '@', n) != NULL;
+            has = cred;
+            s += n;
+        }
+        sodium_memzero(url, sizeof url);
+    }
+    return has;
 }
 
 int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,

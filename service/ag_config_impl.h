@@ -12,6 +12,7 @@
 #ifndef AG_CONFIG_IMPL_H
 #define AG_CONFIG_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ag_config.h"
@@ -57,6 +58,13 @@ const struct ag_config__flag *ag_config__find_flag(const char *name,
 /* Writes f's environment variable (ABUSEGUARD_SOME_FLAG) into out. */
 void ag_config__env_name(const struct ag_config__flag *f, char *out,
                          size_t size);
+/* Whether val, a value of f, holds a credential inline: a password in a
+ * Redis URL, a user or password in a webhook URL (a file that others can
+ * read must not hold one). Judged on the text alone, so that a value
+ * another source overrides is judged too: the file shows it all the
+ * same. */
+bool ag_config__holds_credential(const struct ag_config__flag *f,
+                                 const char *val);
 /* Reads val into f's field of c. origin ("command line", the variable's
  * name, "<file> line <n>", "default") starts the one-line refusal, which
  * names the flag: AG_EINVAL with err's field the flag's name. */

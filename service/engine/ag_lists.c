@@ -117,8 +117,11 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                             const struct ag_hasher *h,
                             struct ag_list_entry *out, struct ag_error *err)
 {
-    static const char *const known[] = {"kind", "value", "endpoint", "note",
-                                        "force"};
+    /* id, list and hash are what an entry read back adds: id and list
+     * are taken (so that it can be posted again as read), hash is named
+     * in its own refusal below. */
+    static const char *const known[] = {"kind",  "value", "endpoint", "note",
+                                        "force", "id",    "list",     "hash"};
     static const size_t nknown = sizeof known / sizeof *known;
     struct ag_list_entry e;
     memset(&e, 0, sizeof e);
@@ -137,9 +140,28 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
         if (i == nknown)
             return ag_error_refuse(
                 err, "entry",
-                "has an unknown field (kind, value, endpoint, note "
-                "and force are allowed)");
+                "has an unknown field (kind, value, endpoint, note, "
+                "force, and an entry's id and list are allowed)");
     }
+    /* Read back, an entry has the id of its row: a new row gets its own,
+     * and the id is checked only for its shape. */
+    v = json_object_get(obj, "id");
+    if (v && (!json_is_integer(v) || json_integer_value(v) < 1))
+        return ag_error_refuse(err, "id",
+                               "must be a positive integer (it is ignored: "
+                               "a new entry gets its own)");
+    v = json_object_get(obj, "list");
+    if (v && (!json_is_string(v) ||
+              ag_list_parse(json_string_value(v)) != (int)list))
+        return ag_error_set(err, AG_EINVAL, "list",
+                            "list must be \"%s\", the list posted to, or "
+                            "left out",
+                            list_names[list]);
+    if (json_object_get(obj, "hash"))
+        return ag_error_refuse(err, "hash",
+                               "cannot be posted: a user or phone entry is "
+                               "kept as its keyed digest only, so give its "
+                               "value");
     v = json_object_get(obj, "force");
     if (v && !json_is_boolean(v))
         return ag_error_refuse(err, "force", "must be true or false");
@@ -151,14 +173,18 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                                "must be \"ip\", \"user\", \"phone\", "
                                "\"country\" or \"phone_prefix\"");
     e.kind = (enum ag_list_kind)kind;
+    /* "*" is every endpoint, as an entry read back says, and the same as
+     * leaving the field out. */
     v = json_object_get(obj, "endpoint");
-    if (v && !json_is_null(v)) {
+    if (v && !json_is_null(v) &&
+        !(json_is_string(v) && strcmp(json_string_value(v), "*") == 0)) {
         e.endpoint =
             json_is_string(v) ? ag_endpoint_parse(json_string_value(v)) : -1;
         if (e.endpoint < 0)
             return ag_error_refuse(
                 err, "endpoint",
-                "must be \"login\", \"otp\" or \"otp_verify\"");
+                "must be \"*\" (every endpoint, the default), \"login\", "
+                "\"otp\" or \"otp_verify\"");
     }
     v = json_object_get(obj, "note");
     if (v) {

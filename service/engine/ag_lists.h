@@ -74,8 +74,11 @@ const char *ag_list_kind_name(enum ag_list_kind k);
 
 /* Builds an entry of list from an admin body {"kind": "ip"|"user"|"phone"|
  * "country"|"phone_prefix",
- * "value": "...", "endpoint": "login" (optional), "note": "..."
- * (optional), "force": true (optional)}. IPs and networks are canonicalised
+ * "value": "...", "endpoint": "login" (optional; "*" is every endpoint,
+ * as leaving it out), "note": "..." (optional), "force": true
+ * (optional)}, or from an entry as ag_list_entry_to_json wrote it: its
+ * "id" is ignored and its "list" must be list (a "hash" is refused: the
+ * value it came from is needed). IPs and networks are canonicalised
  * (host bits must be zero); an allow network shorter than
  * AG_LIST_ALLOW_MIN_BITS_V4 or _V6 (0.0.0.0/0 and ::/0 among them) is
  * refused unless forced. Users and phones are normalised and hashed with h,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -15,6 +16,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_parse.h"
 
 struct entry {
     char *body;
@@ -100,17 +102,82 @@ size_t ag_webhook_queue_len(const struct ag_webhook_queue *q)
     return q->n;
 }
 
-void ag_webhook_sign(const unsigned char *key, size_t key_len, const char *body,
-                     size_t len, char out[AG_WEBHOOK_SIGNATURE_LEN + 1])
+void ag_webhook_sign(const unsigned char *key, size_t key_len, uint64_t t,
+                     const char *body, size_t len,
+                     char out[AG_WEBHOOK_SIGNATURE_MAX + 1])
 {
+    char stamp[24];
+    int n = snprintf(stamp, sizeof stamp, "%llu.", (unsigned long long)t);
     crypto_auth_hmacsha256_state st;
     unsigned char mac[crypto_auth_hmacsha256_BYTES];
     crypto_auth_hmacsha256_init(&st, key, key_len);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *)stamp,
+                                  (unsigned long long)n);
     crypto_auth_hmacsha256_update(&st, (const unsigned char *)body, len);
     crypto_auth_hmacsha256_final(&st, mac);
-    memcpy(out, "sha256=", 7);
-    sodium_bin2hex(out + 7, AG_WEBHOOK_SIGNATURE_LEN + 1 - 7, mac, sizeof mac);
+    int h = snprintf(out, AG_WEBHOOK_SIGNATURE_MAX + 1,
+                     "t=%llu,v1=", (unsigned long long)t);
+    sodium_bin2hex(out + h, AG_WEBHOOK_SIGNATURE_MAX + 1 - (size_t)h, mac,
+                   sizeof mac);
     sodium_memzero(&st, sizeof st);
+}
+
+/* Whether part of h is present (libcurl says so without an error). */
+static bool has_part(CURLU *h, CURLUPart part)
+{
+    char *v = NULL;
+    bool has = curl_url_get(h, part, &v, 0) == CURLUE_OK && v && *v;
+    if (v)
+        sodium_memzero(v, strlen(v));
+    curl_free(v);
+    return has;
+}
+
+int ag_webhook_url_check(const char *url, const char *flag, bool *credential,
+                         struct ag_error *err)
+{
+    *credential = false;
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return ag_error_set(err, AG_EINVAL, flag,
+                                "--%s: the URL holds a control character",
+                                flag);
+    /* libcurl reads "http:///x" as the host x: a missing host is refused
+     * here, before it can guess one. */
+    size_t scheme = strncasecmp(url, "http://", 7) == 0    ? 7
+                    : strncasecmp(url, "https://", 8) == 0 ? 8
+                                                           : 0;
+    if (!scheme || url[scheme] == '/')
+        return ag_error_set(err, AG_EINVAL, flag,
+                            "--%s: must be an http:// or https:// URL with "
+                            "a host",
+                            flag);
+    CURLU *h = curl_url();
+    if (!h)
+        return ag_error_set(err, AG_ENOMEM, flag, "--%s: out of memory", flag);
+    int rc = AG_OK;
+    char *host = NULL, *port = NULL;
+    CURLUcode c = curl_url_set(h, CURLUPART_URL, url, 0);
+    int portno = 0;
+    if (c != CURLUE_OK)
+        /* libcurl's reason names what is wrong, never the text. */
+        rc = ag_error_set(err, AG_EINVAL, flag, "--%s: not a usable URL (%s)",
+                          flag, curl_url_strerror(c));
+    else if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host ||
+             !*host)
+        rc = ag_error_set(err, AG_EINVAL, flag, "--%s: the URL has no host",
+                          flag);
+    else if (curl_url_get(h, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
+             ag_parse_port(port, &portno))
+        rc = ag_error_set(err, AG_EINVAL, flag,
+                          "--%s: the URL's port must be 1 to 65535", flag);
+    else
+        *credential =
+            has_part(h, CURLUPART_USER) || has_part(h, CURLUPART_PASSWORD);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(h);
+    return rc;
 }
 
 uint64_t ag_webhook_backoff_ms(unsigned failures)
@@ -224,9 +291,13 @@ static int progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 static bool post(struct receiver *r, const char *body, size_t len,
                  unsigned failures)
 {
-    char sig[sizeof "X-Abuseguard-Signature: " + AG_WEBHOOK_SIGNATURE_LEN];
+    /* Signed at each try with the time of that try: a receiver refuses a
+     * signature older than its tolerance, which a retry after a long
+     * outage would otherwise be. */
+    char sig[sizeof "X-Abuseguard-Signature: " + AG_WEBHOOK_SIGNATURE_MAX];
     int n = snprintf(sig, sizeof sig, "X-Abuseguard-Signature: ");
-    ag_webhook_sign(r->w->key, r->w->key_len, body, len, sig + n);
+    ag_webhook_sign(r->w->key, r->w->key_len, ag_clock_wall_ms() / 1000, body,
+                    len, sig + n);
     struct curl_slist *h =
         curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *h2 = h ? curl_slist_append(h, sig) : NULL;

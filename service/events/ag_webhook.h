@@ -8,10 +8,14 @@
  * under the receiver's lock).
  *
  * Every POST carries the event's JSON as its body, and
- * "X-Abuseguard-Signature: sha256=<hex HMAC-SHA256 of the body>" keyed by
- * the webhook secret. Delivery is at least once: an event stays at the
- * head of its queue until the receiver answers 2xx; a failure (a non-2xx
- * answer, a refused connection, a timeout of AG_WEBHOOK_TIMEOUT_MS) is
+ * "X-Abuseguard-Signature: t=<Unix seconds>,v1=<hex HMAC-SHA256 of
+ * "<t>.<body>">" keyed by the webhook secret: the time is signed with the
+ * body (Stripe's and Slack's scheme), so that a receiver can refuse a
+ * delivery replayed later (docs/events.md tells it to allow 5 minutes).
+ * Each try is signed afresh with its own time, as Stripe does: a retry
+ * an hour later is not refused as a replay. Delivery is at least once: an event
+ * stays at the head of its queue until the receiver answers 2xx; a failure (a
+ * non-2xx answer, a refused connection, a timeout of AG_WEBHOOK_TIMEOUT_MS) is
  * retried after ag_webhook_backoff_ms, until the event is older than
  * max_age_s: it is then dropped and counted. A full queue drops its oldest
  * event (counted) to make room: during an attack the newest events matter
@@ -29,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ag_error.h"
+
 #define AG_WEBHOOKS_MAX 8          /* --webhook-url given at most */
 #define AG_WEBHOOK_URL_MAX 1024    /* bytes of one URL, with its NUL */
 #define AG_WEBHOOK_QUEUE_MAX 10000 /* events queued per receiver at most */
@@ -41,8 +47,8 @@
  * long per receiver at most (with a count of those held back); the
  * dropped counter counts every one. */
 #define AG_WEBHOOK_LOG_EVERY_MS 10000
-/* "sha256=" and 64 hex digits, without the NUL. */
-#define AG_WEBHOOK_SIGNATURE_LEN (7 + 64)
+/* "t=", at most 20 digits, ",v1=" and 64 hex digits, without the NUL. */
+#define AG_WEBHOOK_SIGNATURE_MAX (2 + 20 + 4 + 64)
 
 struct ag_metrics;
 struct ag_webhooks;
@@ -68,10 +74,23 @@ void ag_webhooks_push(struct ag_webhooks *w, const char *body, size_t len);
  * still queued is counted as dropped. NULL is allowed. */
 void ag_webhooks_free(struct ag_webhooks *w);
 
-/* Writes "sha256=" and the hex HMAC-SHA256 of body keyed by key into out,
- * which holds AG_WEBHOOK_SIGNATURE_LEN + 1 bytes. */
-void ag_webhook_sign(const unsigned char *key, size_t key_len, const char *body,
-                     size_t len, char out[AG_WEBHOOK_SIGNATURE_LEN + 1]);
+/* Judges url as a receiver's address before anything is delivered, with
+ * libcurl's URL parser, the one each POST goes through: it must hold no
+ * control character (a newline would end the request line), be http://
+ * or https:// with a non-empty host, and give a port, if any, of 1 to
+ * 65535. AG_OK, with *credential set when it holds a user or a password
+ * (which a file that others can read must not hold); or AG_EINVAL, with
+ * err's field flag and a message "--<flag>: <why>" that quotes no part of
+ * url (it may hold a credential). */
+int ag_webhook_url_check(const char *url, const char *flag, bool *credential,
+                         struct ag_error *err);
+
+/* Writes the signature of body sent at t (Unix seconds) into out, which
+ * holds AG_WEBHOOK_SIGNATURE_MAX + 1 bytes: "t=<t>,v1=" and the hex
+ * HMAC-SHA256 of "<t>.<body>" keyed by key. */
+void ag_webhook_sign(const unsigned char *key, size_t key_len, uint64_t t,
+                     const char *body, size_t len,
+                     char out[AG_WEBHOOK_SIGNATURE_MAX + 1]);
 
 /* The wait before the next try after failures failed ones in a row (1 or
  * more): AG_WEBHOOK_BACKOFF_MIN_MS, doubling, at most

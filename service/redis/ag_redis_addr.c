@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "ag_redis_addr.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,27 @@ static int url_decode(const char *s, size_t n, char *out, size_t size)
     return AG_OK;
 }
 
+/* Whether the hlen bytes at h are a host a connection can be made to: a
+ * name or an IPv4 address (letters, digits, '.', '-', '_'), or, when
+ * bracketed, an IPv6 address. Anything else (a bracket left open, a
+ * control character) would start a service that never connects. */
+static bool host_ok(const char *h, size_t hlen, bool bracketed)
+{
+    if (bracketed) {
+        char v6[INET6_ADDRSTRLEN];
+        unsigned char addr[16];
+        if (hlen >= sizeof v6)
+            return false;
+        memcpy(v6, h, hlen);
+        v6[hlen] = '\0';
+        return inet_pton(AF_INET6, v6, addr) == 1;
+    }
+    for (size_t i = 0; i < hlen; i++)
+        if (!isalnum((unsigned char)h[i]) && !strchr(".-_", h[i]))
+            return false;
+    return hlen > 0;
+}
+
 /* One HOST:PORT (or [V6]:PORT) of n bytes at s. */
 static int parse_hostport(const char *s, size_t n,
                           struct ag_redis_hostport *out)
@@ -46,13 +69,15 @@ static int parse_hostport(const char *s, size_t n,
         return AG_EINVAL;
     const char *h = s;
     size_t hlen = (size_t)(colon - s);
-    if (hlen > 2 && h[0] == '[' && h[hlen - 1] == ']') {
+    bool bracketed = hlen > 2 && h[0] == '[' && h[hlen - 1] == ']';
+    if (bracketed) {
         h++;
         hlen -= 2;
     }
     char port[8] = {0};
     size_t plen = (size_t)(s + n - colon - 1);
-    if (hlen >= sizeof out->host || plen == 0 || plen >= sizeof port)
+    if (hlen >= sizeof out->host || plen == 0 || plen >= sizeof port ||
+        !host_ok(h, hlen, bracketed))
         return AG_EINVAL;
     memcpy(out->host, h, hlen);
     out->host[hlen] = '\0';
@@ -88,8 +113,9 @@ static int parse_seeds(const char *s, bool named, const char *name,
                                 AG_SEEDS_MAX);
         if (parse_hostport(p, (size_t)(end - p), &out->seeds[out->n_seeds]))
             return ag_error_set(err, AG_EINVAL, name,
-                                "--%s: address %d is not host:port "
-                                "(port 1 to 65535)",
+                                "--%s: address %d is not host:port (a "
+                                "name, an IPv4 address or [IPv6], the port "
+                                "1 to 65535)",
                                 name, out->n_seeds + 1);
         out->n_seeds++;
         p = comma ? comma + 1 : slash;
@@ -185,8 +211,8 @@ int ag_redis_addr_parse(const char *url, const char *name,
     struct ag_redis_hostport hp;
     if (parse_hostport(s, (size_t)((slash ? slash : s + strlen(s)) - s), &hp))
         return ag_error_set(err, AG_EINVAL, name,
-                            "--%s: expected host:port, the port 1 to "
-                            "65535",
+                            "--%s: expected host:port (a name, an IPv4 "
+                            "address or [IPv6]), the port 1 to 65535",
                             name);
     memcpy(out->host, hp.host, sizeof out->host);
     out->port = hp.port;

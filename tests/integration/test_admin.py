@@ -13,7 +13,7 @@ import time
 import unittest
 import urllib.parse
 
-from harness import ServiceTest, digest, free_port, wait_until
+from harness import ServiceTest, digest, free_port, wait_until, make_secret
 
 TOKEN = "tok-" + "7" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -25,9 +25,8 @@ NEW_POLICY = {"endpoint": "login", "key": ["user"],
 class AdminTest(ServiceTest):
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
 
     def admin_service(self, **kw):
         extra = list(kw.pop("extra", ())) + ["--admin-token-file",
@@ -567,6 +566,82 @@ class ListsTest(AdminTest):
                   for e in audit if e["action"] == "list_add"}
         self.assertEqual(forced, {"0.0.0.0/0": True, "10.0.0.0/8": None,
                                   "::/0": None})
+
+    def entry_read_back(self, svc, which, entry_id):
+        entries = self.call(svc, "GET", "/admin/lists/" + which).json
+        (entry,) = [e for e in entries["entries"] if e["id"] == entry_id]
+        return entry
+
+    def test_an_entry_read_back_can_be_posted_again(self):
+        # The answers say "endpoint": "*" for every endpoint, and the
+        # contract names it the default: posted, it means every endpoint,
+        # so that an entry read back (its id and list too) can be posted
+        # again as read.
+        svc = self.admin_service()
+        for which, entry, ip in [
+                ("deny", {"kind": "ip", "value": "198.51.100.0/24",
+                          "endpoint": "*", "note": "ticket 42"},
+                 "198.51.100.7"),
+                ("allow", {"kind": "ip", "value": "203.0.113.0/24",
+                           "endpoint": "*"}, "203.0.113.9"),
+                ("deny", {"kind": "ip", "value": "192.0.2.0/28",
+                          "endpoint": "login"}, "192.0.2.3"),
+                ("allow", {"kind": "phone_prefix", "value": "+4479",
+                           "endpoint": "*", "note": "QA range"}, None)]:
+            with self.subTest(which=which, entry=entry):
+                r = self.add(svc, which, entry)
+                self.assertEqual(r.status, 201, r.json)
+                read = self.entry_read_back(svc, which, r.json["entry"]["id"])
+                self.assertEqual(read, r.json["entry"])
+                self.assertEqual(read["endpoint"], entry["endpoint"])
+                self.assertEqual(self.call(
+                    svc, "DELETE",
+                    "/admin/lists/%s/%d" % (which, read["id"])).status, 204)
+                r = self.add(svc, which, read)
+                self.assertEqual(r.status, 201, r.json)
+                again = self.entry_read_back(svc, which,
+                                             r.json["entry"]["id"])
+                # The same entry but for its id, which is the new row's.
+                self.assertNotEqual(again["id"], read["id"])
+                self.assertEqual(dict(again, id=read["id"]), read)
+                if ip is None:
+                    continue
+                # "*" is every endpoint; "login" one of them.
+                want = 403 if which == "deny" else 200
+                login = self.login(svc, "rt@example.com", ip)
+                otp = self.otp(svc, "+442079460000", ip)
+                self.assertEqual(login.status, want, login.json)
+                self.assertEqual(login.json["decisions"][0].get("list"),
+                                 which)
+                on_otp = entry["endpoint"] == "*"
+                self.assertEqual(otp.status, want if on_otp else 200,
+                                 otp.json)
+                self.assertEqual(otp.json["decisions"][0].get("list"),
+                                 which if on_otp else None)
+
+    def test_an_entry_posted_to_another_list_or_as_a_hash_is_refused(self):
+        svc = self.admin_service()
+        r = self.add(svc, "deny", {"kind": "ip", "value": "198.51.100.0/24"})
+        self.assertEqual(r.status, 201)
+        read = self.entry_read_back(svc, "deny", r.json["entry"]["id"])
+        # Its list says where it was read from: posted elsewhere, a slip.
+        r = self.add(svc, "allow", read)
+        self.assertEqual((r.status, r.json["field"]), (400, "list"))
+        for bad in [{"id": "7"}, {"id": 0}, {"list": "grey"}]:
+            with self.subTest(bad=bad):
+                r = self.add(svc, "deny", dict(read, value="198.51.101.0/24",
+                                               **bad))
+                self.assertEqual(r.status, 400)
+                self.assertEqual(r.json["field"], list(bad)[0])
+        # A user or phone is kept as its digest only: posting one takes
+        # its value, and the answer names the hash as what it cannot take.
+        r = self.add(svc, "deny", {"kind": "user", "value": "ana@example.com"})
+        self.assertEqual(r.status, 201)
+        read = self.entry_read_back(svc, "deny", r.json["entry"]["id"])
+        r = self.add(svc, "deny", read)
+        self.assertEqual((r.status, r.json["field"]), (400, "hash"))
+        self.assertEqual(len(self.call(svc, "GET", "/admin/lists/deny")
+                             .json["entries"]), 2)
 
     def test_bad_entries_name_the_field(self):
         svc = self.admin_service()

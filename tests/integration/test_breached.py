@@ -16,7 +16,8 @@ import subprocess
 import time
 import unittest
 
-from harness import BINARY, PolicyTest, digest, policy, wait_until
+from harness import (BINARY, PolicyTest, digest, make_secret, policy,
+                     wait_until)
 
 POLICY = "login.breached_password"
 TOKEN = "tok-" + "b" * 40
@@ -50,9 +51,8 @@ def metric(svc, line):
 
 class BreachedTest(PolicyTest):
     def admin_service(self, **kw):
-        token_file = os.path.join(self.workdir, "admin.token")
-        with open(token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                 name="admin.token")
         return self.service(extra=["--admin-token-file", token_file], **kw)
 
     def check(self, svc, user, ip="192.0.2.1", **extra):

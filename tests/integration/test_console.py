@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import unittest
 
-from harness import ServiceTest, free_port
+from harness import ServiceTest, free_port, make_secret
 
 TOKEN = "tok-" + "5" * 40
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -38,9 +38,8 @@ def artifacts_dir():
 class ConsoleTest(ServiceTest):
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
 
     def console_service(self, extra=()):
         return self.service(extra=["--admin-token-file", self.token_file,

@@ -7,7 +7,7 @@ code reaches Redis in clear."""
 import os
 import unittest
 
-from harness import PolicyTest, digest, policy, wait_until
+from harness import PolicyTest, digest, policy, wait_until, make_secret
 from test_resilience import metric
 
 TOKEN = "tok-" + "c" * 40
@@ -19,9 +19,7 @@ COUNTRY = policy("o.country", endpoint="otp", key=("country",), limit=3,
 class CountryTest(PolicyTest):
     def setUp(self):
         super().setUp()
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write(TOKEN)
+        token = make_secret(self.workdir, TOKEN.encode(), name="admin.token")
         self.svcs = self.seeded([COUNTRY], count=2,
                                 extra=["--admin-token-file", token])
 

@@ -6,7 +6,7 @@ import shutil
 import sqlite3
 import unittest
 
-from harness import PolicyTest, policy, wait_until
+from harness import PolicyTest, policy, wait_until, make_secret
 from test_resilience import metric
 
 TOKEN = "tok-" + "5" * 40
@@ -19,9 +19,8 @@ NEW = {"endpoint": "login", "key": ["user"], "algorithm": "fixed_window",
 class DatabaseFileTest(PolicyTest):
     def setUp(self):
         super().setUp()
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write(TOKEN + "\n")
+        token = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                            name="admin.token")
         (self.svc,) = self.seeded([FIRST], extra=[
             "--admin-token-file", token])
 

@@ -14,7 +14,7 @@ import signal
 import tempfile
 import time
 
-from harness import PolicyTest, policy, wait_until
+from harness import PolicyTest, policy, wait_until, make_secret
 
 TOKEN = "tok-" + "5" * 40
 # Seconds within which an early end of a denial reaches the other
@@ -46,9 +46,8 @@ def cached(resp):
 class DenyCacheTest(PolicyTest):
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
 
     def instances(self, policies, caches=("on", "on")):
         """One instance per entry of caches (its --deny-cache), sharing one

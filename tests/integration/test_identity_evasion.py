@@ -9,7 +9,7 @@ import os
 import random
 import unittest
 
-from harness import PolicyTest, ServiceTest, digest, policy
+from harness import PolicyTest, ServiceTest, digest, make_secret, policy
 
 
 def subjects(redis, name):
@@ -177,10 +177,8 @@ class PhoneSpellingTest(PolicyTest):
                                  (429, "v.phone"), r.json)
 
     def test_phone_deny_entry_denies_its_trunk_spelling(self):
-        token_file = os.path.join(self.workdir, "admin.token")
-        with open(token_file, "w") as f:
-            f.write(TOKEN + "\n")
-        os.chmod(token_file, 0o600)
+        token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                 name="admin.token")
         svc = self.service(extra=["--admin-token-file", token_file])
         r = svc.post("/admin/lists/deny",
                      {"kind": "phone", "value": "+447700900555"},

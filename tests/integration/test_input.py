@@ -7,7 +7,7 @@ import os
 import socket
 import unittest
 
-from harness import ServiceTest
+from harness import ServiceTest, make_secret
 
 
 LOGIN_CASES = [
@@ -201,9 +201,8 @@ class AdminOnTest(ServiceTest):
 
     def setUp(self):
         super().setUp()
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write(ADMIN_TOKEN)
+        token = make_secret(self.workdir, ADMIN_TOKEN.encode(),
+                            name="admin.token")
         self.svc = self.service(extra=["--admin-token-file", token])
 
 

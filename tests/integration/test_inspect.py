@@ -5,7 +5,7 @@ charging anything."""
 import json
 import os
 
-from harness import PolicyTest, digest, policy, wait_until
+from harness import PolicyTest, digest, policy, wait_until, make_secret
 
 TOKEN = "tok-" + "5" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -29,9 +29,8 @@ POLICIES = [
 class InspectTest(PolicyTest):
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
 
     def start(self, policies=POLICIES):
         (svc,) = self.seeded(policies,

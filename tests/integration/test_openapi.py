@@ -35,7 +35,7 @@ import sqlite3
 import subprocess
 import urllib.parse
 
-from harness import BINARY, ServiceTest, free_port, wait_until
+from harness import BINARY, ServiceTest, free_port, make_secret, wait_until
 from openapi_cases import (ALLOWED_IP, AUTH, CASES, PHASES, TOKEN, Ctx,
                            rows)
 
@@ -83,9 +83,8 @@ class OpenApiTest(ServiceTest):
     def setUp(self):
         super().setUp()
         self.raw, self.spec = load_spec()
-        token_file = os.path.join(self.workdir, "admin.token")
-        with open(token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                 name="admin.token")
         # A SHA-1 corpus for GET /range (and none for mode=ntlm's 404).
         corpus = os.path.join(self.workdir, "sha1.agp")
         source = os.path.join(self.workdir, "sha1.txt")

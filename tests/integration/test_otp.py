@@ -6,7 +6,7 @@ authentication count")."""
 import os
 import unittest
 
-from harness import PolicyTest, policy, wait_until
+from harness import PolicyTest, policy, wait_until, make_secret
 from test_resilience import metric
 
 SEND = policy("o.send", endpoint="otp", key=("phone",), limit=10,
@@ -136,9 +136,8 @@ class ConversionTest(PolicyTest):
 
 class AllowedNumberTest(PolicyTest):
     def test_an_allow_listed_numbers_reports_do_not_raise_its_range(self):
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write("tok-" + "a" * 40)
+        token = make_secret(self.workdir, ("tok-" + "a" * 40).encode(),
+                            name="admin.token")
         (svc,) = self.seeded([CONVERSION],
                              extra=["--admin-token-file", token])
         r = svc.post("/admin/lists/allow",
@@ -168,9 +167,8 @@ class ConversionReportTest(PolicyTest):
 
     def setUp(self):
         super().setUp()
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write(REPORT_TOKEN)
+        token = make_secret(self.workdir, REPORT_TOKEN.encode(),
+                            name="admin.token")
         self.svcs = self.seeded([SEND], count=2,
                                 extra=["--admin-token-file", token])
 

@@ -13,7 +13,7 @@ import time
 import unittest
 
 from harness import (PolicyTest, Service, _read_reply, digest, policy,
-                     wait_until)
+                     wait_until, make_secret)
 from harness_topology import Cluster
 from test_resilience import metric
 
@@ -150,9 +150,8 @@ class ClusterTest(PolicyTest):
             svc, "abuseguard_cluster_releases_total") == 1, 10))
 
     def test_an_inspect_peeks_each_slot_group_and_releases_nothing(self):
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write("tok-" + "3" * 40 + "\n")
+        token = make_secret(self.workdir, ("tok-" + "3" * 40 + "\n").encode(),
+                            name="admin.token")
         auth = {"Authorization": "Bearer tok-" + "3" * 40}
         (svc,) = self.instances([USER, IP], count=1,
                                 extra=["--admin-token-file", token])

@@ -7,7 +7,7 @@ and GET /admin/overview, this instance's last hour a minute at a time."""
 import os
 import unittest
 
-from harness import ServiceTest, wait_until
+from harness import ServiceTest, wait_until, make_secret
 
 TOKEN = "tok-" + "9" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -29,9 +29,8 @@ def metric(svc, name, **labels):
 class ShieldsAdminTest(ServiceTest):
     def setUp(self):
         super().setUp()
-        self.token_file = os.path.join(self.workdir, "admin.token")
-        with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        self.token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                      name="admin.token")
         self.n = 0
 
     def admin_service(self, name="svc"):

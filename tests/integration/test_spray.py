@@ -15,7 +15,7 @@ import os
 import time
 import unittest
 
-from harness import ServiceTest, digest, wait_until
+from harness import ServiceTest, digest, wait_until, make_secret
 
 POLICY = "login.password_spray"
 LIMIT = 10  # users an hour, as policies/default.json says
@@ -198,9 +198,8 @@ class SprayTest(ServiceTest):
         self.assertEqual(self.decision(r, POLICY)["remaining"], LIMIT - 1)
 
     def admin_service(self):
-        token_file = os.path.join(self.workdir, "admin.token")
-        with open(token_file, "w") as f:
-            f.write(TOKEN + "\n")
+        token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
+                                 name="admin.token")
         return self.service(extra=["--admin-token-file", token_file])
 
     def test_an_admin_reset_of_the_fingerprint_ends_a_false_alarm(self):

@@ -125,11 +125,115 @@ class RefusalTest(unittest.TestCase):
                 self.assert_refused(self.base(path), "repeated")
 
     def test_admin_token_shorter_than_16_bytes_is_refused(self):
-        path = os.path.join(self.dir, "admin.token")
-        with open(path, "w") as f:
-            f.write("x" * 15 + "\n")
+        path = make_secret(self.dir, b"tok-0123456789\n", name="admin.token")
         self.assert_refused(self.base() + ["--admin-token-file", path],
                             "--admin-token-file")
+        self.assert_refused(self.base() + ["--admin-token-file", path],
+                            "16 to 1024 bytes")
+
+    def test_admin_token_shared_with_group_or_others_is_refused(self):
+        # Judged like the other secret files: the token opens every admin
+        # route, so a file others can read hands it to them.
+        for mode in (0o644, 0o640):
+            with self.subTest(mode=oct(mode)):
+                path = make_secret(self.dir, b"tok-" + b"7" * 40 + b"\n",
+                                   mode=mode, name="admin.token")
+                self.assert_refused(self.base() + ["--admin-token-file", path],
+                                    "--admin-token-file")
+                self.assert_refused(self.base() + ["--admin-token-file", path],
+                                    "group or others")
+
+    def test_admin_token_of_one_repeated_byte_is_refused(self):
+        for content in [b"a" * 16, b"a" * 16 + b"\n", b"\xff" * 40]:
+            with self.subTest(content=content[:1]):
+                path = make_secret(self.dir, content, name="admin.token")
+                r = run(self.base() + ["--admin-token-file", path])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1,
+                                 r.stderr)
+                self.assertIn("--admin-token-file", r.stderr)
+                self.assertIn("repeated", r.stderr)
+                self.assertNotIn("a" * 16, r.stderr)
+
+    def config_with(self, text, mode):
+        conf = os.path.join(self.dir, "ag.conf")
+        with open(conf, "w") as f:
+            f.write(text)
+        os.chmod(conf, mode)
+        return conf
+
+    def test_a_shared_config_file_holding_a_credential_is_refused(self):
+        # --help answers after the whole configuration is read and checked,
+        # so a refusal shows without starting anything.
+        for key, line, secret in [
+                ("redis", "redis = redis://:pw-3141@127.0.0.1:6379/2\n",
+                 "pw-3141"),
+                ("redis", "redis = redis+sentinel://ag:pw-2718@s1:26379,"
+                 "s2:26379/mymaster\n", "pw-2718"),
+                ("webhook-url", "webhook-url = https://hooks:pw-1618@"
+                 "hooks.example/in\nwebhook-secret-file = /x\n",
+                 "pw-1618")]:
+            for mode in (0o644, 0o640, 0o604):
+                with self.subTest(key=key, mode=oct(mode)):
+                    conf = self.config_with("# shared\n" + line, mode)
+                    r = run(self.base() + ["--config", conf, "--help"])
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    lines = r.stderr.strip().splitlines()
+                    self.assertEqual(len(lines), 1, r.stderr)
+                    self.assertIn(conf, lines[0])
+                    self.assertIn("line 2", lines[0])
+                    self.assertIn(" %s " % key, lines[0])
+                    self.assertNotIn(secret, r.stderr)
+            with self.subTest(key=key, mode="0600"):
+                conf = self.config_with("# private\n" + line, 0o600)
+                r = run(self.base() + ["--config", conf, "--help"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_shared_config_file_without_a_credential_is_taken(self):
+        # A user alone is an ACL user whose password is in its own file;
+        # a path names where a secret is, not the secret.
+        conf = self.config_with(
+            "redis = redis://ag@127.0.0.1:6379\n"
+            "redis-password-file = /etc/abuseguard/redis.password\n"
+            "admin-token-file = /etc/abuseguard/admin.token\n", 0o644)
+        r = run(self.base() + ["--config", conf, "--help"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_webhook_urls_that_can_never_work_are_refused(self):
+        # Each of these started the service, whose every delivery then
+        # failed until the events aged out an hour later.
+        hook_key = make_secret(self.dir, name="webhook.key")
+        for url in ["http://u:pw-5813@/x", "http://u:pw-5813@[::1/x",
+                    "http://u:pw-5813@127.0.0.1:0/x",
+                    "http://u:pw-5813@127.0.0.1:99999/x",
+                    "http://u:pw-5813@127.0.0.1/x\nX-Injected:1",
+                    "http://u:pw-5813@127.0.0.1/x\r",
+                    "http:///x", "ftp://127.0.0.1/x", "127.0.0.1:8080/x"]:
+            with self.subTest(url=url):
+                r = run(self.base() + ["--webhook-secret-file", hook_key,
+                                       "--webhook-url", url])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                lines = r.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn("--webhook-url", lines[0])
+                self.assertNotIn("pw-5813", r.stderr)
+
+    def test_a_redis_url_that_can_never_connect_is_refused(self):
+        # It started, and stayed unready for ever.
+        for url in ["redis://u:pw-4669@[::1:16379",
+                    "redis://u:pw-4669@[::1]]:16379",
+                    "redis://u:pw-4669@[not-v6]:16379",
+                    "redis://u:pw-4669@ca[che:16379",
+                    "rediss://:pw-4669@cache\n:16379",
+                    "redis+sentinel://:pw-4669@s1:26379,[::1:26380/m",
+                    "redis+cluster://:pw-4669@n1:7000,n[2:7001"]:
+            with self.subTest(url=url):
+                r = run(self.base() + ["--redis", url])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                lines = r.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn("--redis", lines[0])
+                self.assertNotIn("pw-4669", r.stderr)
 
     def test_max_conns_over_the_hard_open_files_limit_is_refused(self):
         def low_hard_limit():
@@ -190,9 +294,8 @@ class StartupTest(ServiceTest):
         self.assertEqual(r.json["policy"], "login.tight")
 
     def test_a_config_file_configures_the_service(self):
-        token = os.path.join(self.workdir, "admin.token")
-        with open(token, "w") as f:
-            f.write("tok-" + "f" * 40)
+        token = make_secret(self.workdir, ("tok-" + "f" * 40).encode(),
+                            name="admin.token")
         conf = os.path.join(self.workdir, "ag.conf")
         with open(conf, "w") as f:
             f.write("# the admin API, from the file\n"

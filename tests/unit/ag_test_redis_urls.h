@@ -26,6 +26,18 @@ static const char *const ag_test_bad_redis_urls[] = {
     "rediss://cache",
     "redis://cache:6379/x",
     "redis://cache:6379/-1",
+    /* Hosts no connection can be made to: a bracket left open or shut
+     * twice, a bracketed non-IPv6, an unbracketed IPv6, a control
+     * character or a bracket inside a name, in every URL form. */
+    "redis://u:pw@[::1:16379",
+    "redis://[::1]]:6379",
+    "redis://[cache]:6379",
+    "redis://::1:6379",
+    "redis://ca[che:6379",
+    "rediss://cache\n:6379",
+    "redis://ca che:6379",
+    "redis+sentinel://s1:26379,[::1:26380/m",
+    "redis+cluster://n1:7000,n[2:7001",
     "unix://relative/redis.sock",
     "unix://",
     "",

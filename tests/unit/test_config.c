@@ -441,6 +441,59 @@ static void config_file_sits_below_flags_and_environment(void **state)
     unsetenv("ABUSEGUARD_CONFIG");
 }
 
+static void a_shared_config_file_holding_a_credential_is_refused(void **state)
+{
+    static const struct {
+        const char *text, *key;
+        bool credential;
+    } cases[] = {
+        {"redis = redis://:pw-3141@r:6379\n", "redis", true},
+        {"redis = rediss+cluster://ag:pw-3141@n1:1,n2:2\n", "redis", true},
+        /* Refused by the parser, judged by its '@'. */
+        {"redis = redis://:pw-3141@r\n", "redis", true},
+        {"webhook-url = http://a/1 https://hook:pw-3141@b/2\n", "webhook-url",
+         true},
+        {"webhook-url = https://apikey-3141@b/2\n", "webhook-url", true},
+        /* An ACL user alone, a path, a URL without one: nothing secret. */
+        {"redis = redis://ag@r:6379\n", "redis", false},
+        {"webhook-url = https://b/in@2\n", "webhook-url", false},
+        {"redis-password-file = /etc/ag/pw\n", "redis-password-file", false},
+    };
+    static const mode_t shared[] = {0644, 0640, 0604};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (size_t m = 0; m <= sizeof shared / sizeof shared[0]; m++) {
+            /* The last round: the same file, private. */
+            bool private = m == sizeof shared / sizeof shared[0];
+            const char *path =
+                tmp_file(state, cases[i].text, strlen(cases[i].text),
+                         private ? 0600 : shared[m]);
+            struct ag_config c;
+            char err[ERRSZ] = "";
+            /* The command line's --redis overrides the file's: the file
+             * shows the password all the same. */
+            bool hook = strcmp(cases[i].key, "webhook-url") == 0;
+            int rc =
+                parse(&c, err, "--config", path, "--redis", "redis://cmd:1",
+                      hook ? "--webhook-secret-file" : (char *)NULL, "/k",
+                      (char *)NULL);
+            unlink(path);
+            if (!cases[i].credential || private) {
+                if (rc != AG_OK)
+                    fail_msg("case %zu mode %zu refused: %s", i, m, err);
+                continue;
+            }
+            if (rc != AG_EINVAL)
+                fail_msg("case %zu mode %zu: rc %d", i, m, rc);
+            assert_string_equal(last.field, cases[i].key);
+            assert_non_null(strstr(err, path));
+            assert_non_null(strstr(err, "line 1"));
+            assert_non_null(strstr(err, "group or others"));
+            if (strstr(err, "3141"))
+                fail_msg("case %zu: the message shows the secret: %s", i, err);
+        }
+    }
+}
+
 static void config_file_errors_name_the_line_and_key(void **state)
 {
     static const char *const bad[][2] = {
@@ -602,6 +655,44 @@ static void pwned_files_add_up_to_one_of_each_mode(void **state)
     assert_int_equal(c.n_pwned_files, 1);
     assert_string_equal(c.pwned_files[0], "/e/sha1.agp");
 }
+static void webhook_urls_libcurl_cannot_use_are_refused_unquoted(void **state)
+{
+    (void)state;
+    /* Each of these started the service, and then every delivery failed
+     * until the event aged out. */
+    static const char *const bad[] = {
+        "http://u:pw-5813@/x",
+        "http://u:pw-5813@[::1/x",
+        "http://u:pw-5813@127.0.0.1:0/x",
+        "http://u:pw-5813@127.0.0.1:99999/x",
+        "http://u:pw-5813@127.0.0.1/x\nX-Injected:1",
+        "http://u:pw-5813@127.0.0.1/x\r",
+        "http://u:pw-5813@127.0.0.1/x\x7f",
+        "http://u:pw-5813@127.0.0.1/\tx",
+        "http://u:pw-5813@ho st/x",
+        "gopher://u:pw-5813@127.0.0.1/x",
+        "127.0.0.1:8080/x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect_flag_refused("--webhook-url", bad[i]);
+        if (strstr(last.msg, "pw-5813"))
+            fail_msg("'%s': the message shows the password: %s", bad[i],
+                     last.msg);
+    }
+    /* What libcurl takes: any case of the scheme, a name, an IPv6
+     * address, the port's bounds, a credential. */
+    static const char *const good[] = {
+        "HTTPS://hooks.example/in", "http://[::1]:1/x",
+        "http://127.0.0.1:65535", "https://u:pw@hooks.example:8443/in?k=v",
+        "http://h:/x"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct ag_config c;
+        char err[ERRSZ];
+        if (parse(&c, err, "--webhook-url", good[i], "--webhook-secret-file",
+                  "/k", (char *)NULL) != AG_OK)
+            fail_msg("'%s' was refused: %s", good[i], err);
+    }
+}
 
 int main(void)
 {
@@ -609,6 +700,8 @@ int main(void)
         ENV_TEST(defaults_apply_without_flags_or_environment),
         ENV_TEST(webhook_urls_add_up_from_repeats_and_spaces),
         ENV_TEST(webhook_flags_are_refused_naming_the_flag),
+        ENV_TEST(webhook_urls_libcurl_cannot_use_are_refused_unquoted),
+        FILE_TEST(a_shared_config_file_holding_a_credential_is_refused),
         ENV_TEST(flags_with_separate_values_override_defaults),
         ENV_TEST(flag_equals_value_form_is_accepted),
         ENV_TEST(listen_localhost_becomes_loopback_address),

@@ -2,8 +2,9 @@
 /*
  * ag_config_files.c: the secret file (missing, short, long, readable by
  * others, one byte repeated, a FIFO), the admin token file (trimmed, its
- * bounds, a NUL, text after a newline) and the Redis password file, which
- * wins over the URL's and must be private.
+ * bounds, a NUL, text after a newline, and judged like the secret file:
+ * private, not one byte repeated) and the Redis password file, which wins
+ * over the URL's and must be private.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,6 +40,13 @@ static void fill_pattern(unsigned char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = (unsigned char)(i * 37 + 11);
+}
+
+/* Token text that is no one byte repeated: a to z, over and over. */
+static void fill_text(char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (char)('a' + i % 26);
 }
 
 static void secret_file_missing_is_refused(void **state)
@@ -180,7 +188,7 @@ static void whitespace_only_token_file_is_refused(void **state)
 static void token_of_max_length_is_accepted(void **state)
 {
     char text[AG_TOKEN_MAX + 1];
-    memset(text, 'k', AG_TOKEN_MAX);
+    fill_text(text, AG_TOKEN_MAX);
     text[AG_TOKEN_MAX] = '\n';
     const char *path = tmp_file(state, text, sizeof text, 0600);
     char token[AG_TOKEN_MAX + 1];
@@ -193,7 +201,7 @@ static void token_of_max_length_is_accepted(void **state)
 static void token_longer_than_max_is_refused(void **state)
 {
     char text[AG_TOKEN_MAX + 1];
-    memset(text, 'k', sizeof text);
+    fill_text(text, sizeof text);
     const char *path = tmp_file(state, text, sizeof text, 0600);
     char token[AG_TOKEN_MAX + 1];
     char err[ERRSZ] = "";
@@ -204,7 +212,7 @@ static void token_with_more_text_after_a_newline_is_refused(void **state)
 {
     /* The cap applies to the whole file, not to what fits in a buffer. */
     char text[AG_TOKEN_MAX + 6];
-    memset(text, 'a', AG_TOKEN_MAX);
+    fill_text(text, AG_TOKEN_MAX);
     memcpy(text + AG_TOKEN_MAX, "\nmore", 5);
     const char *path = tmp_file(state, text, AG_TOKEN_MAX + 5, 0600);
     char token[AG_TOKEN_MAX + 1];
@@ -224,7 +232,7 @@ static void token_with_nul_byte_is_refused(void **state)
 static void token_shorter_than_16_bytes_is_refused(void **state)
 {
     char text[AG_TOKEN_MIN + 1];
-    memset(text, 'k', sizeof text);
+    fill_text(text, sizeof text);
     const char *path = tmp_file(state, text, AG_TOKEN_MIN - 1, 0600);
     char token[AG_TOKEN_MAX + 1];
     char err[ERRSZ] = "";
@@ -233,6 +241,58 @@ static void token_shorter_than_16_bytes_is_refused(void **state)
     assert_non_null(strstr(err, "16 to"));
     unlink(path);
     path = tmp_file(state, text, AG_TOKEN_MIN, 0600);
+    assert_int_equal(read_token(path, token, err), AG_OK);
+}
+
+static void token_readable_by_group_or_others_is_refused(void **state)
+{
+    /* The token opens every admin route: the file is judged as the
+     * secret file is. */
+    const char text[] = "tok-1234567890abcdef\n";
+    static const mode_t modes[] = {0644, 0640, 0604, 0620};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        const char *path = tmp_file(state, text, sizeof text - 1, modes[i]);
+        char token[AG_TOKEN_MAX + 1];
+        char err[ERRSZ] = "";
+        assert_int_equal(read_token(path, token, err), AG_EINVAL);
+        assert_non_null(strstr(err, "--admin-token-file"));
+        assert_non_null(strstr(err, "group or others"));
+        assert_non_null(strstr(err, "chmod 600"));
+        assert_string_equal(last.field, "admin-token-file");
+        unlink(path);
+    }
+    const char *path = tmp_file(state, text, sizeof text - 1, 0400);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    assert_int_equal(read_token(path, token, err), AG_OK);
+    assert_string_equal(token, "tok-1234567890abcdef");
+}
+
+static void token_of_one_repeated_byte_is_refused(void **state)
+{
+    char text[AG_TOKEN_MAX];
+    memset(text, 'a', sizeof text);
+    char token[AG_TOKEN_MAX + 1];
+    char err[ERRSZ] = "";
+    /* Sixteen "a", with a newline (trimmed), and a longer run. */
+    static const size_t lens[] = {AG_TOKEN_MIN, AG_TOKEN_MIN + 1, AG_TOKEN_MAX};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        if (i == 1)
+            text[AG_TOKEN_MIN] = '\n';
+        else
+            text[AG_TOKEN_MIN] = 'a';
+        const char *path = tmp_file(state, text, lens[i], 0600);
+        assert_int_equal(read_token(path, token, err), AG_EINVAL);
+        assert_non_null(strstr(err, "--admin-token-file"));
+        assert_non_null(strstr(err, "repeated"));
+        /* Neither the byte nor the run is shown: they are the token. */
+        assert_null(strstr(err, "aaaa"));
+        assert_null(strstr(err, "0x61"));
+        unlink(path);
+    }
+    /* One differing byte passes this check, as for the secret file. */
+    text[AG_TOKEN_MIN - 1] = 'b';
+    const char *path = tmp_file(state, text, AG_TOKEN_MIN, 0600);
     assert_int_equal(read_token(path, token, err), AG_OK);
 }
 
@@ -307,6 +367,8 @@ int main(void)
         FILE_TEST(token_with_more_text_after_a_newline_is_refused),
         FILE_TEST(token_file_missing_is_refused),
         FILE_TEST(token_shorter_than_16_bytes_is_refused),
+        FILE_TEST(token_readable_by_group_or_others_is_refused),
+        FILE_TEST(token_of_one_repeated_byte_is_refused),
         FILE_TEST(secret_of_one_repeated_byte_is_refused),
         FILE_TEST(secret_fifo_is_refused_without_waiting_for_a_writer),
     };

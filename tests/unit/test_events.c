@@ -185,10 +185,18 @@ static void every_type_has_its_name(void **state)
 {
     (void)state;
     const char *want[AG_EV_COUNT] = {
-        "lockout",        "block_escalated", "conversion_block",
-        "password_spray", "reset",           "policy_changed",
-        "list_changed",   "breaker_open",    "breaker_closed",
-        "shield_raised",  "shield_lowered",  "account_recovered",
+        "lockout",
+        "block_escalated",
+        "conversion_block",
+        "password_spray",
+        "reset",
+        "policy_changed",
+        "list_changed",
+        "breaker_open",
+        "breaker_closed",
+        "shield_raised",
+        "shield_lowered",
+        "account_recovered",
         "breached_password_login",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)

@@ -344,6 +344,79 @@ static void rows_round_trip(void **state)
         AG_EINVAL);
 }
 
+static void an_entry_written_as_json_is_read_back_the_same(void **state)
+{
+    (void)state;
+    struct ag_list_entry e, back;
+    struct ag_error err;
+    /* "*" is every endpoint, as leaving it out. */
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\": \"ip\", \"value\": \"192.0.2.0/24\", "
+                           "\"endpoint\": \"*\", \"note\": \"n\"}",
+                           &e, &err),
+                     AG_OK);
+    assert_int_equal(e.endpoint, -1);
+    static const char *const read[] = {
+        "{\"kind\": \"country\", \"value\": \"+44\", \"endpoint\": "
+        "\"otp\"}",
+        "{\"kind\": \"ip\", \"value\": \"2001:db8::/32\"}",
+        "{\"kind\": \"phone_prefix\", \"value\": \"+4479\", \"note\": "
+        "\"QA\", \"endpoint\": \"*\"}",
+    };
+    for (size_t i = 0; i < sizeof read / sizeof read[0]; i++) {
+        assert_int_equal(entry(AG_LIST_ALLOW, read[i], &e, &err), AG_OK);
+        e.id = 41;
+        json_t *o = ag_list_entry_to_json(&e);
+        assert_non_null(o);
+        /* As the admin API answers it: id, list and endpoint included. */
+        assert_non_null(json_object_get(o, "id"));
+        assert_string_equal(json_string_value(json_object_get(o, "list")),
+                            "allow");
+        assert_int_equal(
+            ag_list_entry_from_json(o, AG_LIST_ALLOW, &hasher, &back, &err),
+            AG_OK);
+        back.id = 41;
+        json_t *again = ag_list_entry_to_json(&back);
+        assert_true(json_equal(o, again));
+        /* Into the other list, it is refused naming its list. */
+        assert_int_equal(
+            ag_list_entry_from_json(o, AG_LIST_DENY, &hasher, &back, &err),
+            AG_EINVAL);
+        assert_string_equal(err.field, "list");
+        json_decref(again);
+        json_decref(o);
+    }
+    /* A user read back holds only its digest, which cannot be posted. */
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\": \"user\", \"value\": \"a@b.example\"}",
+                           &e, &err),
+                     AG_OK);
+    e.id = 3;
+    json_t *o = ag_list_entry_to_json(&e);
+    assert_int_equal(
+        ag_list_entry_from_json(o, AG_LIST_DENY, &hasher, &back, &err),
+        AG_EINVAL);
+    assert_string_equal(err.field, "hash");
+    json_decref(o);
+    static const char *const bad[][2] = {
+        {"{\"kind\": \"ip\", \"value\": \"192.0.2.0/24\", \"id\": \"7\"}",
+         "id"},
+        {"{\"kind\": \"ip\", \"value\": \"192.0.2.0/24\", \"id\": 0}", "id"},
+        {"{\"kind\": \"ip\", \"value\": \"192.0.2.0/24\", \"list\": 1}",
+         "list"},
+        {"{\"kind\": \"ip\", \"value\": \"192.0.2.0/24\", \"endpoint\": "
+         "\"**\"}",
+         "endpoint"},
+        {"{\"kind\": \"ip\", \"value\": \"192.0.2.0/24\", \"endpoint\": "
+         "\"\"}",
+         "endpoint"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(entry(AG_LIST_DENY, bad[i][0], &e, &err), AG_EINVAL);
+        assert_string_equal(err.field, bad[i][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +429,7 @@ int main(void)
         cmocka_unit_test(ipv4_address_entry_matches_only_itself),
         cmocka_unit_test(network_entries_match_by_their_own_prefix),
         cmocka_unit_test(rows_round_trip),
+        cmocka_unit_test(an_entry_written_as_json_is_read_back_the_same),
         cmocka_unit_test(
             countries_and_number_ranges_match_the_phone_as_written),
     };

@@ -148,9 +148,12 @@ static void a_password_never_appears_in_a_refusal(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "redis://u:hunter2secret@cache",      "redis://u:hunter2secret@cache:0",
-        "redis://u:hunter2secret%zz@cache:1", "redis://u:hunter2secret@:1",
+        "redis://u:hunter2secret@cache",
+        "redis://u:hunter2secret@cache:0",
+        "redis://u:hunter2secret%zz@cache:1",
+        "redis://u:hunter2secret@:1",
         "redis://u:hunter2secret@cache:1/x",
+        "redis://u:hunter2secret@[::1:16379",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct ag_redis_addr a;

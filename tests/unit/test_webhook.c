@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ag_webhook without a receiver: the signature against RFC 4231's
- * HMAC-SHA256 vectors, the backoff schedule, the queue's order and bound,
- * the options refused at start; then, against a port where nothing
+ * ag_webhook without a receiver: the signature of the time and the body
+ * against OpenSSL's HMAC-SHA256, the backoff schedule, the queue's order and
+ * bound, the options refused at start; then, against a port where nothing
  * listens, the drops' counter, gauge and log lines.
  */
 #include <setjmp.h>
@@ -11,6 +11,9 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <pthread.h>
 #include <stdio.h>
@@ -24,35 +27,69 @@
 #include "ag_metrics.h"
 #include "ag_webhook.h"
 
-static void signature_matches_the_rfc_4231_vectors(void **state)
+/* The signature OpenSSL's HMAC gives for "<t>.<body>" under key, in the
+ * header's form: a second implementation, so that neither the scheme nor
+ * the MAC is taken from the code under test. */
+static void openssl_signature(const unsigned char *key, size_t key_len,
+                              const char *t, const char *body, char *out,
+                              size_t size)
 {
-    (void)state;
-    char sig[AG_WEBHOOK_SIGNATURE_LEN + 1];
-    const char *data = "what do ya want for nothing?";
-    ag_webhook_sign((const unsigned char *)"Jefe", 4, data, strlen(data), sig);
-    assert_string_equal(sig, "sha256=5bdcc146bf60754e6a042426089575c75a003f08"
-                             "9d2739839dec58b964ec3843");
-    /* A key longer than the block is hashed first (test case 6). */
-    unsigned char key[131];
-    memset(key, 0xaa, sizeof key);
-    data = "Test Using Larger Than Block-Size Key - Hash Key First";
-    ag_webhook_sign(key, sizeof key, data, strlen(data), sig);
-    assert_string_equal(sig, "sha256=60e431591ee0b67f0d8a26aacbf5b77f8e0bc621"
-                             "3728c5140546040f0ee37f54");
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "%s.%s", t, body);
+    assert_true(n > 0 && (size_t)n < sizeof msg);
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned mac_len = 0;
+    assert_non_null(HMAC(EVP_sha256(), key, (int)key_len,
+                         (const unsigned char *)msg, (size_t)n, mac, &mac_len));
+    assert_int_equal(mac_len, 32);
+    int o = snprintf(out, size, "t=%s,v1=", t);
+    for (unsigned i = 0; i < mac_len; i++)
+        o += snprintf(out + o, size - (size_t)o, "%02x", mac[i]);
 }
 
-static void signature_changes_with_the_body_and_the_key(void **state)
+static void signature_signs_the_time_with_the_body_as_openssl_does(void **state)
 {
     (void)state;
-    char a[AG_WEBHOOK_SIGNATURE_LEN + 1], b[AG_WEBHOOK_SIGNATURE_LEN + 1];
+    char sig[AG_WEBHOOK_SIGNATURE_MAX + 1], want[256];
     const unsigned char key[] = "0123456789abcdef0123456789abcdef";
-    ag_webhook_sign(key, 32, "{\"type\":\"reset\"}", 16, a);
-    ag_webhook_sign(key, 32, "{\"type\":\"reset\"} ", 17, b);
+    const char *body = "{\"type\":\"lockout\",\"id\":\"1767225600000-0\"}";
+    ag_webhook_sign(key, 32, 1767225600u, body, strlen(body), sig);
+    openssl_signature(key, 32, "1767225600", body, want, sizeof want);
+    assert_string_equal(sig, want);
+    /* A key longer than HMAC-SHA256's block is hashed first, by both. */
+    unsigned char long_key[131];
+    memset(long_key, 0xaa, sizeof long_key);
+    ag_webhook_sign(long_key, sizeof long_key, 1767225600u, body, strlen(body),
+                    sig);
+    openssl_signature(long_key, sizeof long_key, "1767225600", body, want,
+                      sizeof want);
+    assert_string_equal(sig, want);
+    /* The widest time fits the buffer. */
+    ag_webhook_sign(key, 32, UINT64_MAX, body, strlen(body), sig);
+    openssl_signature(key, 32, "18446744073709551615", body, want, sizeof want);
+    assert_string_equal(sig, want);
+    assert_int_equal(strlen(sig), AG_WEBHOOK_SIGNATURE_MAX);
+}
+
+static void signature_changes_with_the_time_the_body_and_the_key(void **state)
+{
+    (void)state;
+    char a[AG_WEBHOOK_SIGNATURE_MAX + 1], b[AG_WEBHOOK_SIGNATURE_MAX + 1];
+    const unsigned char key[] = "0123456789abcdef0123456789abcdef";
+    ag_webhook_sign(key, 32, 1767225600u, "{\"type\":\"reset\"}", 16, a);
+    /* A replay stamped with a later time needs a new MAC. */
+    ag_webhook_sign(key, 32, 1767225601u, "{\"type\":\"reset\"}", 16, b);
+    assert_string_not_equal(strchr(a, ','), strchr(b, ','));
+    ag_webhook_sign(key, 32, 1767225600u, "{\"type\":\"reset\"} ", 17, b);
     assert_string_not_equal(a, b);
     ag_webhook_sign((const unsigned char *)"1123456789abcdef0123456789abcdef",
-                    32, "{\"type\":\"reset\"}", 16, b);
+                    32, 1767225600u, "{\"type\":\"reset\"}", 16, b);
     assert_string_not_equal(a, b);
-    assert_int_equal(strlen(a), AG_WEBHOOK_SIGNATURE_LEN);
+    /* The dot between the time and the body is signed: without it, t=1
+     * with "2x" and t=12 with "x" would both sign "12x". */
+    ag_webhook_sign(key, 32, 1, "2x", 2, a);
+    ag_webhook_sign(key, 32, 12, "x", 1, b);
+    assert_string_not_equal(strchr(a, ','), strchr(b, ','));
 }
 
 static void backoff_doubles_from_half_a_second_up_to_thirty(void **state)
@@ -265,8 +302,9 @@ the_depth_gauge_ends_at_the_depth_under_concurrent_pushes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(signature_matches_the_rfc_4231_vectors),
-        cmocka_unit_test(signature_changes_with_the_body_and_the_key),
+        cmocka_unit_test(
+            signature_signs_the_time_with_the_body_as_openssl_does),
+        cmocka_unit_test(signature_changes_with_the_time_the_body_and_the_key),
         cmocka_unit_test(backoff_doubles_from_half_a_second_up_to_thirty),
         cmocka_unit_test(queue_keeps_order_and_drops_the_oldest_when_full),
         cmocka_unit_test(webhooks_refuse_no_receiver_or_no_key),
