@@ -45,7 +45,7 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 bytes=$(stat -c %s "$work/pwned.txt")
 awk -v b="$bytes" -v a="$t0" -v z="$t1" \
-    'BEGIN { printf "generated %d bytes in %.1f s\n", b, z - a }' >&2
+    'BEGIN { printf "generated %.0f bytes in %.1f s\n", b, z - a }' >&2
 
 if [ "${COLD:-0}" = 1 ]; then
     sync
