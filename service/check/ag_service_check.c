@@ -388,7 +388,9 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
             outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
         } else if (!listed && c->plan.n > 0) {
             /* A check a signal denies is denied: the store only judges
-             * it, beside the signal, and records nothing. */
+             * it, beside the signal, and records nothing. One a signal
+             * only challenges goes on to a second factor: the store
+             * charges and judges it as any check. */
             if (ag_limiter_signals_deny(c->signals, c->nsignals))
                 ag_limiter_charge_nothing(&c->plan);
             *out = c;

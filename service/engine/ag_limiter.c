@@ -196,8 +196,10 @@ int ag_limiter_plan_signals(const struct ag_ruleset *set,
 
 bool ag_limiter_signals_deny(const struct ag_limit_op *ops, size_t n)
 {
+    /* A challenge is no denial here: the attempt goes on to a second
+     * factor, so it counts as an allowed one would. */
     for (size_t i = 0; i < n; i++)
-        if (!ops[i].shadow)
+        if (!ops[i].shadow && ops[i].policy->action == AG_ACTION_DENY)
             return true;
     return false;
 }

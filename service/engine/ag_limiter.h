@@ -206,13 +206,19 @@ int ag_limiter_plan_signals(const struct ag_ruleset *set,
                             const struct ag_plan *plan, struct ag_digests *d,
                             struct ag_limit_op *ops, size_t *n);
 
-/* Does one of the n signal ops deny the check (an enforcing one, not
- * waived)? A check one denies is denied whatever the store says. */
+/* Does one of the n signal ops deny the check (an enforcing one whose
+ * action is deny)? A check one denies is denied whatever the store says,
+ * and charges nothing (ag_limiter_charge_nothing). A signal that
+ * challenges does not: the attempt goes on to a second factor, so the
+ * store charges and judges it as any check (a challenge is still an
+ * attempt, and a limit it uses up denies: deny beats challenge); nor
+ * does a shadow one or a challenge the request passed (waived). */
 bool ag_limiter_signals_deny(const struct ag_limit_op *ops, size_t n);
 
 /* Makes every op of plan charge nothing: the plan of a check a signal
- * denies, which the store then only judges (a denied check records
- * nothing, as when one of the store's policies denies it). */
+ * denies (ag_limiter_signals_deny), which the store then only judges (a
+ * denied check records nothing, as when one of the store's policies
+ * denies it). */
 void ag_limiter_charge_nothing(struct ag_plan *plan);
 
 /* Adds the n signal ops of plan_signals to plan and their results

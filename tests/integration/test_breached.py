@@ -2,14 +2,15 @@
 """Breached passwords in checks (issue 28) over real processes: a login
 check that says password_breached is challenged by login.breached_password
 (a signal policy, the defaults') from an untrusted device, with the
-answer, headers and metrics of any policy, records nothing in the other
-policies, and costs Redis no call of its own; a trusted device is never
-asked; a passed challenge goes on; an account that is also rate-limited
-is still denied; a shadow signal only counts; a successful login report
-that says it raises breached_password_login (the user's keyed digest
-and the lane, nothing in clear) and counts it; a bad password_breached
-and a bad signal policy are 400s (and a refused import) naming the
-field."""
+answer, headers and metrics of any policy, is still counted by the other
+policies (so credential stuffing from one address is denied by its
+limits, not challenged forever), and costs Redis no call of its own; a
+trusted device is never asked; a passed challenge goes on; an account
+that is also rate-limited is still denied; a shadow signal only counts;
+a successful login report that says it raises breached_password_login
+(the user's keyed digest and the lane, nothing in clear) and counts it;
+a bad password_breached and a bad signal policy are 400s (and a refused
+import) naming the field."""
 import json
 import os
 import subprocess
@@ -83,26 +84,26 @@ class BreachedTest(PolicyTest):
         self.assertIn('"%s";q=1;w=1' % POLICY, r.header("RateLimit-Policy"))
         self.assertIn('"%s";r=0;t=1' % POLICY, r.header("RateLimit"))
 
-    def test_an_untrusted_breached_login_is_challenged_and_records_nothing(
-            self):
+    def test_an_untrusted_breached_login_is_challenged_and_counted(self):
         svc = self.service()  # the defaults
         user = "ana@example.com"
-        for _ in range(3):
+        for i in range(3):
             r = self.check(svc, user)
             self.assert_challenged(r)
-            # A challenged check records nothing: login.user (20 in 15
-            # minutes) still has all 20.
-            self.assertEqual(self.decision(r, "login.user")["remaining"], 20)
+            # A challenged attempt goes on to a second factor: it counts,
+            # as an allowed one would (login.user: 20 in 15 minutes).
+            self.assertEqual(self.decision(r, "login.user")["remaining"],
+                             19 - i)
         # Without the signal, the other policies judge and record as ever.
         r = self.login(svc, user)
         self.assertEqual(r.status, 200, r.raw)
-        self.assertEqual(self.decision(r, "login.user")["remaining"], 19)
+        self.assertEqual(self.decision(r, "login.user")["remaining"], 16)
         self.assertNotIn(POLICY, [d["policy"] for d in r.json["decisions"]])
         # The second factor passed: the check goes on, and is recorded.
         r = self.check(svc, user, challenge_passed=True)
         self.assertEqual(r.status, 200, r.raw)
         self.assertIs(self.decision(r, POLICY)["challenge_passed"], True)
-        self.assertEqual(self.decision(r, "login.user")["remaining"], 18)
+        self.assertEqual(self.decision(r, "login.user")["remaining"], 15)
         self.assertNotIn(POLICY, r.header("RateLimit-Policy"))
         self.assertEqual(metric(svc, 'abuseguard_challenges_total{policy="%s"}'
                                 % POLICY), 3)
@@ -114,6 +115,33 @@ class BreachedTest(PolicyTest):
         self.assertIn("policy=%s key=%s" % (
             POLICY, digest(self.secret, [("user", user)])), log)
         self.assertNotIn(user, log)
+
+    def test_breached_stuffing_from_one_address_is_denied_by_its_limits(
+            self):
+        # Credential stuffing: one address, a different user each time,
+        # every password breached. Each attempt is challenged and counted,
+        # so login.ip_users (20 users an hour) denies the 21st user, and
+        # deny beats the signal's challenge.
+        svc = self.service()  # the defaults
+        ip = "203.0.113.7"
+        for i in range(20):
+            r = self.check(svc, "victim%d@example.com" % i, ip)
+            self.assert_challenged(r)
+            self.assertEqual(self.decision(r, "login.ip_users")["remaining"],
+                             19 - i, r.raw)
+            self.assertEqual(self.decision(r, "login.ip")["remaining"],
+                             99 - i, r.raw)
+        for i in range(20, 26):
+            r = self.check(svc, "victim%d@example.com" % i, ip)
+            self.assertEqual(r.status, 429, r.raw)
+            self.assertEqual((r.json["policy"], r.json["action"]),
+                             ("login.ip_users", "deny"), r.raw)
+            self.assertGreater(r.json["retry_after"], 1)
+        # A plain check from that address is denied too: the address is
+        # blocked, whatever the password.
+        r = self.login(svc, "someone@example.com", ip)
+        self.assertEqual(r.status, 429, r.raw)
+        self.assertEqual(r.json["policy"], "login.ip_users", r.raw)
 
     def test_a_trusted_device_is_never_asked(self):
         svc = self.service()
@@ -164,7 +192,8 @@ class BreachedTest(PolicyTest):
         for i in range(10):
             r = self.check(beside, "b%d@example.com" % i)
             self.assert_challenged(r)
-            self.assertEqual(self.decision(r, "login.user")["remaining"], 50)
+            # Each user's attempt is counted, as an allowed one would be.
+            self.assertEqual(self.decision(r, "login.user")["remaining"], 49)
         self.assertEqual(checks_run(self.redis), before + 10)
         self.assertEqual(calls(self.redis, "set"), sets)
 

@@ -3,8 +3,10 @@
  * ag_service and signal policies (issue 28): a check that says
  * password_breached is judged by login.breached_password's shape (the
  * untrusted lane, a challenge) without the store, which never sees the
- * policy and, when the signal denies, is asked to judge only (a denied
- * check records nothing); its trip is combined with the store's answers
+ * policy: a check the signal challenges is charged as an allowed one
+ * would be (the attempt goes on to a second factor), one it denies is
+ * only judged (a denied check records nothing); its trip is combined
+ * with the store's answers
  * as any policy's (deny beats challenge), waived by a passed challenge,
  * shadowed in shadow mode, counted in the metrics, shown by the deny
  * cache's answers, the fallback's and the inspect's; and a successful
@@ -47,6 +49,11 @@
     "{\"name\":\"login.breached_password\",\"endpoint\":\"login\","            \
     "\"key\":[\"user\"],\"algorithm\":\"signal\","                             \
     "\"signal\":\"password_breached\",\"mode\":\"shadow\"}"
+/* The signal with action deny, in every lane. */
+#define BREACHED_DENY                                                          \
+    "{\"name\":\"login.breached_deny\",\"endpoint\":\"login\","                \
+    "\"key\":[\"user\"],\"algorithm\":\"signal\","                             \
+    "\"signal\":\"password_breached\",\"action\":\"deny\"}"
 /* A deny policy that sorts after the signal. */
 #define DENY_USER                                                              \
     "{\"name\":\"login.user_deny\",\"endpoint\":\"login\","                    \
@@ -88,8 +95,7 @@ static void assert_challenged_by_the_signal(const struct ag_http_response *r)
     assert_int_equal(r->rl_remaining, 0);
 }
 
-static void
-an_untrusted_breached_check_is_challenged_and_records_nothing(void **state)
+static void an_untrusted_breached_check_is_challenged_and_charged(void **state)
 {
     (void)state;
     static const char *const ps[] = {OPEN, BREACHED};
@@ -98,11 +104,12 @@ an_untrusted_breached_check_is_challenged_and_records_nothing(void **state)
     ag_http_response_init(&r);
     assert_int_equal(run_check(w, BREACHED_BODY, &r), 429);
     assert_challenged_by_the_signal(&r);
-    /* The store judged the other policy alone, charging nothing: the
-     * signal is no store's, and a denied check records nothing. */
+    /* The store judged the other policy alone, and charged it as for an
+     * allowed check: the signal is no store's, and a challenged attempt
+     * goes on to a second factor, so it counts. */
     assert_int_equal(w->store.checks, 1);
     assert_string_equal(w->store.last_names, "login.user");
-    assert_int_equal(w->store.last_charge, 0);
+    assert_int_equal(w->store.last_charge, 1);
     assert_true(body_has(&r, "{\"policy\":\"login.user\",\"allowed\":true,"
                              "\"limit\":2,\"remaining\":7"));
     assert_true(metrics_have(
@@ -197,12 +204,14 @@ static void a_deny_beside_the_signal_is_the_answer(void **state)
     assert_true(body_has(&r, "{\"allowed\":false,\"policy\":\"login.user_"
                              "deny\",\"action\":\"deny\",\"retry_after\":5,"));
     assert_int_equal(r.retry_after, 5);
-    /* Both are named, in the set's order; neither recorded anything. */
+    /* Both are named, in the set's order. The store was asked as for any
+     * check (its own denial records nothing, as the fallback's test
+     * shows). */
     assert_true(body_has(&r, "\"decisions\":[{\"policy\":\"login.breached_"
                              "password\",\"allowed\":false"));
     assert_true(body_has(&r, "},{\"policy\":\"login.user_deny\","
                              "\"allowed\":false"));
-    assert_int_equal(w->store.last_charge, 0);
+    assert_int_equal(w->store.last_charge, 1);
     assert_true(metrics_have(
         w, "abuseguard_denials_total{policy=\"login.user_deny\"} 1\n"));
     assert_true(metrics_have(
@@ -216,10 +225,30 @@ static void a_deny_beside_the_signal_is_the_answer(void **state)
     world_free(w);
 }
 
-/* The fallback (the in-process store) judges a breached check charging
- * nothing, as Redis would: the limit is still whole afterwards. */
+/* A signal that denies is a denial: the store only judges the check,
+ * charging nothing, as for any denied check. */
+static void a_denying_signal_charges_nothing(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, BREACHED_DENY};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(run_check(w, BREACHED_BODY, &r), 429);
+    assert_true(body_has(&r, "{\"allowed\":false,\"policy\":\"login.breached_"
+                             "deny\",\"action\":\"deny\""));
+    assert_int_equal(w->store.checks, 1);
+    assert_string_equal(w->store.last_names, "login.user");
+    assert_int_equal(w->store.last_charge, 0);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+/* The fallback (the in-process store) counts a challenged breached check
+ * as Redis would, so the limit beside the signal is used up and denies
+ * (deny beats the signal's challenge). */
 static void
-the_fallback_judges_beside_the_signal_and_records_nothing(void **state)
+the_fallback_counts_a_challenged_check_and_denies_at_the_limit(void **state)
 {
     (void)state;
     static const char *const ps[] = {BREACHED, DENY_USER};
@@ -227,11 +256,47 @@ the_fallback_judges_beside_the_signal_and_records_nothing(void **state)
     w->store.rc = AG_ESTORE;
     struct ag_http_response r;
     ag_http_response_init(&r);
+    static const char *const left[] = {
+        "{\"policy\":\"login.user_deny\",\"allowed\":true,\"limit\":3,"
+        "\"remaining\":2,",
+        "{\"policy\":\"login.user_deny\",\"allowed\":true,\"limit\":3,"
+        "\"remaining\":1,",
+        "{\"policy\":\"login.user_deny\",\"allowed\":true,\"limit\":3,"
+        "\"remaining\":0,",
+    };
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(run_check(w, BREACHED_BODY, &r), 429);
+        assert_true(body_has(&r, "\"degraded\":true"));
+        assert_true(body_has(&r, "{\"allowed\":false,\"policy\":\"login."
+                                 "breached_password\",\"action\":"
+                                 "\"challenge\""));
+        assert_true(body_has(&r, left[i]));
+    }
+    /* Now the limit denies, and deny beats the signal's challenge. */
+    assert_int_equal(run_check(w, BREACHED_BODY, &r), 429);
+    assert_true(body_has(&r, "{\"allowed\":false,\"policy\":\"login.user_"
+                             "deny\",\"action\":\"deny\""));
+    assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
+/* The fallback judges a check a signal denies charging nothing, as Redis
+ * would: the limit is still whole afterwards. */
+static void
+the_fallback_judges_beside_a_denying_signal_and_records_nothing(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {BREACHED_DENY, DENY_USER};
+    struct world *w = world_new(false, ps, 2);
+    w->store.rc = AG_ESTORE;
+    struct ag_http_response r;
+    ag_http_response_init(&r);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(run_check(w, BREACHED_BODY, &r), 429);
         assert_true(body_has(&r, "\"degraded\":true"));
-        assert_true(body_has(&r, "\"policy\":\"login.breached_password\","
-                                 "\"action\":\"challenge\""));
+        assert_true(body_has(&r, "{\"allowed\":false,\"policy\":\"login."
+                                 "breached_deny\",\"action\":\"deny\""));
         assert_true(body_has(&r, "{\"policy\":\"login.user_deny\","
                                  "\"allowed\":true,\"limit\":3,"
                                  "\"remaining\":3,"));
@@ -240,10 +305,6 @@ the_fallback_judges_beside_the_signal_and_records_nothing(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(run_check(w, LOGIN_BODY, &r), 200);
     assert_int_equal(run_check(w, LOGIN_BODY, &r), 429);
-    /* Now the limit denies, and deny beats the signal's challenge. */
-    assert_int_equal(run_check(w, BREACHED_BODY, &r), 429);
-    assert_true(body_has(&r, "{\"allowed\":false,\"policy\":\"login.user_"
-                             "deny\",\"action\":\"deny\""));
     ag_http_response_free(&r);
     world_free(w);
 }
@@ -480,14 +541,16 @@ int main(void)
     if (sodium_init() < 0)
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(
-            an_untrusted_breached_check_is_challenged_and_records_nothing),
+        cmocka_unit_test(an_untrusted_breached_check_is_challenged_and_charged),
         cmocka_unit_test(a_signal_alone_costs_no_store_call),
         cmocka_unit_test(a_trusted_breached_check_is_not_judged_by_it),
         cmocka_unit_test(a_passed_challenge_goes_on_and_is_charged),
         cmocka_unit_test(a_deny_beside_the_signal_is_the_answer),
+        cmocka_unit_test(a_denying_signal_charges_nothing),
         cmocka_unit_test(
-            the_fallback_judges_beside_the_signal_and_records_nothing),
+            the_fallback_counts_a_challenged_check_and_denies_at_the_limit),
+        cmocka_unit_test(
+            the_fallback_judges_beside_a_denying_signal_and_records_nothing),
         cmocka_unit_test(a_shadow_signal_only_counts),
         cmocka_unit_test(a_cached_denial_is_answered_with_the_signal),
         cmocka_unit_test(an_inspect_shows_the_signal_the_body_carries),

@@ -331,7 +331,7 @@ a_check_carrying_the_signal_plans_its_lanes_signal_policy(void **state)
     ag_ruleset_unref(s);
 }
 
-static void a_passed_challenge_waives_a_challenge_signal(void **state)
+static void only_an_enforcing_deny_signal_denies_a_check(void **state)
 {
     (void)state;
     struct ag_hasher h;
@@ -348,10 +348,19 @@ static void a_passed_challenge_waives_a_challenge_signal(void **state)
     assert_true(ops[0].waived);
     assert_true(ops[0].shadow);
     assert_false(ag_limiter_signals_deny(ops, 1));
+    /* A challenge not passed is no denial either: the attempt goes on to
+     * a second factor, and is charged as an allowed one. */
     request(AG_EP_LOGIN, breached_login, &r);
     assert_int_equal(signals_of(s, AG_PLAN_CHECK, &r, &h, &plan, ops), 1);
-    assert_true(ag_limiter_signals_deny(ops, 1));
+    assert_false(ops[0].shadow);
+    assert_false(ag_limiter_signals_deny(ops, 1));
     assert_false(ag_limiter_signals_deny(ops, 0));
+    /* The trusted lane's, action deny: a denial. */
+    unsigned char id[AG_DEVICE_ID_BYTES] = {7};
+    ag_request_trust(&r, id);
+    assert_int_equal(signals_of(s, AG_PLAN_CHECK, &r, &h, &plan, ops), 1);
+    assert_int_equal(ops[0].policy->action, AG_ACTION_DENY);
+    assert_true(ag_limiter_signals_deny(ops, 1));
     ag_ruleset_unref(s);
 }
 
@@ -465,7 +474,7 @@ int main(void)
         cmocka_unit_test(no_plan_a_store_gets_holds_a_signal_policy),
         cmocka_unit_test(
             a_check_carrying_the_signal_plans_its_lanes_signal_policy),
-        cmocka_unit_test(a_passed_challenge_waives_a_challenge_signal),
+        cmocka_unit_test(only_an_enforcing_deny_signal_denies_a_check),
         cmocka_unit_test(signals_join_the_plan_in_the_sets_order_tripped),
         cmocka_unit_test(a_check_plan_charges_nothing_once_a_signal_denies),
         cmocka_unit_test(more_signal_policies_than_a_check_holds_are_refused),
