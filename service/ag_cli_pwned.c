@@ -7,6 +7,7 @@
  */
 #include "ag_cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -28,6 +29,11 @@
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
 #define PROGRESS_MS 500
+/* The longest password line check reads, in bytes; a longer one is an
+ * error naming it. */
+#define CHECK_LINE_MAX 4096
+#define TEXT_OF(n) #n
+#define TEXT(n) TEXT_OF(n)
 
 static const char usage_text[] =
     "usage: abuseguard pwned import --mode sha1|ntlm [--min-count N] "
@@ -259,51 +265,77 @@ static int open_file(int argc, char **argv, const char *cmd,
     return 0;
 }
 
+/* Hashes one password line (its line end gone) and prints its count;
+ * an exit code on failure, said naming the line. */
+static int check_line(const struct ag_pwned *p, const char *line, size_t len,
+                      uint64_t lineno)
+{
+    uint8_t hash[AG_PWNED_SHA1_LEN];
+    if (len && line[len - 1] == '\r')
+        len--;
+    const char *bad = NULL;
+    int hr = AG_EINVAL;
+    if (len > CHECK_LINE_MAX)
+        bad = "longer than " TEXT(CHECK_LINE_MAX) " bytes";
+    else if ((hr = ag_pwned_hash_password(ag_pwned_info(p)->mode, line, len,
+                                          hash)) != AG_OK)
+        bad = hr == AG_EINVAL ? "not valid UTF-8 (NTLM hashes its UTF-16 "
+                                "form)"
+                              : "the hash failed";
+    if (!bad)
+        printf("%" PRIu32 "\n", ag_pwned_lookup(p, hash));
+    sodium_memzero(hash, sizeof(hash));
+    if (!bad)
+        return 0;
+    fprintf(stderr,
+            "abuseguard pwned check: standard input line %" PRIu64 ": %s\n",
+            lineno, bad);
+    return exit_code(hr);
+}
+
 /* Prints the count of each password read from standard input, one a
- * line, in order. The passwords are never echoed or logged; the line
- * buffer is wiped before it is freed. */
+ * line, in order. The passwords are never echoed or logged, and pass
+ * through one fixed buffer, read with read(2) (no stdio buffer holds a
+ * copy) and wiped at the end; a line longer than CHECK_LINE_MAX bytes is
+ * refused naming it. */
 static int check_main(int argc, char **argv)
 {
     struct ag_pwned *p;
     int rc = open_file(argc, argv, "check", &p);
     if (rc)
         return rc;
-    enum ag_pwned_mode mode = ag_pwned_info(p)->mode;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    /* A line, its CR LF, and room to see that it goes on. */
+    char buf[CHECK_LINE_MAX + 3];
+    size_t have = 0;
     uint64_t lineno = 0;
-    uint8_t hash[AG_PWNED_SHA1_LEN];
+    bool eof = false;
 
-    while ((n = getline(&line, &cap, stdin)) > 0) {
-        lineno++;
-        size_t len = (size_t)n;
-        if (line[len - 1] == '\n')
-            len--;
-        if (len && line[len - 1] == '\r')
-            len--;
-        int hr = ag_pwned_hash_password(mode, line, len, hash);
-        if (hr != AG_OK) {
-            fprintf(stderr,
-                    "abuseguard pwned check: standard input line %" PRIu64
-                    ": %s\n",
-                    lineno,
-                    hr == AG_EINVAL ? "not valid UTF-8 (NTLM hashes its "
-                                      "UTF-16 form)"
-                                    : "the hash failed");
-            rc = exit_code(hr);
+    while (!rc && !eof) {
+        ssize_t n = read(0, buf + have, sizeof(buf) - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fputs("abuseguard pwned check: cannot read standard input\n",
+                  stderr);
+            rc = EXIT_FAIL;
             break;
         }
-        printf("%" PRIu32 "\n", ag_pwned_lookup(p, hash));
+        eof = n == 0;
+        have += (size_t)n;
+        size_t at = 0;
+        char *nl;
+        while (!rc && (nl = memchr(buf + at, '\n', have - at))) {
+            rc = check_line(p, buf + at, (size_t)(nl - (buf + at)), ++lineno);
+            at = (size_t)(nl - buf) + 1;
+        }
+        if (!rc && eof && at < have) /* the last line, without its end */
+            rc = check_line(p, buf + at, have - at, ++lineno);
+        else if (!rc && at == 0 && have == sizeof(buf))
+            rc = check_line(p, buf, have, ++lineno); /* too long */
+        memmove(buf, buf + at, have - at);
+        have -= at;
     }
-    if (line)
-        sodium_memzero(line, cap);
-    free(line);
-    sodium_memzero(hash, sizeof(hash));
-    if (!rc && ferror(stdin)) {
-        fputs("abuseguard pwned check: cannot read standard input\n", stderr);
-        rc = EXIT_FAIL;
-    }
+    sodium_memzero(buf, sizeof(buf));
     ag_pwned_close(p);
     if (fflush(stdout) != 0 && !rc)
         rc = EXIT_FAIL;
@@ -327,10 +359,14 @@ static int verify_main(int argc, char **argv)
     const struct ag_pwned_info *in = ag_pwned_info(p);
     char sum[AG_PWNED_CHECKSUM_LEN * 2 + 1], when[32];
     sodium_bin2hex(sum, sizeof(sum), in->checksum, sizeof(in->checksum));
+    /* Open keeps the time within 1970 .. 9999; checked again here so
+     * that a time that cannot be shown prints as a number, never as
+     * whatever the buffer held. */
     time_t t = (time_t)in->created_s;
     struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!gmtime_r(&t, &tm) ||
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(when, sizeof(when), "at %" PRId64 " s", in->created_s);
     printf("mode %s, %" PRIu64 " entries, min-count %" PRIu32
            ", created %s, %" PRIu64 " bytes, checksum %s: ok\n",
            in->mode == AG_PWNED_NTLM ? "ntlm" : "sha1", in->entries,

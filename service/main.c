@@ -232,6 +232,7 @@ int main(int argc, char **argv)
                                                .max_len = cfg.events_max_len},
                       &events)) {
         fprintf(stderr, "abuseguard: out of memory\n");
+        ag_pwned_live_stop(pwned);
         return 1;
     }
     struct ag_store_redis_opts ropts = {
@@ -256,6 +257,7 @@ int main(int argc, char **argv)
                                metrics, &sub, &cerr)) {
             fprintf(stderr, "abuseguard: deny cache: %s\n",
                     deny_cache ? cerr.msg : "out of memory");
+            ag_pwned_live_stop(pwned);
             return 1;
         }
     }
@@ -265,6 +267,7 @@ int main(int argc, char **argv)
         ag_store_mem_new(AG_MEM_KEYS, AG_MEM_MEMBERS, NULL, NULL);
     if (!metrics || !store || !fallback) {
         fprintf(stderr, "abuseguard: out of memory\n");
+        ag_pwned_live_stop(pwned);
         return 1;
     }
     ag_events_attach(events, store);
@@ -289,6 +292,7 @@ int main(int argc, char **argv)
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {
         fprintf(stderr, "abuseguard: out of memory\n");
+        ag_pwned_live_stop(pwned);
         return 1;
     }
 

@@ -462,18 +462,17 @@ static int render_pwned(struct ag_metrics *m, struct ag_buf *b)
             if (!atomic_load_explicit(&m->pwned[k].loaded,
                                       memory_order_acquire))
                 continue;
-            int64_t age =
-                now_s - (int64_t)atomic_load_explicit(&m->pwned[k].created_s,
-                                                      memory_order_relaxed);
-            rc = g == 0 ? ag_buf_printf(b, "%s{mode=\"%s\"} %" PRIu64 "\n",
-                                        gauges[g][0], pwned_modes[k],
-                                        LOAD(m->pwned[k].entries))
-                        : ag_buf_printf(b, "%s{mode=\"%s\"} %" PRId64 "\n",
-                                        gauges[g][0], pwned_modes[k],
-                                        age > 0 ? age : 0);
+            /* Any int64 a caller gives (the reader keeps it to 1970 ..
+             * 9999): the difference taken unsigned, where it cannot
+             * overflow, and 0 for a corpus made in the future. */
+            int64_t made = (int64_t)atomic_load_explicit(&m->pwned[k].created_s,
+                                                         memory_order_relaxed);
+            uint64_t age = made < now_s ? (uint64_t)now_s - (uint64_t)made : 0;
+            rc = ag_buf_printf(b, "%s{mode=\"%s\"} %" PRIu64 "\n", gauges[g][0],
+                               pwned_modes[k],
+                               g == 0 ? LOAD(m->pwned[k].entries) : age);
         }
     }
-    return rc;
     return rc;
 }
 void ag_metrics_breached_login(struct ag_metrics *m, bool trusted)

@@ -365,7 +365,14 @@ static const char *header(void *arg, const char *name)
 static const char *query(void *arg, const char *name)
 {
     struct request *req = arg;
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+    const char *v = NULL;
+    size_t len;
+    /* libmicrohttpd gives "?mode" a NULL value, which its plain lookup
+     * cannot tell from no "mode" at all. */
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name,
+                                      strlen(name), &v, &len) != MHD_YES)
+        return NULL;
+    return v ? v : "";
 }
 
 /* The peer's address as text in buf, for the admin API's throttle and

@@ -24,17 +24,27 @@ const char *ag_http_request_client(const struct ag_http_request *r, char *buf,
     return r->ops && r->ops->client ? r->ops->client(r->arg, buf, size) : NULL;
 }
 
+/* p past spaces and tabs. */
+static const char *skip_ows(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
 bool ag_http_etag_matches(const char *if_none_match, const char *etag)
 {
     size_t elen = strlen(etag);
-    const char *p = if_none_match;
+    /* "*" is the whole field or nothing (RFC 9110 13.1.2): in a list it
+     * is no entity tag, and "*bogus" none either. */
+    const char *p = skip_ows(if_none_match);
+    if (*p == '*' && !*skip_ows(p + 1))
+        return true;
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',')
             p++;
         if (!*p)
             return false;
-        if (*p == '*')
-            return true;
         if (strncmp(p, "W/", 2) == 0)
             p += 2;
         size_t n = strcspn(p, ", \t");

@@ -38,7 +38,8 @@ struct ag_console_answer;
 struct ag_http_request_ops {
     /* A header's value; name is matched without regard to case. */
     const char *(*header)(void *arg, const char *name);
-    /* A query argument's value, decoded. */
+    /* A query argument's value, decoded; "" for a name given without a
+     * value ("?mode"), as for "?mode=", so that neither reads as absent. */
     const char *(*query)(void *arg, const char *name);
     /* The peer's IP address as text in buf (size bytes), or NULL when it
      * has none (a unix socket). */
@@ -61,9 +62,9 @@ const char *ag_http_request_query(const struct ag_http_request *r,
                                   const char *name);
 const char *ag_http_request_client(const struct ag_http_request *r, char *buf,
                                    size_t size);
-/* Whether an If-None-Match value names etag (quoted): "*", or a
- * comma-separated list holding it, weak ("W/") or not, as RFC 9110
- * 13.1.2 compares for a GET. */
+/* Whether an If-None-Match value names etag (quoted): "*" as the whole
+ * value, or a comma-separated list holding it, weak ("W/") or not, as
+ * RFC 9110 13.1.2 compares for a GET. */
 bool ag_http_etag_matches(const char *if_none_match, const char *etag);
 
 /* Answers req into resp (initialised, empty: the handler may give its

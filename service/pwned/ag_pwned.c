@@ -111,6 +111,14 @@ static int check_header(struct ag_pwned *p, const char *path, char *why,
     p->info.entries = ag_pwned_get64(h + AG_PWNED_HDR_ENTRIES);
     p->info.min_count = ag_pwned_get32(h + AG_PWNED_HDR_MIN_COUNT);
     p->info.created_s = (int64_t)ag_pwned_get64(h + AG_PWNED_HDR_CREATED);
+    /* Readers print and subtract it (verify, the log, the age gauge). */
+    if (p->info.created_s < 0 || p->info.created_s > AG_PWNED_CREATED_MAX) {
+        say(why, whylen, path,
+            "the header's creation time %" PRId64
+            " is not a time from 1970 to 9999: damaged",
+            p->info.created_s);
+        return AG_EINVAL;
+    }
     p->info.file_size = ag_pwned_get64(h + AG_PWNED_HDR_FILE_SIZE);
     memcpy(p->info.checksum, h + AG_PWNED_HDR_CHECKSUM, AG_PWNED_CHECKSUM_LEN);
 
@@ -130,7 +138,9 @@ static int check_header(struct ag_pwned *p, const char *path, char *why,
 }
 
 /* The index must run from 0 to the count of entries without going
- * down, or a range would read outside the records. */
+ * down, or a range would read outside the records; and no prefix may hold
+ * more than AG_PWNED_PREFIX_ENTRIES_MAX, since a range answer is sized
+ * from its count. */
 static int check_index(const struct ag_pwned *p, const char *path, char *why,
                        size_t whylen)
 {
@@ -148,6 +158,13 @@ static int check_index(const struct ag_pwned *p, const char *path, char *why,
                 i - 1);
             return AG_EINVAL;
         }
+        if (v - last > AG_PWNED_PREFIX_ENTRIES_MAX) {
+            say(why, whylen, path,
+                "prefix %05" PRIX32 " holds %" PRIu64
+                " entries, more than the %u a prefix may hold: damaged",
+                i - 1, v - last, AG_PWNED_PREFIX_ENTRIES_MAX);
+            return AG_EINVAL;
+        }
         last = v;
     }
     return AG_OK;
@@ -161,7 +178,10 @@ int ag_pwned_open(const char *path, struct ag_pwned **out, char *why,
         say(why, whylen, path, "libsodium failed to start");
         return AG_EIO;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking: opening a FIFO would wait for a writer, and the
+     * watcher, the start and the stop with it. The flag does nothing to a
+     * regular file's reads, and mmap ignores it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         say(why, whylen, path, "%s", strerror(errno));
         return AG_EIO;
@@ -234,7 +254,9 @@ const struct ag_pwned_info *ag_pwned_info(const struct ag_pwned *p)
 }
 
 /* The records must lie in the slice of their prefix (the half byte they
- * hold) and go strictly up: a writer's fault the checksum would not see. */
+ * hold), go strictly up and count at least 1 (0 is a padding line's
+ * count, which would let a padded answer repeat a real suffix): a
+ * writer's fault the checksum would not see. */
 static int check_records(const struct ag_pwned *p, char *why, size_t whylen)
 {
     for (uint32_t pre = 0; pre < AG_PWNED_PREFIXES; pre++) {
@@ -247,6 +269,13 @@ static int check_records(const struct ag_pwned *p, char *why, size_t whylen)
                 say(why, whylen, p->path,
                     "entry %" PRIu64 " is out of order or out of its "
                     "prefix %05" PRIX32,
+                    i, pre);
+                return AG_EINVAL;
+            }
+            if (ag_pwned_get32(r + p->suffix_len) == 0) {
+                say(why, whylen, p->path,
+                    "entry %" PRIu64 " of prefix %05" PRIX32
+                    " has count 0: damaged",
                     i, pre);
                 return AG_EINVAL;
             }

@@ -30,6 +30,16 @@ enum ag_pwned_mode { AG_PWNED_SHA1 = 1, AG_PWNED_NTLM = 2 };
 #define AG_PWNED_NTLM_LEN 16         /* bytes of an NTLM (MD4) hash */
 #define AG_PWNED_SUFFIX_HEX_MAX 35   /* hex digits after the prefix (SHA-1) */
 #define AG_PWNED_CHECKSUM_LEN 32
+/* The latest creation time a corpus may carry: 9999-12-31T23:59:59Z, the
+ * last second a four-digit year prints, so that every reader can show and
+ * subtract it; earlier than 0 (1970) is refused too. */
+#define AG_PWNED_CREATED_MAX INT64_C(253402300799)
+/* The most entries one prefix may hold. The full corpus (about 10^9
+ * hashes over 2^20 prefixes) has about 950 a prefix and some 2 000 at
+ * most; a range answer is sized from its count, so this bounds one answer
+ * (about 3 MiB) whatever a crafted file claims, while a corpus would need
+ * some 30 times the hashes of today's before a real prefix neared it. */
+#define AG_PWNED_PREFIX_ENTRIES_MAX 65536u
 
 struct ag_pwned;
 
@@ -42,17 +52,20 @@ struct ag_pwned_info {
     uint8_t checksum[AG_PWNED_CHECKSUM_LEN]; /* of the records and index */
 };
 
-/* Maps path read-only and checks its header and index. On failure returns
- * AG_EIO (cannot open or map) or AG_EINVAL (not a corpus, or damaged) and
- * writes one line naming the path and the fault to why. */
+/* Maps path read-only and checks its header and index (a creation time
+ * from 0 to AG_PWNED_CREATED_MAX, no prefix over
+ * AG_PWNED_PREFIX_ENTRIES_MAX entries). On failure returns AG_EIO (cannot
+ * open or map) or AG_EINVAL (not a regular file, not a corpus, or
+ * damaged) and writes one line naming the path and the fault to why.
+ * Never blocks on what the path names (a FIFO is refused at once). */
 int ag_pwned_open(const char *path, struct ag_pwned **out, char *why,
                   size_t whylen);
 void ag_pwned_close(struct ag_pwned *p);
 
 const struct ag_pwned_info *ag_pwned_info(const struct ag_pwned *p);
 
-/* Reads every record and checks the checksum; AG_EINVAL with why if it
- * does not match. */
+/* Reads every record and checks the checksum, the order and that no
+ * count is 0 (a padding line's count); AG_EINVAL with why if not. */
 int ag_pwned_verify(const struct ag_pwned *p, char *why, size_t whylen);
 
 /* The entries whose hash starts with prefix (0 .. AG_PWNED_PREFIXES - 1),

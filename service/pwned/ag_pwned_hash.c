@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include <sodium.h>
 
 #include "ag_error.h"
 
@@ -62,6 +63,9 @@ static void md4_block(uint32_t *s, const uint8_t *p)
     s[1] += b;
     s[2] += c;
     s[3] += d;
+    /* The words are the password's (NTLM's input is one): wiped, as the
+     * caller wipes the state. */
+    sodium_memzero(x, sizeof(x));
 }
 
 static void md4_init(struct md4 *m)
@@ -113,6 +117,7 @@ void ag_pwned_md4(const uint8_t *data, size_t len, uint8_t *out)
     md4_init(&m);
     md4_update(&m, data, len);
     md4_final(&m, out);
+    sodium_memzero(&m, sizeof(m));
 }
 
 /* The next code point of UTF-8 text at *p (before end), moving *p past
@@ -155,11 +160,14 @@ static int ntlm(const char *pw, size_t len, uint8_t *out)
     uint8_t u[4];
     struct md4 m;
 
+    int rc = AG_OK;
     md4_init(&m);
     while (p < end) {
         int32_t c = next_code_point(&p, end);
-        if (c < 0)
-            return AG_EINVAL;
+        if (c < 0) {
+            rc = AG_EINVAL;
+            break;
+        }
         if (c < 0x10000) {
             u[0] = (uint8_t)c;
             u[1] = (uint8_t)(c >> 8);
@@ -174,8 +182,12 @@ static int ntlm(const char *pw, size_t len, uint8_t *out)
             md4_update(&m, u, 4);
         }
     }
-    md4_final(&m, out);
-    return AG_OK;
+    if (rc == AG_OK)
+        md4_final(&m, out);
+    /* The state's partial block and u hold the password's UTF-16. */
+    sodium_memzero(&m, sizeof(m));
+    sodium_memzero(u, sizeof(u));
+    return rc;
 }
 
 int ag_pwned_hash_password(enum ag_pwned_mode mode, const char *pw, size_t len,

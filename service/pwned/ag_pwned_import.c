@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,9 +202,22 @@ static int list_folder(struct run *r, const char *path, int dirfd,
         memcpy(files[len].name, e->d_name, 10);
         files[len].name[10] = '\0';
         len++;
+        /* A folder by a prefix file's name is refused input, not a read
+         * that fails later; the type from readdir spares a stat where the
+         * file system gives it. */
         struct stat st;
-        if (total && fstatat(dirfd, e->d_name, &st, 0) == 0)
-            *total += (uint64_t)st.st_size;
+        bool is_dir = e->d_type == DT_DIR;
+        if ((total || e->d_type == DT_UNKNOWN) &&
+            fstatat(dirfd, e->d_name, &st, 0) == 0) {
+            is_dir = S_ISDIR(st.st_mode);
+            if (total)
+                *total += (uint64_t)st.st_size;
+        }
+        if (is_dir)
+            rc = say(r, AG_EINVAL,
+                     "%s/%s: a folder, not a prefix file: a folder to import "
+                     "holds only what the downloader wrote",
+                     path, e->d_name);
     }
     closedir(d);
     if (rc == AG_OK && len)
@@ -246,14 +260,50 @@ static int read_folder(struct run *r, const char *path, int dirfd)
     return rc;
 }
 
-/* Checks that every input can be read before anything is written, and
- * sums their sizes when a progress display wants them. */
+/* Whether the input st is the output, or the folder the output is
+ * written in: an input there would be replaced by the corpus, or would
+ * meet the temporary file among its prefix files. */
+static bool is_output(const struct stat *st, const struct stat *out,
+                      const struct stat *out_dir)
+{
+    if (out && st->st_dev == out->st_dev && st->st_ino == out->st_ino)
+        return true;
+    return out_dir && S_ISDIR(st->st_mode) && st->st_dev == out_dir->st_dev &&
+           st->st_ino == out_dir->st_ino;
+}
+
+/* Stats the output (out, NULL when it is not there yet) and its folder
+ * (out_dir, NULL when that is missing: the writer then says so). */
+static int look_at_output(struct run *r, struct stat *out, struct stat *out_dir,
+                          bool *has_out, bool *has_dir)
+{
+    const char *output = r->im->output;
+    *has_out = stat(output, out) == 0;
+    char *dir = strdup(output);
+    if (!dir)
+        return say(r, AG_ENOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = '\0'; /* "/x" is written in "/" */
+    *has_dir = stat(slash ? dir : ".", out_dir) == 0;
+    free(dir);
+    return AG_OK;
+}
+
+/* Checks that every input can be read and none is the output before
+ * anything is written, and sums their sizes when a progress display wants
+ * them. */
 static int look_at_inputs(struct run *r)
 {
     const struct ag_pwned_import *im = r->im;
     int stdin_seen = 0;
     uint64_t total = 0;
     int known = 1;
+    struct stat out, out_dir;
+    bool has_out, has_dir;
+    int rc = look_at_output(r, &out, &out_dir, &has_out, &has_dir);
+    if (rc != AG_OK)
+        return rc;
 
     for (size_t i = 0; i < im->n_inputs; i++) {
         const char *in = im->inputs[i];
@@ -261,7 +311,16 @@ static int look_at_inputs(struct run *r)
         if (strcmp(in, "-") == 0) {
             if (stdin_seen++)
                 return say(r, AG_EINVAL, "'-' (standard input) given twice");
-            if (fstat(0, &st) == 0 && S_ISREG(st.st_mode))
+            if (fstat(0, &st) != 0) {
+                known = 0;
+                continue;
+            }
+            if (is_output(&st, has_out ? &out : NULL, NULL))
+                return say(r, AG_EINVAL,
+                           "standard input is the output %s: write the "
+                           "corpus to another file",
+                           im->output);
+            if (S_ISREG(st.st_mode))
                 total += (uint64_t)st.st_size;
             else
                 known = 0;
@@ -270,14 +329,19 @@ static int look_at_inputs(struct run *r)
         if (stat(in, &st) != 0)
             return say(r, errno == ENOENT ? AG_EINVAL : AG_EIO, "%s: %s", in,
                        strerror(errno));
+        if (is_output(&st, has_out ? &out : NULL, has_dir ? &out_dir : NULL))
+            return say(r, AG_EINVAL,
+                       "%s: %s the output %s: write the corpus to another "
+                       "file",
+                       in, S_ISDIR(st.st_mode) ? "holds" : "is", im->output);
         if (S_ISDIR(st.st_mode)) {
             int fd = open(in, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd < 0)
                 return say(r, AG_EIO, "%s: %s", in, strerror(errno));
             struct prefix_file *files = NULL;
             size_t n;
-            int rc = list_folder(r, in, fd, &files, &n,
-                                 im->progress ? &total : NULL);
+            rc = list_folder(r, in, fd, &files, &n,
+                             im->progress ? &total : NULL);
             free(files);
             close(fd);
             if (rc != AG_OK)

@@ -43,6 +43,10 @@ struct slot {
     struct ident loaded;       /* the file cur came from */
     struct ident failed;       /* the last file that failed to load */
     bool has_failed;           /* watcher only, like loaded */
+    /* cur withdrawn because the file it mapped (loaded) changed in
+     * place, and the path still names that file: only another one brings
+     * a corpus back. Watcher only. */
+    bool in_place;
 };
 
 struct ag_pwned_live {
@@ -89,6 +93,12 @@ static bool same(const struct ident *a, const struct ident *b)
         return a->missing == b->missing;
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
            a->mtime_ns == b->mtime_ns;
+}
+
+/* Whether a and b are one file, whatever its size and time. */
+static bool same_file(const struct ident *a, const struct ident *b)
+{
+    return !a->missing && !b->missing && a->dev == b->dev && a->ino == b->ino;
 }
 
 static void publish_figures(struct ag_pwned_live *l, enum ag_pwned_mode mode,
@@ -188,9 +198,44 @@ static void refuse(struct ag_pwned_live *l, struct slot *s,
     s->failed = *now;
     s->has_failed = true;
     /* The line first: whoever sees the count finds it written. */
-    ag_log(AG_LOG_ERROR, "pwned_reload_failed",
-           "%s; keeping the corpus loaded before", why);
+    ag_log(AG_LOG_ERROR, "pwned_reload_failed", "%s; %s", why,
+           s->cur ? "keeping the corpus loaded before"
+                  : "still no corpus of this mode is served");
     ag_metrics_count(l->metrics, AG_M_PWNED_RELOAD_FAILURES);
+}
+
+/* Puts h, which s no longer serves, on the retired list, closed once no
+ * reader holds it. */
+static void retire(struct ag_pwned_live *l, struct ag_pwned_hold *h)
+{
+    if (!h)
+        return;
+    h->next = l->retired;
+    l->retired = h;
+}
+
+/* The file s serves was changed where it lies (truncated, copied over,
+ * rsync --inplace) instead of replaced by a rename: its mapping now shows
+ * whatever the writer left, and a read past a new end is SIGBUS. Stops
+ * serving the mode (requests get the 404 "no corpus") until another file
+ * is renamed in; logged and counted once. */
+static void withdraw(struct ag_pwned_live *l, struct slot *s,
+                     enum ag_pwned_mode mode)
+{
+    ag_log(AG_LOG_ERROR, "pwned_changed_in_place",
+           "--pwned-file %s: the %s corpus file was changed in place; no %s "
+           "corpus is served until a new file is renamed over the path "
+           "(abuseguard pwned import does)",
+           s->path, mode_name(mode), mode_name(mode));
+    ag_metrics_pwned_corpus(l->metrics, index_of(mode), false, 0, 0);
+    ag_metrics_count(l->metrics, AG_M_PWNED_RELOAD_FAILURES);
+    pthread_mutex_lock(&l->lock);
+    struct ag_pwned_hold *old = s->cur;
+    s->cur = NULL;
+    pthread_mutex_unlock(&l->lock);
+    retire(l, old);
+    s->in_place = true;
+    s->has_failed = false;
 }
 
 /* Looks at one path and swaps in the file now there if it is another. */
@@ -198,7 +243,17 @@ static void follow(struct ag_pwned_live *l, struct slot *s,
                    enum ag_pwned_mode mode)
 {
     struct ident now = look(s->path);
-    if (same(&now, &s->loaded) || (s->has_failed && same(&now, &s->failed)))
+    if (s->cur && same(&now, &s->loaded))
+        return;
+    if (same_file(&now, &s->loaded) && (s->cur || s->in_place)) {
+        if (s->cur)
+            withdraw(l, s, mode);
+        return;
+    }
+    /* The path names another file: once the one changed in place is gone
+     * from it (and unmapped) its inode may come back as a new file's. */
+    s->in_place = false;
+    if (s->has_failed && same(&now, &s->failed))
         return;
     char why[AG_ERROR_MSG_MAX];
     if (now.missing) {
@@ -230,8 +285,7 @@ static void follow(struct ag_pwned_live *l, struct slot *s,
     struct ag_pwned_hold *old = s->cur;
     s->cur = h;
     pthread_mutex_unlock(&l->lock);
-    old->next = l->retired;
-    l->retired = old;
+    retire(l, old);
     s->loaded = now;
     s->has_failed = false;
 }

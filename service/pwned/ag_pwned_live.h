@@ -19,7 +19,13 @@
  * tried again only when the path shows yet another file (a missing path
  * is such a failure too). Replace a corpus by renaming a new file over the
  * path (what `abuseguard pwned import` does): a file rewritten in place
- * changes under the readers' mapping.
+ * changes under the readers' mapping, and a read past its new end is
+ * SIGBUS. When the watcher sees the file it serves changed in place (the
+ * same device and inode, another size or time) it stops serving that mode
+ * (requests get the 404 "no corpus"), logs pwned_changed_in_place and
+ * counts a reload failure, and serves again only when another file (a new
+ * inode) is at the path; the crash in the second before it looks cannot
+ * be prevented.
  *
  * Thread-safety: ag_pwned_live_hold and ag_pwned_hold_release from any
  * thread, any number at once; start, tick and stop from one thread.

@@ -33,7 +33,8 @@ struct ag_pwned_writer {
     unsigned suffix_len;
     unsigned record_size;
     uint64_t entries;
-    uint32_t next_prefix; /* the first index slot not yet written */
+    uint32_t next_prefix;  /* the first index slot not yet written */
+    uint64_t prefix_first; /* the entry the last prefix seen starts at */
     uint8_t last[AG_PWNED_SHA1_LEN];
     uint8_t *index; /* AG_PWNED_INDEX_SIZE bytes, little-endian */
     uint8_t *buf;   /* records not yet written */
@@ -184,6 +185,12 @@ static void index_up_to(struct ag_pwned_writer *w, uint32_t prefix)
 int ag_pwned_writer_add(struct ag_pwned_writer *w, const uint8_t *hash,
                         uint32_t count)
 {
+    /* The reader refuses both (ag_pwned.h): a count 0 is a padding
+     * line's, and a range answer is sized from its count. */
+    if (count == 0) {
+        fail(w, "hash %" PRIu64 " has count 0; counts start at 1", w->entries);
+        return AG_EINVAL;
+    }
     if (w->entries && ag_pwned_hash_cmp(hash, w->last, w->hash_len) <= 0) {
         fail(w, "hash %" PRIu64 " is not greater than the one before it",
              w->entries);
@@ -191,8 +198,17 @@ int ag_pwned_writer_add(struct ag_pwned_writer *w, const uint8_t *hash,
     }
     memcpy(w->last, hash, w->hash_len);
     uint32_t prefix = ag_pwned_prefix_of(hash);
-    if (prefix >= w->next_prefix)
+    if (prefix >= w->next_prefix) {
         index_up_to(w, prefix);
+        w->prefix_first = w->entries;
+    }
+    if (w->entries - w->prefix_first >= AG_PWNED_PREFIX_ENTRIES_MAX) {
+        fail(w,
+             "prefix %05" PRIX32 " holds more than %u hashes, the most a "
+             "prefix may hold: not a Pwned Passwords corpus",
+             prefix, AG_PWNED_PREFIX_ENTRIES_MAX);
+        return AG_EINVAL;
+    }
     if (BUF_SIZE - w->buf_len < w->record_size) {
         int rc = flush(w);
         if (rc != AG_OK)

@@ -30,9 +30,10 @@ int ag_pwned_writer_open(const char *path, enum ag_pwned_mode mode,
                          uint32_t min_count, struct ag_pwned_writer **out,
                          char *why, size_t whylen);
 
-/* Appends a hash (the mode's length in bytes) with its count. AG_EINVAL if
- * it is not greater than the hash before it, AG_EIO if the write failed;
- * the writer is then only good for _abort. */
+/* Appends a hash (the mode's length in bytes) with its count (1 or more).
+ * AG_EINVAL if the count is 0, the hash is not greater than the one before
+ * it or its prefix would hold more than AG_PWNED_PREFIX_ENTRIES_MAX; AG_EIO
+ * if the write failed; the writer is then only good for _abort. */
 int ag_pwned_writer_add(struct ag_pwned_writer *w, const uint8_t *hash,
                         uint32_t count);
 

@@ -286,6 +286,73 @@ class PwnedCliTest(unittest.TestCase):
         r = self.run_cli("check", "--file", self.out, stdin="password\n")
         self.assert_refused(r, self.out, "truncated or damaged")
 
+    def test_a_creation_time_no_one_can_print_is_refused(self):
+        # The header's created field set to 2^63 - 1 with the header's own
+        # checksum made to fit: verify used to print it from a struct tm
+        # gmtime_r had not filled (a stack over-read under ASan).
+        self.assertEqual(self.import_(self.single_file(sha1)).returncode, 0)
+        with open(self.out, "r+b") as f:
+            hdr = bytearray(f.read(160))
+            hdr[40:48] = struct.pack("<q", 2**63 - 1)
+            hdr[128:160] = hashlib.blake2b(bytes(hdr[:128]),
+                                           digest_size=32).digest()
+            f.seek(0)
+            f.write(hdr)
+        r = self.run_cli("verify", "--file", self.out)
+        self.assert_refused(r, self.out, "creation time")
+        self.assertEqual(r.stdout, "")
+        r = self.run_cli("check", "--file", self.out, stdin="password\n")
+        self.assert_refused(r, self.out, "creation time")
+
+    def test_a_folder_among_the_prefix_files_is_refused_input(self):
+        folder = self.path("hashes")
+        os.makedirs(os.path.join(folder, "00000.txt"))
+        self.write(os.path.join("hashes", "00001.txt"), "%s:3\n" % ("A" * 35))
+        r = self.import_(folder)
+        self.assert_refused(r, os.path.join(folder, "00000.txt"),
+                            "a folder, not a prefix file")
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_an_output_that_is_an_input_is_refused(self):
+        good = self.single_file(sha1)
+        self.assertEqual(self.import_(good).returncode, 0)
+        with open(self.out, "rb") as f:
+            before = f.read()
+        r = self.import_(good, self.out)
+        self.assert_refused(r, self.out, "is the output")
+        with open(self.out, "rb") as f:
+            r = subprocess.run([BINARY, "pwned", "import", "--mode", "sha1",
+                                "--output", self.out, "-"], stdin=f,
+                               capture_output=True, text=True, timeout=60)
+        self.assert_refused(r, "standard input is the output")
+        # A folder to import that the output would be written into.
+        folder = self.path("hashes")
+        os.mkdir(folder)
+        self.write(os.path.join("hashes", "00001.txt"), "%s:3\n" % ("A" * 35))
+        r = self.run_cli("import", "--mode", "sha1", "--output",
+                         os.path.join(folder, "c.agp"), folder)
+        self.assert_refused(r, folder, "holds the output")
+        self.assertEqual(os.listdir(folder), ["00001.txt"])
+        with open(self.out, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_check_refuses_a_line_over_4096_bytes_naming_it(self):
+        self.assertEqual(self.import_(self.single_file(sha1)).returncode, 0)
+        # 4096 bytes and a CR LF is the longest line; the count of the
+        # line before is printed, nothing after.
+        r = self.run_cli("check", "--file", self.out,
+                         stdin="password\r\n" + "x" * 4096 + "\r\n" +
+                         "y" * 4097 + "\npassword\n")
+        self.assert_refused(r, "standard input line 3:",
+                            "longer than 4096 bytes")
+        self.assertEqual(r.stdout, "10434004\n0\n")
+        self.assertNotIn("yyyy", r.stderr)
+        # A last line without its line end is read too.
+        r = self.run_cli("check", "--file", self.out,
+                         stdin="hunter2\npassword")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "42\n10434004\n")
+
     def test_progress_is_shown_on_a_terminal(self):
         good = self.single_file(sha1)
         master, slave = pty.openpty()

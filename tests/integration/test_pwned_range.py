@@ -204,6 +204,9 @@ class RangeTest(PwnedTest):
                 r = svc.request("GET", "/range/21BD1?mode=" + mode)
                 self.assertEqual((r.status, r.json["field"]), (400, "mode"))
                 self.assertIn("mode must be sha1 or ntlm", r.json["error"])
+        # A mode named without a value is no mode either, not the default.
+        r = svc.request("GET", "/range/21BD1?mode")
+        self.assertEqual((r.status, r.json["field"]), (400, "mode"))
         r = svc.request("POST", "/range/21BD1", body="{}")
         self.assertEqual(r.status, 405)
         self.assertEqual(r.header("Allow"), "GET, HEAD")
@@ -302,6 +305,13 @@ class StartupTest(PwnedTest):
                             self.sha1_file, other)
         self.assert_refused(self.start(self.sha1_file, self.ntlm_file,
                                        self.sha1_file), "more than 2")
+
+    def test_a_fifo_at_the_path_stops_the_start_without_waiting(self):
+        # No writer ever opens it: an open that waited would hang the
+        # start until the run's timeout.
+        fifo = os.path.join(self.workdir, "fifo.agp")
+        os.mkfifo(fifo)
+        self.assert_refused(self.start(fifo), fifo, "not a regular file")
 
 
 class HibpClientTest(PwnedTest):

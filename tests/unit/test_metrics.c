@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ag_buf.h"
@@ -308,6 +309,30 @@ static void shield_gauges_show_while_set_and_go_when_unset(void **state)
     ag_metrics_free(m);
 }
 
+static void corpus_age_takes_any_creation_time_without_overflow(void **state)
+{
+    (void)state;
+    struct ag_metrics *m = ag_metrics_new();
+    struct ag_buf b;
+    assert_non_null(m);
+    /* Made in the future: no age yet. */
+    ag_metrics_pwned_corpus(m, AG_METRICS_PWNED_SHA1, true, 1, INT64_MAX);
+    const char *text = render(m, &b);
+    assert_non_null(
+        strstr(text, "abuseguard_pwned_corpus_age_seconds{mode=\"sha1\"} 0\n"));
+    ag_buf_free(&b);
+    /* Made at the earliest int64: now minus it is past INT64_MAX. */
+    ag_metrics_pwned_corpus(m, AG_METRICS_PWNED_SHA1, true, 1, INT64_MIN);
+    text = render(m, &b);
+    const char *age = "abuseguard_pwned_corpus_age_seconds{mode=\"sha1\"} ";
+    const char *at = strstr(text, age);
+    assert_non_null(at);
+    unsigned long long v = strtoull(at + strlen(age), NULL, 10);
+    assert_true(v > (unsigned long long)INT64_MAX);
+    ag_buf_free(&b);
+    ag_metrics_free(m);
+}
+
 static void recording_without_metrics_does_nothing(void **state)
 {
     (void)state;
@@ -336,6 +361,7 @@ int main(void)
         cmocka_unit_test(naming_more_labels_than_the_table_holds_is_refused),
         cmocka_unit_test(shield_gauges_show_while_set_and_go_when_unset),
         cmocka_unit_test(recording_without_metrics_does_nothing),
+        cmocka_unit_test(corpus_age_takes_any_creation_time_without_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,9 +4,10 @@
  * back (every range's slice, lookups that hit and miss, the first and last
  * prefixes, empty prefixes, both modes); the writer refuses hashes out of
  * order and leaves the previous file alone when it fails or is aborted;
- * open refuses a file that is not a corpus or is damaged in its header,
- * its size or its index, and verify finds a flipped record byte that open
- * cannot see.
+ * open refuses a file that is not a corpus or is damaged in its header
+ * (a creation time no reader can print), its size or its index (a prefix
+ * over the cap), refuses a FIFO without waiting for a writer, and verify
+ * finds a flipped record byte or a count 0 that open cannot see.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +395,125 @@ static void open_refuses_an_index_that_goes_down(void **state)
     open_refused(f->path, AG_EINVAL, "does not run from 0");
 }
 
+static void writer_refuses_a_count_of_0(void **state)
+{
+    struct fx *f = *state;
+    struct ag_pwned_writer *w;
+    char why[256];
+    uint8_t h[AG_PWNED_SHA1_LEN];
+
+    make_hash(h, AG_PWNED_SHA1_LEN, 5, 2);
+    assert_int_equal(
+        ag_pwned_writer_open(f->path, AG_PWNED_SHA1, 1, &w, why, sizeof(why)),
+        AG_OK);
+    assert_int_equal(ag_pwned_writer_add(w, h, 0), AG_EINVAL);
+    assert_non_null(strstr(ag_pwned_writer_error(w), "count 0"));
+    ag_pwned_writer_abort(w);
+    assert_int_equal(files_in(f), 0);
+}
+
+/* Writes a SHA-1 corpus whose prefix 00000 holds n entries and 00001 one. */
+static void write_full_prefix(const char *path, uint32_t n)
+{
+    struct ag_pwned_writer *w;
+    char why[256];
+    uint8_t h[AG_PWNED_SHA1_LEN];
+    assert_int_equal(
+        ag_pwned_writer_open(path, AG_PWNED_SHA1, 1, &w, why, sizeof(why)),
+        AG_OK);
+    for (uint32_t s = 0; s < n; s++) {
+        make_hash(h, AG_PWNED_SHA1_LEN, 0, s);
+        assert_int_equal(ag_pwned_writer_add(w, h, 1), AG_OK);
+    }
+    make_hash(h, AG_PWNED_SHA1_LEN, 1, 0);
+    assert_int_equal(ag_pwned_writer_add(w, h, 1), AG_OK);
+    assert_int_equal(ag_pwned_writer_finish(w, 1, NULL, why, sizeof(why)),
+                     AG_OK);
+}
+
+static void writer_refuses_a_prefix_over_the_cap(void **state)
+{
+    struct fx *f = *state;
+    struct ag_pwned_writer *w;
+    char why[256];
+    uint8_t h[AG_PWNED_SHA1_LEN];
+
+    /* The cap itself is a good corpus. */
+    write_full_prefix(f->path, AG_PWNED_PREFIX_ENTRIES_MAX);
+    struct ag_pwned *p;
+    assert_int_equal(ag_pwned_open(f->path, &p, why, sizeof(why)), AG_OK);
+    ag_pwned_close(p);
+    assert_int_equal(
+        ag_pwned_writer_open(f->path, AG_PWNED_SHA1, 1, &w, why, sizeof(why)),
+        AG_OK);
+    for (uint32_t s = 0; s < AG_PWNED_PREFIX_ENTRIES_MAX; s++) {
+        make_hash(h, AG_PWNED_SHA1_LEN, 0xabcde, s);
+        assert_int_equal(ag_pwned_writer_add(w, h, 1), AG_OK);
+    }
+    make_hash(h, AG_PWNED_SHA1_LEN, 0xabcde, AG_PWNED_PREFIX_ENTRIES_MAX);
+    assert_int_equal(ag_pwned_writer_add(w, h, 1), AG_EINVAL);
+    assert_non_null(strstr(ag_pwned_writer_error(w), "prefix ABCDE"));
+    ag_pwned_writer_abort(w);
+}
+
+static void open_refuses_a_creation_time_outside_1970_to_9999(void **state)
+{
+    struct fx *f = *state;
+    const int64_t bad[] = {INT64_MAX, INT64_MIN, -1, AG_PWNED_CREATED_MAX + 1};
+    uint8_t v[8];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        write_corpus(f->path, AG_PWNED_SHA1);
+        ag_pwned_put64(v, (uint64_t)bad[i]);
+        patch(f->path, AG_PWNED_HDR_CREATED, v, 8);
+        reseal_header(f->path);
+        open_refused(f->path, AG_EINVAL, "creation time");
+    }
+    /* The last second of 9999 is still a time. */
+    struct ag_pwned *p;
+    char why[256];
+    write_corpus(f->path, AG_PWNED_SHA1);
+    ag_pwned_put64(v, (uint64_t)AG_PWNED_CREATED_MAX);
+    patch(f->path, AG_PWNED_HDR_CREATED, v, 8);
+    reseal_header(f->path);
+    assert_int_equal(ag_pwned_open(f->path, &p, why, sizeof(why)), AG_OK);
+    assert_int_equal(ag_pwned_info(p)->created_s, AG_PWNED_CREATED_MAX);
+    ag_pwned_close(p);
+}
+
+static void open_refuses_a_prefix_over_the_cap_naming_it(void **state)
+{
+    struct fx *f = *state;
+    /* A file the writer would not write: its index moves prefix 00001's
+     * one entry into 00000, which then holds one more than the cap. The
+     * index stays in order and the sizes agree, so only the cap sees it. */
+    write_full_prefix(f->path, AG_PWNED_PREFIX_ENTRIES_MAX);
+    uint8_t v[8];
+    ag_pwned_put64(v, AG_PWNED_PREFIX_ENTRIES_MAX + 1);
+    patch(f->path, (long)(AG_PWNED_INDEX_OFF + 1 * 8), v, 8);
+    open_refused(f->path, AG_EINVAL, "prefix 00000 holds 65537 entries");
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "ag_pwned_open waited on a FIFO\n";
+    (void)!write(2, msg, sizeof(msg) - 1);
+    _exit(1);
+}
+
+static void open_refuses_a_fifo_without_waiting_for_a_writer(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(mkfifo(f->path, 0600), 0);
+    /* No writer ever comes: an open that waits for one fails the test
+     * when the alarm rings, long after a prompt refusal. */
+    signal(SIGALRM, on_alarm);
+    alarm(30);
+    open_refused(f->path, AG_EINVAL, "not a regular file");
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+}
+
 static void verify_finds_a_flipped_record_byte(void **state)
 {
     struct fx *f = *state;
@@ -406,6 +527,49 @@ static void verify_finds_a_flipped_record_byte(void **state)
     assert_int_equal(ag_pwned_verify(p, why, sizeof(why)), AG_EINVAL);
     assert_non_null(strstr(why, "checksum does not match"));
     assert_non_null(strstr(why, f->path));
+    ag_pwned_close(p);
+}
+
+/* Rewrites the header's records checksum to fit the records and index
+ * now in the file, then reseals the header. */
+static void reseal_records(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    size_t len = (size_t)st.st_size;
+    uint8_t *all = malloc(len);
+    assert_non_null(all);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, all, len, 0), (ssize_t)len);
+    close(fd);
+    crypto_generichash_state cs;
+    uint8_t sum[AG_PWNED_CHECKSUM_LEN];
+    crypto_generichash_init(&cs, NULL, 0, sizeof(sum));
+    crypto_generichash_update(&cs, all + AG_PWNED_RECORDS_OFF,
+                              len - AG_PWNED_RECORDS_OFF);
+    crypto_generichash_update(&cs, all + AG_PWNED_INDEX_OFF,
+                              AG_PWNED_INDEX_SIZE);
+    crypto_generichash_final(&cs, sum, sizeof(sum));
+    free(all);
+    patch(path, AG_PWNED_HDR_CHECKSUM, sum, sizeof(sum));
+    reseal_header(path);
+}
+
+static void verify_refuses_a_count_of_0(void **state)
+{
+    struct fx *f = *state;
+    struct ag_pwned *p;
+    char why[256];
+    write_corpus(f->path, AG_PWNED_SHA1);
+    /* Entry 7's count, its checksums made to fit. */
+    uint8_t zero[4] = {0};
+    patch(f->path, (long)(AG_PWNED_RECORDS_OFF + 22 * 7 + 18), zero, 4);
+    reseal_records(f->path);
+    assert_int_equal(ag_pwned_open(f->path, &p, why, sizeof(why)), AG_OK);
+    assert_int_equal(ag_pwned_verify(p, why, sizeof(why)), AG_EINVAL);
+    if (!strstr(why, "entry 7 of prefix 00ABC has count 0"))
+        fail_msg("why: %s", why);
     ag_pwned_close(p);
 }
 
@@ -426,6 +590,12 @@ int main(void)
         T(open_refuses_a_truncated_or_grown_file),
         T(open_refuses_an_index_that_goes_down),
         T(verify_finds_a_flipped_record_byte),
+        T(writer_refuses_a_count_of_0),
+        T(writer_refuses_a_prefix_over_the_cap),
+        T(open_refuses_a_creation_time_outside_1970_to_9999),
+        T(open_refuses_a_prefix_over_the_cap_naming_it),
+        T(verify_refuses_a_count_of_0),
+        T(open_refuses_a_fifo_without_waiting_for_a_writer),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

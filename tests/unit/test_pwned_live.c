@@ -6,9 +6,10 @@
  * path is swapped in at the next look while a reader keeps the one it
  * holds until it lets go (then the watcher closes it); a replacement that
  * cannot be served (junk, the other mode, a missing path) keeps the last
- * good corpus and is counted once, and the next good one is taken; the
- * gauges follow. The watcher's looks are driven by hand (interval 0), so
- * no test waits on a clock.
+ * good corpus and is counted once, and the next good one is taken; a
+ * file changed in place stops its mode being served until another file
+ * is renamed in; the gauges follow. The watcher's looks are driven by hand
+ * (interval 0), so no test waits on a clock.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +263,64 @@ static void an_unchanged_path_is_not_reopened(void **state)
     ag_pwned_live_stop(l);
 }
 
+static void a_file_changed_in_place_is_no_longer_served(void **state)
+{
+    struct fx *f = *state;
+    struct ag_pwned_live *l = start(f, f->sha1, f->ntlm);
+    struct ag_pwned_hold *old = ag_pwned_live_hold(l, AG_PWNED_SHA1);
+
+    /* Grown where it lies, as rsync --inplace or a cp over it would. */
+    int fd = open(f->sha1, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "junk", 4), 4);
+    close(fd);
+    ag_pwned_live_tick(l);
+    assert_null(ag_pwned_live_hold(l, AG_PWNED_SHA1));
+    assert_int_equal(served(l, AG_PWNED_NTLM), 8);
+    assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 1);
+    assert_null(
+        strstr(render(f->m), "abuseguard_pwned_entries{mode=\"sha1\"}"));
+    /* The reader that held it lets go; then it is closed. */
+    assert_int_equal(ag_pwned_live_retired(l), 1);
+    ag_pwned_hold_release(old);
+    ag_pwned_live_tick(l);
+    assert_int_equal(ag_pwned_live_retired(l), 0);
+
+    /* Changed again, or finished: still the same file, still not served,
+     * and said once. */
+    assert_int_equal(truncate(f->sha1, 100), 0);
+    ag_pwned_live_tick(l);
+    assert_null(ag_pwned_live_hold(l, AG_PWNED_SHA1));
+    assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 1);
+
+    /* A new file renamed over the path is served again. */
+    ag_test_corpus(f->sha1, AG_PWNED_SHA1, more, 3, 1, 1700000000);
+    ag_pwned_live_tick(l);
+    assert_int_equal(served(l, AG_PWNED_SHA1), 10);
+    assert_non_null(
+        strstr(render(f->m), "abuseguard_pwned_entries{mode=\"sha1\"} 10\n"));
+    assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 1);
+    ag_pwned_live_stop(l);
+}
+
+static void
+a_bad_file_while_withdrawn_is_refused_then_a_good_one_served(void **state)
+{
+    struct fx *f = *state;
+    struct ag_pwned_live *l = start(f, f->sha1, NULL);
+    assert_int_equal(truncate(f->sha1, 100), 0);
+    ag_pwned_live_tick(l);
+    assert_null(ag_pwned_live_hold(l, AG_PWNED_SHA1));
+    ag_test_junk(f->sha1, 30000);
+    ag_pwned_live_tick(l);
+    assert_null(ag_pwned_live_hold(l, AG_PWNED_SHA1));
+    assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 2);
+    ag_test_corpus(f->sha1, AG_PWNED_SHA1, ranges, 2, 0, 1700000000);
+    ag_pwned_live_tick(l);
+    assert_int_equal(served(l, AG_PWNED_SHA1), 8);
+    ag_pwned_live_stop(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +339,11 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(an_unchanged_path_is_not_reopened,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            a_file_changed_in_place_is_no_longer_served, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            a_bad_file_while_withdrawn_is_refused_then_a_good_one_served, setup,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
