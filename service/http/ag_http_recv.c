@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "ag_clock.h"
 #include "ag_error.h"
 #include "ag_http_conns.h"
 #include "ag_http_recv.h"
@@ -85,7 +86,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
     if (n > 0 && c && !(flags & MSG_PEEK)) {
         struct ag_wire *w = ag_http_conns_wire(c, fd);
         if (w) {
-            ag_http_conns_note_bytes(c, fd);
+            ag_http_conns_note_bytes(c, fd, ag_clock_mono_ms());
             enum ag_wire_fault was = ag_wire_feed(w, NULL, 0);
             enum ag_wire_fault f = ag_wire_feed(w, buf, (size_t)n);
             if (f != AG_WIRE_OK && f != AG_WIRE_UNTRACKED) {

@@ -384,6 +384,18 @@ class FloodTest(ServiceTest):
         # pooled ones are the oldest and have sent nothing since their
         # last answer, which made them the ones to go. No connection ends
         # by the timeout while the test runs.
+        self.pool_against_one_byte_floods(served_first=False)
+
+    def test_pooled_clients_lose_no_request_to_floods_that_finish_one_first(
+            self):
+        # The review of issue 29: the same, but each flood connection
+        # first completes GET /healthz, and so stands among the pooled
+        # ones, before its one byte. That byte begins a request that
+        # stalls: once older than the grace (AG_HTTP_CONNS_RECEIVING_MS,
+        # 1 s), the connection goes before an idle pooled one.
+        self.pool_against_one_byte_floods(served_first=True)
+
+    def pool_against_one_byte_floods(self, served_first):
         svc = self.service(extra=["--max-conns", "64",
                                   "--max-conns-per-ip", "16",
                                   "--conn-timeout-s", "600"])
@@ -409,16 +421,28 @@ class FloodTest(ServiceTest):
 
         def one_byte(n):
             """n more flood connections, each with one byte the service
-            has read, round the addresses."""
+            has read, round the addresses; with served_first, each
+            completes a request before its byte, and the byte has stalled
+            (is older than the grace) on return."""
             new = []
             for _ in range(n):
                 s = connect(svc, sources[len(flood) % len(sources)])
+                if served_first:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    self.assertEqual(Response.read_from(s).status, 200)
                 s.sendall(b"P")
                 flood.append(s)
                 new.append(s)
             for s in new:
                 self.assertTrue(wait_until(
                     lambda: read_by_server(s) or closed_by_server(s), 30.0))
+            if served_first:
+                # Every byte was read before now, by the service's clock
+                # (CLOCK_MONOTONIC, as Python's): once the grace has
+                # passed since, each has stalled. Waiting longer only
+                # makes that surer.
+                read = time.monotonic()
+                wait_until(lambda: time.monotonic() > read + 1.05, 10.0)
 
         ended = [0]
 
