@@ -42,10 +42,14 @@ struct slot {
      * Set only while it is not in a list. */
     uint8_t served;
     struct ag_wire wire;
-    /* Bytes arrived since it became READY (ag_http_conns_note_bytes):
-     * a request under way, not an idle connection. */
-    atomic_bool got_bytes;
+    /* When the first byte since it became READY was read
+     * (ag_http_conns_note_bytes): its next request began then. NO_BYTES
+     * while none has been. Written by the thread serving the connection,
+     * and under the lock by list_push; read by victim. */
+    _Atomic uint64_t first_byte_ms;
 };
+
+#define NO_BYTES UINT64_MAX
 
 /* Live connections per address: open addressing with linear probing and
  * backward-shift deletion; a count of 0 is an empty bucket. */
@@ -219,7 +223,7 @@ static void list_push(struct ag_http_conns *c, int fd, uint64_t now_ms)
     struct slot *s = &c->slots[fd];
     int *head = &c->lists[s->served].head, *tail = &c->lists[s->served].tail;
     s->state = S_READY;
-    atomic_store_explicit(&s->got_bytes, false, memory_order_relaxed);
+    atomic_store_explicit(&s->first_byte_ms, NO_BYTES, memory_order_relaxed);
     s->ready_ms = now_ms;
     s->next = -1;
     s->prev = *tail;
@@ -284,36 +288,66 @@ static void forget(struct ag_http_conns *c, int fd)
     s->state = S_FREE;
 }
 
-/* Whether fd's next request is arriving: bytes read since it became
- * READY, or bytes waiting in the kernel. */
-static bool receiving(const struct ag_http_conns *c, int fd)
+/* How a READY connection ranks at the cap, the first to go first. A
+ * request "arriving" began (its first byte read, or bytes waiting in the
+ * kernel unread) less than AG_HTTP_CONNS_RECEIVING_MS ago; one that began
+ * earlier has stalled, which counts as no progress at all. */
+enum rank {
+    NO_PROGRESS,     /* no request arriving and none ever completed, or a
+                        request stalled, in either list */
+    ARRIVING_FRESH,  /* a first request arriving */
+    IDLE_SERVED,     /* completed a request, idle since its answer */
+    ARRIVING_SERVED, /* completed a request, the next one arriving */
+    RANKS,
+};
+
+static enum rank rank_of(const struct ag_http_conns *c, int fd, uint64_t now_ms)
 {
-    return atomic_load_explicit(&c->slots[fd].got_bytes,
-                                memory_order_relaxed) ||
-           c->o.pending(c->o.shut_arg, fd);
+    const struct slot *s = &c->slots[fd];
+    uint64_t first =
+        atomic_load_explicit(&s->first_byte_ms, memory_order_relaxed);
+    if (first != NO_BYTES && now_ms >= first + AG_HTTP_CONNS_RECEIVING_MS)
+        return NO_PROGRESS; /* stalled */
+    bool arriving = first != NO_BYTES || c->o.pending(c->o.shut_arg, fd);
+    if (s->served == L_SERVED)
+        return arriving ? ARRIVING_SERVED : IDLE_SERVED;
+    return arriving ? ARRIVING_FRESH : NO_PROGRESS;
 }
 
 /* The READY connection to reclaim: the one that has made the least
- * progress toward a complete request for the longest time. A connection
- * that has completed a request goes only when none that has not is left
- * (an auth backend's pooled connection waits idle between its requests,
- * while a slowloris client's has never finished one). Within a list,
- * the longest-READY one that is not receiving a request (no byte read,
- * none waiting in the kernel), so that a client whose request is in
- * flight keeps its connection; the longest-READY of the list if the
- * first REAP_SCAN are all receiving. Called with the lock held; some
- * connection is READY. */
-static int victim(const struct ag_http_conns *c)
+ * progress toward a complete request for the longest time. First one
+ * that has made none (never completed a request and sends nothing now,
+ * or whose request stalled), then one whose first request is arriving,
+ * then an idle one that completed requests (an auth backend's pooled
+ * connection waits idle between its requests, while a slowloris
+ * client's never finishes one), and last one that completed requests
+ * and whose next one is arriving. Within a rank, the longest-READY. Each
+ * list is looked at as far as its first REAP_SCAN connections; both are
+ * in the order their connections became READY, so the first of a rank
+ * met in a list is that list's longest-READY of the rank. Called with
+ * the lock held; some connection is READY. */
+static int victim(const struct ag_http_conns *c, uint64_t now_ms)
 {
     enum { REAP_SCAN = 64 };
-    int l = c->lists[L_FRESH].head >= 0 ? L_FRESH : L_SERVED;
-    int fd = c->lists[l].head;
-    for (int i = 0; fd >= 0 && i < REAP_SCAN; i++) {
-        if (!receiving(c, fd))
-            return fd;
-        fd = c->slots[fd].next;
+    int best[RANKS];
+    for (int r = 0; r < RANKS; r++)
+        best[r] = -1;
+    for (int l = 0; l < LISTS; l++) {
+        int fd = c->lists[l].head;
+        for (int i = 0; fd >= 0 && i < REAP_SCAN; i++) {
+            enum rank r = rank_of(c, fd, now_ms);
+            if (best[r] < 0 ||
+                c->slots[fd].ready_ms < c->slots[best[r]].ready_ms)
+                best[r] = fd;
+            if (r == NO_PROGRESS)
+                break; /* none later in this list goes before it */
+            fd = c->slots[fd].next;
+        }
     }
-    return c->lists[l].head;
+    for (int r = 0; r < RANKS; r++)
+        if (best[r] >= 0)
+            return best[r];
+    return oldest_ready(c);
 }
 
 enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
@@ -338,7 +372,7 @@ enum ag_http_admit ag_http_conns_admit(struct ag_http_conns *c, int fd,
         if (!c->ready) {
             verdict = AG_HTTP_FULL;
         } else {
-            end_ready(c, victim(c));
+            end_ready(c, victim(c, now_ms));
             c->reclaimed++;
         }
     }
@@ -409,11 +443,15 @@ int ag_http_conns_tag(const struct ag_http_conns *c, int fd)
     return known(c, fd) ? c->slots[fd].tag : -1;
 }
 
-void ag_http_conns_note_bytes(struct ag_http_conns *c, int fd)
+void ag_http_conns_note_bytes(struct ag_http_conns *c, int fd, uint64_t now_ms)
 {
-    if (known(c, fd))
-        atomic_store_explicit(&c->slots[fd].got_bytes, true,
-                              memory_order_relaxed);
+    if (!known(c, fd))
+        return;
+    /* Only the serving thread writes it while the connection is READY,
+     * so a load and then a store need no compare-and-swap. */
+    _Atomic uint64_t *first = &c->slots[fd].first_byte_ms;
+    if (atomic_load_explicit(first, memory_order_relaxed) == NO_BYTES)
+        atomic_store_explicit(first, now_ms, memory_order_relaxed);
 }
 
 struct ag_wire *ag_http_conns_wire(struct ag_http_conns *c, int fd)

@@ -17,16 +17,20 @@
  *   slowly its bytes come; ag_http_conns_sweep ends those past it.
  * - At max_conns live connections a new one reclaims a READY connection,
  *   as nginx reuses idle connections: the one that has made the least
- *   progress toward a complete request for the longest time. A
- *   connection that has never completed a request goes first (one that
- *   never sent a byte, or a slowloris client's that sent a few), and one
- *   that has (a pooled client's, idle between its requests within the
- *   deadline of its last answer) only when no other is left. Among
- *   either kind the longest-READY goes, passing over one whose request
- *   is arriving (else, under a flood of new connections, a client could
- *   lose its connection between sending its request and its being read).
- *   Only when every live connection is BUSY is the newcomer refused
- *   (AG_HTTP_FULL), at once.
+ *   progress toward a complete request for the longest time, judged on
+ *   its current request. A request is arriving from its first byte (or
+ *   while bytes wait unread in the kernel) for AG_HTTP_CONNS_RECEIVING_MS;
+ *   one not complete by then has stalled. First to go is a connection
+ *   that has never completed a request and sends nothing, or whose
+ *   request has stalled (a slowloris client's, whether or not it
+ *   completed a cheap request before); then one whose first request is
+ *   arriving; then one that has completed requests and is idle between
+ *   them (a pooled client's); last one whose next request is arriving.
+ *   Within each the longest-READY goes. Sparing an arriving request keeps
+ *   a client, under a flood of new connections, from losing its
+ *   connection between sending its request and its being read. Only when
+ *   every live connection is BUSY is the newcomer refused (AG_HTTP_FULL),
+ *   at once.
  * - One client address holds at most max_per_ip live connections; an IPv6
  *   address counts by its /64, which one host owns.
  * - "Ending" a connection is shutdown(2) (or opts.shut), done under the
@@ -101,9 +105,14 @@ void ag_http_conns_closed(struct ag_http_conns *c, int fd);
  * returns how many it ended. */
 size_t ag_http_conns_sweep(struct ag_http_conns *c, uint64_t now_ms);
 
-/* Bytes arrived on fd (the recv hook): it is not idle until READY again.
- * Lock-free. */
-void ag_http_conns_note_bytes(struct ag_http_conns *c, int fd);
+/* How long from its first byte a request counts as arriving (spared at
+ * the cap; see the opening): many round trips for the few hundred bytes
+ * a client sends at once, short beside any deadline worth setting. */
+#define AG_HTTP_CONNS_RECEIVING_MS 1000u
+
+/* Bytes arrived on fd at now_ms (the recv hook): its next request has
+ * begun, if this is the first byte since it became READY. Lock-free. */
+void ag_http_conns_note_bytes(struct ag_http_conns *c, int fd, uint64_t now_ms);
 /* The listener tag given at admit, or -1 for an unknown descriptor. */
 int ag_http_conns_tag(const struct ag_http_conns *c, int fd);
 /* The connection's stream validator, or NULL for an unknown descriptor.

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "ag_clock.h"
 #include "ag_error.h"
 #include "ag_http_conns.h"
 #include "ag_http_recv.h"
@@ -41,14 +42,22 @@ void ag_http_recv_watch(struct ag_http_conns *conns)
     atomic_store_explicit(&watched, conns, memory_order_release);
 }
 
+/* What answer_fault reads and drops after the 400, at most: a client's
+ * pipelined remainder (the rest of a request, a few more) fits, and a
+ * client that keeps streaming costs the worker 64 KiB, not the time until
+ * the connection's deadline. */
+enum { DRAIN_MAX = 64 * 1024 };
+
 /* Writes the 400 for fault f to fd and ends the sending side; what the
- * client sent after it is read and dropped first, as closing a socket
- * with unread input resets it and may destroy the answer on the way. The
- * socket is non-blocking: a client that reads nothing may lose the
- * answer, never stall the worker. */
+ * client sent after it is read and dropped first, up to DRAIN_MAX, as
+ * closing a socket with unread input resets it and may destroy the answer
+ * on the way. A client still sending past that gets the reset: it sent
+ * more after a framing error than any request holds. The socket is
+ * non-blocking: a client that reads nothing may lose the answer, never
+ * stall the worker. */
 static void answer_fault(int fd, enum ag_wire_fault f)
 {
-    char text[1024];
+    char text[16384];
     size_t len = 0;
     struct ag_http_response r;
     ag_http_response_init(&r);
@@ -61,8 +70,12 @@ static void answer_fault(int fd, enum ag_wire_fault f)
         (void)sent;
     }
     shutdown(fd, SHUT_WR);
-    while (recvfrom(fd, text, sizeof text, MSG_DONTWAIT, NULL, NULL) > 0)
-        ;
+    for (size_t drained = 0; drained < DRAIN_MAX;) {
+        ssize_t got = recvfrom(fd, text, sizeof text, MSG_DONTWAIT, NULL, NULL);
+        if (got <= 0)
+            break;
+        drained += (size_t)got;
+    }
 }
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -73,7 +86,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
     if (n > 0 && c && !(flags & MSG_PEEK)) {
         struct ag_wire *w = ag_http_conns_wire(c, fd);
         if (w) {
-            ag_http_conns_note_bytes(c, fd);
+            ag_http_conns_note_bytes(c, fd, ag_clock_mono_ms());
             enum ag_wire_fault was = ag_wire_feed(w, NULL, 0);
             enum ag_wire_fault f = ag_wire_feed(w, buf, (size_t)n);
             if (f != AG_WIRE_OK && f != AG_WIRE_UNTRACKED) {

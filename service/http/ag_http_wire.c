@@ -352,6 +352,9 @@ static enum ag_wire_fault chunk_byte(struct ag_wire *w, unsigned char c)
 
 enum ag_wire_fault ag_wire_feed(struct ag_wire *w, const char *p, size_t n)
 {
+    /* p may be NULL when n is 0, and NULL + 0 is undefined in C. */
+    if (!n)
+        return (enum ag_wire_fault)w->fault;
     const unsigned char *c = (const unsigned char *)p;
     const unsigned char *end = c + n;
     while (!w->fault && c < end) {

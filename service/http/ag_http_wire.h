@@ -75,7 +75,8 @@ struct ag_wire {
 void ag_wire_init(struct ag_wire *w);
 /* Feeds the next n bytes received on the connection. Returns the first
  * fault seen on the stream so far (AG_WIRE_OK if none): once set, a fault
- * stays, and later bytes are not judged. */
+ * stays, and later bytes are not judged. With n 0, p may be NULL: the
+ * call only returns the fault so far. */
 enum ag_wire_fault ag_wire_feed(struct ag_wire *w, const char *p, size_t n);
 /* The fault's meaning, for a 400's message ("request line or header ends
  * with a bare LF"); a static string. */

@@ -5,11 +5,15 @@ than the service takes), a well-behaved client from another address gets
 its answer promptly, and the excess is refused at once instead of waiting
 in the backlog. Every flood is bounded in connections and time, from
 127.0.0.x source addresses on loopback."""
+import errno
 import http.client
+import json
 import os
 import select
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -25,6 +29,48 @@ from harness import Response, ServiceTest, read_by_server, wait_until
 PROMPT = 2.5
 # --conn-timeout-s of the tests whose flood ends by the timeout.
 CONN_TIMEOUT_S = 4
+
+
+# A client that sends a request line ended by a bare LF and then streams
+# junk until the service ends the connection, reconnecting 20 ms later,
+# for argv[3] seconds. Prints, as JSON, [seconds, errno, bytes sent] for
+# each connection (errno null: still open when the time was up).
+BLASTER = """
+import json, socket, sys, time
+port, source, secs = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+junk, lives = b"x" * (1 << 20), []
+until = time.monotonic() + secs
+while time.monotonic() < until:
+    s = socket.create_connection(("127.0.0.1", port), 5,
+                                 source_address=(source, 0))
+    s.settimeout(1.0)
+    start, err, sent = time.monotonic(), None, 0
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\\nHost: x\\n\\n")
+        while time.monotonic() < until:
+            try:
+                s.sendall(junk)
+                sent += len(junk)
+            except socket.timeout:
+                pass
+    except OSError as e:
+        err = e.errno
+    lives.append([time.monotonic() - start, err, sent])
+    s.close()
+    time.sleep(0.02)  # a few hundred connections, not thousands
+print(json.dumps(lives))
+"""
+
+
+def socket_buffers():
+    """The most a client can have sent that the service never read: its
+    own send buffer and the service's receive buffer at their largest,
+    and 1 MiB for what the service reads and drops."""
+    total = 1 << 20
+    for name in ("tcp_rmem", "tcp_wmem"):
+        with open("/proc/sys/net/ipv4/" + name) as f:
+            total += int(f.read().split()[2])
+    return total
 
 
 def connect(svc, source):
@@ -292,6 +338,44 @@ class FloodTest(ServiceTest):
             for s in pooled:
                 s.close()
 
+    def test_a_client_streaming_after_a_framing_error_holds_no_worker(self):
+        # Issue 29 review: the 400 for a framing fault read and dropped
+        # what the client sent after it for as long as more kept coming,
+        # on the worker thread, so a client that streams after one bare
+        # LF held the worker until the connection's deadline (10 s).
+        # With one worker and two such clients (processes, so that each
+        # sends as fast as it can), each reconnecting for 6 s: every
+        # connection is ended (the client's send fails) long before its
+        # deadline, having sent no more than the socket buffers between
+        # it and the service hold beside the little the service drains,
+        # and /healthz is answered promptly throughout.
+        svc = self.service(extra=["--threads", "1",
+                                  "--conn-timeout-s", "10"])
+        blasters = [subprocess.Popen(
+            [sys.executable, "-c", BLASTER, str(svc.port), src, "6"],
+            stdout=subprocess.PIPE) for src in ("127.0.0.40", "127.0.0.41")]
+        lives = []
+        try:
+            with Prober(svc, "127.0.0.42") as prober:
+                prober.run(6, 10)
+                for b in blasters:
+                    out, _ = b.communicate(timeout=60)
+                    lives += json.loads(out)
+        finally:
+            for b in blasters:
+                if b.poll() is None:
+                    b.kill()
+                    b.wait()
+        ended = [life for life in lives if life[1] is not None]
+        self.assertGreaterEqual(len(ended), 2, lives)
+        # The last connection of each may have been cut short by the 6 s.
+        self.assertLess(max(life[0] for life in lives), 4.0, lives)
+        self.assertTrue({life[1] for life in ended} <=
+                        {errno.EPIPE, errno.ECONNRESET}, lives)
+        self.assertLess(max(life[2] for life in lives), socket_buffers(),
+                        lives)
+        self.assert_prompt(prober, 10)
+
     def test_pooled_keep_alive_clients_lose_no_request_to_one_byte_floods(self):
         # Issue 29: an auth backend's four pooled connections, each idle
         # between its requests, while eight addresses hold connections
@@ -300,6 +384,18 @@ class FloodTest(ServiceTest):
         # pooled ones are the oldest and have sent nothing since their
         # last answer, which made them the ones to go. No connection ends
         # by the timeout while the test runs.
+        self.pool_against_one_byte_floods(served_first=False)
+
+    def test_pooled_clients_lose_no_request_to_floods_that_finish_one_first(
+            self):
+        # The review of issue 29: the same, but each flood connection
+        # first completes GET /healthz, and so stands among the pooled
+        # ones, before its one byte. That byte begins a request that
+        # stalls: once older than the grace (AG_HTTP_CONNS_RECEIVING_MS,
+        # 1 s), the connection goes before an idle pooled one.
+        self.pool_against_one_byte_floods(served_first=True)
+
+    def pool_against_one_byte_floods(self, served_first):
         svc = self.service(extra=["--max-conns", "64",
                                   "--max-conns-per-ip", "16",
                                   "--conn-timeout-s", "600"])
@@ -325,16 +421,28 @@ class FloodTest(ServiceTest):
 
         def one_byte(n):
             """n more flood connections, each with one byte the service
-            has read, round the addresses."""
+            has read, round the addresses; with served_first, each
+            completes a request before its byte, and the byte has stalled
+            (is older than the grace) on return."""
             new = []
             for _ in range(n):
                 s = connect(svc, sources[len(flood) % len(sources)])
+                if served_first:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    self.assertEqual(Response.read_from(s).status, 200)
                 s.sendall(b"P")
                 flood.append(s)
                 new.append(s)
             for s in new:
                 self.assertTrue(wait_until(
                     lambda: read_by_server(s) or closed_by_server(s), 30.0))
+            if served_first:
+                # Every byte was read before now, by the service's clock
+                # (CLOCK_MONOTONIC, as Python's): once the grace has
+                # passed since, each has stalled. Waiting longer only
+                # makes that surer.
+                read = time.monotonic()
+                wait_until(lambda: time.monotonic() > read + 1.05, 10.0)
 
         ended = [0]
 

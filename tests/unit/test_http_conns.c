@@ -2,9 +2,10 @@
 /*
  * ag_http_conns: a connection must finish its request within the deadline
  * of becoming ready, however it trickles; at the cap the connection that
- * has made the least progress for the longest time makes room (one that
- * has completed a request only when no other is left) and a busy one
- * never does; one address (an IPv6
+ * has made the least progress on its current request for the longest
+ * time makes room (a stalled request as soon as an idle connection, an
+ * idle one that has completed requests only after every one that has
+ * not) and a busy one never does; one address (an IPv6
  * /64) holds at most its share; a descriptor is never ended twice or
  * after it was closed. The shut callback records instead of shutting.
  */
@@ -42,8 +43,8 @@ static void record(void *arg, int fd)
     s->fds[s->n++] = fd;
 }
 
-static struct ag_http_conns *table(struct shuts *s, unsigned max,
-                                   unsigned per_ip)
+static struct ag_http_conns *table_with(struct shuts *s, unsigned max,
+                                        unsigned per_ip, uint64_t deadline_ms)
 {
     memset(s, 0, sizeof *s);
     s->waiting = -1;
@@ -52,7 +53,7 @@ static struct ag_http_conns *table(struct shuts *s, unsigned max,
                          &(struct ag_http_conns_opts){
                              .max_conns = max,
                              .max_per_ip = per_ip,
-                             .deadline_ms = 1000,
+                             .deadline_ms = deadline_ms,
                              .fd_limit = 128,
                              .shut = record,
                              .pending = waiting,
@@ -61,6 +62,12 @@ static struct ag_http_conns *table(struct shuts *s, unsigned max,
                          &c),
                      AG_OK);
     return c;
+}
+
+static struct ag_http_conns *table(struct shuts *s, unsigned max,
+                                   unsigned per_ip)
+{
+    return table_with(s, max, per_ip, 1000);
 }
 
 static struct sockaddr_storage v4(const char *a)
@@ -160,13 +167,13 @@ a_connection_whose_request_is_arriving_is_not_reclaimed(void **state)
     assert_int_equal(admit(c, 12, v4("127.0.0.4"), 2), AG_HTTP_ADMITTED);
     /* 10 has sent bytes libmicrohttpd read, 11 has bytes in the kernel:
      * both are receiving a request. 12, idle, goes. */
-    ag_http_conns_note_bytes(c, 10);
+    ag_http_conns_note_bytes(c, 10, 2);
     s.waiting = 11;
     assert_int_equal(admit(c, 13, v4("127.0.0.5"), 3), AG_HTTP_ADMITTED);
     assert_int_equal(s.n, 1);
     assert_int_equal(s.fds[0], 12);
     /* All three receiving: the longest-ready goes after all. */
-    ag_http_conns_note_bytes(c, 13);
+    ag_http_conns_note_bytes(c, 13, 3);
     assert_int_equal(admit(c, 14, v4("127.0.0.6"), 4), AG_HTTP_ADMITTED);
     assert_int_equal(s.fds[1], 10);
     ag_http_conns_free(c);
@@ -188,19 +195,19 @@ static void a_connection_that_completed_a_request_outlasts_every_unfinished_one(
     for (int fd = 11; fd <= 13; fd++) {
         assert_int_equal(admit(c, fd, v4("127.0.0.2"), (uint64_t)fd),
                          AG_HTTP_ADMITTED);
-        ag_http_conns_note_bytes(c, fd);
+        ag_http_conns_note_bytes(c, fd, (uint64_t)fd);
     }
     /* Each newcomer sends its byte too; every one of them goes before
      * the pooled connection, oldest first. */
     for (int fd = 14; fd <= 20; fd++) {
         assert_int_equal(admit(c, fd, v4("127.0.0.3"), (uint64_t)fd),
                          AG_HTTP_ADMITTED);
-        ag_http_conns_note_bytes(c, fd);
+        ag_http_conns_note_bytes(c, fd, (uint64_t)fd);
         assert_int_equal(s.fds[s.n - 1], fd - 3);
     }
     assert_int_equal(s.n, 7);
     /* Its next request arrives and is answered on the same connection. */
-    ag_http_conns_note_bytes(c, 10);
+    ag_http_conns_note_bytes(c, 10, 29);
     ag_http_conns_busy(c, 10);
     ag_http_conns_ready(c, 10, 30);
     assert_int_equal(admit(c, 21, v4("127.0.0.3"), 31), AG_HTTP_ADMITTED);
@@ -229,8 +236,8 @@ static void with_no_unfinished_connection_left_the_longest_idle_served_one_goes(
     assert_int_equal(s.fds[1], 13);
     /* Every one left is receiving: the longest-ready of the unfinished
      * (14), and then of the served (10). */
-    ag_http_conns_note_bytes(c, 12);
-    ag_http_conns_note_bytes(c, 14);
+    ag_http_conns_note_bytes(c, 12, 21);
+    ag_http_conns_note_bytes(c, 14, 21);
     assert_int_equal(admit(c, 15, v4("127.0.0.3"), 22), AG_HTTP_ADMITTED);
     assert_int_equal(s.fds[2], 14);
     ag_http_conns_busy(c, 15);
@@ -412,6 +419,96 @@ static void an_ended_connection_is_not_ended_again_when_it_closes(void **state)
     ag_http_conns_free(c);
 }
 
+/* Serves a request on fd, admitted before: READY again (served) at
+ * now_ms. */
+static void serve(struct ag_http_conns *c, int fd, uint64_t now_ms)
+{
+    ag_http_conns_busy(c, fd);
+    ag_http_conns_ready(c, fd, now_ms);
+}
+
+/* A connection whose request began AG_HTTP_CONNS_RECEIVING_MS ago or
+ * more has stalled: it no longer counts as receiving, and it goes before
+ * an idle connection that completed requests, whichever list it is in. */
+static void
+a_request_stalled_past_the_grace_goes_before_an_idle_served_one(void **state)
+{
+    (void)state;
+    const uint64_t R = AG_HTTP_CONNS_RECEIVING_MS;
+    struct shuts s;
+    struct ag_http_conns *c = table_with(&s, 3, 8, 600000);
+    for (int fd = 10; fd <= 12; fd++)
+        assert_int_equal(admit(c, fd, v4("127.0.0.2"), 0), AG_HTTP_ADMITTED);
+    /* 10 and 12 are idle between requests; 11's next one began at 3. */
+    serve(c, 10, 1);
+    serve(c, 11, 2);
+    ag_http_conns_note_bytes(c, 11, 3);
+    serve(c, 12, 4);
+    /* Within the grace, 11 is spared: the longest idle (10) goes. */
+    assert_int_equal(admit(c, 13, v4("127.0.0.3"), 3 + R - 1),
+                     AG_HTTP_ADMITTED);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.fds[0], 10);
+    ag_http_conns_busy(c, 13);
+    /* Past it, 11 goes before 12, idle for longer though 12 is. */
+    assert_int_equal(admit(c, 14, v4("127.0.0.3"), 3 + R), AG_HTTP_ADMITTED);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.fds[1], 11);
+    /* A later byte of a stalled request does not restart the grace: 14,
+     * served at 3 + R, began its next request then and goes at 3 + 2R
+     * before 12 and 13, idle (13 since its answer at 3 + R + 1). */
+    serve(c, 14, 3 + R);
+    ag_http_conns_note_bytes(c, 14, 3 + R);
+    ag_http_conns_note_bytes(c, 14, 3 + 2 * R - 1);
+    ag_http_conns_ready(c, 13, 3 + R + 1);
+    assert_int_equal(admit(c, 15, v4("127.0.0.3"), 3 + 2 * R),
+                     AG_HTTP_ADMITTED);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.fds[2], 14);
+    ag_http_conns_busy(c, 15);
+    /* An answered request's first byte is forgotten: 12's next request,
+     * begun at 3 + 3R - 2, is arriving at 3 + 3R, and 13, idle, goes. */
+    ag_http_conns_note_bytes(c, 12, 3 + 2 * R);
+    serve(c, 12, 3 + 2 * R + 1);
+    ag_http_conns_note_bytes(c, 12, 3 + 3 * R - 2);
+    assert_int_equal(admit(c, 16, v4("127.0.0.3"), 3 + 3 * R),
+                     AG_HTTP_ADMITTED);
+    assert_int_equal(s.n, 4);
+    assert_int_equal(s.fds[3], 13);
+    ag_http_conns_free(c);
+}
+
+/* The review of issue 29: each flood connection completes one cheap
+ * request and then sends one byte of the next, so it sits among the
+ * served ones as "receiving". Once that byte is older than the grace,
+ * every flood connection goes before the pooled one, oldest first. */
+static void
+completing_one_request_first_does_not_spare_a_stalled_connection(void **state)
+{
+    (void)state;
+    const uint64_t R = AG_HTTP_CONNS_RECEIVING_MS;
+    struct shuts s;
+    struct ag_http_conns *c = table_with(&s, 4, 8, 600000);
+    assert_int_equal(admit(c, 10, v4("127.0.0.9"), 0), AG_HTTP_ADMITTED);
+    serve(c, 10, 1);
+    for (int fd = 11; fd <= 13; fd++) {
+        assert_int_equal(admit(c, fd, v4("127.0.0.2"), 2), AG_HTTP_ADMITTED);
+        serve(c, fd, (uint64_t)fd);
+        ag_http_conns_note_bytes(c, fd, (uint64_t)fd);
+    }
+    /* Each newcomer comes once the last one's byte has stalled, and does
+     * the same; the pooled connection (10) is the longest idle. */
+    for (int fd = 14; fd <= 20; fd++) {
+        uint64_t now = (uint64_t)(fd - 13) * R + 20;
+        assert_int_equal(admit(c, fd, v4("127.0.0.3"), now), AG_HTTP_ADMITTED);
+        assert_int_equal(s.fds[s.n - 1], fd - 3);
+        serve(c, fd, now);
+        ag_http_conns_note_bytes(c, fd, now);
+    }
+    assert_int_equal(s.n, 7);
+    ag_http_conns_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +535,10 @@ int main(void)
         cmocka_unit_test(an_ended_connection_is_not_ended_again_when_it_closes),
         cmocka_unit_test(
             a_descriptor_reused_without_a_close_replaces_its_stale_slot),
+        cmocka_unit_test(
+            a_request_stalled_past_the_grace_goes_before_an_idle_served_one),
+        cmocka_unit_test(
+            completing_one_request_first_does_not_spare_a_stalled_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -610,6 +610,20 @@ static void each_fault_has_its_own_text(void **state)
     assert_non_null(strstr(ag_wire_fault_text(AG_WIRE_CHUNK_BAD), "chunk"));
 }
 
+/* The recv hook asks for the fault so far by feeding nothing, with no
+ * buffer: NULL + 0 is undefined behaviour in C (clang's UBSan stops on
+ * it), so an empty feed must not touch the pointer. */
+static void
+an_empty_feed_without_a_buffer_returns_the_fault_so_far(void **state)
+{
+    (void)state;
+    struct ag_wire w;
+    ag_wire_init(&w);
+    assert_int_equal(ag_wire_feed(&w, NULL, 0), AG_WIRE_OK);
+    assert_int_equal(ag_wire_feed(&w, S("GET / HTTP/1.1\n")), AG_WIRE_BARE_LF);
+    assert_int_equal(ag_wire_feed(&w, NULL, 0), AG_WIRE_BARE_LF);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -634,6 +648,8 @@ int main(void)
         cmocka_unit_test(a_fault_sticks),
         cmocka_unit_test(ag_wire_init_starts_a_clean_stream),
         cmocka_unit_test(each_fault_has_its_own_text),
+        cmocka_unit_test(
+            an_empty_feed_without_a_buffer_returns_the_fault_so_far),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
