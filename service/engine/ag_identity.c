@@ -350,10 +350,16 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
     if (ag_country_fold_trunk(out, prefix) != AG_OK) {
         char cc[AG_COUNTRY_MAX];
         ag_country_code(out, cc);
+        if (prefix[0] == '\0')
+            return ag_error_set(err, AG_EINVAL, field,
+                                "%s is a local number after %s, which is "
+                                "read with an area code added: write the "
+                                "whole number as dialled from abroad",
+                                field, cc);
         return ag_error_set(err, AG_EINVAL, field,
-                            "%s has the national prefix %s after %s, which "
-                            "cannot be dropped here: write the number as "
-                            "dialled from abroad, without it",
+                            "%s has the national prefix or carrier code %s "
+                            "after %s, which cannot be dropped here: write "
+                            "the number as dialled from abroad, without it",
                             field, prefix, cc);
     }
     return AG_OK;
