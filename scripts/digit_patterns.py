@@ -24,7 +24,11 @@ DIGITS = "0123456789"
 class DigitNFA:
     """The automaton of one pattern, anchored at both ends."""
 
-    def __init__(self, pattern):
+    def __init__(self, pattern, empty_groups=()):
+        """empty_groups: the numbers of capturing groups to read as
+        matching nothing (the tail of a national_prefix_for_parsing that a
+        transform rule keeps, when only what comes before it is wanted)."""
+        self.empty_groups = frozenset(empty_groups)
         self.eps = []  # state -> list of states reached without a digit
         self.moves = []  # state -> list of (frozenset of digits, state)
         self.start = self._state()
@@ -68,6 +72,8 @@ class DigitNFA:
         if op == C.SUBPATTERN:
             if av[0] is not None:
                 self.groups += 1
+                if av[0] in self.empty_groups:
+                    return s
             return self._seq(av[3], s)
         if op == C.BRANCH:
             end = self._state()

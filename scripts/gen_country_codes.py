@@ -11,9 +11,10 @@ COUNTRY_CODE_TO_REGION_CODE; the non-geographic codes (+800, +808, +870,
 argument the script prints the block between the BEGIN and END markers of
 service/engine/ag_country.c, sorted, one code a line with the regions that
 use it. With "trunk" it prints the block of ag_country_trunk.c (see
-trunk_cells for how each rule is decided, and the notes it prints on
-standard error), with "vectors" the vectors file. Run with Debian's
-python (a pyenv python lacks the package):
+trunk_cells and carrier_cells for how each rule is decided, and the notes
+it prints on standard error) after check_spellings has tried the heads
+of the metadata before valid numbers, with "vectors" the vectors file.
+Run with Debian's python (a pyenv python lacks the package):
 
     apt-get install -y python3-phonenumbers
     /usr/bin/python3 scripts/gen_country_codes.py
@@ -32,7 +33,6 @@ The output depends on nothing but the package's version: the samples the
 trunk rules are checked against come from a seeded generator.
 """
 import json
-
 import subprocess
 import sys
 import textwrap
@@ -45,6 +45,7 @@ from phonenumbers import PhoneMetadata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from digit_patterns import DIGITS, DigitNFA  # noqa: E402
+from phone_heads import carrier_forms, spelling_forms  # noqa: E402
 
 E164_MIN = 8  # digits, the calling code included (ag_identity.h)
 E164_MAX = 15
@@ -132,6 +133,44 @@ def trunk_prefixes(md):
     return sorted(out, key=lambda p: (-len(p), p))
 
 
+def carrier_cells(code, plain):
+    """The cells of the carrier and transform spellings of code (see
+    carrier_forms), for every head that is not a plain prefix: KEEP where
+    some number of the code's regions is written so (the number is
+    itself), REFUSE otherwise, since libphonenumber reads such digits as
+    another number. The head "" (a local number completed) covers only
+    the digit counts and first digits that the pattern's tail takes and
+    whose completion has a possible length: every other number begins
+    with it too, and is kept."""
+    mds = metadata(code)
+    main = mds[0]
+    forms = carrier_forms(main)
+    if forms is None:
+        return {}
+    heads, lit = forms
+    nfas = [DigitNFA(md.general_desc.national_number_pattern) for md in mds]
+    npfp = DigitNFA(main.national_prefix_for_parsing)
+    possible = set(main.general_desc.possible_length)
+    longest = E164_MAX - len(str(code))
+    cells = {}
+    for p in heads:
+        if p in plain:
+            continue
+        for d in DIGITS:
+            # What can follow p and d in a number, once per head and digit.
+            after = set()
+            for m in nfas:
+                after |= m.lengths(m.after(p + d))
+            for n in range(len(p) + 1, longest + 1):
+                real = n - len(p) - 1 in after
+                if p:
+                    cells[p, n, d] = KEEP if real else REFUSE
+                elif (not real and npfp.can_start(d, n) and
+                        len(lit) + n in possible):
+                    cells[p, n, d] = REFUSE
+    return cells
+
+
 def lpn_e164(text):
     """How libphonenumber reads text, in E.164."""
     return phonenumbers.format_number(phonenumbers.parse(text, None),
@@ -166,7 +205,8 @@ def trunk_cells(code, rng, notes):
     mds = metadata(code)
     main = mds[0]
     prefixes = trunk_prefixes(main)
-    if not prefixes:
+    carried = carrier_cells(code, prefixes)
+    if not prefixes and not carried:
         return None
     nfas = [DigitNFA(md.general_desc.national_number_pattern) for md in mds]
     npfp = main.national_prefix_for_parsing
@@ -206,6 +246,9 @@ def trunk_cells(code, rng, notes):
             notes.append("+%d %s, %d digits, then %s: folded by hand: %s"
                          % (code, p, n, d, SAME_HANDSET[code, p]))
 
+    cells.update(carried)
+    examples = example_numbers(code)
+
     def demote(key, why):
         cells[key] = REFUSE
         notes.append("+%d %s, %d digits, then %s: refused: %s"
@@ -232,7 +275,6 @@ def trunk_cells(code, rng, notes):
                            % q)
                 break
     # The evidence: what libphonenumber makes of the prefixed samples.
-    examples = example_numbers(code)
     for (p, n, d), act in sorted(cells.items()):
         if act != FOLD:
             continue
@@ -249,16 +291,50 @@ def trunk_cells(code, rng, notes):
                 demote((p, n, d), "libphonenumber reads +%d %s %s as %s"
                        % (code, p, x, got))
                 break
+    # A cell kept as written where libphonenumber reads no number of it as
+    # itself (Belarus's 8 then 81..., which it reads without the 8) holds
+    # no number an SMS provider parsing like it would reach as written:
+    # only a second spelling of another one, refused.
     for (p, n, d), act in sorted(cells.items()):
         if act != KEEP:
             continue
-        x = next((m.sample(p + d, n, rng) for m in nfas
-                  if m.can_start(p + d, n)), None)
-        got = lpn_e164("+%d%s" % (code, x))
-        if got != "+%d%s" % (code, x):
+        xs = [x for x in examples if len(x) == n and x.startswith(p + d)]
+        xs += [m.sample(p + d, n, rng) for m in nfas
+               for _ in range(10 if p in prefixes else 2)
+               if m.can_start(p + d, n)]
+        xs = [x for x in xs if x is not None]
+        reads = [(x, lpn_e164("+%d%s" % (code, x))) for x in xs]
+        other = [(x, got) for x, got in reads if got != "+%d%s" % (code, x)]
+        if other and len(other) == len(reads):
+            demote((p, n, d), "libphonenumber reads none of it as itself "
+                   "(+%d %s as %s)" % (code, other[0][0], other[0][1]))
+        elif other:
             notes.append("+%d %s, %d digits, then %s: kept as written; "
                          "libphonenumber reads +%d %s as %s"
-                         % (code, p, n, d, code, x, got))
+                         % (code, p, n, d, code, other[0][0], other[0][1]))
+    # A trunk prefix before a number that begins with the digit after it
+    # ("+81 0 00...": Japan's 0 before an international carrier's 00
+    # number) falls in a cell kept for the numbers written so. Where no
+    # cell of the prefix and that digit folds, the two become a head of
+    # their own, judged one digit further: kept where a number begins so,
+    # refused elsewhere.
+    for p in prefixes:
+        for d in DIGITS:
+            mine = {n: a for (q, n, e), a in cells.items()
+                    if q == p and e == d}
+            if p + d in prefixes or FOLD in mine.values() or not any(
+                    a == KEEP and any(m.can_start(d, n - len(p))
+                                      for m in nfas)
+                    for n, a in mine.items()):
+                continue
+            for n, a in mine.items():
+                for e in DIGITS:
+                    if n >= len(p) + 2:
+                        real = any(m.can_start(p + d + e, n) for m in nfas)
+                        cells[p + d, n, e] = KEEP if a == KEEP and real \
+                            else REFUSE
+            notes.append("+%d %s then %s: judged one digit further, as a "
+                         "head of its own" % (code, p, d))
     return cells
 
 
@@ -287,18 +363,66 @@ def all_trunk_cells():
     return out, notes
 
 
-def trunk_answer(code, cells, national):
-    """What abuseguard makes of "+code" and national (digits): the E.164
-    text, or None for a refusal. The model of ag_country_fold_trunk."""
+def judge(code, cells, national):
+    """One pass of trunk_answer: (action, prefix digits, national after
+    it). The longest head the cells know that national begins with
+    decides; digits after a non-empty head in no cell are refused, digits
+    after the empty head (a local number's) in no cell kept."""
     for p in sorted({k[0] for k in cells}, key=lambda p: (-len(p), p)):
         if national.startswith(p) and len(national) > len(p):
-            act = cells.get((p, len(national), national[len(p)]), REFUSE)
-            if act == FOLD:
-                return "+%d%s" % (code, national[len(p):])
-            if act == REFUSE:
-                return None
-            break
+            act = cells.get((p, len(national), national[len(p)]),
+                            REFUSE if p else KEEP)
+            return act, p
+    return KEEP, ""
+
+
+def trunk_answer(code, cells, national):
+    """What abuseguard makes of "+code" and national (digits): the E.164
+    text, or None for a refusal. The model of ag_country_fold_trunk: a
+    fold whose result is not itself kept as it is (it would be refused,
+    or folded again) is refused, so that a folded phone folds to itself."""
+    act, p = judge(code, cells, national)
+    if act == REFUSE:
+        return None
+    if act == FOLD:
+        national = national[len(p):]
+        if judge(code, cells, national)[0] != KEEP:
+            return None
     return "+%d%s" % (code, national)
+
+
+def class_text(digits):
+    """"5" or "[0-35-9]" for a set of digit characters."""
+    if len(digits) == 1:
+        return next(iter(digits))
+    runs = mask_text({int(d) for d in digits}).split(",")
+    return "[%s]" % "".join(r.replace("-", "") if len(r) == 3 and
+                            int(r[2]) - int(r[0]) == 1 else r
+                            for r in runs)
+
+
+def merge_heads(heads):
+    """Digit strings of one length as few patterns (tuples of digit sets)
+    as pairwise merging finds, matching exactly the strings given."""
+    items = {tuple(frozenset(c) for c in h) for h in heads}
+    while True:
+        order = sorted(items, key=lambda t: [sorted(x) for x in t])
+        out, used = set(), set()
+        for i, a in enumerate(order):
+            if a in used:
+                continue
+            for b in order[i + 1:]:
+                diff = [j for j in range(len(a)) if a[j] != b[j]]
+                if b not in used and len(diff) == 1:
+                    j = diff[0]
+                    out.add(a[:j] + (a[j] | b[j],) + a[j + 1:])
+                    used.update((a, b))
+                    break
+            if a not in used:
+                out.add(a)
+        if len(out) == len(items):
+            return out
+        items = out
 
 
 def mask_text(bits):
@@ -313,26 +437,42 @@ def mask_text(bits):
 
 
 def trunk_rows(code, cells):
-    """The C rows of one code: (prefix, fold, lengths mask, digits mask),
-    one per action and set of digits, prefixes longest first."""
-    rows = []
-    for p in sorted({k[0] for k in cells}, key=lambda p: (-len(p), p)):
-        for act in (FOLD, KEEP):
-            by_digits = {}
-            for (q, n, d), a in cells.items():
-                if q == p and a == act:
-                    by_digits.setdefault(n, set()).add(int(d))
+    """The C rows of one code: (prefix pattern, action, lengths mask,
+    digits mask), heads longest first. Folds and keeps are rows; a
+    refusal after a non-empty head is the absence of a row, except a head
+    with no other row, which gets one refusing row so the lookup knows
+    it; refusals after the empty head are rows. Heads of one length whose
+    rows are alike share them under one pattern."""
+    by_head = {}
+    for (p, n, d), a in cells.items():
+        by_head.setdefault(p, {}).setdefault(a, {}).setdefault(
+            n, set()).add(int(d))
+    sigs = {}
+    for p, acts in by_head.items():
+        rows = []
+        for act in ((REFUSE,) if not p else (FOLD, KEEP)):
             groups = {}
-            for n, ds in by_digits.items():
+            for n, ds in acts.get(act, {}).items():
                 groups.setdefault(frozenset(ds), set()).add(n)
-            for ds, ns in sorted(groups.items(),
-                                 key=lambda g: (min(g[1]), sorted(g[0]))):
-                rows.append((p, act == FOLD, ns, ds))
-    return rows
+            rows += [(act, frozenset(ns), ds) for ds, ns in groups.items()]
+        if not rows and p:
+            rows = [(REFUSE, frozenset(acts[REFUSE]), frozenset(range(10)))]
+        sigs.setdefault((len(p), frozenset(rows)), []).append(p)
+    out = []
+    for (length, rows), heads in sigs.items():
+        for pat in merge_heads(heads):
+            text = "".join(class_text(c) for c in pat)
+            for act, ns, ds in sorted(rows, key=lambda r: (
+                    [FOLD, KEEP, REFUSE].index(r[0]), min(r[1]),
+                    sorted(r[2]))):
+                out.append((length, text, act, ns, ds))
+    out.sort(key=lambda r: (-r[0], r[1]))
+    return [r[1:] for r in out]
 
 
 def print_trunk():
     table, notes = all_trunk_cells()
+    check_spellings(table)
     rows = [(code,) + r for code in sorted(table)
             for r in trunk_rows(code, table[code])]
     print("/* BEGIN generated by scripts/gen_country_codes.py trunk from")
@@ -341,18 +481,99 @@ def print_trunk():
     print(" * for %d codes. */" % len(table))
     print("/* clang-format off */")
     print("static const struct trunk_rule rules[] = {")
-    for code, p, fold, ns, ds in rows:
+    acts = {FOLD: "FOLD", KEEP: "KEEP", REFUSE: "REFUSE"}
+    for code, p, act, ns, ds in rows:
         lengths = sum(1 << n for n in ns)
         digits = sum(1 << d for d in ds)
-        print("    {%d, \"%s\", %d, 0x%04x, 0x%03x}, /* %s: %s; then %s */"
-              % (code, p, fold, lengths, digits,
-                 phonenumbers.COUNTRY_CODE_TO_REGION_CODE[code][0],
-                 mask_text(ns), mask_text(ds)))
+        head = "    {%d, \"%s\", %s, 0x%04x, 0x%03x}," % (
+            code, p, acts[act], lengths, digits)
+        note = "/* %s: %s; then %s */" % (
+            phonenumbers.COUNTRY_CODE_TO_REGION_CODE[code][0],
+            mask_text(ns), mask_text(ds))
+        if len(head) + 1 + len(note) <= 80:
+            print(head, note)
+        else:
+            print(head)
+            print("     " + note)
     print("};")
     print("/* clang-format on */")
     print("/* END generated */")
     for note in notes:
         print(note, file=sys.stderr)
+
+
+NUMBER_TYPES = ("fixed_line", "mobile", "toll_free", "premium_rate",
+                "shared_cost", "personal_number", "voip", "pager", "uan",
+                "voicemail")
+
+
+def genuine_numbers(code, rng):
+    """National numbers of code that libphonenumber calls valid and reads
+    as themselves after "+code": the example numbers, and two drawn from
+    each type's pattern for each of its lengths, in every region."""
+    nums = set(example_numbers(code))
+    for md in metadata(code):
+        for t in NUMBER_TYPES:
+            desc = getattr(md, t)
+            if desc is None or not desc.national_number_pattern:
+                continue
+            nfa = DigitNFA(desc.national_number_pattern)
+            for n in desc.possible_length or md.general_desc.possible_length:
+                nums.update(x for x in (nfa.sample("", n, rng)
+                                        for _ in range(2)) if x)
+    out = []
+    for x in sorted(nums):
+        e = "+%d%s" % (code, x)
+        if not E164_MIN <= len(e) - 1 <= E164_MAX:
+            continue
+        if phonenumbers.is_valid_number(phonenumbers.parse(e, None)) and \
+                lpn_e164(e) == e:
+            out.append(x)
+    return out
+
+
+def check_spellings(table):
+    """The attack of a reviewer of issue 29, for every calling code: take
+    numbers libphonenumber calls valid and reads as themselves, write
+    each after every head its metadata has (trunk prefixes, carrier codes,
+    the heads of transform rules), and ask libphonenumber and the rules
+    about each spelling (every head, or sixty drawn where a code has more:
+    the cells are decided for every head by the automata, this only
+    samples them). A genuine number must be accepted as itself; a
+    spelling libphonenumber reads as that number must fold to it or be
+    refused, never be accepted as a phone of its own. Exits naming each
+    spelling that is."""
+    rng = random.Random(29)
+    bad = []
+    for code in sorted(phonenumbers.COUNTRY_CODE_TO_REGION_CODE):
+        cells = table.get(code)
+
+        def answer(national):
+            if cells is None:
+                return "+%d%s" % (code, national)
+            return trunk_answer(code, cells, national)
+
+        main = metadata(code)[0]
+        forms = spelling_forms(main, trunk_prefixes(main))
+        if len(forms) > 60:
+            forms = rng.sample(forms, 60)
+        for x in genuine_numbers(code, rng):
+            e = "+%d%s" % (code, x)
+            if answer(x) != e:
+                bad.append("%s, a number, is %s" % (e, answer(x)))
+            for head, back in forms:
+                if not x.startswith(back):
+                    continue
+                national = head + x[len(back):]
+                if len(str(code)) + len(national) > E164_MAX:
+                    continue
+                text = "+%d %s %s" % (code, head, x[len(back):])
+                got = answer(national)
+                if got not in (e, None) and lpn_e164(text) == e:
+                    bad.append("%s is accepted as %s; libphonenumber reads "
+                               "%s" % (text, got, e))
+    if bad:
+        sys.exit("check_spellings:\n  " + "\n  ".join(bad))
 
 
 # The issue's examples (issue 29), each beside its E.164 form.
@@ -364,6 +585,13 @@ ISSUE_EXAMPLES = ["+44 07700 900123", "+1 1 202 555 0143",
                   "+7 8 800 123 4567", "+7 800 123 4567",
                   "+44 007700 900123", "+52 1 55 1234 5678",
                   "+52 55 1234 5678"]
+# The carrier-code and transform-rule spellings a review of issue 29 found
+# still accepted as phones of their own, each refused now.
+REVIEW_EXAMPLES = ["+54 11 15 1234 5678", "+54 0 11 15 1234 5678",
+                   "+55 90 11 91234 5678", "+55 0 12 11 1234 5678",
+                   "+61 1831 412 345 678", "+298 1001 123456",
+                   "+506 1900 8312 3456", "+375 8 15 245 0911",
+                   "+261 2021234", "+378 800000", "+672 12345"]
 
 
 def print_vectors():
@@ -381,20 +609,29 @@ def print_vectors():
                                                                  lpn))
         rows.append([text, want, lpn])
 
-    for text in ISSUE_EXAMPLES:
+    for text in ISSUE_EXAMPLES + REVIEW_EXAMPLES:
         digits = "".join(c for c in text if c.isdigit())
         num = phonenumbers.parse(text, None)
         code = num.country_code
         add(text, code, digits[len(str(code)):])
+    rng = random.Random(29)
     for code in sorted(phonenumbers.COUNTRY_CODE_TO_REGION_CODE):
-        prefixes = sorted({k[0] for k in table.get(code, {})})
+        md = metadata(code)[0]
+        plain = trunk_prefixes(md)
+        forms = spelling_forms(md, plain)
+        carried = [f for f in forms if f[0] not in plain]
+        forms = [f for f in forms if f[0] in plain] + sorted(
+            rng.sample(carried, min(6, len(carried))))
         for x in example_numbers(code):
             if not E164_MIN <= len(str(code)) + len(x) <= E164_MAX:
                 continue
             add("+%d %s" % (code, x), code, x)
-            for p in prefixes:
-                if len(str(code)) + len(p) + len(x) <= E164_MAX:
-                    add("+%d %s %s" % (code, p, x), code, p + x)
+            for head, back in forms:
+                rest = x[len(back):]
+                if x.startswith(back) and \
+                        len(str(code)) + len(head) + len(rest) <= E164_MAX:
+                    add(" ".join(t for t in ("+%d" % code, head, rest) if t),
+                        code, head + rest)
     # Every folded answer is libphonenumber's.
     for text, want, lpn in rows:
         if want is not None and want != lpn and \
@@ -407,8 +644,10 @@ def print_vectors():
         "want null for a 400 naming phone.",
         "Generated by scripts/gen_country_codes.py vectors from "
         "phonenumbers %s (python3-phonenumbers %s): the examples of issue "
-        "29, then the example numbers of every region, each also after "
-        "every trunk prefix of its calling code."
+        "29 and of its review, then the example numbers of every region, "
+        "each also after every trunk prefix of its calling code and after "
+        "up to six of its carrier codes and transform-rule heads (in the "
+        "form libphonenumber reads as the number)."
         % (phonenumbers.__version__, debian_version()),
         "libphonenumber is how phonenumbers.parse reads the input; where "
         "want differs from it, the number is kept as written (the prefixed "

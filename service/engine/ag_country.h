@@ -28,8 +28,10 @@
  * of "+44 07700 900123" or the "1" of "+1 1 202 555 0143", which national
  * dialling needs and international dialling drops: ag_country_fold_trunk
  * drops one where the digits after it cannot be a number of their own,
- * keeps the number as written where they can, and refuses the rest
- * (ag_country_trunk.c, from scripts/gen_country_codes.py trunk).
+ * keeps the number as written where they can, and refuses the rest, and
+ * refuses the carrier-code and transform-rule spellings libphonenumber
+ * reads as another number (ag_country_trunk.c, from
+ * scripts/gen_country_codes.py trunk).
  *
  * Pure functions over constant tables: safe from any thread, no
  * allocation.
@@ -61,20 +63,24 @@ int ag_country_code(const char *e164, char out[AG_COUNTRY_MAX]);
  * is not one. */
 bool ag_country_code_valid(const char *text);
 
-#define AG_TRUNK_PREFIX_MAX 4 /* the digits of a trunk prefix, and NUL */
+#define AG_TRUNK_PREFIX_MAX 8 /* the digits of a head, and NUL */
 /* Folds a national (trunk) prefix written right after the calling code of
  * e164, a phone of the shape ag_country_code takes, in place. For a code
- * with trunk prefixes, the digits after the code that begin with one (the
- * longest) are judged by their count and the digit after the prefix:
+ * with heads (trunk prefixes, carrier codes, the digits a transform rule
+ * of libphonenumber rewrites), the digits after the code that begin with
+ * one (the longest) are judged by their count and the digit after it:
  * - no number of the code's regions is written so, and the digits left
  *   without the prefix have a possible length: the prefix is dropped, as
  *   libphonenumber drops it ("+44 07700 900123" is +447700900123);
  * - some number is written so ("+7 800 123 4567", a number of its own
  *   that begins with Russia's trunk 8): kept as written;
  * - otherwise (no number with the prefix or without it, a carrier code
- *   could follow it, or what is left would begin with a prefix again):
- *   refused, AG_EINVAL, with the prefix in prefix.
- * Returns AG_OK otherwise, e164 unchanged when no prefix applies or its
+ *   or a transform rule: "+54 11 15 1234 5678", "+61 1831 412 345 678";
+ *   or what is left would not be kept as it is): refused, AG_EINVAL,
+ *   with the head's digits in prefix. A local number that libphonenumber
+ *   completes with an area code ("+261 2021234") is refused the same
+ *   way, with prefix "".
+ * Returns AG_OK otherwise, e164 unchanged when no head applies or its
  * code is unassigned (ag_country_code refuses it). A folded phone folds
  * to itself. */
 int ag_country_fold_trunk(char *e164, char prefix[AG_TRUNK_PREFIX_MAX]);

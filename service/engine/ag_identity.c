@@ -206,34 +206,20 @@ static int idna_refused(int rc, const char *field, struct ag_error *err)
                         field, idn2_strerror(rc));
 }
 
-/* Folds the domain of user, a normalised user, in place to one spelling
- * when the user is an address: something before its last '@' and
- * something after it. An ASCII domain without an A-label has only the
- * spelling it has (its case is folded already) and is left as it is, so
- * that no plain address pays for, or is refused by, IDNA processing.
- * Any other domain goes through UTS #46 non-transitional processing
- * (libidn2's lookup, which validates an A-label by decoding it and
- * encoding it back) and comes back as U-labels: "bücher.example",
- * "BÜCHER.example" and "xn--bcher-kva.example" are all "bücher.example".
+/* Validates dom by UTS #46 non-transitional processing and writes its
+ * U-labels into out (AG_USER_MAX + 1 bytes). libidn2's lookup validates an
+ * A-label by decoding it and encoding it back.
  *
  * The flags: IDN2_NONTRANSITIONAL, the current UTS #46 processing (and
- * libidn2's default), named so that no default can change under us; the
- * four deviation characters it treats differently from transitional
- * processing never get here (ß and final ς are case-folded to "ss" and σ
- * before, ZWJ and ZWNJ removed as default-ignorable). No
+ * libidn2's default), named so that no default can change under us. No
  * IDN2_USE_STD3_ASCII_RULES: libidn2 2.3.3 (Debian 12) then deletes '_'
  * and ' ' instead of refusing them, which would make "bü_cher.example"
  * and "bücher.example" one domain; without it, a space is refused and an
  * underscore kept. No IDN2_NFC_INPUT: the user is NFKC already, and UTS
  * #46 processing normalises to NFC after mapping anyway. */
-static int fold_domain(char *user, const char *field, struct ag_error *err)
+static int idna_decode(const char *dom, char *out, const char *field,
+                       struct ag_error *err)
 {
-    char *at = strrchr(user, '@');
-    if (!at || at == user || at[1] == '\0')
-        return AG_OK;
-    const char *dom = at + 1;
-    if (all_ascii(dom, strlen(dom)) && !has_alabel(dom))
-        return AG_OK;
     uint8_t *ascii = NULL;
     int rc = idn2_lookup_u8((const uint8_t *)dom, &ascii, IDN2_NONTRANSITIONAL);
     if (rc != IDN2_OK)
@@ -243,14 +229,66 @@ static int fold_domain(char *user, const char *field, struct ag_error *err)
     idn2_free(ascii);
     if (rc != IDN2_OK)
         return idna_refused(rc, field, err);
-    size_t keep = (size_t)(at + 1 - user);
     size_t ulen = strlen(u);
-    if (keep + ulen > AG_USER_MAX)
+    if (ulen > AG_USER_MAX)
         rc = too_long(err, field);
     else
-        memcpy(at + 1, u, ulen + 1);
+        memcpy(out, u, ulen + 1);
     idn2_free(u);
     return rc;
+}
+
+/* Folds the domain of user, a normalised user, in place to one spelling
+ * when the user is an address: something before its last '@' and
+ * something after it. An ASCII domain without an A-label has only the
+ * spelling it has (its case is folded already) and is left as it is, so
+ * that no plain address pays for, or is refused by, IDNA processing.
+ * Any other domain goes through idna_decode and comes back as U-labels:
+ * "bücher.example", "BÜCHER.example" and "xn--bcher-kva.example" are all
+ * "bücher.example".
+ *
+ * The user rules have already folded ß to "ss" and final ς to σ and
+ * removed ZWJ and ZWNJ, the four characters non-transitional processing
+ * keeps, but an A-label brings them back when it is decoded: so the
+ * decoded domain is folded by the same rules, and, if that changed it,
+ * validated and decoded once more. "xn--strae-oqa.de" is then
+ * "strasse.de", as "straße.de" is, and the answer is a fixed point of the
+ * whole normalisation. Folding can turn a valid domain into an invalid
+ * one (dropping the ZWNJ of "ب‌ب--ب" puts "--" at positions 3 and 4):
+ * such an A-label is refused, as its U-label spelling already is, rather
+ * than kept as a user that no other spelling reaches. */
+static int fold_domain(char *user, const char *field, struct ag_error *err)
+{
+    char *at = strrchr(user, '@');
+    if (!at || at == user || at[1] == '\0')
+        return AG_OK;
+    char *dom = at + 1;
+    size_t room = AG_USER_MAX - (size_t)(dom - user);
+    /* Two rounds suffice: what the second decodes is folded text, which
+     * has none of the four characters, and UTS #46 mapping leaves folded
+     * text as it is. A third would mean that reasoning is wrong: refused,
+     * so that no answer is ever other than a fixed point. */
+    for (int round = 0; round < 2; round++) {
+        if (all_ascii(dom, strlen(dom)) && !has_alabel(dom))
+            return AG_OK;
+        char u[AG_USER_MAX + 1];
+        char f[AG_USER_MAX + 1];
+        int rc = idna_decode(dom, u, field, err);
+        if (rc == AG_OK)
+            rc = fold_unicode(u, strlen(u), f, field, err);
+        if (rc != AG_OK)
+            return rc;
+        size_t flen = strlen(f);
+        if (flen > room)
+            return too_long(err, field);
+        memcpy(dom, f, flen + 1);
+        if (strcmp(f, u) == 0)
+            return AG_OK;
+    }
+    return ag_error_set(err, AG_EINVAL, field,
+                        "%s has a domain that does not settle under IDNA "
+                        "(UTS #46) processing",
+                        field);
 }
 
 int ag_identity_user(const char *in, size_t len, char *out, const char *field,
@@ -312,10 +350,16 @@ int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
     if (ag_country_fold_trunk(out, prefix) != AG_OK) {
         char cc[AG_COUNTRY_MAX];
         ag_country_code(out, cc);
+        if (prefix[0] == '\0')
+            return ag_error_set(err, AG_EINVAL, field,
+                                "%s is a local number after %s, which is "
+                                "read with an area code added: write the "
+                                "whole number as dialled from abroad",
+                                field, cc);
         return ag_error_set(err, AG_EINVAL, field,
-                            "%s has the national prefix %s after %s, which "
-                            "cannot be dropped here: write the number as "
-                            "dialled from abroad, without it",
+                            "%s has the national prefix or carrier code %s "
+                            "after %s, which cannot be dropped here: write "
+                            "the number as dialled from abroad, without it",
                             field, prefix, cc);
     }
     return AG_OK;

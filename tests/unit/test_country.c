@@ -223,6 +223,22 @@ static void trunk_prefix_is_folded_in_place(void **state)
     assert_trunk("+520445512345678", AG_OK, "+525512345678", "");
 }
 
+static void carrier_head_refused_is_named_with_its_digits(void **state)
+{
+    (void)state;
+    /* A head written with classes ("0222[13-7]15": area code 2221 and
+     * mobile 15 after the trunk 0) is named by the digits it matched. */
+    assert_trunk("+540222115123456", AG_EINVAL, "+540222115123456", "0222115");
+    assert_trunk("+54111512345678", AG_EINVAL, "+54111512345678", "1115");
+    /* A local number that a transform rule completes: the empty head. */
+    assert_trunk("+2612021234", AG_EINVAL, "+2612021234", "");
+    /* The numbers themselves, and a Buenos Aires number whose local part
+     * begins with 15, are kept. */
+    assert_trunk("+5491112345678", AG_OK, "+5491112345678", "");
+    assert_trunk("+541115123456", AG_OK, "+541115123456", "");
+    assert_trunk("+261202123456", AG_OK, "+261202123456", "");
+}
+
 static void trunk_rules_leave_what_they_do_not_cover(void **state)
 {
     (void)state;
@@ -260,6 +276,7 @@ int main(void)
         cmocka_unit_test(trunk_prefix_is_folded_in_place),
         cmocka_unit_test(trunk_rules_leave_what_they_do_not_cover),
         cmocka_unit_test(trunk_prefix_refused_is_named),
+        cmocka_unit_test(carrier_head_refused_is_named_with_its_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,6 +105,72 @@ static void only_the_part_after_the_last_at_is_a_domain(void **state)
     expect_user("a@xn--bcher-kva@example.com", "a@xn--bcher-kva@example.com");
 }
 
+/* Normalises x and y and asserts they are one user, and that the answer
+ * normalises to itself: the key of a spelling must not depend on how
+ * many times it went through the normaliser (a deny-list entry is
+ * normalised once when stored, a check once when it arrives). */
+static void expect_same_user(const char *x, const char *y)
+{
+    char a[AG_USER_MAX + 1], b[AG_USER_MAX + 1], again[AG_USER_MAX + 1];
+    struct ag_error why = {0};
+    if (ag_identity_user(x, strlen(x), a, "user", &why) != AG_OK)
+        fail_msg("user '%s' refused: %s", x, why.msg);
+    if (ag_identity_user(y, strlen(y), b, "user", &why) != AG_OK)
+        fail_msg("user '%s' refused: %s", y, why.msg);
+    if (strcmp(a, b) != 0)
+        fail_msg("'%s' is '%s' but '%s' is '%s'", x, a, y, b);
+    assert_int_equal(ag_identity_user(a, strlen(a), again, "user", &why),
+                     AG_OK);
+    if (strcmp(again, a) != 0)
+        fail_msg("'%s' normalises to '%s', which normalises to '%s'", x, a,
+                 again);
+    assert_int_equal(
+        ag_identity_user_unicode(x, strlen(x), again, "user", &why), AG_OK);
+    assert_string_equal(again, a);
+}
+
+static void a_label_of_a_deviation_character_is_its_u_label_user(void **state)
+{
+    (void)state;
+    /* The user rules fold ß to "ss" and final ς to σ, and drop ZWJ and
+     * ZWNJ; an A-label decodes to them after that folding, so it is
+     * folded again, or "straße.de" would be two users (and a deny-list
+     * entry for one spelling would let the other through). */
+    expect_user("ana@xn--strae-oqa.de", "ana@strasse.de");
+    expect_same_user("ana@xn--strae-oqa.de", "ana@stra\xc3\x9f"
+                                             "e.de");
+    expect_same_user("ana@xn--strae-oqa.de", "ana@strasse.de");
+    expect_user("a@xn--zca.de", "a@ss.de");
+    expect_same_user("a@xn--zca.de", "a@\xc3\x9f.de");
+    /* βόλος.gr, its final ς folded to σ. */
+    expect_user("a@xn--nxasmm1c.gr", "a@\xce\xb2\xcf\x8c\xce\xbb\xce\xbf"
+                                     "\xcf\x83.gr");
+    expect_same_user("a@xn--nxasmm1c.gr",
+                     "a@\xce\xb2\xcf\x8c\xce\xbb\xce\xbf\xcf\x82.gr");
+    /* نامه‌ای.ir, a Persian label with a ZWNJ, and the same label
+     * without it. */
+    expect_same_user("a@xn--mgba3gch31f060k.ir",
+                     "a@\xd9\x86\xd8\xa7\xd9\x85\xd9\x87\xe2\x80\x8c\xd8\xa7"
+                     "\xdb\x8c.ir");
+    expect_same_user("a@xn--mgba3gch31f060k.ir",
+                     "a@\xd9\x86\xd8\xa7\xd9\x85\xd9\x87\xd8\xa7\xdb\x8c.ir");
+    /* ශ්‍රී.lk, Sinhala with a ZWJ after its virama. */
+    expect_same_user("a@xn--10cl1a0b660p.lk",
+                     "a@\xe0\xb7\x81\xe0\xb7\x8a\xe2\x80\x8d\xe0\xb6\xbb"
+                     "\xe0\xb7\x93.lk");
+}
+
+static void a_label_invalid_once_folded_is_refused(void **state)
+{
+    (void)state;
+    /* ب‌ب--ب: valid with its ZWNJ, but without it "--" stands at
+     * positions 3 and 4, which IDNA forbids. The U-label spelling is
+     * refused for that, so the A-label is too, rather than left a user
+     * of its own. */
+    expect_refused("a@xn-----etdac8780b.ir", "user");
+    expect_refused("a@\xd8\xa8\xe2\x80\x8c\xd8\xa8--\xd8\xa8.ir", "user");
+}
+
 static void invalid_idna_domain_is_refused_naming_the_field(void **state)
 {
     (void)state;
@@ -158,6 +224,8 @@ int main(void)
         cmocka_unit_test(invalid_idna_domain_is_refused_naming_the_field),
         cmocka_unit_test(underscore_in_an_idn_domain_is_another_domain),
         cmocka_unit_test(user_that_is_no_address_is_untouched),
+        cmocka_unit_test(a_label_of_a_deviation_character_is_its_u_label_user),
+        cmocka_unit_test(a_label_invalid_once_folded_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

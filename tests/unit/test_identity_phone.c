@@ -209,6 +209,45 @@ static void phone_vectors_from_libphonenumber_hold(void **state)
     json_decref(doc);
 }
 
+/* Spellings that libphonenumber reads as another number through a carrier
+ * code or a transform rule of its national_prefix_for_parsing (which the
+ * trunk rules once skipped, so each was a second phone), refused; the
+ * numbers they stand for, and the metadata's example numbers of those
+ * codes, accepted as themselves. */
+static void phone_carrier_and_transform_spellings_are_refused(void **state)
+{
+    (void)state;
+    static const char *const refused[] = {
+        "+54 11 15 1234 5678",   /* AR area 11, mobile 15: +5491112345678 */
+        "+54 0 11 15 1234 5678", /* the same after the trunk 0 */
+        "+55 90 11 91234 5678",  /* BR trunk 90: +5511912345678 */
+        "+55 0 12 11 1234 5678", /* BR carrier 12: +551112345678 */
+        "+61 1831 412 345 678",  /* AU 1831: +61412345678 */
+        "+298 1001 123456",      /* FO 1001: +298123456 */
+        "+506 1900 8312 3456",   /* CR 1900: +50683123456 */
+        "+375 8 15 245 0911",    /* BY 8 + 81…: +375152450911 */
+        "+261 2021234",          /* MG local, completed: +261202021234 */
+        "+378 800000",           /* SM local, completed: +3780549800000 */
+        "+672 12345",            /* NF local, completed: +672312345 */
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char out[AG_PHONE_MAX + 1];
+        struct ag_error why = {0};
+        if (phone(refused[i], out, &why) != AG_EINVAL)
+            fail_msg("%s: accepted as %s", refused[i], out);
+        assert_string_equal(why.field, "phone");
+    }
+    static const char *const kept[] = {
+        "+5491112345678", "+541123456789",  "+5511912345678", "+5511961234567",
+        "+61412345678",   "+611300123456",  "+298123456",     "+298201234",
+        "+50683123456",   "+5068001234567", "+375152450911",  "+3758011234567",
+        "+3759021234567", "+261202123456",  "+3780549886377", "+37858001110",
+        "+672381234",     "+672106609",
+    };
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        expect_phone(kept[i], kept[i]);
+}
+
 static void phone_without_plus_is_refused(void **state)
 {
     (void)state;
@@ -276,6 +315,7 @@ int main(void)
             phone_trunk_prefix_after_calling_code_is_the_e164_number),
         cmocka_unit_test(phone_number_that_begins_with_the_trunk_digit_is_kept),
         cmocka_unit_test(phone_trunk_prefix_that_cannot_be_folded_is_refused),
+        cmocka_unit_test(phone_carrier_and_transform_spellings_are_refused),
         cmocka_unit_test(phone_vectors_from_libphonenumber_hold),
         cmocka_unit_test(phone_without_plus_is_refused),
         cmocka_unit_test(phone_with_plus_not_first_is_refused),
