@@ -300,7 +300,7 @@ static int look_at_inputs(struct run *r)
     uint64_t total = 0;
     int known = 1;
     struct stat out, out_dir;
-    bool has_out, has_dir;
+    bool has_out = false, has_dir = false;
     int rc = look_at_output(r, &out, &out_dir, &has_out, &has_dir);
     if (rc != AG_OK)
         return rc;
