@@ -29,6 +29,7 @@
 #include "ag_metrics.h"
 #include "ag_pwned.h"
 #include "ag_pwned_live.h"
+#include "ag_test_metrics.h"
 #include "ag_test_pwned.h"
 
 /* 0x00abc has more lines than a padded answer's floor. */
@@ -145,17 +146,6 @@ static void assert_body(const struct ag_http_response *r, struct ag_buf *want)
     ag_buf_free(want);
 }
 
-static const char *metrics_text(struct ag_metrics *m)
-{
-    static char text[1 << 16];
-    struct ag_buf b;
-    ag_buf_init(&b, sizeof text - 1);
-    assert_int_equal(ag_metrics_render(m, &b), AG_OK);
-    snprintf(text, sizeof text, "%s", b.p);
-    ag_buf_free(&b);
-    return text;
-}
-
 static void each_range_is_its_lines_in_upper_case_between_crlfs(void **state)
 {
     struct fx *f = *state;
@@ -192,10 +182,10 @@ static void each_range_is_its_lines_in_upper_case_between_crlfs(void **state)
     assert_int_equal(r->body.len, 0);
     assert_string_equal(r->content_type, "text/plain; charset=utf-8");
     assert_non_null(
-        strstr(metrics_text(f->m),
+        strstr(ag_test_metrics_text(f->m),
                "abuseguard_pwned_lookups_total{mode=\"sha1\"} 6\n"));
     assert_non_null(
-        strstr(metrics_text(f->m),
+        strstr(ag_test_metrics_text(f->m),
                "abuseguard_pwned_lookups_total{mode=\"ntlm\"} 1\n"));
 }
 

@@ -29,6 +29,7 @@
 #include "ag_metrics.h"
 #include "ag_pwned.h"
 #include "ag_pwned_live.h"
+#include "ag_test_metrics.h"
 #include "ag_test_pwned.h"
 
 struct fx {
@@ -93,17 +94,6 @@ static uint64_t served(struct ag_pwned_live *l, enum ag_pwned_mode mode)
     return n;
 }
 
-static char *render(struct ag_metrics *m)
-{
-    static char text[256 * 1024];
-    struct ag_buf b;
-    ag_buf_init(&b, sizeof text - 1);
-    assert_int_equal(ag_metrics_render(m, &b), AG_OK);
-    snprintf(text, sizeof text, "%s", b.p);
-    ag_buf_free(&b);
-    return text;
-}
-
 static void each_mode_is_served_from_its_file(void **state)
 {
     struct fx *f = *state;
@@ -115,7 +105,7 @@ static void each_mode_is_served_from_its_file(void **state)
     assert_int_equal(ag_pwned_info(ag_pwned_hold_corpus(h))->mode,
                      AG_PWNED_NTLM);
     ag_pwned_hold_release(h);
-    const char *text = render(f->m);
+    const char *text = ag_test_metrics_text(f->m);
     assert_non_null(
         strstr(text, "abuseguard_pwned_entries{mode=\"sha1\"} 8\n"));
     assert_non_null(
@@ -131,7 +121,7 @@ static void a_mode_without_a_file_is_not_served(void **state)
     struct ag_pwned_live *l = start(f, f->sha1, NULL);
     assert_null(ag_pwned_live_hold(l, AG_PWNED_NTLM));
     assert_null(ag_pwned_live_hold(NULL, AG_PWNED_SHA1));
-    const char *text = render(f->m);
+    const char *text = ag_test_metrics_text(f->m);
     assert_null(strstr(text, "abuseguard_pwned_entries{mode=\"ntlm\"}"));
     assert_non_null(
         strstr(text, "abuseguard_pwned_lookups_total{mode=\"ntlm\"} 0\n"));
@@ -207,8 +197,8 @@ static void a_renamed_file_is_swapped_in_and_a_held_one_stays(void **state)
     ag_pwned_hold_release(old);
     ag_pwned_live_tick(l);
     assert_int_equal(ag_pwned_live_retired(l), 0);
-    assert_non_null(
-        strstr(render(f->m), "abuseguard_pwned_entries{mode=\"sha1\"} 10\n"));
+    assert_non_null(strstr(ag_test_metrics_text(f->m),
+                           "abuseguard_pwned_entries{mode=\"sha1\"} 10\n"));
     assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 0);
     ag_pwned_live_stop(l);
 }
@@ -278,8 +268,8 @@ static void a_file_changed_in_place_is_no_longer_served(void **state)
     assert_null(ag_pwned_live_hold(l, AG_PWNED_SHA1));
     assert_int_equal(served(l, AG_PWNED_NTLM), 8);
     assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 1);
-    assert_null(
-        strstr(render(f->m), "abuseguard_pwned_entries{mode=\"sha1\"}"));
+    assert_null(strstr(ag_test_metrics_text(f->m),
+                       "abuseguard_pwned_entries{mode=\"sha1\"}"));
     /* The reader that held it lets go; then it is closed. */
     assert_int_equal(ag_pwned_live_retired(l), 1);
     ag_pwned_hold_release(old);
@@ -297,8 +287,8 @@ static void a_file_changed_in_place_is_no_longer_served(void **state)
     ag_test_corpus(f->sha1, AG_PWNED_SHA1, more, 3, 1, 1700000000);
     ag_pwned_live_tick(l);
     assert_int_equal(served(l, AG_PWNED_SHA1), 10);
-    assert_non_null(
-        strstr(render(f->m), "abuseguard_pwned_entries{mode=\"sha1\"} 10\n"));
+    assert_non_null(strstr(ag_test_metrics_text(f->m),
+                           "abuseguard_pwned_entries{mode=\"sha1\"} 10\n"));
     assert_int_equal(ag_metrics_get(f->m, AG_M_PWNED_RELOAD_FAILURES), 1);
     ag_pwned_live_stop(l);
 }
