@@ -103,12 +103,7 @@ static void pad_suffix(struct pad_rng *g, const struct ag_pwned *p,
         h[1] = (unsigned char)(prefix >> 4);
         h[2] = (unsigned char)((prefix & 0xf) << 4 | (h[2] & 0x0f));
     } while (ag_pwned_lookup(p, h) != 0);
-    size_t n = 0;
-    out[n++] = hex_digits[h[2] & 0x0f];
-    for (size_t i = 3; i < hash_len; i++) {
-        out[n++] = hex_digits[h[i] >> 4];
-        out[n++] = hex_digits[h[i] & 0x0f];
-    }
+    ag_pwned_suffix_hex(h + 2, hash_len - 2, out);
 }
 
 static void count_text(struct ag_buf *b, uint32_t count)

@@ -320,21 +320,26 @@ void ag_pwned_range(const struct ag_pwned *p, uint32_t prefix,
     r->n = index_at(p, prefix + 1) - r->first;
 }
 
-uint32_t ag_pwned_range_entry(const struct ag_pwned_range *r, uint64_t i,
-                              char *hex)
+void ag_pwned_suffix_hex(const uint8_t *tail, size_t tail_len, char *hex)
 {
     static const char digits[] = "0123456789ABCDEF";
-    const struct ag_pwned *p = r->p;
-    const uint8_t *rec = p->records + (r->first + i) * p->record_size;
     char *o = hex;
 
     /* The first byte's high half is the prefix's last digit. */
-    *o++ = digits[rec[0] & 0xf];
-    for (unsigned k = 1; k < p->suffix_len; k++) {
-        *o++ = digits[rec[k] >> 4];
-        *o++ = digits[rec[k] & 0xf];
+    *o++ = digits[tail[0] & 0xf];
+    for (size_t k = 1; k < tail_len; k++) {
+        *o++ = digits[tail[k] >> 4];
+        *o++ = digits[tail[k] & 0xf];
     }
     *o = '\0';
+}
+
+uint32_t ag_pwned_range_entry(const struct ag_pwned_range *r, uint64_t i,
+                              char *hex)
+{
+    const struct ag_pwned *p = r->p;
+    const uint8_t *rec = p->records + (r->first + i) * p->record_size;
+    ag_pwned_suffix_hex(rec, p->suffix_len, hex);
     return ag_pwned_get32(rec + p->suffix_len);
 }
 

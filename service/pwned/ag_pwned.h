@@ -85,6 +85,11 @@ void ag_pwned_range(const struct ag_pwned *p, uint32_t prefix,
 uint32_t ag_pwned_range_entry(const struct ag_pwned_range *r, uint64_t i,
                               char *hex);
 
+/* Writes the suffix of a hash, given its bytes from the third on (tail,
+ * tail_len bytes: the first one's high half is the prefix's last digit),
+ * as upper-case hex digits (2 * tail_len - 1) to hex, NUL-terminated. */
+void ag_pwned_suffix_hex(const uint8_t *tail, size_t tail_len, char *hex);
+
 /* The count of a whole binary hash (AG_PWNED_SHA1_LEN or AG_PWNED_NTLM_LEN
  * bytes, by the corpus's mode), 0 if the corpus does not hold it. */
 uint32_t ag_pwned_lookup(const struct ag_pwned *p, const uint8_t *hash);
