@@ -78,7 +78,7 @@ const struct ag_config__flag ag_config__flags[] = {
     {"max-header-bytes", AG_CONFIG__UINT, F(max_header_bytes), 0, 4096, 1048576,
      "16384", "memory per connection for request headers; more is a 431"},
     {"threads", AG_CONFIG__UINT, F(threads), 0, 0, 256, "0",
-     "HTTP worker threads; 0 = two per core"},
+     "check loops (threads); 0 = one per core"},
 
     {"redis-timeout-ms", AG_CONFIG__UINT, F(redis_timeout_ms), 0, 1, 60000,
      "50", "Redis connect and command timeout in milliseconds"},

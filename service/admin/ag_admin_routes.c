@@ -61,6 +61,7 @@ size_t ag_admin_routes(struct ag_admin *a,
                                     .prefix = true,
                                     .body = true,
                                     .admin = true,
+                                    .blocking = true,
                                     .handle = serve_api,
                                     .ctx = a};
     return 2;

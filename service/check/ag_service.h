@@ -107,11 +107,12 @@ struct ag_shields *ag_service_shields(struct ag_service *s);
  * feed: for the admin API and tests. */
 struct ag_overview *ag_service_overview(struct ag_service *s);
 
-/* How a check that waits for the store parks its caller. suspend is
- * called on the calling thread before the store call starts; resume
- * exactly once afterwards, from any thread (a store thread, or the calling
- * thread itself before ag_service_check_begin returns), when the answer is
- * ready for ag_service_check_finish. */
+/* How a check that waits for the store parks its caller. suspend (NULL:
+ * none) is called on the calling thread before the store call starts;
+ * resume exactly once afterwards, from any thread (a check loop's own
+ * Redis lane, a store thread, or the calling thread itself before
+ * ag_service_check_begin returns), when the answer is ready for
+ * ag_service_check_finish; never after ag_service_check_abandon. */
 struct ag_check_waiter {
     void (*suspend)(void *arg);
     void (*resume)(void *arg);
@@ -145,9 +146,10 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
  * policy fails closed), which takes the check over: release v once it is
  * rendered, which frees the check. Returns AG_OK. */
 int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v);
-/* Frees a check whose client went away without its answer, once the
- * store is done with it (its waiter was resumed); what the store recorded
- * stays recorded. */
+/* Gives up a check whose client went away without its answer, resumed or
+ * not: the waiter is not resumed after this returns, and the check is
+ * freed now or when the store answers; what the store recorded stays
+ * recorded. */
 void ag_service_check_abandon(struct ag_check *c);
 
 /* Records a login outcome (/report-login): a failure charges the

@@ -4,6 +4,7 @@
  * Built on the core (ag_service_impl.h). */
 #include "ag_service.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,12 +283,25 @@ static bool answer_shielded(struct ag_service *s, struct ag_check *c,
 
 /* The store's callback, on a store thread (or on the calling thread when
  * the call could not start). */
+static void release(struct ag_check *c)
+{
+    ag_shield_table_unref(c->shields);
+    ag_ruleset_unref(c->set);
+    ag_service__check_free(c);
+}
+
 static void store_answered(void *arg, int rc)
 {
     struct ag_check *c = arg;
     struct ag_service *s = c->svc; /* c may be freed once resumed */
     c->store_rc = rc;
-    c->waiter->resume(c->waiter->arg);
+    int was = AG_CHECK_WAITING;
+    if (atomic_compare_exchange_strong(&c->state, &was, AG_CHECK_RESUMING)) {
+        c->waiter->resume(c->waiter->arg);
+        atomic_store(&c->state, AG_CHECK_ANSWERED);
+    } else {
+        release(c); /* its waiter went away (ag_service_check_abandon) */
+    }
     atomic_fetch_sub(&s->waiting, 1);
 }
 
@@ -296,7 +310,9 @@ static void store_answered(void *arg, int rc)
 static void start_store(struct ag_service *s, struct ag_check *c)
 {
     ag_service__send_resets(s);
-    c->waiter->suspend(c->waiter->arg);
+    if (c->waiter->suspend)
+        c->waiter->suspend(c->waiter->arg);
+    atomic_init(&c->state, AG_CHECK_WAITING);
     atomic_fetch_add(&s->waiting, 1);
     int rc =
         ag_store_check_async(s->o.store, &c->plan, c->res, store_answered, c);
@@ -423,9 +439,18 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     return AG_OK;
 }
 
+/* Waits out the few instructions of a resume still running on the
+ * store's thread, which touches c last. */
+static void settled(struct ag_check *c)
+{
+    while (atomic_load(&c->state) == AG_CHECK_RESUMING)
+        sched_yield();
+}
+
 int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
 {
     struct ag_service *s = c->svc;
+    settled(c);
     *v = (struct ag_verdict){0};
     enum ag_outcome outcome;
     bool degraded = c->store_rc != AG_OK;
@@ -459,9 +484,11 @@ void ag_service_check_abandon(struct ag_check *c)
 {
     if (!c)
         return;
-    ag_shield_table_unref(c->shields);
-    ag_ruleset_unref(c->set);
-    ag_service__check_free(c);
+    int was = AG_CHECK_WAITING;
+    if (atomic_compare_exchange_strong(&c->state, &was, AG_CHECK_ABANDONED))
+        return; /* the store's answer frees it */
+    settled(c);
+    release(c);
 }
 
 /* Answers a successful login with a device token for its user: the same

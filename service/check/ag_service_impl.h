@@ -66,6 +66,9 @@ struct ag_check {
     struct ag_ruleset *set; /* the plan borrows from it */
     struct ag_shield_table *shields; /* set's: a reference */
     const struct ag_check_waiter *waiter;
+    /* Who has the check while the store holds it (enum
+     * ag_service__check_state): the waiter may go away meanwhile. */
+    atomic_int state;
     int store_rc;
     /* The deny cache's clock and epoch, read before the store call was
      * sent (ag_deny_cache.h). */
@@ -80,6 +83,16 @@ struct ag_check {
      * and added to it before the plan is decided (then nsignals is 0). */
     struct ag_limit_op signals[AG_SIGNALS_MAX];
     size_t nsignals;
+};
+
+/* A check the store holds is WAITING; its answer moves it to RESUMING
+ * while the waiter is resumed, then ANSWERED. A waiter that goes away
+ * while it waits makes it ABANDONED, and the answer frees it. */
+enum ag_service__check_state {
+    AG_CHECK_WAITING,
+    AG_CHECK_RESUMING,
+    AG_CHECK_ANSWERED,
+    AG_CHECK_ABANDONED,
 };
 
 /* A check's storage, uninitialised, or NULL; give it back with

@@ -39,27 +39,6 @@
  * handshake is a bad trade. */
 #define DISCARD_MAX (1024 * 1024)
 
-/* Per-request state, from the first handler call to the completed
- * callback. */
-struct request {
-    /* The route, or NULL: an answer decided from the head alone, sent at
-     * the end of the request (libmicrohttpd closes the connection after
-     * a response queued before the request was read in full). */
-    const struct ag_http_route *route;
-    int status;
-    const char *msg;   /* static */
-    const char *field; /* static; NULL: no field at fault */
-    const char *allow; /* static; NULL: no Allow header */
-    int too_big;       /* the body passed AG_BODY_MAX; it is being discarded */
-    int discard;       /* the body is not wanted; it is read and dropped */
-    struct ag_buf body;
-    struct MHD_Connection *conn;
-    /* A check waiting for the store: the service suspends the connection
-     * through waiter and resumes it when the answer is ready. */
-    struct ag_check *check;
-    struct ag_check_waiter waiter;
-};
-
 static void add_uint_header(struct MHD_Response *mr, const char *name,
                             uint32_t v)
 {
@@ -220,39 +199,77 @@ static int range(void *ctx, const struct ag_http_request *req,
     return ag_http_range(h->pwned, h->metrics, req, r);
 }
 
-static void suspend(void *arg)
+/* An answer made elsewhere is ready: req goes on its loop's list, which
+ * the loop's hook sends from. On the loop's thread. */
+static void list_answer(struct request *req)
 {
-    struct request *req = arg;
-    MHD_suspend_connection(req->conn);
+    struct ag_http__loop *hl = req->hl;
+    req->listed = true;
+    req->next = hl->answers;
+    hl->answers = req;
+    atomic_store_explicit(&hl->run, true, memory_order_relaxed);
+    ag_loop_kick(hl->loop);
 }
 
-/* From a store thread: hands the connection back to its worker, which then
- * calls the handler again to finish the check. */
+/* Frees req, its check given up (ag_http__completed). */
+static void free_request(struct request *req)
+{
+    ag_buf_free(&req->body);
+    ag_http__offload_free(req);
+    free(req);
+}
+
+/* An answer made on another thread (the pool's, a store dispatcher's)
+ * reaches the loop. */
+static void posted_answer(void *arg)
+{
+    struct request *req = arg;
+    atomic_store(&req->post_due, false);
+    if (req->closed)
+        free_request(req); /* its client went away meanwhile */
+    else
+        list_answer(req);
+}
+
+/* The store has answered req's check: on the loop's own thread (its
+ * Redis lane) the request is listed at once; from another thread (a
+ * dispatcher's, when the check could not use the lane) it is posted to
+ * the loop. Inside ag_service_check_begin it is answered there. */
 static void resume(void *arg)
 {
     struct request *req = arg;
-    MHD_resume_connection(req->conn);
+    if (ag_loop_self() != req->hl->loop) {
+        atomic_store(&req->post_due, true);
+        ag_loop_post(req->hl->loop, &req->posted);
+    } else if (req->beginning)
+        req->early = true;
+    else
+        list_answer(req);
 }
 
-/* A check of endpoint: begun, parked while the store answers, and
- * finished when the handler runs again; its verdict rendered. */
+/* A check of endpoint: begun, left waiting while the store answers, and
+ * finished when its answer is sent (ag_http__loop_hook runs the handler
+ * again); its verdict rendered. */
 static int check(struct ag_http *h, const struct ag_http_request *hr,
                  enum ag_endpoint endpoint, struct ag_http_response *r)
 {
     struct request *req = hr->arg;
     struct ag_verdict v;
     int rc;
-    if (req->check) {
-        /* Resumed: the store has answered. */
-        rc = ag_service_check_finish(req->check, &v);
-        req->check = NULL;
-    } else {
-        req->waiter = (struct ag_check_waiter){
-            .suspend = suspend, .resume = resume, .arg = req};
+    if (!req->check) {
+        req->waiter = (struct ag_check_waiter){.resume = resume, .arg = req};
+        req->beginning = true;
         rc = ag_service_check_begin(h->svc, endpoint, hr->body ? hr->body : "",
                                     hr->len, &req->waiter, &req->check, &v);
-        if (rc == AG_EPENDING)
-            return rc; /* the handler runs again once resumed */
+        req->beginning = false;
+        /* A store that answered at once (an error before the call left)
+         * resumed it inside the begin. */
+        if (rc == AG_EPENDING && !req->early)
+            return rc;
+    }
+    if (req->check) {
+        rc = ag_service_check_finish(req->check, &v);
+        req->check = NULL;
     }
     if (rc == AG_OK)
         rc = ag_http_verdict_render(r, &v);
@@ -319,13 +336,15 @@ static const struct ag_http_route own_routes[] = {
     {.path = "/report-login",
      .method = "POST",
      .body = true,
+     .blocking = true,
      .handle = report_login},
     {.path = "/report-otp",
      .method = "POST",
      .body = true,
+     .blocking = true,
      .handle = report_otp},
     {.path = "/healthz", .method = "GET", .handle = healthz},
-    {.path = "/readyz", .method = "GET", .handle = readyz},
+    {.path = "/readyz", .method = "GET", .blocking = true, .handle = readyz},
     {.path = "/metrics", .method = "GET", .handle = metrics},
     {.path = "/openapi.json", .method = "GET", .handle = openapi},
     {.path = AG_HTTP_RANGE_PATH,
@@ -450,12 +469,34 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url,
     };
     if (route->page)
         return serve_page(conn, route, &hr);
+    if (route->blocking && !req->pooled) {
+        /* Off the loop; the answer comes back to the hook. */
+        req->url = url;
+        req->method = method;
+        req->posted = (struct ag_loop_task){.fn = posted_answer, .arg = req};
+        if (ag_http__offload(req) != AG_OK)
+            return reply_error(conn, 500, "internal error", NULL, NULL);
+        req->waiting = true;
+        req->hl->waiting++;
+        return MHD_YES;
+    }
     struct ag_http_response r;
     ag_http_response_init(&r);
-    int rc = route->handle(route->ctx, &hr, &r);
+    int rc = req->pooled ? req->resp_rc : route->handle(route->ctx, &hr, &r);
+    if (req->pooled) {
+        ag_http_response_free(&r);
+        r = req->resp;
+        ag_http_response_init(&req->resp);
+    }
     enum MHD_Result ret;
     if (rc == AG_EPENDING) {
-        ret = MHD_YES; /* parked; the handler runs again once resumed */
+        /* Waiting for the store: its answer is sent by the hook. */
+        req->url = url;
+        req->method = method;
+        req->posted = (struct ag_loop_task){.fn = posted_answer, .arg = req};
+        req->waiting = true;
+        req->hl->waiting++;
+        ret = MHD_YES;
     } else if (rc == AG_OK) {
         ret = send_response(conn, &r);
     } else {
@@ -466,13 +507,15 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url,
     return ret;
 }
 
-static struct request *new_request(struct ag_http *h,
+static struct request *new_request(struct ag_http__loop *hl,
                                    struct MHD_Connection *conn, void **con_cls)
 {
+    struct ag_http *h = hl->h;
     struct request *req = calloc(1, sizeof *req);
     if (!req)
         return NULL;
     ag_buf_init(&req->body, AG_BODY_MAX);
+    req->hl = hl;
     req->conn = conn;
     *con_cls = req;
     atomic_fetch_add(&h->in_flight, 1);
@@ -525,10 +568,11 @@ static enum MHD_Result reply_closing(struct MHD_Connection *conn, int status,
 /* First call for a request: route it. Every answer but the draining 503,
  * the framing's and an oversized body's waits for the end of the request
  * (see struct request). */
-static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
-                             const char *url, const char *method,
-                             void **con_cls)
+static enum MHD_Result begin(struct ag_http__loop *hl,
+                             struct MHD_Connection *conn, const char *url,
+                             const char *method, void **con_cls)
 {
+    struct ag_http *h = hl->h;
     if (atomic_load(&h->draining)) {
         /* Stopping: the client should go to another instance, on another
          * connection. */
@@ -562,7 +606,7 @@ static enum MHD_Result begin(struct ag_http *h, struct MHD_Connection *conn,
     if (declared > DISCARD_MAX)
         return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, AG_HTTP_TOO_LARGE,
                            NULL, NULL);
-    struct request *req = new_request(h, conn, con_cls);
+    struct request *req = new_request(hl, conn, con_cls);
     if (!req)
         return MHD_NO;
     if (strcmp(url, NUL_MARK) == 0)
@@ -585,10 +629,15 @@ enum MHD_Result ag_http__handle(void *cls, struct MHD_Connection *conn,
                                 size_t *upload_size, void **con_cls)
 {
     (void)version;
-    struct ag_http *h = cls;
+    struct ag_http__loop *hl = cls;
+    struct ag_http *h = hl->h;
     struct request *req = *con_cls;
     if (!req)
-        return begin(h, conn, url, method, con_cls);
+        return begin(hl, conn, url, method, con_cls);
+    /* Answered elsewhere: the hook sends it (libmicrohttpd calls again
+     * each time it runs, until then). */
+    if (req->waiting)
+        return MHD_YES;
     if (*upload_size) {
         if (!req->too_big && !req->discard &&
             ag_buf_append(&req->body, upload, *upload_size) != AG_OK) {
@@ -609,18 +658,75 @@ void ag_http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe)
 {
     (void)toe;
-    struct ag_http *h = cls;
+    struct ag_http__loop *hl = cls;
+    struct ag_http *h = hl->h;
     /* The next request's deadline starts now. */
     ag_http_conns_ready(h->conns, ag_http__conn_fd(conn), ag_clock_mono_ms());
     struct request *req = *con_cls;
-    if (req) {
-        ag_buf_free(&req->body);
-        /* A check still held here was suspended for Redis when its client
-         * went away: resumed, the connection closed without the handler
-         * running again to finish it. */
-        ag_service_check_abandon(req->check);
-        free(req);
-        *con_cls = NULL;
-        atomic_fetch_sub(&h->in_flight, 1);
+    if (!req)
+        return;
+    *con_cls = NULL;
+    atomic_fetch_sub(&h->in_flight, 1);
+    if (req->waiting)
+        hl->waiting--;
+    req->waiting = false;
+    req->conn = NULL;
+    /* A check the store still holds when its client went away is given
+     * up (freed when the store answers); one answered is freed now. */
+    ag_service_check_abandon(req->check);
+    req->check = NULL;
+    /* An answer on its way from another thread, or listed for the hook,
+     * still points at req: its arrival frees it. */
+    if (req->listed || atomic_load(&req->post_due))
+        req->closed = true;
+    else
+        free_request(req);
+}
+
+/* Sends the answer made elsewhere for req, outside libmicrohttpd's run:
+ * libmicrohttpd (0.9.75, without a thread of its own) takes a response
+ * queued from outside the handler for a request read in full, and the
+ * run that follows writes it. */
+static void send_answer(struct request *req)
+{
+    struct ag_http__loop *hl = req->hl;
+    req->waiting = false;
+    hl->waiting--;
+    /* Were the response refused, the connection is ended: the request
+     * would otherwise wait for its deadline. */
+    if (serve(req->conn, req->url, req->method, req) != MHD_YES)
+        shutdown(ag_http__conn_fd(req->conn), SHUT_RDWR);
+}
+
+int ag_http__loop_hook(void *arg)
+{
+    struct ag_http__loop *hl = arg;
+    while (hl->answers) {
+        struct request *req = hl->answers;
+        hl->answers = req->next;
+        req->listed = false;
+        if (req->closed)
+            free_request(req); /* its client went away meanwhile */
+        else
+            send_answer(req);
     }
+    if (atomic_exchange_explicit(&hl->run, false, memory_order_relaxed)) {
+        hl->in_mhd = true;
+        MHD_run(hl->daemon);
+        hl->in_mhd = false;
+    }
+    /* Requests waiting keep libmicrohttpd's timeout at 0 (they stay on
+     * its ready list), so its timeout says nothing then: the loop wakes
+     * for their answers, and looks again within WAITING_MS. */
+    enum { WAITING_MS = 10, IDLE_MS = 1000 };
+    if (hl->waiting)
+        return WAITING_MS;
+    MHD_UNSIGNED_LONG_LONG t;
+    if (MHD_get_timeout(hl->daemon, &t) != MHD_YES || t > IDLE_MS)
+        t = IDLE_MS;
+    /* Its work left (a timeout due, a connection with bytes read and
+     * not yet parsed) needs a run without any event. */
+    if (t == 0)
+        atomic_store_explicit(&hl->run, true, memory_order_relaxed);
+    return (int)t;
 }

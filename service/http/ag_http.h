@@ -14,10 +14,13 @@
  * its console under /admin/: ag_admin_routes). Unknown
  * paths are 404, a known path with another method 405 with Allow.
  *
- * Two files hold it: ag_http_server.c (listeners, the accepting thread,
- * start and stop) and ag_http.c (the request glue); ag_http_impl.h.
- * libmicrohttpd runs its own thread pool (epoll, two threads per core by
- * default); the handlers run on those threads.
+ * Four files hold it (ag_http_impl.h): ag_http_server.c (listeners, the
+ * accepting thread, start and stop), ag_http_loop.c (the check loops:
+ * one ag_loop a core, each driving its own libmicrohttpd daemon in
+ * external epoll mode), ag_http.c (the request glue) and ag_http_pool.c
+ * (the pool that runs the routes that may block: the admin API, the
+ * reports, /readyz). A check is read, begun, sent to Redis on the loop's
+ * own lane, answered and written on one loop's thread.
  */
 #ifndef AG_HTTP_H
 #define AG_HTTP_H
@@ -52,7 +55,7 @@ struct ag_http_options {
     unsigned max_conns;        /* concurrent connections at most */
     unsigned max_conns_per_ip; /* of them from one address at most */
     unsigned max_header_bytes; /* per-connection memory for headers */
-    unsigned threads;          /* worker threads; 0 = 2 per core */
+    unsigned threads;          /* check loops; 0 = one per core */
     /* Routes served beside the HTTP layer's own, after them, in order
      * (ag_http_route.h). The table is copied; the contexts its routes
      * point to are borrowed and must outlive the server. */

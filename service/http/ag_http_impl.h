@@ -20,10 +20,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/socket.h>
+
 #include <microhttpd.h>
+
+#include "ag_buf.h"
+#include "ag_error.h"
+#include "ag_http_response.h"
+#include "ag_loop.h"
+#include "ag_pool.h"
 
 #include "ag_http.h"
 #include "ag_http_route.h"
+#include "ag_service.h"
 
 /* The listeners, as tagged in the connection table. */
 enum ag_http__listener {
@@ -39,8 +48,87 @@ struct ag_http__refusal {
     size_t len;
 };
 
-struct ag_http {
+struct ag_http__loop;
+
+/* A blocking route's request as the pool's handler reads it: a copy of
+ * the path, the method, every header and query argument and the peer,
+ * since the connection may close (and libmicrohttpd free them) while the
+ * handler runs. */
+struct ag_http__copy {
+    char *method, *path;
+    char *client; /* NULL: none */
+    size_t n;
+    struct {
+        int kind; /* MHD_HEADER_KIND or MHD_GET_ARGUMENT_KIND */
+        char *key, *value;
+    } * v;
+};
+
+/* Per-request state, from the first handler call to the completed
+ * callback (and, for a request on the pool, until the pool is done with
+ * it). Everything is the loop thread's but post_due. */
+struct request {
+    struct ag_http__loop *hl;
+    /* The route, or NULL: an answer decided from the head alone, sent at
+     * the end of the request (libmicrohttpd closes the connection after
+     * a response queued before the request was read in full). */
+    const struct ag_http_route *route;
+    int status;
+    const char *msg;   /* static */
+    const char *field; /* static; NULL: no field at fault */
+    const char *allow; /* static; NULL: no Allow header */
+    int too_big;       /* the body passed AG_BODY_MAX; it is being discarded */
+    int discard;       /* the body is not wanted; it is read and dropped */
+    struct ag_buf body;
+    struct MHD_Connection *conn;
+    const char *url, *method; /* libmicrohttpd's, while the request lives */
+    /* Answered elsewhere: a check by the store, a blocking route by the
+     * pool. Until then libmicrohttpd calls the handler again each time it
+     * runs, which finds waiting and returns; the answer is sent from the
+     * loop's hook (ag_http__loop_hook), outside libmicrohttpd. */
+    bool waiting;
+    bool beginning;       /* inside ag_service_check_begin */
+    bool early;           /* answered inside it, on the loop: finished inline */
+    bool listed;          /* on hl->answers */
+    bool closed;          /* completed while listed: freed by the hook */
+    struct request *next; /* hl->answers */
+    struct ag_loop_task posted; /* an answer from another thread */
+    /* A check waiting for the store. */
+    struct ag_check *check;
+    struct ag_check_waiter waiter;
+    /* An answer is on its way from another thread (ag_loop_post): its
+     * arrival, not the completed callback, frees the request. */
+    atomic_bool post_due;
+    /* A blocking route's request, run on the pool. */
+    bool pooled;
+    struct ag_pool_task work;
+    struct ag_http__copy copy;
+    struct ag_http_response resp;
+    int resp_rc;
+};
+
+/* A check loop (ag_loop) with its own libmicrohttpd daemon, driven from
+ * the loop (MHD_USE_EPOLL without a thread of its own: its epoll
+ * descriptor is watched by the loop, and MHD_run runs in the loop's
+ * hook). Everything but run, conns and the posted tasks is the loop
+ * thread's. */
+struct ag_http__loop {
+    struct ag_http *h;
+    struct ag_loop *loop;
     struct MHD_Daemon *daemon;
+    struct ag_loop_watch mhd; /* libmicrohttpd's epoll descriptor */
+    struct ag_loop_hook hook; /* answers, then runs libmicrohttpd */
+    atomic_bool run;          /* libmicrohttpd has work this iteration */
+    atomic_uint conns;        /* connections handed to it, not closed */
+    unsigned waiting;         /* requests answered elsewhere, pending */
+    struct request *answers;  /* answered elsewhere, to send (a stack) */
+    bool in_mhd;              /* inside MHD_run */
+};
+
+struct ag_http {
+    struct ag_http__loop *loops;
+    unsigned nloops;
+    struct ag_pool *pool; /* the routes that may block */
     struct ag_service *svc;
     struct ag_metrics *metrics;
     struct ag_pwned_live *pwned; /* GET /range's corpora; NULL: none */
@@ -63,7 +151,7 @@ struct ag_http {
 int ag_http__routes(struct ag_http *h, const struct ag_http_route *extra,
                     size_t n, bool admin_apart);
 
-/* The glue's libmicrohttpd callbacks; cls is the server. */
+/* The glue's libmicrohttpd callbacks; cls is the loop. */
 enum MHD_Result ag_http__handle(void *cls, struct MHD_Connection *conn,
                                 const char *url, const char *method,
                                 const char *version, const char *upload,
@@ -74,5 +162,31 @@ size_t ag_http__unescape(void *cls, struct MHD_Connection *conn, char *s);
 
 /* The connection's descriptor, or -1. */
 int ag_http__conn_fd(struct MHD_Connection *conn);
+
+/* The loop's hook (ag_http.c): sends what was answered elsewhere, then
+ * runs libmicrohttpd; returns the milliseconds until it must run again,
+ * or -1. */
+int ag_http__loop_hook(void *arg);
+
+/* The loops' life (ag_http_loop.c). ag_http__loops_start makes n loops,
+ * each with its daemon, and starts them: AG_OK, or an error in err with
+ * nothing left running. ag_http__loop_add hands an admitted connection
+ * to the loop with the fewest (from the accepting thread).
+ * ag_http__loops_stop stops the loops, then their daemons, which close
+ * what is still open. */
+/* A blocking route's request, on the pool (ag_http_pool.c): copies what
+ * the handler reads of it (req->copy), then runs the route's handler on
+ * a pool thread into req->resp and req->resp_rc, and posts req->posted
+ * (set by the caller) to the request's loop. AG_OK, or AG_ENOMEM with
+ * nothing submitted. */
+int ag_http__offload(struct request *req);
+/* Frees req->copy and req->resp. */
+void ag_http__offload_free(struct request *req);
+
+int ag_http__loops_start(struct ag_http *h, const struct ag_http_options *o,
+                         unsigned n, int fd_limit, struct ag_error *err);
+void ag_http__loop_add(struct ag_http *h, int fd, const struct sockaddr *sa,
+                       socklen_t len);
+void ag_http__loops_stop(struct ag_http *h);
 
 #endif

@@ -94,6 +94,10 @@ struct ag_http_route {
     /* Served on the admin listener when one is apart (--admin-listen),
      * and then only there; every other route only on the public one. */
     bool admin;
+    /* The handler may block (SQLite, a synchronous Redis call): it runs
+     * on the HTTP layer's pool, off the check loops, and reads its
+     * request from a copy (every header, query argument, the path). */
+    bool blocking;
     ag_http_handler_fn handle; /* answers with a response; or, NULL, */
     ag_http_page_fn page;      /* with a static page */
     void *ctx;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The server's life (ag_http_impl.h): the listeners, the accepting
  * thread that admits connections to the table (ag_http_conns) and hands
- * them to libmicrohttpd, and the start, quiesce and stop of it all. Each
- * request then belongs to the glue (ag_http.c). */
+ * them to the check loops (ag_http_loop.c), the pool for the routes that
+ * may block, and the start, quiesce and stop of it all. Each request
+ * then belongs to the glue (ag_http.c). */
 /* accept4(2) and pipe2(2) */
 #define _GNU_SOURCE
 
@@ -46,23 +47,30 @@ static unsigned cores(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
-/* Checks wait for Redis suspended, not blocking their worker; two
- * workers a core measured best (the admin API and probes still block on
- * SQLite or Redis for a moment). */
-static unsigned worker_count(const struct ag_http_options *o)
+/* One check loop a core: a loop never blocks (what may runs on the
+ * pool), so a second one a core would only share the core. */
+static unsigned loop_count(const struct ag_http_options *o)
 {
-    return o->threads ? o->threads : 2 * cores();
+    return o->threads ? o->threads : cores();
+}
+
+/* The pool runs the admin API, the reports and the probes, which block
+ * on SQLite or on a Redis round trip: two threads a core keep a core
+ * busy while the other waits. */
+static unsigned pool_size(void)
+{
+    return 2 * cores();
 }
 
 int ag_http_reserve_fds(const struct ag_http_options *o, struct ag_error *err)
 {
     /* Beyond the connections: the listener, stdio, the Redis dispatchers
      * and probe, the SQLite files of the watcher and the admin API with
-     * their journals, with room to spare; and each worker's epoll and
-     * wake-up descriptors. */
-    enum { FIXED = 64, PER_WORKER = 3 };
+     * their journals, with room to spare; and each loop's epoll and
+     * wake-up descriptors, its daemon's epoll and its Redis lanes. */
+    enum { FIXED = 64, PER_LOOP = 8 };
     rlim_t need =
-        (rlim_t)o->max_conns + FIXED + (rlim_t)PER_WORKER * worker_count(o);
+        (rlim_t)o->max_conns + FIXED + (rlim_t)PER_LOOP * loop_count(o);
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return ag_error_set(err, AG_EIO, "max-conns",
@@ -83,18 +91,6 @@ int ag_http_reserve_fds(const struct ag_http_options *o, struct ag_error *err)
                             "cannot raise the open-files limit to %llu: %s",
                             (unsigned long long)need, strerror(errno));
     return AG_OK;
-}
-
-static void notify_connection(void *cls, struct MHD_Connection *conn,
-                              void **socket_context,
-                              enum MHD_ConnectionNotificationCode code)
-{
-    (void)socket_context;
-    struct ag_http *h = cls;
-    /* Called before libmicrohttpd closes the descriptor, so the table
-     * never holds a descriptor that may already be another's. */
-    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-        ag_http_conns_closed(h->conns, ag_http__conn_fd(conn));
 }
 
 static void build_refusal(struct ag_http__refusal *r, const char *why)
@@ -142,10 +138,7 @@ static bool accept_batch(struct ag_http *h, enum ag_http__listener l)
         switch (ag_http_conns_admit(h->conns, fd, (struct sockaddr *)&ss,
                                     (int)l, ag_clock_mono_ms())) {
         case AG_HTTP_ADMITTED:
-            /* On failure libmicrohttpd has closed fd. */
-            if (MHD_add_connection(h->daemon, fd, (struct sockaddr *)&ss,
-                                   len) != MHD_YES)
-                ag_http_conns_closed(h->conns, fd);
+            ag_http__loop_add(h, fd, (struct sockaddr *)&ss, len);
             break;
         case AG_HTTP_FULL:
             refuse(&h->full, fd);
@@ -348,30 +341,23 @@ int ag_http_start(const struct ag_http_options *o, struct ag_service *svc,
         return AG_EIO;
     }
 
-    /* libmicrohttpd takes connections from the acceptor only; its own
-     * limit is the table's size, so that it never refuses one the table
-     * admitted. */
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
-    h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, ag_http__handle, h, MHD_OPTION_THREAD_POOL_SIZE,
-        worker_count(o), MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)fd_limit,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)o->max_header_bytes,
-        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_UNESCAPE_CALLBACK,
-        ag_http__unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        ag_http__completed, h, MHD_OPTION_NOTIFY_CONNECTION, notify_connection,
-        h, MHD_OPTION_END);
-    if (!h->daemon) {
-        ag_error_fill(err, AG_EIO, "listen", "cannot start the HTTP server: %s",
-                      strerror(errno));
+    rc = ag_pool_new(pool_size(), &h->pool);
+    if (rc) {
         free_http(h);
-        return AG_EIO;
+        return ag_error_set(err, AG_EIO, "listen", "cannot start the pool: %s",
+                            strerror(rc));
+    }
+    rc = ag_http__loops_start(h, o, loop_count(o), fd_limit, err);
+    if (rc) {
+        ag_pool_free(h->pool);
+        free_http(h);
+        return rc;
     }
     ag_http_recv_watch(h->conns);
     if (pthread_create(&h->acceptor, NULL, acceptor_main, h) != 0) {
         ag_http_recv_watch(NULL);
-        MHD_stop_daemon(h->daemon);
+        ag_pool_free(h->pool);
+        ag_http__loops_stop(h);
         /* Watched a moment, so a recv on a store or webhook thread may be
          * reading the table still: it is kept (the process is about to
          * exit), where ag_http_free would free it after those threads. */
@@ -412,16 +398,19 @@ void ag_http_stop(struct ag_http *h)
          waited += STEP_MS)
         nanosleep(&step, NULL);
     /* Past the drain, a check the store still holds will resume its
-     * connection: stopping the daemon first would free what it resumes.
-     * The store's timeouts bound this wait. */
+     * connection: better answered than given up. The store's timeouts
+     * bound this wait. */
     if (ag_service_waiting(h->svc) > 0)
         ag_log(AG_LOG_WARN, "drain_waiting",
                "%zu checks still wait for Redis; stopping when they end",
                ag_service_waiting(h->svc));
     while (ag_service_waiting(h->svc) > 0)
         nanosleep(&step, NULL);
-    MHD_stop_daemon(h->daemon);
-    h->daemon = NULL;
+    /* The pool's requests end (and post their answers to the loops, which
+     * still run), then the loops and their daemons. */
+    ag_pool_free(h->pool);
+    h->pool = NULL;
+    ag_http__loops_stop(h);
     /* Unwatched now, but a recv on another thread may have read the
      * table just before: it is freed by ag_http_free, after them. */
     ag_http_recv_watch(NULL);
