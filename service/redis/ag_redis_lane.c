@@ -218,7 +218,7 @@ static bool append_load(struct ag_redis_lane *l, enum kind kind, unsigned mask,
     return ok;
 }
 
-int ag_redis_lane__load(struct ag_redis_conn *c, bool library, unsigned mask)
+static int lane_load(struct ag_redis_conn *c, bool library, unsigned mask)
 {
     struct ag_redis_lane *l = c->lane;
     const struct ag_redis_code *code = c->pipe->code;
@@ -423,8 +423,8 @@ static struct ag_redis_lane *lane_of(struct ag_redis_pipe *p,
     return l;
 }
 
-bool ag_redis_lane__send(struct ag_redis_pipe *p, struct ag_loop *loop,
-                         struct ag_redis_job *j)
+static bool lane_send(struct ag_redis_pipe *p, struct ag_loop *loop,
+                      struct ag_redis_job *j)
 {
     struct ag_redis_lane *l = lane_of(p, loop);
     if (!l)
@@ -443,7 +443,7 @@ bool ag_redis_lane__send(struct ag_redis_pipe *p, struct ag_loop *loop,
     return true;
 }
 
-void ag_redis_lane__free_all(struct ag_redis_pipe *p)
+static void free_all(struct ag_redis_pipe *p)
 {
     struct ag_redis_lane *l = atomic_exchange(&p->lanes, NULL);
     while (l) {
@@ -465,4 +465,11 @@ void ag_redis_lane__free_all(struct ag_redis_pipe *p)
         free(l);
         l = next;
     }
+}
+
+void ag_redis_lane_attach(struct ag_redis_pipe *p)
+{
+    static const struct ag_redis_pipe__lanes fns = {
+        .send = lane_send, .load = lane_load, .free_all = free_all};
+    p->lane_fns = &fns;
 }

@@ -42,31 +42,21 @@
  *
  * Thread-safety and lifetime: a lane is its loop's thread's only; nothing
  * of it is touched from another thread while the loop runs. Lanes are
- * freed by ag_redis_pipe_free only (ag_redis_lane__free_all), which the
+ * freed by ag_redis_pipe_free only, which the
  * service calls after every loop has stopped; the loops are not touched
  * then (the links are closed, which takes them out of epoll).
  *
- * Only ag_redis_pipe.c calls these.
  */
 #ifndef AG_REDIS_LANE_H
 #define AG_REDIS_LANE_H
 
-#include <stdbool.h>
-
-struct ag_loop;
-struct ag_redis_conn;
-struct ag_redis_job;
 struct ag_redis_pipe;
 
-/* Queues j on loop's lane for p (made now if it is the first job), from
- * loop's own thread. False only if no lane could be made (out of memory):
- * the caller then uses the shared queue. */
-bool ag_redis_lane__send(struct ag_redis_pipe *p, struct ag_loop *loop,
-                         struct ag_redis_job *j);
-/* ag_redis_conn_load on a lane's connection c. */
-int ag_redis_lane__load(struct ag_redis_conn *c, bool library, unsigned mask);
-/* Ends every lane of p: their jobs are done with no reply on the calling
- * thread, their links closed and the lanes freed. */
-void ag_redis_lane__free_all(struct ag_redis_pipe *p);
+/* Gives p lanes: from now on ag_redis_pipe_send on a loop's thread uses
+ * that loop's lane. Call it once, right after ag_redis_pipe_new, before
+ * any job is sent (the store does). A pipe never attached sends every
+ * job to its shared queue. The lane module builds on the pipe: the pipe
+ * reaches it only through what this hands it, never by name. */
+void ag_redis_lane_attach(struct ag_redis_pipe *p);
 
 #endif

@@ -6,7 +6,8 @@
  * (redisFormatCommandArgv) and parsing replies (a redisReader with
  * ag_redis_reply_functions, fed the bytes this module reads). Like a
  * redisContext, with err/errstr after hiredis, and the pipe's dispatchers
- * use it in its place (ag_redis_pipe.c).
+ * use it in its place (ag_redis_pipe.c), blocking; the loops' lanes use
+ * it without waiting (ag_redis_lane.c).
  *
  * Opening connects (within the timeout), sets TCP_NODELAY, does the TLS
  * handshake with the server's certificate and name verified, then AUTH

@@ -17,7 +17,6 @@
 #include "ag_loop.h"
 #include "ag_metrics.h"
 #include "ag_redis_link.h"
-#include "ag_redis_lane.h"
 #include "ag_redis_pipe_impl.h"
 #include "ag_redis_reply.h"
 #include "ag_redis_sentinel.h"
@@ -385,7 +384,7 @@ void ag_redis_pipe_send_shared(struct ag_redis_pipe *p, struct ag_redis_job *j)
 void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j)
 {
     struct ag_loop *loop = ag_loop_self();
-    if (!loop || waiting || !ag_redis_lane__send(p, loop, j))
+    if (!loop || waiting || !p->lane_fns || !p->lane_fns->send(p, loop, j))
         ag_redis_pipe_send_shared(p, j);
 }
 
@@ -446,7 +445,7 @@ void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41])
 int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
 {
     if (c->lane)
-        return ag_redis_lane__load(c, library, mask);
+        return c->pipe->lane_fns->load(c, library, mask);
     return load_code(c->pipe, &c->link, library, mask ? mask : 1,
                      mask ? mask + 1 : 1);
 }
@@ -533,7 +532,8 @@ void ag_redis_pipe_free(struct ag_redis_pipe *p)
         return;
     /* The lanes first: a job they end may be sent again, to the shared
      * queue, which the dispatchers drain before they stop. */
-    ag_redis_lane__free_all(p);
+    if (p->lane_fns)
+        p->lane_fns->free_all(p);
     stop(p);
     pthread_cond_destroy(&p->queued);
     pthread_mutex_destroy(&p->lock);

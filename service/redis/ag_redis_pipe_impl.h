@@ -3,8 +3,8 @@
  * Inside the pipe: what ag_redis_pipe.c (the shared queue and its
  * dispatcher threads, the code load, the connection) and ag_redis_lane.c
  * (each event loop's own connection) share, and no other module may use.
- * ag_redis_pipe.c calls the lane's entry points (ag_redis_lane.h), and
- * the lane calls these helpers back.
+ * ag_redis_lane.c builds on ag_redis_pipe.c: it calls these helpers, and
+ * the pipe calls it back only through the table it attached.
  *
  * Thread-safety as the pipe's (ag_redis_pipe.h): the fields set at
  * ag_redis_pipe_new are read-only afterwards; the queue, sha and stopping
@@ -30,6 +30,21 @@
 
 struct ag_redis_lane;
 struct ag_loop;
+
+/* The lanes' entry points, which ag_redis_lane_attach hands the pipe: the
+ * pipe calls the lane module only through them, so that the lane, which
+ * builds on the pipe, is not called by name from below. */
+struct ag_redis_pipe__lanes {
+    /* Queues j on loop's lane, made at its first use: false if none
+     * could be made (the shared queue then takes j). */
+    bool (*send)(struct ag_redis_pipe *p, struct ag_loop *loop,
+                 struct ag_redis_job *j);
+    /* ag_redis_conn_load on a lane's connection. */
+    int (*load)(struct ag_redis_conn *c, bool library, unsigned mask);
+    /* Ends every lane: their jobs done with no reply, on the calling
+     * thread; their links closed; the lanes freed. */
+    void (*free_all)(struct ag_redis_pipe *p);
+};
 
 struct ag_redis_conn {
     struct ag_redis_pipe *pipe;
@@ -70,6 +85,9 @@ struct ag_redis_pipe {
      * send and never removed before ag_redis_pipe_free: read without a
      * lock. */
     _Atomic(struct ag_redis_lane *) lanes;
+    /* Set once by ag_redis_lane_attach before the pipe is used; NULL:
+     * every job takes the shared queue. */
+    const struct ag_redis_pipe__lanes *lane_fns;
 };
 
 /* Closes *l and sets it NULL. */
