@@ -129,13 +129,14 @@ static int tls_retry(struct ag_redis_link *l, int ret, int saved_errno,
     return fail(l, false, "tls: %s: %s", what, tls_reason(why, sizeof why));
 }
 
-/* Writes what out holds, within deadline. */
-static int flush(struct ag_redis_link *l, long long deadline)
+/* One write of what out holds: AG_OK once all of it is written,
+ * AG_EPENDING with *events to wait for, or the failure noted. */
+static int write_step(struct ag_redis_link *l, short *events)
 {
     while (l->written < l->out.len) {
         const char *p = l->out.p + l->written;
         size_t n = l->out.len - l->written;
-        short events = POLLOUT;
+        *events = POLLOUT;
         if (l->ssl) {
             ERR_clear_error();
             int w = SSL_write(l->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
@@ -144,7 +145,7 @@ static int flush(struct ag_redis_link *l, long long deadline)
                 l->written += (size_t)w;
                 continue;
             }
-            if (tls_retry(l, w, saved, &events, "write"))
+            if (tls_retry(l, w, saved, events, "write"))
                 return AG_ESTORE;
         } else {
             ssize_t w = send(l->fd, p, n, MSG_NOSIGNAL);
@@ -157,28 +158,40 @@ static int flush(struct ag_redis_link *l, long long deadline)
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 return fail(l, false, "write: %s", strerror(errno));
         }
-        if (wait_io(l, events, deadline, "write"))
-            return AG_ESTORE;
+        return AG_EPENDING;
     }
     ag_buf_reset(&l->out);
     l->written = 0;
     return AG_OK;
 }
 
-/* Reads what has come (waiting until something has, within deadline) and
- * feeds it to the reader. */
-static int read_some(struct ag_redis_link *l, long long deadline)
+/* Writes what out holds, within deadline. */
+static int flush(struct ag_redis_link *l, long long deadline)
+{
+    for (;;) {
+        short events;
+        int rc = write_step(l, &events);
+        if (rc != AG_EPENDING)
+            return rc;
+        if (wait_io(l, events, deadline, "write"))
+            return AG_ESTORE;
+    }
+}
+
+/* One read, fed to the reader: AG_OK if bytes came, AG_EPENDING with
+ * *events to wait for, or the failure noted. */
+static int read_step(struct ag_redis_link *l, short *events)
 {
     char buf[16384];
     for (;;) {
-        short events = POLLIN;
         ssize_t n;
+        *events = POLLIN;
         if (l->ssl) {
             ERR_clear_error();
             int r = SSL_read(l->ssl, buf, sizeof buf);
             int saved = errno;
             n = r;
-            if (r <= 0 && tls_retry(l, r, saved, &events, "read"))
+            if (r <= 0 && tls_retry(l, r, saved, events, "read"))
                 return AG_ESTORE;
         } else {
             n = recv(l->fd, buf, sizeof buf, 0);
@@ -189,14 +202,77 @@ static int read_some(struct ag_redis_link *l, long long deadline)
             if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
                 return fail(l, false, "read: %s", strerror(errno));
         }
-        if (n > 0) {
-            if (redisReaderFeed(l->reader, buf, (size_t)n) != REDIS_OK)
-                return fail(l, false, "out of memory");
-            return AG_OK;
-        }
+        if (n <= 0)
+            return AG_EPENDING;
+        if (redisReaderFeed(l->reader, buf, (size_t)n) != REDIS_OK)
+            return fail(l, false, "out of memory");
+        return AG_OK;
+    }
+}
+
+/* Reads what has come (waiting until something has, within deadline) and
+ * feeds it to the reader. */
+static int read_some(struct ag_redis_link *l, long long deadline)
+{
+    for (;;) {
+        short events;
+        int rc = read_step(l, &events);
+        if (rc != AG_EPENDING)
+            return rc;
         if (wait_io(l, events, deadline, "read"))
             return AG_ESTORE;
     }
+}
+
+int ag_redis_link_fd(const struct ag_redis_link *l)
+{
+    return l->fd;
+}
+
+bool ag_redis_link_unwritten(const struct ag_redis_link *l)
+{
+    return l->written < l->out.len;
+}
+
+int ag_redis_link_write_now(struct ag_redis_link *l)
+{
+    if (l->broken)
+        return AG_ESTORE;
+    short events;
+    int rc = write_step(l, &events);
+    /* What the socket took is dropped from the front once it is half the
+     * buffer, so that a pipeline that never quite drains does not grow
+     * its buffer to the cap. */
+    if (rc == AG_EPENDING && l->written >= l->out.len / 2) {
+        memmove(l->out.p, l->out.p + l->written, l->out.len - l->written);
+        l->out.len -= l->written;
+        l->out.p[l->out.len] = '\0';
+        l->written = 0;
+    }
+    return rc;
+}
+
+int ag_redis_link_read_now(struct ag_redis_link *l)
+{
+    if (l->broken)
+        return AG_ESTORE;
+    short events;
+    int rc = read_step(l, &events);
+    bool got = rc == AG_OK;
+    /* Decrypted bytes OpenSSL holds make no event: take them now. */
+    while (rc == AG_OK && l->ssl && SSL_pending(l->ssl) > 0)
+        rc = read_step(l, &events);
+    return rc == AG_EPENDING && got ? AG_OK : rc;
+}
+
+int ag_redis_link_next_reply(struct ag_redis_link *l, void **reply)
+{
+    *reply = NULL;
+    if (l->broken)
+        return AG_ESTORE;
+    if (redisReaderGetReply(l->reader, reply) != REDIS_OK)
+        return fail(l, false, "protocol error: %s", l->reader->errstr);
+    return AG_OK;
 }
 
 int ag_redis_link_append(struct ag_redis_link *l, const char *cmd, size_t len)

@@ -6,7 +6,8 @@
  * (redisFormatCommandArgv) and parsing replies (a redisReader with
  * ag_redis_reply_functions, fed the bytes this module reads). Like a
  * redisContext, with err/errstr after hiredis, and the pipe's dispatchers
- * use it in its place (ag_redis_pipe.c).
+ * use it in its place (ag_redis_pipe.c), blocking; the loops' lanes use
+ * it without waiting (ag_redis_lane.c).
  *
  * Opening connects (within the timeout), sets TCP_NODELAY, does the TLS
  * handshake with the server's certificate and name verified, then AUTH
@@ -94,6 +95,31 @@ bool ag_redis_link_stale(struct ag_redis_link *l);
  * link stays usable), or AG_ESTORE as ag_redis_link_get_reply. */
 int ag_redis_link_wait_reply(struct ag_redis_link *l, unsigned wait_ms,
                              void **reply);
+
+/* The non-blocking side, for a link an event loop watches (a Redis lane,
+ * ag_redis_lane.h): nothing below waits. The blocking functions above
+ * stay usable on the same link (connection set-up), never while bytes
+ * these left half-written or half-read are pending. */
+
+/* The link's socket, to watch (EPOLLIN, EPOLLOUT when a write is left). */
+int ag_redis_link_fd(const struct ag_redis_link *l);
+/* Whether bytes appended are still to be written. */
+bool ag_redis_link_unwritten(const struct ag_redis_link *l);
+/* Writes what is buffered, as far as the socket takes it now: AG_OK (all
+ * written), AG_EPENDING (some left: wait until the socket is writable,
+ * or readable for TLS, and call again) or AG_ESTORE (failed; the link is
+ * unusable). */
+int ag_redis_link_write_now(struct ag_redis_link *l);
+/* One read of what has come, fed to the reader, without waiting; over
+ * TLS, reads on while OpenSSL holds decrypted bytes (SSL_pending), which
+ * epoll cannot see. AG_OK (bytes came), AG_EPENDING (nothing now; a TLS
+ * record without data counts as nothing) or AG_ESTORE (closed by the
+ * server, or failed; the link is unusable). */
+int ag_redis_link_read_now(struct ag_redis_link *l);
+/* The next reply already read whole: AG_OK with *reply (free it with
+ * ag_redis_reply_free), AG_OK with *reply NULL if none is whole yet, or
+ * AG_ESTORE (a protocol error; the link is unusable). */
+int ag_redis_link_next_reply(struct ag_redis_link *l, void **reply);
 
 /* The last failure's text (one line; "" if none). Valid until the next
  * call on l. */

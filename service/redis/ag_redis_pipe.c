@@ -14,53 +14,15 @@
 
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_loop.h"
 #include "ag_metrics.h"
 #include "ag_redis_link.h"
+#include "ag_redis_pipe_impl.h"
 #include "ag_redis_reply.h"
 #include "ag_redis_sentinel.h"
 
-/* Sent before a command redirected by ASK (Redis Cluster), on the same
- * connection. */
-static const char ASKING[] = "*1\r\n$6\r\nASKING\r\n";
-
 #define DISPATCHERS AG_REDIS_PIPE_DISPATCHERS
 #define SCRIPTS AG_REDIS_SCRIPTS
-
-struct ag_redis_conn {
-    struct ag_redis_pipe *pipe;
-    pthread_t thread;
-    bool started;               /* the thread runs: it is joined at the end */
-    struct ag_redis_link *link; /* this thread's only; NULL while
-                                   disconnected */
-    unsigned epoch;             /* the pipe's epoch when link was made */
-};
-
-struct ag_redis_pipe {
-    struct ag_redis_addr addr;
-    unsigned timeout_ms;
-    /* TLS settings shared by every connection (rediss://); NULL for plain
-     * Redis, or when they could not be made: tls_error then says why, and
-     * every connection fails with it. */
-    struct ag_redis_tls *tls;
-    char tls_error[AG_ERROR_MSG_MAX];
-    const struct ag_redis_code *code; /* borrowed */
-    struct ag_redis_breaker *breaker; /* borrowed */
-    struct ag_metrics *metrics;       /* borrowed; may be NULL */
-    /* Sentinel: one more each time a server answered that it is no
-     * longer the master; every dispatcher then replaces a link made
-     * before, so that a command sent again after a READONLY does not meet
-     * the old master on the other connection. */
-    atomic_uint epoch;
-    atomic_int functions;  /* 1: Redis took the library, checks
-                              use FCALL; 0: it refused it; -1:
-                              not known yet */
-    pthread_mutex_t lock;  /* guards the queue, sha, stopping */
-    pthread_cond_t queued; /* dispatchers wait on it */
-    struct ag_redis_job *head, *tail;
-    bool stopping;
-    char sha[SCRIPTS][41]; /* each script's SHA1 once Redis told us */
-    struct ag_redis_conn conns[DISPATCHERS];
-};
 
 /* A job whose sender waits for it (ag_redis_pipe_call). */
 struct waiter {
@@ -68,29 +30,24 @@ struct waiter {
     sem_t woken;
 };
 
-static void drop(struct ag_redis_link **l);
-static void failed(struct ag_redis_pipe *p, const struct ag_redis_link *l);
-static bool append_argv(struct ag_redis_pipe *p, struct ag_redis_link **l,
-                        int argc, const char **argv, const size_t *lens);
 static void use_library(struct ag_redis_pipe *p, int use, const char *why);
 static bool passing(const char *err);
-static bool note_library(struct ag_redis_pipe *p, const redisReply *r);
 static int load_code(struct ag_redis_pipe *p, struct ag_redis_link **l,
                      bool library, unsigned from, unsigned to);
-static struct ag_redis_link *connect_redis(struct ag_redis_pipe *p);
 static struct ag_redis_job *take_batch(struct ag_redis_pipe *p, size_t *n);
 static void *dispatch(void *arg);
 static void wake(struct ag_redis_job *j, struct ag_redis_conn *c);
 static void stop(struct ag_redis_pipe *p);
 
-static void drop(struct ag_redis_link **l)
+void ag_redis_pipe__drop(struct ag_redis_link **l)
 {
     ag_redis_link_close(*l);
     *l = NULL;
 }
 
 /* Counts and logs a failed call on l (NULL: out of memory). */
-static void failed(struct ag_redis_pipe *p, const struct ag_redis_link *l)
+void ag_redis_pipe__failed(struct ag_redis_pipe *p,
+                           const struct ag_redis_link *l)
 {
     const char *why = l ? ag_redis_link_error(l) : "out of memory";
     bool timeout = l && ag_redis_link_timed_out(l);
@@ -101,16 +58,17 @@ static void failed(struct ag_redis_pipe *p, const struct ag_redis_link *l)
 
 /* Formats argv and buffers it on *l (connection set-up only); drops *l if
  * that fails. */
-static bool append_argv(struct ag_redis_pipe *p, struct ag_redis_link **l,
-                        int argc, const char **argv, const size_t *lens)
+bool ag_redis_pipe__append_argv(struct ag_redis_pipe *p,
+                                struct ag_redis_link **l, int argc,
+                                const char **argv, const size_t *lens)
 {
     char *cmd = NULL;
     long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     bool ok = len >= 0 && ag_redis_link_append(*l, cmd, (size_t)len) == AG_OK;
     redisFreeCommand(cmd);
     if (!ok) {
-        failed(p, len >= 0 ? *l : NULL);
-        drop(l);
+        ag_redis_pipe__failed(p, len >= 0 ? *l : NULL);
+        ag_redis_pipe__drop(l);
     }
     return ok;
 }
@@ -150,7 +108,7 @@ static bool passing(const char *err)
  * now, or "already exists": the name is a hash of the code, so it is this
  * code), refused for good (no FUNCTION: Redis 6, an ACL, rename-command),
  * or refused for now, which changes nothing. True if Redis has it. */
-static bool note_library(struct ag_redis_pipe *p, const redisReply *r)
+bool ag_redis_pipe__note_library(struct ag_redis_pipe *p, const redisReply *r)
 {
     bool err = r->type == REDIS_REPLY_ERROR;
     if (r->type == REDIS_REPLY_STRING ||
@@ -163,6 +121,20 @@ static bool note_library(struct ag_redis_pipe *p, const redisReply *r)
                r->str);
     else
         use_library(p, 0, err ? r->str : "unexpected reply");
+    return false;
+}
+
+bool ag_redis_pipe__note_sha(struct ag_redis_pipe *p, unsigned m,
+                             const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+        pthread_mutex_lock(&p->lock);
+        memcpy(p->sha[m], r->str, 41);
+        pthread_mutex_unlock(&p->lock);
+        return true;
+    }
+    ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
+           r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
     return false;
 }
 
@@ -181,46 +153,40 @@ static int load_code(struct ag_redis_pipe *p, struct ag_redis_link **l,
          * again and goes to the AOF and the replicas. */
         const char *argv[] = {"FUNCTION", "LOAD", p->code->library.text};
         size_t lens[] = {8, 4, p->code->library.len};
-        if (!append_argv(p, l, 3, argv, lens))
+        if (!ag_redis_pipe__append_argv(p, l, 3, argv, lens))
             return AG_ESTORE;
     }
     for (unsigned m = from; m < to; m++) {
         const char *argv[] = {"SCRIPT", "LOAD", p->code->scripts[m].text};
         size_t lens[] = {6, 4, p->code->scripts[m].len};
-        if (!append_argv(p, l, 3, argv, lens))
+        if (!ag_redis_pipe__append_argv(p, l, 3, argv, lens))
             return AG_ESTORE;
     }
     if (library) {
         redisReply *r = NULL;
         if (ag_redis_link_get_reply(*l, (void **)&r) != AG_OK) {
-            failed(p, *l);
-            drop(l);
+            ag_redis_pipe__failed(p, *l);
+            ag_redis_pipe__drop(l);
             return AG_ESTORE;
         }
-        note_library(p, r);
+        ag_redis_pipe__note_library(p, r);
         ag_redis_reply_free(r);
     }
     bool ok = true;
     for (unsigned m = from; m < to; m++) {
         redisReply *r = NULL;
         if (ag_redis_link_get_reply(*l, (void **)&r) != AG_OK) {
-            failed(p, *l);
-            drop(l);
+            ag_redis_pipe__failed(p, *l);
+            ag_redis_pipe__drop(l);
             return AG_ESTORE;
         }
-        if (r->type == REDIS_REPLY_STRING && r->len == 40) {
-            pthread_mutex_lock(&p->lock);
-            memcpy(p->sha[m], r->str, 41);
-            pthread_mutex_unlock(&p->lock);
-        } else if (ok) {
-            ag_log(AG_LOG_ERROR, "redis_error", "SCRIPT LOAD failed: %s",
-                   r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            ok = false;
-        }
+        /* One failure logged: the others are likely the same. */
+        if (ok)
+            ok = ag_redis_pipe__note_sha(p, m, r);
         ag_redis_reply_free(r);
     }
     if (!ok)
-        drop(l);
+        ag_redis_pipe__drop(l);
     return ok ? AG_OK : AG_ESTORE;
 }
 
@@ -245,7 +211,7 @@ static bool is_master(struct ag_redis_pipe *p, struct ag_redis_link **l)
                    ? r->element[0]->str
                    : ag_redis_link_error(*l));
         ag_metrics_count(p->metrics, AG_M_REDIS_ERRORS);
-        drop(l);
+        ag_redis_pipe__drop(l);
     }
     ag_redis_reply_free(r);
     return master;
@@ -255,7 +221,7 @@ static bool is_master(struct ag_redis_pipe *p, struct ag_redis_link **l)
  * (or no longer) a writable master: a replica after a failover, or one
  * that lost its master. The connection is dropped and the command may go
  * again, to the master the sentinels name next. */
-static bool not_master(const redisReply *r)
+bool ag_redis_pipe__not_master(const redisReply *r)
 {
     return r && r->type == REDIS_REPLY_ERROR &&
            (strncmp(r->str, "READONLY", 8) == 0 ||
@@ -265,7 +231,7 @@ static bool not_master(const redisReply *r)
 /* A new connection with the timeouts set, authenticated, on the right
  * database (ag_redis_link_open), with the library and every script loaded
  * (one round trip); NULL if any step fails. */
-static struct ag_redis_link *connect_redis(struct ag_redis_pipe *p)
+struct ag_redis_link *ag_redis_pipe__connect(struct ag_redis_pipe *p)
 {
     const struct ag_redis_addr *a = &p->addr;
     struct ag_redis_addr master;
@@ -333,19 +299,21 @@ static void *dispatch(void *arg)
          * to reconnect first. */
         unsigned epoch = atomic_load(&p->epoch);
         if (c->link && (c->epoch != epoch || ag_redis_link_stale(c->link)))
-            drop(&c->link);
+            ag_redis_pipe__drop(&c->link);
         if (!c->link && !ag_redis_breaker_is_open(p->breaker)) {
-            c->link = connect_redis(p);
+            c->link = ag_redis_pipe__connect(p);
             c->epoch = epoch;
         }
         bool ok = c->link != NULL;
         for (struct ag_redis_job *j = batch; ok && j; j = j->next)
             ok = (!j->asking ||
-                  ag_redis_link_append(c->link, ASKING, sizeof ASKING - 1) ==
+                  ag_redis_link_append(c->link, AG_REDIS_PIPE__ASKING,
+                                       sizeof AG_REDIS_PIPE__ASKING - 1) ==
                       AG_OK) &&
                  ag_redis_link_append(c->link, j->cmd, j->len) == AG_OK;
         if (!ok)
-            drop(&c->link); /* nothing of a half-built batch may be sent */
+            ag_redis_pipe__drop(
+                &c->link); /* nothing of a half-built batch may be sent */
         /* Once the batch is being written, any command of it may have run
          * in Redis even if its reply never comes (a read timeout), and the
          * first read writes the whole batch: so a failed read leaves every
@@ -363,11 +331,12 @@ static void *dispatch(void *arg)
                 reply = NULL;
             }
             if (ok && ag_redis_link_get_reply(c->link, &reply) != AG_OK) {
-                failed(p, c->link);
-                drop(&c->link);
+                ag_redis_pipe__failed(p, c->link);
+                ag_redis_pipe__drop(&c->link);
                 ok = false;
             }
-            if (p->addr.kind == AG_REDIS_SENTINEL && not_master(reply)) {
+            if (p->addr.kind == AG_REDIS_SENTINEL &&
+                ag_redis_pipe__not_master(reply)) {
                 ag_log(AG_LOG_WARN, "redis_not_master",
                        "%s; asking the "
                        "sentinels again",
@@ -380,7 +349,7 @@ static void *dispatch(void *arg)
             j->reply = reply;
         }
         if (demoted) {
-            drop(&c->link);
+            ag_redis_pipe__drop(&c->link);
             atomic_fetch_add(&p->epoch, 1);
         }
         /* Done last, once every reply is read: a done may free its job or
@@ -391,11 +360,15 @@ static void *dispatch(void *arg)
             j->done(j, c);
         }
     }
-    drop(&c->link);
+    ag_redis_pipe__drop(&c->link);
     return NULL;
 }
 
-void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j)
+/* How deep this thread is in ag_redis_pipe_wait_begin: while it is,
+ * sends use the shared queue. */
+static _Thread_local unsigned waiting;
+
+void ag_redis_pipe_send_shared(struct ag_redis_pipe *p, struct ag_redis_job *j)
 {
     j->next = NULL;
     pthread_mutex_lock(&p->lock);
@@ -406,6 +379,23 @@ void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j)
     p->tail = j;
     pthread_cond_signal(&p->queued);
     pthread_mutex_unlock(&p->lock);
+}
+
+void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j)
+{
+    struct ag_loop *loop = ag_loop_self();
+    if (!loop || waiting || !p->lane_fns || !p->lane_fns->send(p, loop, j))
+        ag_redis_pipe_send_shared(p, j);
+}
+
+void ag_redis_pipe_wait_begin(void)
+{
+    waiting++;
+}
+
+void ag_redis_pipe_wait_end(void)
+{
+    waiting--;
 }
 
 static void wake(struct ag_redis_job *j, struct ag_redis_conn *c)
@@ -425,7 +415,8 @@ redisReply *ag_redis_pipe_call(struct ag_redis_pipe *p, int argc,
         return NULL;
     struct waiter w = {.job = {.cmd = cmd, .len = (size_t)len, .done = wake}};
     sem_init(&w.woken, 0, 0);
-    ag_redis_pipe_send(p, &w.job);
+    /* Shared: on a loop's thread, its lane would wait for this wait. */
+    ag_redis_pipe_send_shared(p, &w.job);
     while (sem_wait(&w.woken) != 0 && errno == EINTR)
         ;
     sem_destroy(&w.woken);
@@ -453,6 +444,8 @@ void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41])
 
 int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
 {
+    if (c->lane)
+        return c->pipe->lane_fns->load(c, library, mask);
     return load_code(c->pipe, &c->link, library, mask ? mask : 1,
                      mask ? mask + 1 : 1);
 }
@@ -460,7 +453,7 @@ int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask)
 redisReply *ag_redis_pipe_probe(struct ag_redis_pipe *p, ag_redis_probe_fmt fmt,
                                 void *arg)
 {
-    struct ag_redis_link *l = connect_redis(p);
+    struct ag_redis_link *l = ag_redis_pipe__connect(p);
     if (!l)
         return NULL;
     char *cmd = NULL;
@@ -469,11 +462,11 @@ redisReply *ag_redis_pipe_probe(struct ag_redis_pipe *p, ag_redis_probe_fmt fmt,
     if (len < 0 || ag_redis_link_append(l, cmd, (size_t)len) != AG_OK) {
         ag_log(AG_LOG_ERROR, "redis_error", "probe: out of memory");
     } else if (ag_redis_link_get_reply(l, &reply) != AG_OK) {
-        failed(p, l);
+        ag_redis_pipe__failed(p, l);
         reply = NULL;
     }
     free(cmd);
-    drop(&l);
+    ag_redis_pipe__drop(&l);
     return reply;
 }
 
@@ -514,6 +507,7 @@ struct ag_redis_pipe *ag_redis_pipe_new(const struct ag_redis_addr *addr,
     p->metrics = metrics;
     atomic_init(&p->functions, -1);
     atomic_init(&p->epoch, 0);
+    atomic_init(&p->lanes, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->queued, NULL);
     /* Which threads started is kept by index: any of them may fail, and
@@ -536,6 +530,10 @@ void ag_redis_pipe_free(struct ag_redis_pipe *p)
 {
     if (!p)
         return;
+    /* The lanes first: a job they end may be sent again, to the shared
+     * queue, which the dispatchers drain before they stop. */
+    if (p->lane_fns)
+        p->lane_fns->free_all(p);
     stop(p);
     pthread_cond_destroy(&p->queued);
     pthread_mutex_destroy(&p->lock);

@@ -21,10 +21,17 @@
  * library (checks then use FCALL) or refuses FUNCTION (Redis 6, an ACL,
  * rename-command: checks use EVALSHA).
  *
- * Each job's done is called once, on a dispatcher thread, after every
- * reply of its batch is read, with the reply (or NULL: the command failed,
- * and sent says whether it may have reached Redis) and the connection, on
- * which done may reload code before it queues the job again. done owns
+ * Each event loop (ag_loop.h) has a lane of its own for the pipe besides
+ * (ag_redis_lane.h): a job sent on a loop's thread goes out on that
+ * loop's connection, pipelined with every other job of the iteration,
+ * and its done runs on that thread; no dispatcher, no lock, no wake-up.
+ *
+ * Each job's done is called once, on a dispatcher thread (or the lane's
+ * loop thread, for a job sent there), after every reply of its batch (of
+ * its read, on a lane) is read, with the reply (or NULL: the command
+ * failed, and sent says whether it may have reached Redis) and the
+ * connection, on which done may reload code before it queues the job
+ * again. done owns
  * the reply. The pipe borrows the code, the breaker and the metrics; it
  * does not retry, count failures toward the breaker or parse replies: the
  * store does (ag_store_redis_check.c). Thread-safe: any thread may send.
@@ -70,12 +77,35 @@ struct ag_redis_pipe *ag_redis_pipe_new(const struct ag_redis_addr *addr,
                                         const struct ag_redis_code *code,
                                         struct ag_redis_breaker *breaker,
                                         struct ag_metrics *metrics);
-/* Stops after the queued jobs are done, and frees the pipe. */
+/* Stops after the queued jobs are done, and frees the pipe with its
+ * lanes. Call it only after every loop that sent on it has stopped (and
+ * before any of them runs again): a lane's jobs still in flight are then
+ * done here, with no reply (sent: whether they may have been written),
+ * and the loops are not touched. */
 void ag_redis_pipe_free(struct ag_redis_pipe *p);
 
-/* Queues j; j->done is called once, later, on a dispatcher thread. j must
- * stay valid until then. */
+/* Queues j; j->done is called once, later. j must stay valid until then.
+ * On a loop's thread (ag_loop_self() non-NULL) j goes to that loop's lane
+ * and done runs on that thread, in a later callback or hook of the loop,
+ * never within this call; elsewhere it goes to the shared queue and done
+ * runs on a dispatcher thread.
+ *
+ * The rule: a caller that waits for j's done (a semaphore, a condition
+ * variable) must not send it to a lane, since on a loop's thread the wait
+ * would stop the very loop that must answer it. It sends with
+ * ag_redis_pipe_send_shared, or brackets code that sends through other
+ * modules (the cluster store's synchronous check, which waits on its
+ * asynchronous one) with ag_redis_pipe_wait_begin and _end. A done that
+ * sends a job again (a retry, a reload) uses ag_redis_pipe_send: it stays
+ * on the thread it ran on. */
 void ag_redis_pipe_send(struct ag_redis_pipe *p, struct ag_redis_job *j);
+/* Queues j on the shared queue, whatever the thread: done runs on a
+ * dispatcher thread. */
+void ag_redis_pipe_send_shared(struct ag_redis_pipe *p, struct ag_redis_job *j);
+/* Between these two (they nest), ag_redis_pipe_send from this thread
+ * uses the shared queue, for every pipe. */
+void ag_redis_pipe_wait_begin(void);
+void ag_redis_pipe_wait_end(void);
 /* Runs argv through the pipe and waits: the reply (free it with
  * ag_redis_reply_free), or NULL with *sent saying whether it may have
  * reached Redis. */
@@ -93,7 +123,11 @@ void ag_redis_pipe_sha(struct ag_redis_pipe *p, unsigned mask, char sha[41]);
 /* Loads on c, in one round trip, the function library if library is set
  * and the script for mask unless mask is 0. A refused library is noted
  * (checks then use the scripts), not a failure. AG_OK, or AG_ESTORE with
- * the connection dropped. Only from a job's done. */
+ * the connection dropped. Only from a job's done. On a lane's connection
+ * it waits for nothing: the loads are written ahead of whatever done
+ * sends next, so Redis runs them first, and their replies are noted as
+ * they come; AG_OK (a lane with no connection loads the code when it
+ * connects). */
 int ag_redis_conn_load(struct ag_redis_conn *c, bool library, unsigned mask);
 
 /* Formats a probe's command into *cmd (the caller frees it with free()):

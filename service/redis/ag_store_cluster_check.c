@@ -41,6 +41,7 @@
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_redis_pipe.h"
 #include "ag_redis_slot.h"
 
 #define ATTEMPTS_MAX 3 /* a group's sends, redirections included */
@@ -363,7 +364,11 @@ int ag_store_cluster__check(struct ag_store *base, const struct ag_plan *plan,
     struct waiting w = {.done = false};
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
+    /* The node stores' checks take their shared queues: on a loop's
+     * thread, its lane could not answer while this waits. */
+    ag_redis_pipe_wait_begin();
     int rc = ag_store_cluster__check_async(base, plan, res, wake, &w);
+    ag_redis_pipe_wait_end();
     if (rc == AG_OK) {
         pthread_mutex_lock(&w.lock);
         while (!w.done)

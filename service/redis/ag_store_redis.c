@@ -34,6 +34,7 @@
 #include "ag_metrics.h"
 #include "ag_redis_breaker.h"
 #include "ag_redis_code.h"
+#include "ag_redis_lane.h"
 #include "ag_redis_pipe.h"
 #include "ag_redis_reply.h"
 
@@ -361,6 +362,10 @@ struct ag_store *ag_store_redis_new(const struct ag_store_redis_opts *o)
     ag_clock_cond_init(&s->wake);
     s->pipe = ag_redis_pipe_new(o->addr, o->timeout_ms, &s->code, &s->breaker,
                                 o->metrics);
+    /* A check begun on a loop's thread goes out on that loop's own
+     * connection (ag_redis_lane.h). */
+    if (s->pipe)
+        ag_redis_lane_attach(s->pipe);
     /* Out of threads at start: give up cleanly. */
     if (!s->pipe || pthread_create(&s->probe, NULL, probe, s) != 0) {
         free_store(s);

@@ -21,7 +21,8 @@
  * - A check Redis answered with NOSCRIPT, or "Function not found", has its
  *   code loaded again on the connection that answered, and is queued once
  *   more (any dispatcher may take it: each connection loads the code when
- *   it connects, and again on the same answer); one
+ *   it connects, and again on the same answer; a check on a loop's
+ *   lane stays on it, behind its reload); one
  *   whose FCALL is refused (NOPERM, unknown command) goes again as a
  *   script, and so do all checks after it.
  * - Each check's outcome counts toward the breaker, except a check that
@@ -111,7 +112,7 @@ static bool reload_lost(struct ag_store_redis__store *s,
 static void settle(struct ag_redis_job *j, struct ag_redis_conn *c);
 static int start_check(struct ag_store_redis__store *s, struct check *k,
                        const struct ag_plan *plan, struct ag_limit_result *res,
-                       ag_store_done_fn done, void *arg);
+                       ag_store_done_fn done, void *arg, bool waited);
 static void wake_waiter(void *arg, int rc);
 
 /* The script for plan's algorithms: their bit mask. */
@@ -417,8 +418,8 @@ int ag_store_redis__outcome(struct ag_store_redis__store *s, int rc,
 }
 
 /* The state machine, run as each check's job is done on a dispatcher
- * thread (c, its connection): retries what never left, reloads code Redis
- * lost, once; else parses, records the outcome and calls back. */
+ * thread or its loop's (c, its connection): retries what never left, reloads
+ * code Redis lost, once; else parses, records the outcome and calls back. */
 static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
 {
     struct check *k = (struct check *)j;
@@ -476,10 +477,12 @@ static void settle(struct ag_redis_job *j, struct ag_redis_conn *c)
 
 /* Formats plan's check into k and sends it; settle calls done. An error
  * (the breaker open, out of memory, a reserve or release refused) is
- * returned and done is not called. */
+ * returned and done is not called. waited: the caller waits for done, so
+ * the check takes the shared queue, never the caller's loop's lane (see
+ * ag_redis_pipe_send). */
 static int start_check(struct ag_store_redis__store *s, struct check *k,
                        const struct ag_plan *plan, struct ag_limit_result *res,
-                       ag_store_done_fn done, void *arg)
+                       ag_store_done_fn done, void *arg, bool waited)
 {
     if (ag_redis_breaker_is_open(&s->breaker))
         return AG_ESTORE;
@@ -494,7 +497,10 @@ static int start_check(struct ag_store_redis__store *s, struct check *k,
     k->res = res;
     k->done = done;
     k->arg = arg;
-    ag_redis_pipe_send(s->pipe, &k->job);
+    if (waited)
+        ag_redis_pipe_send_shared(s->pipe, &k->job);
+    else
+        ag_redis_pipe_send(s->pipe, &k->job);
     return AG_OK;
 }
 
@@ -515,7 +521,7 @@ int ag_store_redis__check(struct ag_store *base, const struct ag_plan *plan,
     struct check k = {.heap = false};
     struct waiting w;
     sem_init(&w.woken, 0, 0);
-    int rc = start_check(s, &k, plan, res, wake_waiter, &w);
+    int rc = start_check(s, &k, plan, res, wake_waiter, &w, true);
     if (rc == AG_OK) {
         while (sem_wait(&w.woken) != 0 && errno == EINTR)
             ;
@@ -537,7 +543,7 @@ int ag_store_redis__check_async(struct ag_store *base,
     if (!k)
         return AG_ENOMEM;
     k->heap = true;
-    int rc = start_check(s, k, plan, res, done, arg);
+    int rc = start_check(s, k, plan, res, done, arg, false);
     if (rc)
         free(k);
     return rc;
