@@ -7,7 +7,6 @@
  * "abuseguard policy ..." is the operators' CLI (ag_cli), and
  * "abuseguard pwned ..." the breached-password corpus's (ag_cli_pwned.c).
  */
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,14 +82,6 @@ static void name_endpoints(struct ag_metrics *m)
 
 int main(int argc, char **argv)
 {
-#ifdef __GLIBC__
-    /* glibc lets threads grow arenas of their own; with workers allocating
-     * and dispatchers freeing, RSS crept up run after run (6.8 to 11 MB
-     * over six benchmark runs, 2 arenas still 10 MB). One arena keeps it
-     * flat at about 10 MB, at the same throughput within the noise. */
-
-    mallopt(M_ARENA_MAX, 1);
-#endif
 
     if (argc > 1 && strcmp(argv[1], "policy") == 0)
         return ag_cli_main(argc - 1, argv + 1);
