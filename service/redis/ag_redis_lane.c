@@ -291,6 +291,8 @@ static void write_out(struct ag_redis_lane *l, struct dones *d)
         set_events(l, rc == AG_EPENDING ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
+static void on_event(void *arg, uint32_t events);
+
 /* The end of each iteration: fails a broken or timed-out link, connects
  * for and appends the pending jobs, writes everything in one write. The
  * time until the oldest reply awaited is due, or -1. */
@@ -303,6 +305,11 @@ static int run_hook(void *arg)
     l->hooked = true;
     l->hook_iter = ag_loop_iterations(l->loop);
     long long now = now_ms();
+    /* A reply that came while this iteration ran is no timeout: it is
+     * read first (the loop may have been busy, or off the CPU). */
+    if (!l->broken && l->nwritten &&
+        now >= l->ring[l->first].written_ms + (long long)p->timeout_ms)
+        on_event(l, EPOLLIN);
     if (l->broken)
         fail_link(l, WHY_LINK, &d);
     else if (l->nwritten &&

@@ -5,8 +5,10 @@
  * LOAD (F.sha forty times), PING, ECHO, ASKING and EVALSHA (a NOSCRIPT
  * while F.script_lost, which the next SCRIPT LOAD clears); HANG is never
  * answered, nor anything after it on its connection, as a blocked Redis
- * would; CLOSE closes its connection unanswered. It logs every command
- * (ECHO with its argument: "ECHO:x") and counts the connections it
+ * would; CLOSE closes its connection unanswered; GATE is answered
+ * (+OPEN) only once fake_open_gate is called, and F.writes counts the
+ * answers written, so a test knows when one is on its way. It logs every
+ * command (ECHO with its argument: "ECHO:x") and counts the connections it
  * accepted; fake_close_all closes them all. Include after <cmocka.h>;
  * one fake a process (F), not thread-safe beyond its lock.
  */
@@ -51,6 +53,8 @@ struct fake {
     char sha;         /* SCRIPT LOAD answers it 40 times */
     bool script_lost; /* EVALSHA is a NOSCRIPT until the next SCRIPT LOAD */
     bool close_all;   /* asked: close every connection */
+    bool gate_open;   /* GATE may be answered */
+    int writes;       /* answers written */
     bool stopping;
 };
 
@@ -142,6 +146,11 @@ static bool answer(struct fconn *c)
         } else if (strcmp(name, "HANG") == 0) {
             r = "";
             c->hung = true;
+        } else if (strcmp(name, "GATE") == 0) {
+            pthread_cond_broadcast(&F.cond);
+            while (!F.gate_open && !F.stopping)
+                pthread_cond_wait(&F.cond, &F.lock);
+            r = "+OPEN\r\n";
         } else if (strcmp(name, "CLOSE") == 0) {
             r = "";
             open = false;
@@ -160,6 +169,12 @@ static bool answer(struct fconn *c)
     c->len -= at;
     if (o && write(c->fd, out, o) < 0)
         return false;
+    if (o) {
+        pthread_mutex_lock(&F.lock);
+        F.writes++;
+        pthread_cond_broadcast(&F.cond);
+        pthread_mutex_unlock(&F.lock);
+    }
     return open;
 }
 
@@ -258,6 +273,7 @@ static void fake_stop(void)
 {
     pthread_mutex_lock(&F.lock);
     F.stopping = true;
+    pthread_cond_broadcast(&F.cond);
     pthread_mutex_unlock(&F.lock);
     poke();
     pthread_join(F.thread, NULL);

@@ -448,6 +448,103 @@ static void freeing_the_pipe_ends_a_stopped_loops_jobs_as_sent(void **state)
     tjob_free(&hang);
 }
 
+/* A hook added before the lane's, which holds the loop's thread when
+ * told to: the loop is busy (or off the CPU) while a reply arrives. */
+static struct {
+    struct ag_loop_hook hook;
+    struct ag_loop_task add;
+    bool armed, holding, go;
+} B;
+
+static int holding_hook(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&T.lock);
+    if (B.armed) {
+        B.armed = false;
+        B.holding = true;
+        pthread_cond_broadcast(&T.cond);
+        while (!B.go)
+            pthread_cond_wait(&T.cond, &T.lock);
+        B.holding = false;
+    }
+    pthread_mutex_unlock(&T.lock);
+    return -1;
+}
+
+static void add_hook(void *arg)
+{
+    (void)arg;
+    ag_loop_hook(T.loop, &B.hook);
+    pthread_mutex_lock(&T.lock);
+    T.tasks++;
+    pthread_cond_broadcast(&T.cond);
+    pthread_mutex_unlock(&T.lock);
+}
+
+static void nothing(void *arg)
+{
+    (void)arg;
+}
+
+/* Waits on F's or T's condition for pred, within the deadline. */
+#define WAIT_ON(lock, cond, pred)                                              \
+    do {                                                                       \
+        struct timespec ts_ = deadline();                                      \
+        int rc_ = 0;                                                           \
+        pthread_mutex_lock(lock);                                              \
+        while (!(pred) && rc_ == 0)                                            \
+            rc_ = pthread_cond_timedwait(cond, lock, &ts_);                    \
+        pthread_mutex_unlock(lock);                                            \
+        assert_int_equal(rc_, 0);                                              \
+    } while (0)
+
+static void a_reply_in_by_its_deadline_is_read_not_timed_out(void **state)
+{
+    (void)state;
+    memset(&B, 0, sizeof B);
+    B.hook.fn = holding_hook;
+    B.add = (struct ag_loop_task){.fn = add_hook};
+    int tasks = T.tasks;
+    ag_loop_post(T.loop, &B.add); /* before the lane's hook, made below */
+    WAIT_ON(&T.lock, &T.cond, T.tasks > tasks);
+    warm_up();
+    struct tjob gate;
+    tjob_init(&gate, 0, "GATE");
+    struct tjob *jobs[] = {&gate};
+    int n = T.ndone;
+    on_loop(jobs, 1);
+    /* Written: the fake holds it unanswered. */
+    WAIT_ON(&F.lock, &F.cond,
+            F.nlog > 0 && strcmp(F.log[F.nlog - 1], "GATE") == 0);
+    /* The loop's next iteration stops in the first hook... */
+    pthread_mutex_lock(&T.lock);
+    B.armed = true;
+    pthread_mutex_unlock(&T.lock);
+    struct ag_loop_task wake = {.fn = nothing};
+    ag_loop_post(T.loop, &wake);
+    WAIT_ON(&T.lock, &T.cond, B.holding);
+    /* ...while the reply arrives, and the deadline passes. */
+    pthread_mutex_lock(&F.lock);
+    int writes = F.writes;
+    F.gate_open = true;
+    pthread_cond_broadcast(&F.cond);
+    pthread_mutex_unlock(&F.lock);
+    WAIT_ON(&F.lock, &F.cond, F.writes > writes);
+    struct timespec wait = {TIMEOUT_MS / 1000 + 1, 0};
+    nanosleep(&wait, NULL); /* past the deadline, at least */
+    pthread_mutex_lock(&T.lock);
+    B.go = true;
+    pthread_cond_broadcast(&T.cond);
+    pthread_mutex_unlock(&T.lock);
+    wait_dones(n + 1);
+    /* The lane's hook found the reply waiting: no timeout. */
+    assert_int_equal(gate.type, REDIS_REPLY_STATUS);
+    assert_string_equal(gate.text, "OPEN");
+    assert_int_equal(ag_metrics_get(T.metrics, AG_M_REDIS_TIMEOUTS), 0);
+    tjob_free(&gate);
+}
+
 /* The primitives alone: a write without waiting, a read without waiting,
  * whole replies one by one, nothing to read, and the close. */
 static void link_writes_and_reads_without_waiting(void **state)
@@ -496,6 +593,8 @@ static void link_writes_and_reads_without_waiting(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            a_reply_in_by_its_deadline_is_read_not_timed_out, setup, teardown),
         cmocka_unit_test_setup_teardown(
             jobs_of_one_iteration_go_in_one_write_and_end_in_order_on_the_loop,
             setup, teardown),
