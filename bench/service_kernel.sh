@@ -8,7 +8,10 @@
 # two threads, 64 connections), and while wrk runs:
 #
 #   1. counts the service's system calls and context switches with
-#      perf stat (raw_syscalls:sys_enter), per check;
+#      perf stat (raw_syscalls:sys_enter), per check, and the calls by name
+#      (one syscalls:sys_enter_* tracepoint each, at full speed), and its
+#      CPU time per check (user and system, from /proc over the same
+#      window);
 #   2. samples it with perf record and prints the shares of the kernel,
 #      each library and the system calls that cost most;
 #   3. with STRACE=1, breaks the system calls down by name (strace -c -f,
@@ -16,7 +19,8 @@
 #
 # Environment: DURATION (s each step samples, default 4), SHARED_BENCH
 # (default ../shared/bench beside the repository), STRACE, SHIELDS (1: the
-# default site-wide shields too). Needs perf, wrk and, with STRACE=1,
+# default site-wide shields too), BIN (another abuseguard binary to
+# measure, say an earlier commit's Release build, in place of this tree's). Needs perf, wrk and, with STRACE=1,
 # strace (installed if missing). A benchmark, not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +32,7 @@ bench_need wrk wrk
 bench_need perf linux-perf
 [ "${STRACE:-}" != 1 ] || bench_need strace strace
 bench_setup
-build-bench/abuseguard "${service_args[@]}" 2> "$work/service.log" &
+"${BIN:-build-bench/abuseguard}" "${service_args[@]}" 2> "$work/service.log" &
 spid=$!
 pids+=($spid)
 bench_service_ready 10
@@ -52,6 +56,31 @@ awk -F, -v rps="$(rps)" -v d="$duration" '
     /context-switches/ {printf "context switches per check %.2f\n", $1 / (rps * d)}
 ' "$work/stat.csv"
 echo "(at $(rps) checks/s)"
+
+# The calls by name, and the CPU time over the same window.
+calls="epoll_wait epoll_ctl recvfrom sendmsg sendto read write futex poll"
+events=$(printf 'syscalls:sys_enter_%s,' $calls)
+ticks() { awk '{print $14, $15}' "/proc/$spid/stat"; }
+cpu_window() {
+    local before after
+    before=$(ticks)
+    perf stat -x, -o "$work/names.csv" -e "${events%,}" -p "$spid" \
+        -- sleep "$duration"
+    after=$(ticks)
+    echo "$before $after" > "$work/ticks.txt"
+}
+under_load cpu_window
+awk -F, -v rps="$(rps)" -v d="$duration" '
+    /sys_enter_/ {n = $3; sub(/.*sys_enter_/, "", n)
+        if ($1 / (rps * d) >= 0.005)
+            printf "  %-12s %5.2f a check\n", n, $1 / (rps * d)}
+' "$work/names.csv"
+read -r u0 s0 u1 s1 < "$work/ticks.txt"
+awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v hz="$(getconf CLK_TCK)" \
+    -v rps="$(rps)" -v d="$duration" 'BEGIN {
+    n = rps * d
+    printf "CPU per check: %.1f us (user %.1f, system %.1f) at %s checks/s\n",
+        (u + s) / hz / n * 1e6, u / hz / n * 1e6, s / hz / n * 1e6, rps}'
 
 under_load perf record -q -o "$work/perf.data" -F 2000 -g -p "$spid" \
     -- sleep "$duration" 2>/dev/null
