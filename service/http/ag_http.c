@@ -716,11 +716,16 @@ int ag_http__loop_hook(void *arg)
         hl->in_mhd = false;
     }
     /* Requests waiting keep libmicrohttpd's timeout at 0 (they stay on
-     * its ready list), so its timeout says nothing then: the loop wakes
-     * for their answers, and looks again within WAITING_MS. */
+     * its ready list), so its timeout cannot tell whether other work is
+     * left without an event (a pipelined request read with the one
+     * before it): libmicrohttpd runs again within WAITING_MS, else that
+     * work would wait for the next answer, as long as Redis or the pool
+     * takes. */
     enum { WAITING_MS = 10, IDLE_MS = 1000 };
-    if (hl->waiting)
+    if (hl->waiting) {
+        atomic_store_explicit(&hl->run, true, memory_order_relaxed);
         return WAITING_MS;
+    }
     MHD_UNSIGNED_LONG_LONG t;
     if (MHD_get_timeout(hl->daemon, &t) != MHD_YES || t > IDLE_MS)
         t = IDLE_MS;

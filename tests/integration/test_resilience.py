@@ -7,7 +7,9 @@ import json
 import os
 import sqlite3
 import re
+import select
 import signal
+import socket
 import statistics
 import time
 import unittest
@@ -386,6 +388,40 @@ class ResilienceTest(PolicyTest):
             2 - self.decision(r, "r.open")["remaining"]
         self.assertGreaterEqual(recorded, 1, r.json)
         self.assertEqual(svc.stop(), 0, svc.log_text())
+
+    def test_a_check_waiting_for_redis_holds_up_no_other_request(self):
+        # One check loop, so both connections share it: while a check
+        # waits for Redis (its write paused until the test ends it), a
+        # request on another connection of the same loop is answered.
+        (svc,) = self.seeded([OPEN], extra=["--threads", "1",
+                                            "--redis-timeout-ms", "60000"])
+        self.assertNotIn("degraded", self.login(svc, "warm@x.org").json)
+        self.pause_writes()
+        slow = svc.send("/check-login", {"user": "slow@x.org",
+                                         "ip": "192.0.2.1"})
+        self.addCleanup(slow.close)
+        try:
+            self.pipelined_healthz_answered(svc)
+            self.assertEqual(select.select([slow], [], [], 0)[0], [],
+                             "the check was answered while Redis was paused")
+        finally:
+            # Before the service stops, which waits for the check.
+            self.unpause_writes()
+        r = Response.read_from(slow)
+        self.assertEqual(r.status, 200)
+        self.assertNotIn("degraded", r.json)
+
+    def pipelined_healthz_answered(self, svc):
+        # Two requests in one write (HTTP/1.1 pipelining): the second is
+        # read with the first, and no event comes for it later.
+        with socket.create_connection(("127.0.0.1", svc.port), 10) as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+            got = b""
+            while got.count(b'{"status":"ok"}') < 2:
+                data = s.recv(4096)  # the socket's 10 s timeout fails it
+                self.assertTrue(data, got)
+                got += data
+            self.assertEqual(got.count(b"HTTP/1.1 200 OK"), 2, got)
 
     def test_sigterm_finishes_in_flight_checks_and_exits_0(self):
         svc = self.seeded([OPEN], extra=["--redis-timeout-ms", "1500"])[0]
