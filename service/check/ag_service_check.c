@@ -21,6 +21,7 @@
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
+#include "ag_loop.h"
 #include "ag_metrics.h"
 #include "ag_otp_stats.h"
 #include "ag_overview.h"
@@ -309,7 +310,11 @@ static void store_answered(void *arg, int rc)
  * at once; either way the waiter is suspended first and resumed once. */
 static void start_store(struct ag_service *s, struct ag_check *c)
 {
-    ag_service__send_resets(s);
+    /* Sending the resets the store missed waits for Redis: never on a
+     * check loop, whose other requests would wait too. The reports,
+     * /readyz and the admin API send them, off the loops. */
+    if (!ag_loop_self())
+        ag_service__send_resets(s);
     if (c->waiter->suspend)
         c->waiter->suspend(c->waiter->arg);
     atomic_init(&c->state, AG_CHECK_WAITING);

@@ -473,7 +473,6 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url,
         /* Off the loop; the answer comes back to the hook. */
         req->url = url;
         req->method = method;
-        req->posted = (struct ag_loop_task){.fn = posted_answer, .arg = req};
         if (ag_http__offload(req) != AG_OK)
             return reply_error(conn, 500, "internal error", NULL, NULL);
         req->waiting = true;
@@ -493,7 +492,6 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url,
         /* Waiting for the store: its answer is sent by the hook. */
         req->url = url;
         req->method = method;
-        req->posted = (struct ag_loop_task){.fn = posted_answer, .arg = req};
         req->waiting = true;
         req->hl->waiting++;
         ret = MHD_YES;
@@ -517,6 +515,9 @@ static struct request *new_request(struct ag_http__loop *hl,
     ag_buf_init(&req->body, AG_BODY_MAX);
     req->hl = hl;
     req->conn = conn;
+    /* Set before anything may post it: a store thread may answer before
+     * ag_service_check_begin has returned. */
+    req->posted = (struct ag_loop_task){.fn = posted_answer, .arg = req};
     *con_cls = req;
     atomic_fetch_add(&h->in_flight, 1);
     return req;

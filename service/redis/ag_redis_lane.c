@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "ag_redis_lane.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +61,15 @@ struct ag_redis_lane {
     bool draining; /* demoted: nothing more written; dropped once idle */
     bool hooked;   /* the hook ran in iteration hook_iter */
     uint64_t hook_iter;
+    /* A connection being made on a thread of its own (connector), so
+     * that the loop never waits for a connect: made holds it once done
+     * (connecting false then; made NULL if it failed), made_epoch the
+     * pipe's epoch when it began. */
+    pthread_t connector;
+    bool connector_started;
+    atomic_bool connecting;
+    struct ag_redis_link *made;
+    unsigned made_epoch;
     struct ag_redis_lane *next; /* the pipe's list; set before published */
 };
 
@@ -232,18 +242,50 @@ static int lane_load(struct ag_redis_conn *c, bool library, unsigned mask)
     return AG_OK;
 }
 
-/* Connects for the pending jobs, unless the breaker is open: false if
- * there is no link afterwards. */
-static bool connect_lane(struct ag_redis_lane *l)
+/* On the connector thread: the pipe's own set-up (connect, TLS, AUTH,
+ * SELECT, the code load), blocking for at most its timeouts. */
+static void *connect_main(void *arg)
 {
-    struct ag_redis_pipe *p = l->conn.pipe;
-    if (ag_redis_breaker_is_open(p->breaker))
+    struct ag_redis_lane *l = arg;
+    l->made = ag_redis_pipe__connect(l->conn.pipe);
+    atomic_store_explicit(&l->connecting, false, memory_order_release);
+    return NULL;
+}
+
+/* Begins a connection for the lane on a thread of its own, unless one is
+ * being made. */
+static void begin_connect(struct ag_redis_lane *l)
+{
+    if (atomic_load_explicit(&l->connecting, memory_order_acquire))
+        return;
+    if (l->connector_started)
+        pthread_join(l->connector, NULL);
+    l->connector_started = false;
+    ag_redis_pipe__drop(&l->made);
+    l->made_epoch = atomic_load(&l->conn.pipe->epoch);
+    atomic_store(&l->connecting, true);
+    if (pthread_create(&l->connector, NULL, connect_main, l) == 0)
+        l->connector_started = true;
+    else
+        atomic_store(&l->connecting, false);
+}
+
+/* Takes the connection the connector made, if it is done: true if the
+ * lane has a link afterwards. */
+static bool adopt(struct ag_redis_lane *l)
+{
+    if (l->conn.link)
+        return true;
+    if (!l->connector_started ||
+        atomic_load_explicit(&l->connecting, memory_order_acquire))
         return false;
-    unsigned epoch = atomic_load(&p->epoch);
-    l->conn.link = ag_redis_pipe__connect(p);
-    l->conn.epoch = epoch;
-    if (!l->conn.link)
+    pthread_join(l->connector, NULL);
+    l->connector_started = false;
+    if (!l->made)
         return false;
+    l->conn.link = l->made;
+    l->conn.epoch = l->made_epoch;
+    l->made = NULL;
     l->watch.fd = ag_redis_link_fd(l->conn.link);
     if (ag_loop_watch(l->loop, &l->watch, EPOLLIN) != 0) {
         ag_log(AG_LOG_ERROR, "redis_error", "epoll: cannot watch a lane");
@@ -254,19 +296,31 @@ static bool connect_lane(struct ag_redis_lane *l)
     return true;
 }
 
-/* The hook's share of the pending jobs: connects if need be, appends
- * them, and fails (not sent) those that cannot go. */
+/* The hook's share of the pending jobs: appends them to the link; with
+ * none, hands them to the dispatchers while a link is made off the loop
+ * (a connect may take the timeouts of several steps, and the loop's other
+ * requests must not wait for it), or fails them, not sent, while the
+ * breaker is open. */
 static void send_pending(struct ag_redis_lane *l, struct dones *d)
 {
+    struct ag_redis_pipe *p = l->conn.pipe;
     struct ag_redis_job *j = l->pending;
     l->pending = NULL;
     l->pending_end = &l->pending;
-    if (!l->conn.link && !connect_lane(l)) {
+    if (!adopt(l)) {
+        bool open = ag_redis_breaker_is_open(p->breaker);
+        if (!open)
+            begin_connect(l);
         for (struct ag_redis_job *next; j; j = next) {
             next = j->next;
-            j->reply = NULL;
-            j->sent = j->orphaned = false;
-            dones_add(d, j);
+            j->next = NULL;
+            if (open) {
+                j->reply = NULL;
+                j->sent = j->orphaned = false;
+                dones_add(d, j);
+            } else {
+                ag_redis_pipe_send_shared(p, j);
+            }
         }
         return;
     }
@@ -304,6 +358,7 @@ static int run_hook(void *arg)
     dones_init(&d);
     l->hooked = true;
     l->hook_iter = ag_loop_iterations(l->loop);
+    adopt(l);
     long long now = now_ms();
     /* A reply that came while this iteration ran is no timeout: it is
      * read first (the loop may have been busy, or off the CPU). */
@@ -328,6 +383,11 @@ static int run_hook(void *arg)
     /* What these dones send is written at the next iteration, which
      * send makes come at once. */
     dones_run(&d, &l->conn);
+    /* A connection being made is looked for soon: no event says when it
+     * is done. */
+    enum { CONNECTING_MS = 5 };
+    if (atomic_load_explicit(&l->connecting, memory_order_relaxed))
+        return CONNECTING_MS;
     if (!l->nwritten)
         return -1;
     long long left = l->ring[l->first].written_ms + p->timeout_ms - now;
@@ -459,6 +519,9 @@ static void free_all(struct ag_redis_pipe *p)
         dones_init(&d);
         /* The loop has stopped, and may be gone: not unwatched. */
         l->events = 0;
+        if (l->connector_started)
+            pthread_join(l->connector, NULL);
+        ag_redis_pipe__drop(&l->made);
         fail_link(l, WHY_QUIET, &d);
         for (struct ag_redis_job *j = l->pending, *jn; j; j = jn) {
             jn = j->next;

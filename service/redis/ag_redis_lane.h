@@ -21,11 +21,14 @@
  * appended ahead of what done sends next, and their replies noted as they
  * come).
  *
- * Connecting: the first job that finds no connection (none yet, or the
- * last one failed) makes the hook connect with the pipe's own set-up
- * (connect, TLS, AUTH, SELECT, the code load), blocking: a connect stops
- * the loop for at most a few timeout_ms (each step's), which is why it is
- * skipped while the breaker is open: the jobs then fail at once, not
+ * Connecting: a job that finds no connection (none yet, or the last one
+ * failed) makes the hook begin one on a thread of its own with the
+ * pipe's own set-up (connect, TLS, AUTH, SELECT, the code load), which
+ * may take a few timeout_ms (each step's): the loop never waits for it.
+ * Until it is made the lane's jobs go to the pipe's dispatchers (their
+ * dones then run on a dispatcher's thread); the hook takes the new link
+ * when it is done. While the breaker is open no connection is tried and
+ * the jobs fail at once, not
  * sent. A sentinel's demotion (READONLY, MASTERDOWN) is handled as the
  * dispatchers do: the job did not run (sent false, no reply), the pipe's
  * epoch moves on, nothing more is written on the link and it is dropped

@@ -6,7 +6,8 @@
  * while F.script_lost, which the next SCRIPT LOAD clears); HANG is never
  * answered, nor anything after it on its connection, as a blocked Redis
  * would; CLOSE closes its connection unanswered; GATE is answered
- * (+OPEN) only once fake_open_gate is called, and F.writes counts the
+ * (+OPEN) only once F.gate_open is set (and FUNCTION LOAD too while
+ * F.hold_load), and F.writes counts the
  * answers written, so a test knows when one is on its way. It logs every
  * command (ECHO with its argument: "ECHO:x") and counts the connections it
  * accepted; fake_close_all closes them all. Include after <cmocka.h>;
@@ -54,6 +55,7 @@ struct fake {
     bool script_lost; /* EVALSHA is a NOSCRIPT until the next SCRIPT LOAD */
     bool close_all;   /* asked: close every connection */
     bool gate_open;   /* GATE may be answered */
+    bool hold_load;   /* FUNCTION LOAD waits for the gate too */
     int writes;       /* answers written */
     bool stopping;
 };
@@ -129,6 +131,9 @@ static bool answer(struct fconn *c)
         if (c->hung) {
             /* nothing */
         } else if (strcmp(name, "FUNCTION") == 0) {
+            pthread_cond_broadcast(&F.cond);
+            while (F.hold_load && !F.gate_open && !F.stopping)
+                pthread_cond_wait(&F.cond, &F.lock);
             r = "$3\r\nlib\r\n";
         } else if (strcmp(name, "SCRIPT") == 0) {
             snprintf(buf, sizeof buf, "$40\r\n%.40s\r\n",

@@ -222,17 +222,26 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A PING on the loop: the lane connects, and is warm afterwards. */
+/* PINGs on the loop until one is answered on the loop's own thread: the
+ * lane connects off the loop, its first jobs going to the dispatchers
+ * meanwhile, and is warm afterwards. */
 static void warm_up(void)
 {
-    struct tjob w;
-    tjob_init(&w, 999, "PING");
-    struct tjob *jobs[] = {&w};
-    int n = T.ndone;
-    on_loop(jobs, 1);
-    wait_dones(n + 1);
-    assert_string_equal(w.text, "PONG");
-    tjob_free(&w);
+    for (int i = 0; i < 30000; i++) {
+        struct tjob w;
+        tjob_init(&w, 999, "PING");
+        struct tjob *jobs[] = {&w};
+        int n = T.ndone;
+        on_loop(jobs, 1);
+        wait_dones(n + 1);
+        assert_string_equal(w.text, "PONG");
+        bool on_lane = w.ran_on == T.loop;
+        tjob_free(&w);
+        if (on_lane)
+            return;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    fail_msg("the lane never connected");
 }
 
 static void
@@ -249,21 +258,22 @@ jobs_of_one_iteration_go_in_one_write_and_end_in_order_on_the_loop(void **state)
         tjob_init(&t[i], i, cmd);
         jobs[i] = &t[i];
     }
+    int accepted = fake_accepted(), n0 = T.ndone;
     atomic_store(&sends, 0);
     on_loop(jobs, N);
-    wait_dones(1 + N);
+    wait_dones(n0 + N);
     assert_int_equal(atomic_load(&sends), 1);
     for (int i = 0; i < N; i++) {
         char want[16];
         snprintf(want, sizeof want, "w%d", i);
-        assert_int_equal(T.order[1 + i], i);
+        assert_int_equal(T.order[n0 + i], i);
         assert_true(t[i].sent);
         assert_ptr_equal(t[i].ran_on, T.loop);
         assert_true(pthread_equal(t[i].thread, T.loop_thread));
         assert_string_equal(t[i].text, want);
         tjob_free(&t[i]);
     }
-    assert_int_equal(fake_accepted(), 1);
+    assert_int_equal(fake_accepted(), accepted); /* the lane's, warm */
 }
 
 static void job_sent_off_a_loop_goes_through_the_dispatchers(void **state)
@@ -277,9 +287,10 @@ static void job_sent_off_a_loop_goes_through_the_dispatchers(void **state)
     assert_null(t.ran_on);
     assert_false(pthread_equal(t.thread, pthread_self()));
     tjob_free(&t);
-    /* The same pipe on the loop: the lane's own connection. */
+    /* The same pipe on the loop: the lane's own connection (warm_up ends
+     * with a job answered on the loop's thread), beside a dispatcher's. */
     warm_up();
-    assert_int_equal(fake_accepted(), 2); /* a dispatcher's, the lane's */
+    assert_true(fake_accepted() >= 2);
 }
 
 static void
@@ -287,12 +298,14 @@ reply_that_never_comes_times_out_as_sent_and_the_loop_goes_on(void **state)
 {
     (void)state;
     warm_up();
+    int n0 = T.ndone, a0 = fake_accepted();
+    (void)n0;
     struct tjob hang, after;
     tjob_init(&hang, 0, "HANG");
     tjob_init(&after, 1, "PING");
     struct tjob *jobs[] = {&hang, &after};
     on_loop(jobs, 2);
-    wait_dones(3);
+    wait_dones(n0 + 2);
     assert_int_equal(hang.type, -1);
     assert_true(hang.sent);
     assert_false(hang.orphaned);
@@ -302,7 +315,7 @@ reply_that_never_comes_times_out_as_sent_and_the_loop_goes_on(void **state)
     assert_int_equal(ag_metrics_get(T.metrics, AG_M_REDIS_TIMEOUTS), 1);
     /* The loop runs on: the next job connects again and is answered. */
     warm_up();
-    assert_int_equal(fake_accepted(), 2);
+    assert_true(fake_accepted() > a0); /* the lane again */
     tjob_free(&hang);
     tjob_free(&after);
 }
@@ -312,12 +325,14 @@ static void redis_closing_fails_the_jobs_in_flight_and_the_next_send_reconnects(
 {
     (void)state;
     warm_up();
+    int n0 = T.ndone, a0 = fake_accepted();
+    (void)n0;
     struct tjob close_it, after;
     tjob_init(&close_it, 0, "CLOSE");
     tjob_init(&after, 1, "PING");
     struct tjob *jobs[] = {&close_it, &after};
     on_loop(jobs, 2);
-    wait_dones(3);
+    wait_dones(n0 + 2);
     assert_int_equal(close_it.type, -1);
     assert_true(close_it.sent);
     assert_false(close_it.orphaned);
@@ -326,7 +341,7 @@ static void redis_closing_fails_the_jobs_in_flight_and_the_next_send_reconnects(
     assert_true(after.orphaned);
     assert_int_equal(ag_metrics_get(T.metrics, AG_M_REDIS_ERRORS), 1);
     warm_up();
-    assert_int_equal(fake_accepted(), 2);
+    assert_true(fake_accepted() > a0); /* the lane again */
     tjob_free(&close_it);
     tjob_free(&after);
 }
@@ -342,6 +357,8 @@ idle_connection_redis_closed_is_replaced_without_a_failure(void **state)
 {
     (void)state;
     warm_up();
+    int n0 = T.ndone, a0 = fake_accepted();
+    (void)n0;
     uint64_t it = loop_iteration();
     fake_close_all();
     /* The iteration that ran the no-op ends (it + 1); the next one can
@@ -354,7 +371,7 @@ idle_connection_redis_closed_is_replaced_without_a_failure(void **state)
         sched_yield();
     }
     warm_up(); /* answered: the closed link was not written on */
-    assert_int_equal(fake_accepted(), 2);
+    assert_true(fake_accepted() > a0); /* the lane again */
     assert_int_equal(ag_metrics_get(T.metrics, AG_M_REDIS_ERRORS), 0);
 }
 
@@ -379,6 +396,7 @@ noscript_reload_on_a_lane_goes_ahead_of_the_job_sent_again(void **state)
 {
     (void)state;
     warm_up();
+    int n0 = T.ndone, a0 = fake_accepted();
     char sha[41];
     ag_redis_pipe_sha(T.pipe, 3, sha);
     assert_int_equal(sha[0], 'a');
@@ -391,7 +409,7 @@ noscript_reload_on_a_lane_goes_ahead_of_the_job_sent_again(void **state)
     t.reload = true;
     struct tjob *jobs[] = {&t};
     on_loop(jobs, 1);
-    wait_dones(2);
+    wait_dones(n0 + 1);
     assert_true(t.reloaded);
     assert_int_equal(t.load_rc, AG_OK);
     assert_string_equal(t.text, "RAN");
@@ -401,7 +419,7 @@ noscript_reload_on_a_lane_goes_ahead_of_the_job_sent_again(void **state)
     assert_int_equal(fake_find("EVALSHA", false), last - 2);
     ag_redis_pipe_sha(T.pipe, 3, sha);
     assert_int_equal(sha[0], 'b');
-    assert_int_equal(fake_accepted(), 1); /* on the same connection */
+    assert_int_equal(fake_accepted(), a0); /* on the same connection */
     tjob_free(&t);
 }
 
@@ -545,6 +563,43 @@ static void a_reply_in_by_its_deadline_is_read_not_timed_out(void **state)
     tjob_free(&gate);
 }
 
+/* Whether the fake has logged what; with F.lock held. */
+static bool seen_locked(const char *what)
+{
+    for (size_t i = 0; i < F.nlog; i++)
+        if (strcmp(F.log[i], what) == 0)
+            return true;
+    return false;
+}
+
+static void a_lane_connects_off_its_loop(void **state)
+{
+    (void)state;
+    /* Every connection's code load waits, as a slow Redis would. */
+    pthread_mutex_lock(&F.lock);
+    F.hold_load = true;
+    pthread_mutex_unlock(&F.lock);
+    struct tjob t;
+    tjob_init(&t, 0, "PING");
+    struct tjob *jobs[] = {&t};
+    int n0 = T.ndone;
+    on_loop(jobs, 1);
+    WAIT_ON(&F.lock, &F.cond, seen_locked("FUNCTION"));
+    /* The loop runs on while the connection is being made: a task posted
+     * now runs before any connect has failed (one held by the loop would
+     * run only after its timeout, counted as an error). */
+    on_loop(NULL, 0);
+    assert_int_equal(ag_metrics_get(T.metrics, AG_M_REDIS_ERRORS), 0);
+    pthread_mutex_lock(&F.lock);
+    F.gate_open = true;
+    pthread_cond_broadcast(&F.cond);
+    pthread_mutex_unlock(&F.lock);
+    wait_dones(n0 + 1);
+    assert_string_equal(t.text, "PONG");
+    tjob_free(&t);
+    warm_up(); /* and the lane comes up */
+}
+
 /* The primitives alone: a write without waiting, a read without waiting,
  * whole replies one by one, nothing to read, and the close. */
 static void link_writes_and_reads_without_waiting(void **state)
@@ -595,6 +650,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             a_reply_in_by_its_deadline_is_read_not_timed_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_lane_connects_off_its_loop, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             jobs_of_one_iteration_go_in_one_write_and_end_in_order_on_the_loop,
             setup, teardown),
