@@ -153,6 +153,11 @@ static const struct {
                                 "MOVED and ASK redirections followed."},
     [AG_M_HTTP_CONNECTIONS] = {"abuseguard_http_connections", "gauge",
                                "Open client connections."},
+    [AG_M_CHECK_LOOPS] = {"abuseguard_check_loops", "gauge",
+                          "Check loops (threads) running."},
+    [AG_M_REDIS_LANES] = {"abuseguard_redis_lanes", "gauge",
+                          "Check loops' own Redis connections up (one a "
+                          "loop and Redis server)."},
     [AG_M_HTTP_RECLAIMED] = {"abuseguard_http_connections_reclaimed_total",
                              "counter",
                              "Waiting connections closed at --max-conns to "

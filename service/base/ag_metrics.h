@@ -56,6 +56,8 @@ enum ag_metric {
     AG_M_CLUSTER_RELEASES,     /* counter: cluster checks released */
     AG_M_CLUSTER_REDIRECTS,    /* counter: MOVED and ASK followed */
     AG_M_HTTP_CONNECTIONS,     /* gauge: open client connections */
+    AG_M_CHECK_LOOPS,          /* gauge: check loops running */
+    AG_M_REDIS_LANES,          /* gauge: check loops' Redis links up */
     AG_M_HTTP_RECLAIMED,       /* counter: ready connections ended at the cap */
     AG_M_HTTP_EXPIRED,         /* counter: connections past the deadline */
     AG_M_HTTP_REFUSED,         /* counter: connections refused at accept */

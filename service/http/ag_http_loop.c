@@ -18,6 +18,7 @@
 #include "ag_http_conns.h"
 #include "ag_http_impl.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
 
 /* An admitted connection on its way to a loop. */
 struct handoff {
@@ -147,6 +148,7 @@ int ag_http__loops_start(struct ag_http *h, const struct ag_http_options *o,
             return rc;
         }
     }
+    ag_metrics_set(h->metrics, AG_M_CHECK_LOOPS, (int64_t)n);
     return AG_OK;
 }
 

@@ -157,6 +157,8 @@ static void fail_link(struct ag_redis_lane *l, enum why why, struct dones *d)
     if (l->events)
         ag_loop_unwatch(l->loop, &l->watch);
     l->events = 0;
+    if (l->conn.link)
+        ag_metrics_add(p->metrics, AG_M_REDIS_LANES, -1);
     ag_redis_pipe__drop(&l->conn.link);
     l->broken = l->draining = false;
     bool first = true;
@@ -293,6 +295,7 @@ static bool adopt(struct ag_redis_lane *l)
         return false;
     }
     l->events = EPOLLIN;
+    ag_metrics_add(l->conn.pipe->metrics, AG_M_REDIS_LANES, 1);
     return true;
 }
 

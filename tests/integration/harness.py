@@ -366,13 +366,33 @@ class ServiceTest(unittest.TestCase):
         self.assertTrue(wait_until(
             lambda: "degraded" not in self.login(svc, "w-ready@x.org").json,
             10.0, 0.05), "the service never reached Redis")
-        warm = [threading.Thread(target=self.login,
-                                 args=(svc, "w%d@x.org" % i))
-                for i in range(16)]
-        for t in warm:
-            t.start()
-        for t in warm:
-            t.join()
+        # Each check loop makes its own Redis connection (its lane) off the
+        # loop, its first checks going by a dispatcher meanwhile: rounds
+        # of concurrent checks until every loop's lane is up, so that the
+        # checks after run on the lanes, their connections loaded.
+        def lanes_up():
+            values = {}
+            for line in svc.request("GET", "/metrics").raw.decode(
+                    ).splitlines():
+                if line.startswith(("abuseguard_check_loops ",
+                                    "abuseguard_redis_lanes ")):
+                    name, value = line.split()
+                    values[name] = float(value)
+            return (values.get("abuseguard_redis_lanes", 0)
+                    >= values.get("abuseguard_check_loops", 1))
+
+        def round_of_checks():
+            warm = [threading.Thread(target=self.login,
+                                     args=(svc, "w%d@x.org" % i))
+                    for i in range(16)]
+            for t in warm:
+                t.start()
+            for t in warm:
+                t.join()
+            return lanes_up()
+
+        self.assertTrue(wait_until(round_of_checks, 20.0, 0.05),
+                        "the check loops' Redis connections never came up")
 
     def assert_follows(self, svc, name, user):
         """Checks of user on svc until one is decided by policy name too:

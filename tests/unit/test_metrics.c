@@ -73,6 +73,8 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_cluster_releases_total",
         "abuseguard_cluster_redirects_total",
         "abuseguard_http_connections",
+        "abuseguard_check_loops",
+        "abuseguard_redis_lanes",
         "abuseguard_http_connections_reclaimed_total",
         "abuseguard_http_connections_expired_total",
         "abuseguard_http_connections_refused_total",
