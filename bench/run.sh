@@ -418,6 +418,18 @@ for name, rows, cpu in (("abuseguard", ag, cpu_ag),
                                 per_round(rows, cpu, "sys"),
                                 per_round(rows, cpu, "redis"),
                                 per_round(rows, cpu, "wrk")))
+# The service's CPU per check against Redis's for the same checks, in
+# the same run (issue 30's measure: a ratio, as the machine's speed
+# drifts); left out when a mode spares Redis nearly every call.
+for name, rows, cpu in (("abuseguard", ag, cpu_ag),
+                        ("abuseguard-fixed", fx, cpu_fx)):
+    ratios = [per_check(rows, cpu, j, "service") /
+              per_check(rows, cpu, j, "redis")
+              for j in range(len(cpu)) if per_check(rows, cpu, j, "redis") >= 1]
+    if ratios:
+        print("service/redis CPU per check (%s), per round: %s; median %.2f"
+              % (name, " ".join("%.2f" % r for r in ratios),
+                 sorted(ratios)[len(ratios) // 2]))
 if have_base:
     print("service CPU per check, abuseguard/baseline per round: %s"
           % " ".join("%.3f" % (per_check(ag, cpu_ag, j, "service")
