@@ -399,19 +399,7 @@ static const char *query(void *arg, const char *name)
 static const char *client(void *arg, char *buf, size_t size)
 {
     struct request *req = arg;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!ci || !ci->client_addr)
-        return NULL;
-    const struct sockaddr *sa = ci->client_addr;
-    const void *addr = NULL;
-    if (sa->sa_family == AF_INET)
-        addr = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
-    else if (sa->sa_family == AF_INET6)
-        addr = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-    if (!addr || !inet_ntop(sa->sa_family, addr, buf, (socklen_t)size))
-        return NULL;
-    return buf;
+    return ag_http__peer(req->conn, buf, size);
 }
 
 static const struct ag_http_request_ops request_ops = {

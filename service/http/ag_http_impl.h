@@ -180,6 +180,9 @@ int ag_http__loop_hook(void *arg);
  * (set by the caller) to the request's loop. AG_OK, or AG_ENOMEM with
  * nothing submitted. */
 int ag_http__offload(struct request *req);
+/* The peer's IP address as text in buf (size bytes), or NULL when
+ * libmicrohttpd has none or it is not IP (a unix socket). */
+const char *ag_http__peer(struct MHD_Connection *conn, char *buf, size_t size);
 /* Frees req->copy and req->resp. */
 void ag_http__offload_free(struct request *req);
 

@@ -51,8 +51,7 @@ static enum MHD_Result keep(void *cls, enum MHD_ValueKind kind, const char *key,
     return MHD_YES;
 }
 
-/* The peer's address as text, or NULL (a unix socket). */
-static char *peer(struct MHD_Connection *conn)
+const char *ag_http__peer(struct MHD_Connection *conn, char *buf, size_t size)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -64,10 +63,16 @@ static char *peer(struct MHD_Connection *conn)
         addr = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
     else if (sa->sa_family == AF_INET6)
         addr = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-    char buf[INET6_ADDRSTRLEN];
-    if (!addr || !inet_ntop(sa->sa_family, addr, buf, sizeof buf))
+    if (!addr || !inet_ntop(sa->sa_family, addr, buf, (socklen_t)size))
         return NULL;
-    return strdup(buf);
+    return buf;
+}
+
+/* The peer's address as text, copied, or NULL (a unix socket). */
+static char *peer(struct MHD_Connection *conn)
+{
+    char buf[INET6_ADDRSTRLEN];
+    return ag_http__peer(conn, buf, sizeof buf) ? strdup(buf) : NULL;
 }
 
 static int take_copy(struct request *req)
