@@ -687,6 +687,18 @@ static void send_answer(struct request *req)
         shutdown(ag_http__conn_fd(req->conn), SHUT_RDWR);
 }
 
+void ag_http__loop_drop_answers(struct ag_http__loop *hl)
+{
+    while (hl->answers) {
+        struct request *req = hl->answers;
+        hl->answers = req->next;
+        if (req->closed)
+            free_request(req);
+        else
+            req->listed = false; /* still libmicrohttpd's (not stopped) */
+    }
+}
+
 int ag_http__loop_hook(void *arg)
 {
     struct ag_http__loop *hl = arg;

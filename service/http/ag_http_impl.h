@@ -168,6 +168,10 @@ int ag_http__conn_fd(struct MHD_Connection *conn);
  * or -1. */
 int ag_http__loop_hook(void *arg);
 
+/* Empties hl's answer list once its loop and daemon have stopped,
+ * freeing the requests the daemon completed while they were listed. */
+void ag_http__loop_drop_answers(struct ag_http__loop *hl);
+
 /* The loops' life (ag_http_loop.c). ag_http__loops_start makes n loops,
  * each with its daemon, and starts them: AG_OK, or an error in err with
  * nothing left running. ag_http__loop_add hands an admitted connection

@@ -163,6 +163,9 @@ void ag_http__loops_stop(struct ag_http *h)
         struct ag_http__loop *hl = &h->loops[i];
         if (hl->daemon)
             MHD_stop_daemon(hl->daemon);
+        /* An answer listed but never sent: its request completed with
+         * the daemon, and is freed here. */
+        ag_http__loop_drop_answers(hl);
         ag_loop_free(hl->loop);
     }
     free(h->loops);
