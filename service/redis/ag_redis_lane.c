@@ -312,7 +312,11 @@ static void send_pending(struct ag_redis_lane *l, struct dones *d)
     l->pending_end = &l->pending;
     if (!adopt(l)) {
         bool open = ag_redis_breaker_is_open(p->breaker);
-        if (!open)
+        /* Not before a dispatcher has loaded the code, or learnt that
+         * Redis refuses the library: the lane's own load then finds the
+         * library there ("already exists") instead of sending a second
+         * first load beside the dispatcher's, on a Redis busy compiling. */
+        if (!open && atomic_load(&p->functions) != -1)
             begin_connect(l);
         for (struct ag_redis_job *next; j; j = next) {
             next = j->next;

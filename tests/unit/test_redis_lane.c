@@ -563,10 +563,10 @@ static void a_reply_in_by_its_deadline_is_read_not_timed_out(void **state)
     tjob_free(&gate);
 }
 
-/* Whether the fake has logged what; with F.lock held. */
-static bool seen_locked(const char *what)
+/* Whether the fake has logged what since entry from; with F.lock held. */
+static bool seen_since_locked(const char *what, size_t from)
 {
-    for (size_t i = 0; i < F.nlog; i++)
+    for (size_t i = from; i < F.nlog; i++)
         if (strcmp(F.log[i], what) == 0)
             return true;
     return false;
@@ -575,19 +575,23 @@ static bool seen_locked(const char *what)
 static void a_lane_connects_off_its_loop(void **state)
 {
     (void)state;
-    /* Every connection's code load waits, as a slow Redis would. */
+    warm_up(); /* the code known, the lane up */
+    /* Redis drops every connection, and each new one's code load then
+     * waits, as a slow Redis would. */
     pthread_mutex_lock(&F.lock);
     F.hold_load = true;
+    size_t logged = F.nlog;
     pthread_mutex_unlock(&F.lock);
+    fake_close_all();
     struct tjob t;
     tjob_init(&t, 0, "PING");
     struct tjob *jobs[] = {&t};
     int n0 = T.ndone;
     on_loop(jobs, 1);
-    WAIT_ON(&F.lock, &F.cond, seen_locked("FUNCTION"));
-    /* The loop runs on while the connection is being made: a task posted
-     * now runs before any connect has failed (one held by the loop would
-     * run only after its timeout, counted as an error). */
+    WAIT_ON(&F.lock, &F.cond, seen_since_locked("FUNCTION", logged));
+    /* The loop runs on while the lane's connection is being made: a task
+     * posted now runs before any connect has failed (one held by the
+     * loop would run only after its timeout, counted as an error). */
     on_loop(NULL, 0);
     assert_int_equal(ag_metrics_get(T.metrics, AG_M_REDIS_ERRORS), 0);
     pthread_mutex_lock(&F.lock);
@@ -597,7 +601,7 @@ static void a_lane_connects_off_its_loop(void **state)
     wait_dones(n0 + 1);
     assert_string_equal(t.text, "PONG");
     tjob_free(&t);
-    warm_up(); /* and the lane comes up */
+    warm_up(); /* and the lane comes up again */
 }
 
 /* The primitives alone: a write without waiting, a read without waiting,
