@@ -84,8 +84,8 @@ void ag_loop_kick(struct ag_loop *l);
 /* The loop whose thread this is, or NULL. */
 struct ag_loop *ag_loop_self(void);
 
-/* Iterations the loop has run, and the times it woke with nothing but its
- * own eventfd: for tests and the benchmarks. */
+/* Iterations the loop has run: for tests and the Redis lanes, which
+ * tell by it whether their hook has run in this iteration. */
 uint64_t ag_loop_iterations(const struct ag_loop *l);
 
 #endif

@@ -439,6 +439,17 @@ static enum MHD_Result serve_page(struct MHD_Connection *conn,
     return ret;
 }
 
+/* req's answer is being made elsewhere (the store, the pool): it waits,
+ * and the hook sends the answer for url and method. */
+static void wait_elsewhere(struct request *req, const char *url,
+                           const char *method)
+{
+    req->url = url;
+    req->method = method;
+    req->waiting = true;
+    req->hl->waiting++;
+}
+
 /* The request is in: its route answers it. */
 static enum MHD_Result serve(struct MHD_Connection *conn, const char *url,
                              const char *method, struct request *req)
@@ -459,29 +470,25 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url,
         return serve_page(conn, route, &hr);
     if (route->blocking && !req->pooled) {
         /* Off the loop; the answer comes back to the hook. */
-        req->url = url;
-        req->method = method;
-        if (ag_http__offload(req) != AG_OK)
+        if (ag_http__offload(req, url, method) != AG_OK)
             return reply_error(conn, 500, "internal error", NULL, NULL);
-        req->waiting = true;
-        req->hl->waiting++;
+        wait_elsewhere(req, url, method);
         return MHD_YES;
     }
     struct ag_http_response r;
-    ag_http_response_init(&r);
-    int rc = req->pooled ? req->resp_rc : route->handle(route->ctx, &hr, &r);
-    if (req->pooled) {
-        ag_http_response_free(&r);
+    int rc;
+    if (req->pooled) { /* the pool's answer, taken over */
         r = req->resp;
+        rc = req->resp_rc;
         ag_http_response_init(&req->resp);
+    } else {
+        ag_http_response_init(&r);
+        rc = route->handle(route->ctx, &hr, &r);
     }
     enum MHD_Result ret;
     if (rc == AG_EPENDING) {
         /* Waiting for the store: its answer is sent by the hook. */
-        req->url = url;
-        req->method = method;
-        req->waiting = true;
-        req->hl->waiting++;
+        wait_elsewhere(req, url, method);
         ret = MHD_YES;
     } else if (rc == AG_OK) {
         ret = send_response(conn, &r);
@@ -711,11 +718,8 @@ int ag_http__loop_hook(void *arg)
         else
             send_answer(req);
     }
-    if (atomic_exchange_explicit(&hl->run, false, memory_order_relaxed)) {
-        hl->in_mhd = true;
+    if (atomic_exchange_explicit(&hl->run, false, memory_order_relaxed))
         MHD_run(hl->daemon);
-        hl->in_mhd = false;
-    }
     /* Requests waiting keep libmicrohttpd's timeout at 0 (they stay on
      * its ready list), so its timeout cannot tell whether other work is
      * left without an event (a pipelined request read with the one

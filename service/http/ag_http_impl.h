@@ -122,7 +122,6 @@ struct ag_http__loop {
     atomic_uint conns;        /* connections handed to it, not closed */
     unsigned waiting;         /* requests answered elsewhere, pending */
     struct request *answers;  /* answered elsewhere, to send (a stack) */
-    bool in_mhd;              /* inside MHD_run */
 };
 
 struct ag_http {
@@ -179,11 +178,11 @@ void ag_http__loop_drop_answers(struct ag_http__loop *hl);
  * ag_http__loops_stop stops the loops, then their daemons, which close
  * what is still open. */
 /* A blocking route's request, on the pool (ag_http_pool.c): copies what
- * the handler reads of it (req->copy), then runs the route's handler on
- * a pool thread into req->resp and req->resp_rc, and posts req->posted
- * (set by the caller) to the request's loop. AG_OK, or AG_ENOMEM with
- * nothing submitted. */
-int ag_http__offload(struct request *req);
+ * the handler reads of it (req->copy: url, method, the connection's
+ * headers, query and peer), then runs the route's handler on a pool
+ * thread into req->resp and req->resp_rc, and posts req->posted to the
+ * request's loop. AG_OK, or AG_ENOMEM with nothing submitted. */
+int ag_http__offload(struct request *req, const char *url, const char *method);
 /* The peer's IP address as text in buf (size bytes), or NULL when
  * libmicrohttpd has none or it is not IP (a unix socket). */
 const char *ag_http__peer(struct MHD_Connection *conn, char *buf, size_t size);

@@ -75,15 +75,15 @@ static char *peer(struct MHD_Connection *conn)
     return ag_http__peer(conn, buf, sizeof buf) ? strdup(buf) : NULL;
 }
 
-static int take_copy(struct request *req)
+static int take_copy(struct request *req, const char *url, const char *method)
 {
     struct ag_http__copy *c = &req->copy;
     struct collect k = {.c = c};
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, keep, &k);
     if (!k.failed)
         MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, keep, &k);
-    c->method = strdup(req->method);
-    c->path = strdup(req->url);
+    c->method = strdup(method);
+    c->path = strdup(url);
     c->client = peer(req->conn);
     return k.failed || !c->method || !c->path ? AG_ENOMEM : AG_OK;
 }
@@ -138,10 +138,10 @@ static void work(void *arg)
     ag_loop_post(req->hl->loop, &req->posted);
 }
 
-int ag_http__offload(struct request *req)
+int ag_http__offload(struct request *req, const char *url, const char *method)
 {
     ag_http_response_init(&req->resp);
-    if (take_copy(req) != AG_OK)
+    if (take_copy(req, url, method) != AG_OK)
         return AG_ENOMEM;
     req->pooled = true;
     atomic_store(&req->post_due, true);
