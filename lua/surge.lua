@@ -1,18 +1,29 @@
 -- SPDX-License-Identifier: Apache-2.0
--- surge: a site-wide shield's state, shared by every instance: one step of
--- service/engine/ag_surge.c per run, with the same integer arithmetic, on
+-- surge: a site-wide shield's state, shared by every instance: one call
+-- of service/engine/ag_surge.c per run, with the same arithmetic, on
 -- KEYS[1], a hash of window_ms and struct ag_surge_state's fields under
--- their C names (decimal integers; raised and tainted 0 or 1): counts,
--- times and baselines, nothing that names anyone. A hash of another
--- window_ms, or anything else, starts over; it expires 2 x baseline_ms
--- after its last run. ARGV: now_ms ('': Redis TIME), op ('step', 'raise',
--- 'lower'), window_ms, baseline_ms, block_ms, limit, factor_milli, count,
--- attempts, for_ms, each at most 15 digits (exact in a double). Returns
--- the state's fields in struct order, changed, now_ms and the threshold.
+-- their C names (decimal integers): counts, times and baselines, nothing
+-- that names anyone. A hash that is not a whole one of this window_ms
+-- starts over; it expires 2 x baseline_ms after its last call.
+-- KEYS[2], the shield's registry: a hash of each configuration (shape)
+-- of the shield and the last time one called with it, so that instances
+-- that disagree (a rollout in progress) each keep their own state, under
+-- their own KEYS[1], and learn that another one is in use.
+-- ARGV: now_ms ('': Redis TIME), op ('step', 'raise', 'lower'),
+-- window_ms, baseline_ms, block_ms, limit, factor_milli, failures (1: the
+-- shield counts failures), count, attempts, for_ms (a raise's or a
+-- lower's time; a step's resume's: 0 for none), known and raised_at_ms
+-- (a step's resume: the switch version the caller knew, when it
+-- raised), each at most 15 digits (exact in a double); then the shape
+-- (this call's configuration) and recent_ms (how long ago another
+-- shape's call still counts as in use).
+-- Returns the state's fields in struct order, then changed, now_ms, the
+-- threshold, how many other shapes were in use and the latest one's name
+-- (or '').
 -- A script of its own (ag_redis_surge.c), not a piece of the check library.
-local key = KEYS[1]
+local key, registry = KEYS[1], KEYS[2]
 local now_arg, op = ARGV[1], ARGV[2]
-local floor, max, min = math.floor, math.max, math.min
+local floor, max, min, sqrt = math.floor, math.max, math.min, math.sqrt
 
 local function arg(i)
   local s = ARGV[i] or ''
@@ -29,8 +40,10 @@ local function int(x)
 end
 
 local window_ms, baseline_ms, block_ms = arg(3), arg(4), arg(5)
-local limit, factor_milli = arg(6), arg(7)
-local add_count, add_attempts, for_ms = arg(8), arg(9), arg(10)
+local limit, factor_milli, failures = arg(6), arg(7), arg(8) == 1
+local add_count, add_attempts, for_ms = arg(9), arg(10), arg(11)
+local known, raised_at = arg(12), arg(13)
+local shape, recent_ms = ARGV[14] or '', arg(15)
 if window_ms < 1 or baseline_ms < window_ms then
   error('bad surge window_ms or baseline_ms')
 end
@@ -48,55 +61,80 @@ else
   now = arg(1)
 end
 
+-- ag_surge.c's learn, young_div and periods.
+local periods = floor(baseline_ms / window_ms)
+local learn = max(1, floor(min(baseline_ms, 86400000) / window_ms))
+local yd = max(1, floor(learn / 24))
+local CLEAN, BY_COUNTS, BY_HAND = 0, 1, 2
+
 -- The hash's fields after window_ms, in the order of the reply.
 local FIELDS = {'window', 'count', 'attempts', 'prev_count', 'prev_attempts',
                 'baseline_milli', 'attempt_baseline_milli', 'taught',
-                'raised', 'tainted', 'since_ms', 'until_ms',
-                'peak_attempts'}
+                'raised', 'whole', 'tainted', 'by_operator', 'long_said',
+                'since_ms', 'until_ms', 'switch_version', 'switch_ms',
+                'quiet_until_ms', 'last_ms'}
+-- The flags' positions, each 0 or 1 (tainted 0 to 2).
+local FLAGS = {[9] = 1, [10] = 1, [11] = 2, [12] = 1, [13] = 1}
 
 -- ag_surge_init: lowered, nothing learned, windows from now.
-local window, count, attempts = floor(now / window_ms), 0, 0
-local prev_count, prev_attempts, base, attempt_base, taught = 0, 0, 0, 0, 0
-local raised, tainted, since_ms, until_ms, peak = false, false, 0, 0, 0
+local s = {floor(now / window_ms), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+           0, 0, 0, 0, now}
 
 -- The hash as it is, if it is a whole one of this window_ms; else it is
--- deleted (another window_ms's, another algorithm's, a key of another
--- type) and the state starts over.
+-- deleted (another algorithm's fields, a key of another type, damage)
+-- and the state starts over.
 local h = redis.pcall('HMGET', key, 'window_ms', unpack(FIELDS))
-local v = {}
-local whole = type(h) == 'table' and not h.err and
+local whole_hash = type(h) == 'table' and not h.err and
   tonumber(h[1]) == window_ms
+local v = {}
 for i = 1, #FIELDS do
-  if whole then
+  if whole_hash then
     v[i] = tonumber(h[i + 1])
-    whole = v[i] ~= nil
+    whole_hash = v[i] ~= nil and (not FLAGS[i] or v[i] <= FLAGS[i])
   end
 end
-if whole and (v[9] > 1 or v[10] > 1) then
-  whole = false
-end
-if whole then
-  window, count, attempts, prev_count, prev_attempts = v[1], v[2], v[3],
-    v[4], v[5]
-  base, attempt_base, taught = v[6], v[7], v[8]
-  raised, tainted = v[9] == 1, v[10] == 1
-  since_ms, until_ms, peak = v[11], v[12], v[13]
+if whole_hash then
+  s = v
 else
   redis.call('DEL', key)
 end
+local window, count, attempts, prev_count, prev_attempts = s[1], s[2], s[3],
+  s[4], s[5]
+local base, attempt_base, taught = s[6], s[7], s[8]
+local raised, whole, tainted = s[9] == 1, s[10] == 1, s[11]
+local by_operator, long_said = s[12] == 1, s[13] == 1
+local since_ms, until_ms, switch_version, switch_ms = s[14], s[15], s[16],
+  s[17]
+local quiet_until, last_ms = s[18], s[19]
 
--- Full windows of the average, at most: ag_surge.c's EMPTY_TEACH_MAX and
--- the divisor once as many have been taught.
-local periods = floor(baseline_ms / window_ms)
+local function minus(a, b)
+  return a > b and a - b or 0
+end
 
--- ag_surge.c's teach: x clipped (but for the first), then the average b
--- moves (x - b) / min(n, periods), floored toward minus infinity. Exact
--- while a window counts under 9 x 10^12 (x x 1000 below 2^53).
-local function teach(b, x, n)
-  local div = min(n, periods)
-  local xm = x * 1000
+local function threshold()
+  -- max(limit, floor(base x factor_milli / 10^6)), split so that no
+  -- product nears 2^53 (r x factor_milli stays under 10^11 for a
+  -- policy's factor, at most 100).
+  local q = floor(base / 1000000)
+  local r = base - q * 1000000
+  return max(limit, q * factor_milli + floor(r * factor_milli / 1000000))
+end
+
+-- ag_surge.c's teach: the n-th window taught, x, into the average b.
+local function teach(b, x, n, first)
+  local young = n <= learn
+  local div = min(n, young and yd or periods)
+  local cap = first
   if n > 1 then
-    xm = min(xm, max(limit * 1000, 2 * b))
+    local room = b
+    if young then
+      room = floor(b / yd) * div + floor((b % yd) * div / yd)
+    end
+    cap = max(limit * 1000, b + room)
+  end
+  local xm = x * 1000
+  if cap and xm > cap then
+    xm = cap
   end
   if xm >= b then
     return b + floor((xm - b) / div)
@@ -104,116 +142,125 @@ local function teach(b, x, n)
   return b - floor((b - xm + div - 1) / div)
 end
 
--- k zeros taught in a row into an average b of periods windows, as k
--- teach(b, 0, n) with n >= periods: each takes ceil(b / periods) off, the
--- same while b stays in one band ((c - 1) x periods, c x periods], so a
--- band goes in one round. Exactly ag_surge.c's k steps, in min(k, b /
--- periods + 1) rounds: a baseline of 30 days in windows of a second
--- would otherwise loop millions of times in Redis after a long gap.
-local function decay(b, k)
-  while k > 0 and b > 0 do
-    local c = floor((b + periods - 1) / periods)
-    local s = min(k, floor((b - (c - 1) * periods + c - 1) / c))
-    b, k = b - s * c, k - s
-  end
-  return b
-end
-
--- ag_surge.c's holds, in doubles, operation for operation.
-local function holds(a)
+-- ag_surge.c's renews, in doubles, operation for operation.
+local function renews(a)
   local b = attempt_base / 1000
   local excess = a - b
-  local peak_excess = peak - b
-  local noise = 3 * math.sqrt(b) + 1
-  return excess >= peak_excess / 2 and excess >= noise
+  local bar = (factor_milli - 1000) / 1000 * b
+  local noise = 3 * sqrt(b) + 1
+  return excess > bar and excess > noise
 end
 
--- ag_surge.c's roll: to window wi, the full window teaching the baselines.
+-- ag_surge.c's roll: to the later window wi.
 local function roll(wi)
   local gap = wi - window
-  if not tainted then
+  if raised and not by_operator and gap == 1 and renews(attempts) then
+    until_ms = max(until_ms, now + block_ms)
+  end
+  local young = taught < learn
+  local signal = tainted == CLEAN or
+    (tainted == BY_COUNTS and (failures or young))
+  if whole and signal then
     taught = taught + 1
-    base = teach(base, count, taught)
-    attempt_base = teach(attempt_base, attempts, taught)
-  end
-  local empty = min(gap - 1, periods)
-  if raised then
-    empty = 0
-  end
-  -- Empty windows teach zeros, one by one while fewer than periods have
-  -- been taught (each has its own divisor; none moves a zero average),
-  -- then by decay.
-  while empty > 0 and taught + 1 < periods and
-      (base > 0 or attempt_base > 0) do
-    taught, empty = taught + 1, empty - 1
-    base = teach(base, 0, taught)
-    attempt_base = teach(attempt_base, 0, taught)
-  end
-  base, attempt_base = decay(base, empty), decay(attempt_base, empty)
-  taught = taught + empty
-  prev_count = gap == 1 and count or 0
-  prev_attempts = gap == 1 and attempts or 0
-  if raised then
-    peak = max(peak, prev_attempts)
-    if holds(prev_attempts) then
-      until_ms = max(until_ms, now + block_ms)
+    base = teach(base, count, taught, limit * 1000)
+    if tainted == CLEAN then
+      attempt_base = teach(attempt_base, attempts, taught, nil)
     end
   end
+  prev_count = gap == 1 and count or 0
+  prev_attempts = gap == 1 and attempts or 0
+  if gap - 1 > learn then
+    taught = 0
+  end
   window, count, attempts = wi, 0, 0
-  tainted = raised
+  whole = gap == 1
+  tainted = not raised and CLEAN or by_operator and BY_HAND or BY_COUNTS
 end
 
--- ag_surge_threshold: max(limit, floor(base x factor_milli / 10^6)),
--- split so that no product nears 2^53 (r x factor_milli stays under 10^11
--- for a policy's factor, at most 100).
-local function threshold()
-  local q = floor(base / 1000000)
-  local r = base - q * 1000000
-  return max(limit, q * factor_milli + floor(r * factor_milli / 1000000))
-end
-
-local RAISED, LOWERED = 1, 2
-local changed = 0
-local wi = floor(now / window_ms)
-if op == 'step' then
+-- ag_surge.c's advance: a clock that went back, a later window.
+local function advance()
+  if now < last_ms then
+    local back = last_ms - now
+    since_ms, until_ms = minus(since_ms, back), minus(until_ms, back)
+    quiet_until, switch_ms = minus(quiet_until, back), minus(switch_ms, back)
+  end
+  last_ms = now
+  local wi = floor(now / window_ms)
   if wi > window then
     roll(wi)
+  elseif wi < window then
+    window, count, attempts, prev_count, prev_attempts = wi, 0, 0, 0, 0
+    whole = false
   end
+end
+
+local function raise_now(at, hand)
+  raised, since_ms, by_operator, long_said = true, at, hand, false
+  local taint = hand and BY_HAND or BY_COUNTS
+  if tainted < taint then
+    tainted = taint
+  end
+end
+
+local RAISED, LOWERED, LONG, RESUMED = 1, 2, 4, 8
+local changed = 0
+advance()
+if op == 'step' then
   count = count + add_count
   attempts = attempts + add_attempts
   local t = threshold()
   if raised and count > t then
     until_ms = max(until_ms, now + block_ms)
   end
+  -- ag_surge.c's resumes: an instance's own raise, taken back.
+  if for_ms > 0 and switch_version == known and switch_ms < raised_at and
+      now >= quiet_until then
+    if not raised then
+      raise_now(now, false)
+      until_ms = now
+      changed = RAISED + RESUMED
+    end
+    until_ms = max(until_ms, now + for_ms)
+  end
   if raised and now >= until_ms then
-    raised = false
+    raised, by_operator = false, false
     changed = LOWERED
   end
-  if not raised and count > t then
-    raised, tainted = true, true
-    since_ms, until_ms = now, now + block_ms
-    peak = max(attempts, prev_attempts)
+  if not raised and count > t and taught > 0 and now >= quiet_until then
+    raise_now(now, false)
+    until_ms = now + block_ms
     changed = RAISED
+  end
+  if raised and not by_operator and not long_said and
+      minus(now, since_ms) >= 6 * block_ms then
+    long_said = true
+    changed = changed + LONG
   end
 elseif op == 'raise' then
-  if wi > window then
-    roll(wi)
-  end
+  switch_version, switch_ms, quiet_until = switch_version + 1, now, 0
   if not raised then
-    raised, since_ms = true, now
-    peak = floor(attempt_base / 1000)
     changed = RAISED
+    raise_now(now, true)
+  else
+    raise_now(since_ms, true)
   end
-  tainted = true
   until_ms = now + for_ms
-elseif raised then -- lower
-  raised, until_ms = false, 0
-  changed = LOWERED
+else -- lower
+  switch_version, switch_ms, quiet_until = switch_version + 1, now,
+    now + for_ms
+  if raised then
+    raised, by_operator, until_ms = false, false, 0
+    changed = LOWERED
+  end
 end
 
+local function bit(b)
+  return b and 1 or 0
+end
 local out = {window, count, attempts, prev_count, prev_attempts, base,
-             attempt_base, taught, raised and 1 or 0, tainted and 1 or 0,
-             since_ms, until_ms, peak}
+             attempt_base, taught, bit(raised), bit(whole), tainted,
+             bit(by_operator), bit(long_said), since_ms, until_ms,
+             switch_version, switch_ms, quiet_until, last_ms}
 local set = {'window_ms', int(window_ms)}
 for i = 1, #FIELDS do
   set[#set + 1] = FIELDS[i]
@@ -221,7 +268,30 @@ for i = 1, #FIELDS do
 end
 redis.call('HSET', key, unpack(set))
 redis.call('PEXPIRE', key, int(2 * baseline_ms))
+
+-- The registry: this shape's call now; the others still in use, and the
+-- latest of them; those unheard of for two baseline periods go.
+local others, latest, latest_ms = 0, '', -1
+redis.call('HSET', registry, shape, int(now))
+local all = redis.call('HGETALL', registry)
+for i = 1, #all, 2 do
+  local name, at = all[i], tonumber(all[i + 1]) or 0
+  if name ~= shape then
+    if now - at <= recent_ms then
+      others = others + 1
+      if at > latest_ms then
+        latest, latest_ms = name, at
+      end
+    elseif now - at > 2 * baseline_ms then
+      redis.call('HDEL', registry, name)
+    end
+  end
+end
+redis.call('PEXPIRE', registry, int(2 * baseline_ms))
+
 out[#out + 1] = changed
 out[#out + 1] = now
 out[#out + 1] = threshold()
+out[#out + 1] = others
+out[#out + 1] = latest
 return out

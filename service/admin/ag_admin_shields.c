@@ -23,8 +23,8 @@ static int unknown_field(struct ag_error *err, const char *field)
     err->field[i] = '\0';
     err->code = AG_EINVAL;
     snprintf(err->msg, sizeof err->msg,
-             "unknown field \"%s\": a shield switch takes raise_for_s or "
-             "lower",
+             "unknown field \"%s\": a shield switch takes raise_for_s, "
+             "lower or lower_for_s",
              err->field);
     return AG_EINVAL;
 }
@@ -50,7 +50,8 @@ int ag_admin_shield_switch_parse(const char *body, size_t len,
         json_object_foreach(o, field, v)
         {
             if (strcmp(field, "raise_for_s") != 0 &&
-                strcmp(field, "lower") != 0) {
+                strcmp(field, "lower") != 0 &&
+                strcmp(field, "lower_for_s") != 0) {
                 rc = unknown_field(err, field);
                 break;
             }
@@ -58,21 +59,33 @@ int ag_admin_shield_switch_parse(const char *body, size_t len,
     }
     const json_t *raise = rc ? NULL : json_object_get(o, "raise_for_s");
     const json_t *lower = rc ? NULL : json_object_get(o, "lower");
+    const json_t *lower_for = rc ? NULL : json_object_get(o, "lower_for_s");
+    int given = (raise != NULL) + (lower != NULL) + (lower_for != NULL);
     if (rc) {
         /* Refused above. */
-    } else if (raise && lower) {
-        rc = ag_error_refuse(err, "lower",
-                             "cannot be given with raise_for_s: one switch "
-                             "at a time");
-    } else if (!raise && !lower) {
+    } else if (given > 1) {
+        rc = ag_error_refuse(err, raise && lower ? "lower" : "lower_for_s",
+                             "one switch at a time: raise_for_s, lower or "
+                             "lower_for_s");
+    } else if (!given) {
         rc = ag_error_set(err, AG_EINVAL, "raise_for_s",
-                          "raise_for_s (seconds, 1 to %u) or \"lower\": true "
-                          "is required",
-                          AG_SHIELD_RAISE_MAX_S);
+                          "raise_for_s (seconds, 1 to %u), \"lower\": true "
+                          "or lower_for_s (seconds, 0 to %u) is required",
+                          AG_SHIELD_RAISE_MAX_S, AG_SHIELD_RAISE_MAX_S);
     } else if (lower) {
         if (!json_is_true(lower))
             rc = ag_error_refuse(err, "lower", "must be true");
         out->lower = true;
+        out->lower_for_s = AG_SHIELDS_LOWER_HOLD;
+    } else if (lower_for) {
+        if (!json_is_integer(lower_for) || json_integer_value(lower_for) < 0 ||
+            json_integer_value(lower_for) > AG_SHIELD_RAISE_MAX_S)
+            rc = ag_error_set(err, AG_EINVAL, "lower_for_s",
+                              "lower_for_s must be an integer from 0 to %u "
+                              "(seconds)",
+                              AG_SHIELD_RAISE_MAX_S);
+        out->lower = true;
+        out->lower_for_s = (uint32_t)json_integer_value(lower_for);
     } else if (!json_is_integer(raise) || json_integer_value(raise) < 1 ||
                json_integer_value(raise) > AG_SHIELD_RAISE_MAX_S) {
         rc = ag_error_set(err, AG_EINVAL, "raise_for_s",
@@ -107,6 +120,7 @@ json_t *ag_admin_shield_json(const struct ag_shield_view *v,
                              const struct ag_policy *p)
 {
     const struct ag_surge_state *st = &v->state;
+    bool quiet = !st->raised && st->quiet_until_ms > v->now_ms;
     json_t *o = json_pack(
         "{s:s, s:b, s:o, s:o, s:o, s:o, s:f, s:o, s:o, s:o, s:f, s:I, s:s, "
         "s:o}",
@@ -121,6 +135,19 @@ json_t *ag_admin_shield_json(const struct ag_shield_view *v,
         (json_int_t)p->window_s, "source",
         v->source == AG_SHIELD_SHARED ? "shared" : "local", "stepped_at",
         time_or_null(v->stepped, v->now_ms));
+    /* How it learns, who switched it, and the configurations in use. */
+    if (o &&
+        json_object_update_new(
+            o,
+            json_pack("{s:b, s:b, s:o, s:I, s:s, s:I, s:s}", "learning",
+                      v->young, "operator", st->raised && st->by_operator,
+                      "lowered_until", time_or_null(quiet, st->quiet_until_ms),
+                      "switches", (json_int_t)st->switch_version, "shape",
+                      v->shape, "other_configurations", (json_int_t)v->others,
+                      "other_configuration", v->other))) {
+        json_decref(o);
+        return NULL;
+    }
     /* The policy's own words for these, from the one place that names
      * them. */
     json_t *record = o ? ag_policy_to_json(p) : NULL;
@@ -220,7 +247,8 @@ static int switch_shield(struct ag_service *svc,
     if (ag_admin_shield_switch_parse(req->body, req->len, &sw, &err))
         return ag_http_response_refusal(r, 400, &err);
     struct ag_shields *sh = ag_service_shields(svc);
-    int rc = sw.lower ? ag_shields_lower(sh, name)
+    uint32_t quiet_s = 0;
+    int rc = sw.lower ? ag_shields_lower(sh, name, sw.lower_for_s, &quiet_s)
                       : ag_shields_raise(sh, name, sw.raise_for_s);
     if (rc == AG_ENOTFOUND)
         return ag_http_response_error(
@@ -232,11 +260,13 @@ static int switch_shield(struct ag_service *svc,
     json_t *shield = shields_json(svc, name, &ok);
     audit->action = sw.lower ? "shield_lower" : "shield_raise";
     snprintf(audit->policy, sizeof audit->policy, "%s", name);
-    audit->after = sw.lower ? json_pack("{s:b, s:s}", "lower", 1, "applied",
-                                        rc == AG_OK ? "shared" : "local")
-                            : json_pack("{s:I, s:s}", "raise_for_s",
-                                        (json_int_t)sw.raise_for_s, "applied",
-                                        rc == AG_OK ? "shared" : "local");
+    audit->after =
+        sw.lower
+            ? json_pack("{s:b, s:I, s:s}", "lower", 1, "lower_for_s",
+                        (json_int_t)quiet_s, "applied",
+                        rc == AG_OK ? "shared" : "local")
+            : json_pack("{s:I, s:s}", "raise_for_s", (json_int_t)sw.raise_for_s,
+                        "applied", rc == AG_OK ? "shared" : "local");
     if (!ok)
         return send_json(r, 200, NULL);
     if (!shield)

@@ -7,6 +7,7 @@
  *
  *   GET  /admin/shields            {"shields": [<shield>, ...]}
  *   POST /admin/shields/{policy}   {"raise_for_s": N} | {"lower": true}
+ *                                  | {"lower_for_s": N}
  *                                  -> 200 {"shield": <shield>}; 503 with
  *                                  it when Redis did not take it
  *   GET  /admin/overview           this instance's last hour, a minute
@@ -44,14 +45,18 @@
 
 /* What a POST /admin/shields/{policy} body asks. */
 struct ag_shield_switch {
-    bool lower;           /* {"lower": true} */
+    bool lower;           /* {"lower": true} or {"lower_for_s": N} */
     uint32_t raise_for_s; /* {"raise_for_s": N}; 0 when lowering */
+    /* Lowering: how long the counts may not raise it again, seconds;
+     * AG_SHIELDS_LOWER_HOLD ({"lower": true}) for the policy's block_s. */
+    uint32_t lower_for_s;
 };
 
 /* Parses a switch's body: a JSON object with exactly one of
- * "raise_for_s" (an integer from 1 to AG_SHIELD_RAISE_MAX_S) or "lower"
- * (true), and nothing else. AG_OK and *out, or AG_EINVAL with err naming
- * the field at fault ("body" for what is no JSON object). */
+ * "raise_for_s" (an integer from 1 to AG_SHIELD_RAISE_MAX_S), "lower"
+ * (true) or "lower_for_s" (an integer from 0 to AG_SHIELD_RAISE_MAX_S),
+ * and nothing else. AG_OK and *out, or AG_EINVAL with err naming the
+ * field at fault ("body" for what is no JSON object). */
 int ag_admin_shield_switch_parse(const char *body, size_t len,
                                  struct ag_shield_switch *out,
                                  struct ag_error *err);

@@ -53,6 +53,10 @@ enum shield_gauge {
     SG_BASELINE, /* x 1000 */
     SG_THRESHOLD,
     SG_LOCAL,
+    SG_RAISED_S,
+    SG_LEARNING,
+    SG_OTHERS,
+    SG_DISAGREEMENTS, /* a counter */
     SG_COUNT
 };
 
@@ -72,6 +76,18 @@ static const struct {
     [SG_LOCAL] = {"abuseguard_shield_local",
                   "1 while this instance shields from its own counts "
                   "because Redis does not answer."},
+    [SG_RAISED_S] = {"abuseguard_shield_raised_seconds",
+                     "How long the raise in force has lasted (0 while "
+                     "lowered)."},
+    [SG_LEARNING] = {"abuseguard_shield_learning",
+                     "1 while the shield is young: its baseline learns "
+                     "fast, at most e-fold an hour."},
+    [SG_OTHERS] = {"abuseguard_shield_other_configurations",
+                   "Other configurations of the shield that other "
+                   "instances use (a rollout in progress)."},
+    [SG_DISAGREEMENTS] = {"abuseguard_shield_disagreements_total",
+                          "Syncs of this instance that found another "
+                          "configuration of the shield in use."},
 };
 
 struct policy_counters {
@@ -350,6 +366,14 @@ void ag_metrics_shield(struct ag_metrics *m, const char *policy,
                           memory_order_relaxed);
     atomic_store_explicit(&c->gauge[SG_LOCAL], fig->local,
                           memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_RAISED_S], fig->raised_s,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_LEARNING], fig->learning,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_OTHERS], fig->others,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_DISAGREEMENTS], fig->disagreements,
+                          memory_order_relaxed);
     atomic_store_explicit(&c->shield, true, memory_order_release);
 }
 
@@ -366,9 +390,10 @@ static int render_shields(struct ag_metrics *m, struct ag_buf *b)
 {
     int rc = AG_OK;
     for (int k = 0; !rc && k < SG_COUNT; k++) {
-        rc = ag_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n",
+        rc = ag_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n",
                            shield_families[k].name, shield_families[k].help,
-                           shield_families[k].name);
+                           shield_families[k].name,
+                           k == SG_DISAGREEMENTS ? "counter" : "gauge");
         for (size_t i = 0; !rc && i < AG_METRICS_POLICIES; i++) {
             const struct policy_counters *c = &m->policies[i];
             const char *name = atomic_load(&c->name);

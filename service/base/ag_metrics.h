@@ -126,6 +126,10 @@ struct ag_metrics_shield {
     uint64_t rate; /* the last full window's count */
     uint64_t baseline_milli; /* the typical count per window, x 1000 */
     uint64_t threshold;
+    uint64_t raised_s;      /* how long the raise in force has lasted; 0 */
+    bool learning;          /* young: learning fast */
+    uint64_t others;        /* other configurations in use elsewhere */
+    uint64_t disagreements; /* syncs that saw any, in all (a counter) */
 };
 /* Sets the gauges of the shield of policy (fig NULL: policy is no
  * shield any more, and its gauges are no longer listed). */

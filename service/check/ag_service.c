@@ -51,6 +51,8 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
         .events = opts->events,
         .metrics = opts->metrics,
         .overview = s->overview,
+        .clock_ms = opts->shield_clock_ms,
+        .clock_ctx = opts->shield_clock_ctx,
     };
     if (ag_shields_new(&so, &s->shields) ||
         (opts->shield_sync_ms &&

@@ -85,6 +85,10 @@ struct ag_service_opts {
     /* How often the site-wide shields are stepped (ag_shields.h), in ms;
      * 0: no sync thread (tests step them with ag_shields_sync). */
     unsigned shield_sync_ms;
+    /* The shields' wall clock, in ms (ag_shields_opts); NULL: the real
+     * one. Tests pass their own. */
+    uint64_t (*shield_clock_ms)(void *ctx);
+    void *shield_clock_ctx;
 };
 
 /* A new service with no ruleset (checks are unavailable until one is set).

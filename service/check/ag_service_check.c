@@ -402,7 +402,8 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         /* A listed request is settled before any policy, shields too,
          * and counts in none. */
         if (!listed)
-            ag_shields_count_check(c->shields, endpoint, req.trusted);
+            ag_shields_count_check(c->shields, endpoint, req.trusted,
+                                   req.challenge_passed);
         if (!listed && answer_shielded(s, c, &req, v)) {
             outcome = AG_OUT_DENIED; /* the shield is raised: no store */
         } else if (!listed && c->plan.n > 0 && answer_cached(s, c, v)) {

@@ -84,15 +84,42 @@ static void shield_key(const struct ag_shields *sh, const struct ag_policy *p,
              sh->o.tagged_keys ? "ag:%s:{%s}" : "ag:%s:%s", p->name, digest);
 }
 
+/* The shield's shape: what it counts and its window, the parameters its
+ * learned state belongs to ("login.untrusted.failures.all.w60",
+ * "login.untrusted.failures.unknown_user.w60"). Its limit, factor,
+ * baseline period and hold are no part of it: an edit of those keeps
+ * what the shield learned. */
+static void shape_of(const struct ag_policy *p, char *out)
+{
+    static const char *const lanes[] = {
+        [AG_LANE_ALL] = "all",
+        [AG_LANE_TRUSTED] = "trusted",
+        [AG_LANE_UNTRUSTED] = "untrusted",
+    };
+    char reasons[64] = "all";
+    if (p->reasons) {
+        size_t n = 0;
+        for (unsigned r = 0; r < AG_REASON_COUNT; r++)
+            if (p->reasons & 1u << r)
+                n += (size_t)snprintf(reasons + n, sizeof reasons - n, "%s%s",
+                                      n ? "+" : "",
+                                      ag_reason_name((enum ag_reason)r));
+    }
+    snprintf(out, AG_SURGE_SHAPE_MAX + 1, "%s.%s.%s.%s.w%u",
+             ag_endpoint_name(p->endpoint), lanes[p->applies_to],
+             p->counts == AG_COUNTS_FAILURES ? "failures" : "attempts", reasons,
+             (unsigned)p->window_s);
+}
+
 /* The entry of the current table that e continues: the same policy name
- * and the same parameters (another window starts over), or NULL. */
+ * and the same shape (another shape has a state of its own), or NULL. */
 static struct ag_shield *predecessor(struct ag_shield_table *old,
                                      const struct ag_shield *e)
 {
     for (size_t i = 0; old && i < old->n; i++) {
         struct ag_shield *o = &old->shields[i];
         if (strcmp(o->policy->name, e->policy->name) == 0 &&
-            o->params.window_ms == e->params.window_ms)
+            strcmp(o->view.shape, e->view.shape) == 0)
             return o;
     }
     return NULL;
@@ -111,11 +138,17 @@ static void init_entry(struct ag_shields *sh, struct ag_shield *e,
     ag_surge_init(&e->local, &e->params, now_ms);
     memset(&e->view, 0, sizeof e->view);
     snprintf(e->view.name, sizeof e->view.name, "%s", p->name);
+    shape_of(p, e->view.shape);
     e->view.state = e->local;
     e->view.threshold = ag_surge_threshold(&e->local, &e->params);
+    e->view.young = true;
     e->view.now_ms = now_ms;
     e->view.source = sh->o.store ? AG_SHIELD_SHARED : AG_SHIELD_LOCAL;
     e->said_local = false;
+    e->known_version = 0;
+    e->own_until_ms = e->own_since_ms = 0;
+    e->shape_since_mono = ag_clock_mono_ms();
+    e->disagree_logged_mono = 0;
 }
 
 struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
@@ -156,8 +189,17 @@ struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
         e->view.now_ms = o->view.now_ms;
         e->view.source = o->view.source;
         e->view.stepped = o->view.stepped;
+        e->view.others = o->view.others;
+        memcpy(e->view.other, o->view.other, sizeof e->view.other);
+        e->view.disagreements = o->view.disagreements;
         e->said_local = o->said_local;
+        e->known_version = o->known_version;
+        e->own_until_ms = o->own_until_ms;
+        e->own_since_ms = o->own_since_ms;
+        e->shape_since_mono = o->shape_since_mono;
+        e->disagree_logged_mono = o->disagree_logged_mono;
         e->view.threshold = ag_surge_threshold(&e->view.state, &e->params);
+        e->view.young = ag_surge_young(&e->view.state, &e->params);
     }
     pthread_mutex_unlock(&sh->lock);
     return t;
@@ -175,9 +217,10 @@ void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t)
 }
 
 void ag_shields_count_check(struct ag_shield_table *t,
-                            enum ag_endpoint endpoint, bool trusted)
+                            enum ag_endpoint endpoint, bool trusted,
+                            bool passed)
 {
-    for (size_t i = 0; t && i < t->n; i++) {
+    for (size_t i = 0; t && !passed && i < t->n; i++) {
         struct ag_shield *e = &t->shields[i];
         if (e->policy->endpoint != endpoint ||
             !ag_limiter_in_lane(e->policy, trusted))
@@ -255,86 +298,118 @@ static void publish_state(struct ag_shield *e, const struct ag_surge_state *st,
     atomic_store_explicit(&e->raised, st->raised, memory_order_release);
 }
 
-/* Redis answers again after this instance shielded from its own counts,
- * and the shared state is lowered: it saw none of the attack meanwhile
- * (its hold ran out with nothing to move it on), but this instance's
- * counts still hold the shield. The raise goes back to the shared state
- * for what is left of the local hold, and holds there on every
- * instance's attempts from now on: the shield does not come down and go
- * straight back up once the attack's failures resume. AG_OK and *a, or
- * the call's error. */
-static int resume_raise(struct ag_shields *sh, struct ag_shield *e,
-                        uint64_t now, struct ag_redis_surge_answer *a)
+/* Runs call on e's shared state: AG_OK and *a, or the call's error. */
+static int shared(struct ag_shields *sh, struct ag_shield *e,
+                  const struct ag_redis_surge_call *call,
+                  struct ag_redis_surge_answer *a)
 {
-    struct ag_redis_surge_call call = {.op = AG_SURGE_OP_RAISE,
-                                       .for_ms = e->local.until_ms - now};
-    return ag_redis_surge(sh->o.store, e->key, &e->params, &call, a);
+    return ag_redis_surge(sh->o.store, e->key, e->view.shape, &e->params, call,
+                          a);
 }
 
-/* While Redis answers, the local state follows the shared raise: raised
- * for at least what is left of the shared hold (this instance's own
- * attempts move it on from there), lowered with it. Otherwise an instance
- * whose share of a wave had not crossed the floor alone when the shared
- * shield went up would lower the shield the moment Redis went away. */
-static void follow_shared(struct ag_shield *e,
-                          const struct ag_redis_surge_answer *a, uint64_t now)
+/* Steps e's local state by call at now: what changed, and whether this
+ * instance's own counts raised or renewed it (by a step). */
+static unsigned step_local(struct ag_shield *e,
+                           const struct ag_redis_surge_call *call, uint64_t now,
+                           bool *own)
 {
-    if (!a->state.raised) {
-        ag_surge_lower(&e->local);
-        return;
+    struct ag_surge_state *st = &e->local;
+    uint64_t until = st->raised ? st->until_ms : 0;
+    unsigned changed = 0;
+    *own = false;
+    switch (call->op) {
+    case AG_SURGE_OP_STEP:
+        changed = ag_surge_step(st, &e->params, now, call->count,
+                                call->attempts, NULL);
+        *own = st->raised && !st->by_operator && st->until_ms > until;
+        break;
+    case AG_SURGE_OP_RAISE:
+        changed = ag_surge_raise(st, &e->params, now, call->for_ms);
+        break;
+    case AG_SURGE_OP_LOWER:
+        changed = ag_surge_lower(st, &e->params, now, call->for_ms);
+        break;
     }
-    uint64_t left =
-        a->state.until_ms > a->now_ms ? a->state.until_ms - a->now_ms : 1;
-    if (!e->local.raised || e->local.until_ms < now + left)
-        ag_surge_raise(&e->local, &e->params, now, left);
+    return changed;
+}
+
+/* Another shape of e's shield in use elsewhere: counted, and said at most
+ * once a minute; this instance's own old shape, still fresh just after an
+ * edit, is none. */
+static void note_others(struct ag_shield *e,
+                        const struct ag_redis_surge_answer *a)
+{
+    uint64_t mono = ag_clock_mono_ms();
+    bool grace = mono - e->shape_since_mono < AG_SHIELDS_SHAPE_GRACE_MS;
+    e->view.others = grace ? 0 : a->others;
+    snprintf(e->view.other, sizeof e->view.other, "%s", grace ? "" : a->other);
+    if (!e->view.others)
+        return;
+    e->view.disagreements++;
+    if (e->disagree_logged_mono &&
+        mono - e->disagree_logged_mono < AG_SHIELDS_DISAGREE_LOG_MS)
+        return;
+    e->disagree_logged_mono = mono;
+    ag_log(AG_LOG_WARN, "shield_disagreement",
+           "policy=%s shape=%s others=%llu other=%s instances use another "
+           "configuration of this shield: each keeps its own state until "
+           "they agree",
+           e->policy->name, e->view.shape, (unsigned long long)a->others,
+           a->other);
 }
 
 void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
                        const struct ag_redis_surge_call *call)
 {
     uint64_t now = wall_ms(sh);
-    unsigned local_changed = 0;
-    switch (call->op) {
-    case AG_SURGE_OP_STEP:
-        local_changed = ag_surge_step(&e->local, &e->params, now, call->count,
-                                      call->attempts);
-        break;
-    case AG_SURGE_OP_RAISE:
-        local_changed =
-            ag_surge_raise(&e->local, &e->params, now, call->for_ms);
-        break;
-    case AG_SURGE_OP_LOWER:
-        local_changed = ag_surge_lower(&e->local);
-        break;
-    }
+    bool own;
+    unsigned local_changed = step_local(e, call, now, &own);
+    /* A raise or renewal this instance's own counts made while Redis did
+     * not answer goes back with the next step that reaches it, for what
+     * is left of its hold, unless the operator switched meanwhile
+     * (ag_surge_step's resume): the shared state saw none of the attack
+     * meanwhile. A copy of the shared raise is no such thing. */
+    struct ag_redis_surge_call shared_call = *call;
+    if (call->op == AG_SURGE_OP_STEP && e->own_until_ms > now)
+        shared_call.resume =
+            (struct ag_surge_resume){.for_ms = e->own_until_ms - now,
+                                     .known = e->known_version,
+                                     .raised_at_ms = e->own_since_ms};
     struct ag_redis_surge_answer a;
-    int rc = sh->o.store
-                 ? ag_redis_surge(sh->o.store, e->key, &e->params, call, &a)
-                 : AG_EINVAL;
+    int rc = sh->o.store ? shared(sh, e, &shared_call, &a) : AG_EINVAL;
     /* A store without Redis (the in-process one) shares nothing: every
      * shield is this instance's own, and nothing is wrong. */
     if (rc == AG_EINVAL)
         sh->o.store = NULL;
-    if (rc == AG_OK && e->view.source == AG_SHIELD_LOCAL && e->local.raised &&
-        !a.state.raised && call->op == AG_SURGE_OP_STEP)
-        rc = resume_raise(sh, e, now, &a);
+    if (rc != AG_OK && own) {
+        if (!e->own_until_ms)
+            e->own_since_ms = now;
+        e->own_until_ms = e->local.until_ms;
+    }
+    bool resumed = rc == AG_OK && (a.changed & AG_SURGE_RESUMED);
     enum ag_shield_source was = e->view.source;
     bool was_raised = e->view.state.raised;
     unsigned changed;
     if (rc == AG_OK) {
-        follow_shared(e, &a, now);
+        e->own_until_ms = e->own_since_ms = 0;
+        e->known_version = a.state.switch_version;
+        ag_surge_follow(&e->local, &e->params, now, &a.state, a.now_ms);
         e->view.state = a.state;
         e->view.threshold = a.threshold;
         e->view.now_ms = a.now_ms;
         e->view.source = AG_SHIELD_SHARED;
+        note_others(e, &a);
         changed = a.changed;
     } else {
         e->view.state = e->local;
         e->view.threshold = ag_surge_threshold(&e->local, &e->params);
         e->view.now_ms = now;
         e->view.source = AG_SHIELD_LOCAL;
+        e->view.others = 0;
+        e->view.other[0] = '\0';
         changed = local_changed;
     }
+    e->view.young = ag_surge_young(&e->view.state, &e->params);
     /* Crossing between the shared state and this instance's own raises or
      * lowers the shield here: said once, by this instance. A shield that
      * never had the shared state (Redis not up yet at start) crosses
@@ -356,17 +431,24 @@ void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
         cross = true;
     }
     if (cross) {
-        changed = 0;
+        changed &= AG_SURGE_LONG;
         if (e->view.state.raised && !was_raised)
-            changed = AG_SURGE_RAISED;
+            changed |= AG_SURGE_RAISED;
         else if (!e->view.state.raised && was_raised)
-            changed = AG_SURGE_LOWERED;
+            changed |= AG_SURGE_LOWERED;
     }
     e->view.stepped = true;
     publish_state(e, &e->view.state, e->view.now_ms);
     ag_shields__observe(sh, e);
-    if (changed)
-        ag_shields__announce(sh, e, changed, call->op != AG_SURGE_OP_STEP);
+    /* A raise of this instance's own that went back to the shared state
+     * is news to every other instance: said as a raise, resumed. */
+    if (resumed)
+        ag_shields__announce(sh, e, AG_SURGE_RAISED, AG_SHIELDS_RESUMED);
+    else if (changed)
+        ag_shields__announce(sh, e, changed,
+                             call->op == AG_SURGE_OP_STEP
+                                 ? AG_SHIELDS_BY_COUNTS
+                                 : AG_SHIELDS_BY_OPERATOR);
 }
 
 void ag_shields_sync(struct ag_shields *sh)
@@ -420,14 +502,19 @@ static struct ag_shield *find(struct ag_shields *sh, const char *name)
     return NULL;
 }
 
-/* Runs the operator's op on the named shield. */
+/* Runs the operator's op on the named shield; a lower's for_ms of
+ * UINT64_MAX is the shield's hold, told in *quiet_ms. */
 static int switch_shield(struct ag_shields *sh, const char *name,
-                         const struct ag_redis_surge_call *call)
+                         struct ag_redis_surge_call *call, uint64_t *quiet_ms)
 {
     pthread_mutex_lock(&sh->lock);
     struct ag_shield *e = find(sh, name);
     int rc = AG_ENOTFOUND;
     if (e) {
+        if (call->for_ms == UINT64_MAX)
+            call->for_ms = e->params.block_ms;
+        if (quiet_ms)
+            *quiet_ms = call->for_ms;
         ag_shields__steps(sh, e, call);
         rc = e->view.source == AG_SHIELD_SHARED || !sh->o.store ? AG_OK
                                                                 : AG_ESTORE;
@@ -440,13 +527,21 @@ int ag_shields_raise(struct ag_shields *sh, const char *name, uint32_t for_s)
 {
     struct ag_redis_surge_call call = {.op = AG_SURGE_OP_RAISE,
                                        .for_ms = (uint64_t)for_s * 1000};
-    return switch_shield(sh, name, &call);
+    return switch_shield(sh, name, &call, NULL);
 }
 
-int ag_shields_lower(struct ag_shields *sh, const char *name)
+int ag_shields_lower(struct ag_shields *sh, const char *name, uint32_t for_s,
+                     uint32_t *quiet_s)
 {
-    struct ag_redis_surge_call call = {.op = AG_SURGE_OP_LOWER};
-    return switch_shield(sh, name, &call);
+    struct ag_redis_surge_call call = {.op = AG_SURGE_OP_LOWER,
+                                       .for_ms = for_s == AG_SHIELDS_LOWER_HOLD
+                                                     ? UINT64_MAX
+                                                     : (uint64_t)for_s * 1000};
+    uint64_t quiet_ms = 0;
+    int rc = switch_shield(sh, name, &call, &quiet_ms);
+    if (quiet_s)
+        *quiet_s = (uint32_t)(quiet_ms / 1000);
+    return rc;
 }
 
 int ag_shields_views(struct ag_shields *sh, struct ag_shield_view **out,

@@ -16,16 +16,21 @@
  * The sync thread (ag_shields_start) steps each shield every sync_ms:
  * what was counted since goes to lua/surge.lua (ag_redis_surge), which
  * answers the shared state every instance sees; a raise reaches every
- * instance within a sync. Each entry also steps a state of its own with
- * this instance's counts alone (ag_surge): while Redis cannot answer the
- * instance shields from that, says so (the view's source "local", a log
- * line, a metric), and goes back to the shared state once Redis answers.
- * While Redis answers, the local state follows the shared raise and its
- * lowering: an instance whose own share of a wave never crossed the floor
- * keeps shielding when Redis goes away mid-raise. A raise still held
- * locally when Redis answers again goes back to the shared state for what
- * is left of its hold, as the shared state saw none of the attack meanwhile.
- * Exactly one instance sees each shared raise and lowering, and raises
+ * instance within a sync. The shared state is kept per shape (what the
+ * shield counts and its window): instances that disagree during a rollout
+ * keep a state each and say so (a log line a minute, a metric). Each
+ * entry also steps a state of its own with this instance's counts alone
+ * (ag_surge): while Redis cannot answer the instance shields from that,
+ * says so (the view's source "local", a log line, a metric), and goes
+ * back to the shared state once Redis answers. While Redis answers, the
+ * local state follows the shared one (ag_surge_follow): an instance whose
+ * own share of a wave never crossed the floor keeps shielding when Redis
+ * goes away mid-raise. A raise this instance made or renewed from its
+ * own counts while Redis did not answer goes back to the shared state
+ * when it answers again (ag_surge_resume), for what is left of that
+ * hold, and only if the operator switched nothing meanwhile: a copy of a
+ * raise the operator has since lowered is never pushed back. Exactly one
+ * instance sees each shared raise, lowering and long raise, and raises
  * the event.
  *
  * Thread-safety: counting and judging from any thread, lock-free; the
@@ -45,6 +50,7 @@
 #include "ag_identity.h"
 #include "ag_limiter.h"
 #include "ag_policy.h"
+#include "ag_redis_surge.h"
 #include "ag_surge.h"
 
 struct ag_events;
@@ -53,6 +59,11 @@ struct ag_overview;
 struct ag_store;
 
 #define AG_SHIELDS_SYNC_MS 250 /* how often the sync thread steps */
+/* After this entry's shape changed, another shape in use is taken for
+ * this instance's own old one this long (ms), not a disagreement. */
+#define AG_SHIELDS_SHAPE_GRACE_MS 4000
+/* A disagreement is logged at most once a minute per shield. */
+#define AG_SHIELDS_DISAGREE_LOG_MS 60000
 
 /* Where a shield's state came from at its last step. */
 enum ag_shield_source {
@@ -63,17 +74,29 @@ enum ag_shield_source {
 /* One shield as the operator sees it. */
 struct ag_shield_view {
     char name[AG_POLICY_NAME_MAX + 1];
+    char shape[AG_SURGE_SHAPE_MAX + 1]; /* its configuration's name */
     struct ag_surge_state state;
     uint64_t threshold;
+    bool young;      /* still learning fast (ag_surge_young) */
     uint64_t now_ms; /* the clock the state was stepped at */
     enum ag_shield_source source;
     bool stepped; /* false until its first sync */
+    /* Other shapes of the shield in use by other instances at the last
+     * sync (0 while Redis does not answer), the latest one's name, and
+     * the syncs that saw any, in all. */
+    uint64_t others;
+    char other[AG_SURGE_SHAPE_MAX + 1];
+    uint64_t disagreements;
 };
 
 struct ag_shield {
     const struct ag_policy *policy; /* borrowed from the table's set */
     struct ag_surge_params params;
-    char key[AG_STORE_KEY_MAX]; /* its shared state's Redis key */
+    /* Its shared state's base key, "ag:<policy>:<site digest>", as a
+     * policy keyed on ["site"] would have (the key a shielded check's
+     * verdict names); the state of each shape lives under
+     * "<key>:<shape>" (ag_redis_surge.h). */
+    char key[AG_STORE_KEY_MAX];
     /* Counted since the last sync: the policy's signal and its lane's
      * checks. */
     atomic_uint_fast64_t count;
@@ -85,6 +108,15 @@ struct ag_shield {
     struct ag_surge_state local; /* this instance's counts alone */
     struct ag_shield_view view;  /* the state in force */
     bool said_local; /* shield_local was logged, shield_shared not yet */
+    /* The shared state's switch_version at the last answer: a raise of
+     * this instance's own goes back only if nobody switched since. */
+    uint64_t known_version;
+    /* While Redis did not answer: the last hold this instance's own
+     * counts raised or renewed the local state to (0: none), and when
+     * they first raised it. */
+    uint64_t own_until_ms, own_since_ms;
+    uint64_t shape_since_mono;     /* when this shape took over (ms) */
+    uint64_t disagree_logged_mono; /* the last disagreement line (ms) */
 };
 
 struct ag_shield_table {
@@ -128,9 +160,13 @@ void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t);
 struct ag_shield_table *ag_shield_table_ref(struct ag_shield_table *t);
 void ag_shield_table_unref(struct ag_shield_table *t);
 
-/* A check of endpoint in the lane trusted: counted in its shields. */
+/* A check of endpoint in the lane trusted: counted in its shields, the
+ * signal of those that count attempts and the lane's attempts of all; a
+ * check that brings a passed challenge (passed) is the attempt it was
+ * asked for again, no new one, and counts in neither. */
 void ag_shields_count_check(struct ag_shield_table *t,
-                            enum ag_endpoint endpoint, bool trusted);
+                            enum ag_endpoint endpoint, bool trusted,
+                            bool passed);
 /* A failed login of reason in the lane trusted: counted in the failure
  * shields that count reason. */
 void ag_shields_count_failure(struct ag_shield_table *t, bool trusted,
@@ -148,11 +184,15 @@ const struct ag_shield *ag_shields_judge(struct ag_shield_table *t,
 void ag_shields_sync(struct ag_shields *sh);
 
 /* The operator's switch: raise the named shield for for_s seconds, or
- * lower it now, in Redis (and this instance's own state). AG_OK;
- * AG_ENOTFOUND: no enabled surge policy of that name; AG_ESTORE: Redis
- * did not answer (the local state took it). */
+ * lower it now and keep its counts from raising it for for_s seconds
+ * (AG_SHIELDS_LOWER_HOLD: its policy's block_s, which *quiet_s is told),
+ * in Redis (and this instance's own state). AG_OK; AG_ENOTFOUND: no
+ * enabled surge policy of that name; AG_ESTORE: Redis did not answer (the
+ * local state took it). */
+#define AG_SHIELDS_LOWER_HOLD UINT32_MAX
 int ag_shields_raise(struct ag_shields *sh, const char *name, uint32_t for_s);
-int ag_shields_lower(struct ag_shields *sh, const char *name);
+int ag_shields_lower(struct ag_shields *sh, const char *name, uint32_t for_s,
+                     uint32_t *quiet_s);
 
 /* The views of every shield, in policy order: AG_OK and *out, a malloc'd
  * array of *n (free it), or AG_ENOMEM. */

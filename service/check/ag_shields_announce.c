@@ -15,22 +15,27 @@
 #include "ag_overview.h"
 #include "ag_shields_impl.h"
 
-void ag_shields__announce(struct ag_shields *sh, const struct ag_shield *e,
-                          unsigned changed, bool by_operator)
+/* One announcement: the log line and the event of type t. */
+static void tell(struct ag_shields *sh, const struct ag_shield *e,
+                 enum ag_event_type t, enum ag_shields_by by)
 {
+    static const char *const bys[] = {
+        [AG_SHIELDS_BY_COUNTS] = "counts",
+        [AG_SHIELDS_BY_OPERATOR] = "operator",
+        [AG_SHIELDS_RESUMED] = "resumed",
+    };
     const struct ag_shield_view *v = &e->view;
-    bool raised = changed & AG_SURGE_RAISED;
-    ag_log(raised ? AG_LOG_WARN : AG_LOG_INFO,
-           raised ? "shield_raised" : "shield_lowered",
+    bool raised = t != AG_EV_SHIELD_LOWERED;
+    ag_log(raised ? AG_LOG_WARN : AG_LOG_INFO, ag_event_type_name(t),
            "policy=%s count=%" PRIu64 " rate=%" PRIu64 " baseline=%.3f "
-           "threshold=%" PRIu64 " until_ms=%" PRIu64 " source=%s by=%s",
+           "threshold=%" PRIu64 " since_ms=%" PRIu64 " until_ms=%" PRIu64
+           " source=%s by=%s",
            e->policy->name, v->state.count, v->state.prev_count,
            (double)v->state.baseline_milli / 1000.0, v->threshold,
-           v->state.until_ms,
-           v->source == AG_SHIELD_SHARED ? "shared" : "local",
-           by_operator ? "operator" : "counts");
+           v->state.since_ms, v->state.until_ms,
+           v->source == AG_SHIELD_SHARED ? "shared" : "local", bys[by]);
     struct ag_event ev;
-    ag_event_init(&ev, raised ? AG_EV_SHIELD_RAISED : AG_EV_SHIELD_LOWERED);
+    ag_event_init(&ev, t);
     snprintf(ev.policy, sizeof ev.policy, "%s", e->policy->name);
     ev.endpoint = (int)e->policy->endpoint;
     snprintf(ev.action, sizeof ev.action, "%s",
@@ -44,9 +49,21 @@ void ag_shields__announce(struct ag_shields *sh, const struct ag_shield *e,
         /* A lowered shield's end is the step that lowered it. */
         .until_ms = raised ? v->state.until_ms : v->now_ms,
         .local = v->source == AG_SHIELD_LOCAL,
-        .by_operator = by_operator,
+        .by_operator = by == AG_SHIELDS_BY_OPERATOR,
+        .resumed = by == AG_SHIELDS_RESUMED,
     };
     ag_events_raise(sh->o.events, &ev);
+}
+
+void ag_shields__announce(struct ag_shields *sh, const struct ag_shield *e,
+                          unsigned changed, enum ag_shields_by by)
+{
+    if (changed & AG_SURGE_RAISED)
+        tell(sh, e, AG_EV_SHIELD_RAISED, by);
+    else if (changed & AG_SURGE_LOWERED)
+        tell(sh, e, AG_EV_SHIELD_LOWERED, by);
+    if (changed & AG_SURGE_LONG)
+        tell(sh, e, AG_EV_SHIELD_LONG, AG_SHIELDS_BY_COUNTS);
 }
 
 /* The gauges of view. */
@@ -58,6 +75,12 @@ static void set_gauges(struct ag_metrics *m, const struct ag_shield_view *v)
         .rate = v->state.prev_count,
         .baseline_milli = v->state.baseline_milli,
         .threshold = v->threshold,
+        .raised_s = v->state.raised && v->now_ms > v->state.since_ms
+                        ? (v->now_ms - v->state.since_ms) / 1000
+                        : 0,
+        .learning = v->young,
+        .others = v->others,
+        .disagreements = v->disagreements,
     };
     ag_metrics_shield(m, v->name, &fig);
 }

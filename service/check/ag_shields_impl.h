@@ -33,11 +33,19 @@ struct ag_shields {
 void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
                        const struct ag_redis_surge_call *call);
 
-/* Tells that e's shield was raised or lowered (changed: AG_SURGE_RAISED
- * or AG_SURGE_LOWERED), with its figures; by_operator: the operator's
- * switch did it. Under the lock. */
+/* Who made a change that is announced. */
+enum ag_shields_by {
+    AG_SHIELDS_BY_COUNTS,   /* the counts, at a step */
+    AG_SHIELDS_BY_OPERATOR, /* the operator's switch */
+    /* This instance's own counts while Redis did not answer, taken back
+     * to the shared state once it did (ag_surge_resume). */
+    AG_SHIELDS_RESUMED,
+};
+
+/* Tells that e's shield was raised, lowered or raised long (changed:
+ * AG_SURGE_* bits), with its figures. Under the lock. */
 void ag_shields__announce(struct ag_shields *sh, const struct ag_shield *e,
-                          unsigned changed, bool by_operator);
+                          unsigned changed, enum ag_shields_by by);
 
 /* Shows e's view after a step: its gauges in the metrics, and a sample
  * in the overview's minute. Under the lock. */

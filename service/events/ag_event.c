@@ -26,6 +26,7 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_SHIELD_LOWERED] = "shield_lowered",
     [AG_EV_RECOVERED] = "account_recovered",
     [AG_EV_BREACHED_PASSWORD_LOGIN] = "breached_password_login",
+    [AG_EV_SHIELD_LONG] = "shield_long",
 };
 
 const char *ag_event_type_name(enum ag_event_type t)
@@ -67,7 +68,8 @@ static int set_shield(json_t *o, const struct ag_event_shield *s)
     bad = bad || set_time(o, "until", s->until_ms);
     bad =
         bad || set_new(o, "source", json_string(s->local ? "local" : "shared"));
-    return bad || set_new(o, "operator", json_boolean(s->by_operator));
+    bad = bad || set_new(o, "operator", json_boolean(s->by_operator));
+    return bad || (s->resumed && set_new(o, "resumed", json_true()));
 }
 
 char *ag_event_json(const struct ag_event *e)
@@ -102,7 +104,8 @@ char *ag_event_json(const struct ag_event *e)
     if (!bad && e->lane[0])
         bad = set_new(o, "lane", json_string(e->lane));
     if (!bad &&
-        (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED))
+        (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED ||
+         e->type == AG_EV_SHIELD_LONG))
         bad = set_shield(o, &e->shield);
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);

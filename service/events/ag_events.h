@@ -94,6 +94,9 @@ enum ag_event_type {
      * (/report-login "password_breached": true): the application should
      * have its user change it. */
     AG_EV_BREACHED_PASSWORD_LOGIN,
+    /* A shield raised by its counts has held for AG_SURGE_LONG_HOLDS
+     * holds: longer than a normal wave, worth a look. */
+    AG_EV_SHIELD_LONG,
     AG_EV_COUNT
 };
 
@@ -113,6 +116,9 @@ struct ag_event_shield {
     uint64_t since_ms, until_ms;
     bool local;       /* this instance's own counts: Redis did not answer */
     bool by_operator; /* the operator's switch, not the counts */
+    /* A raise this instance made from its own counts while Redis did not
+     * answer, taken back to the shared state once it did. */
+    bool resumed;
 };
 
 /* One event. What does not apply is left empty (""), 0 or -1, and is
@@ -129,7 +135,7 @@ struct ag_event {
     char change[8];              /* "put", "delete" or "add" */
     char lane[12]; /* breached_password_login: "trusted", "untrusted" */
     int64_t entry; /* list_changed: the entry's id, or 0 */
-    struct ag_event_shield shield; /* shield_raised and shield_lowered */
+    struct ag_event_shield shield; /* shield_raised, _lowered and _long */
     /* Set by ag_events_raise: */
     char id[AG_EVENT_ID_MAX]; /* unique across instances: dedupe on it */
     uint64_t time_ms;         /* Unix time in milliseconds */
@@ -143,7 +149,8 @@ void ag_event_init(struct ag_event *e, enum ag_event_type type);
  * "retry_after", "level", "list", "change", "entry", "lane"}, and for a
  * shield's events its figures: "rate", "current", "baseline" (a number),
  * "threshold", "since", "until" (RFC 3339), "source" ("shared" or
- * "local") and "operator" (true or false). Caller frees with free();
+ * "local"), "operator" (true or false) and, only when true, "resumed".
+ * Caller frees with free();
  * NULL when out of memory. */
 char *ag_event_json(const struct ag_event *e);
 

@@ -23,11 +23,13 @@
 #include "ag_redis_reply.h"
 
 #define SCRIPT_PIECE "surge.lua"
-#define ARGC 14    /* EVALSHA sha 1 key and lua/surge.lua's ten ARGV */
-#define KEY_AT 3   /* the key's index in argv */
-#define REPLY_N 16 /* the state's 13 fields, changed, now_ms, threshold */
+#define ARGC 20    /* EVALSHA sha 2 two keys and lua/surge.lua's 15 ARGV */
+#define KEY_AT 3   /* the state key's index in argv */
+#define FIELDS 19  /* struct ag_surge_state's, in the reply's order */
+#define REPLY_N 24 /* the fields, changed, now_ms, threshold, others, other */
 #define NUM_MAX 1000000000000000ull /* lua/surge.lua takes 15 digits */
 #define NUM_TEXT 24                 /* a uint64_t in decimal, and its NUL */
+#define KEY_TEXT (AG_STORE_KEY_MAX + 1 + AG_SURGE_SHAPE_MAX + 1)
 
 /* The script and its SHA1, found once: the text is compiled in, so either
  * both are there for the process's life or neither is. */
@@ -52,54 +54,92 @@ static void find_script(void)
     }
 }
 
+/* Is shape a name the registry takes? */
+static bool shape_ok(const char *shape)
+{
+    size_t n = strlen(shape);
+    if (n == 0 || n > AG_SURGE_SHAPE_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = shape[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '+' ||
+              c == '-'))
+            return false;
+    }
+    return true;
+}
+
 /* Whether lua/surge.lua can take p and call: a window, a baseline of one
  * window at least (ag_surge.c divides by their quotient), and every number
  * exact in Lua's doubles. */
 static bool takes(const struct ag_surge_params *p,
                   const struct ag_redis_surge_call *call)
 {
-    const uint64_t n[] = {p->window_ms,   p->baseline_ms,  p->block_ms,
-                          p->limit,       p->factor_milli, call->count,
-                          call->attempts, call->for_ms,    call->now_ms};
+    const uint64_t n[] = {p->window_ms,       p->baseline_ms,
+                          p->block_ms,        p->limit,
+                          p->factor_milli,    call->count,
+                          call->attempts,     call->for_ms,
+                          call->now_ms,       call->resume.for_ms,
+                          call->resume.known, call->resume.raised_at_ms};
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
         if (n[i] >= NUM_MAX)
             return false;
     return p->window_ms > 0 && p->baseline_ms >= p->window_ms &&
-           call->op >= AG_SURGE_OP_STEP && call->op <= AG_SURGE_OP_LOWER;
+           p->factor_milli >= AG_FACTOR_ONE && call->op >= AG_SURGE_OP_STEP &&
+           call->op <= AG_SURGE_OP_LOWER;
 }
 
-/* The answer of reply r, if it is lua/surge.lua's: REPLY_N non-negative
- * integers, raised and tainted 0 or 1. */
+/* The answer of reply r, if it is lua/surge.lua's: FIELDS and four more
+ * non-negative integers (the flags 0 or 1, tainted 0 to 2), and the
+ * latest other shape. */
 static bool parse(const redisReply *r, struct ag_redis_surge_answer *out)
 {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != REPLY_N)
         return false;
-    uint64_t v[REPLY_N];
-    for (size_t i = 0; i < REPLY_N; i++) {
+    uint64_t v[REPLY_N - 1];
+    for (size_t i = 0; i < REPLY_N - 1; i++) {
         const redisReply *e = r->element[i];
         if (e->type != REDIS_REPLY_INTEGER || e->integer < 0)
             return false;
         v[i] = (uint64_t)e->integer;
     }
-    if (v[8] > 1 || v[9] > 1 || v[13] > (AG_SURGE_RAISED | AG_SURGE_LOWERED))
+    const redisReply *other = r->element[REPLY_N - 1];
+    if (other->type != REDIS_REPLY_STRING || other->len > AG_SURGE_SHAPE_MAX)
+        return false;
+    if (v[8] > 1 || v[9] > 1 || v[10] > AG_SURGE_BY_HAND || v[11] > 1 ||
+        v[12] > 1 ||
+        v[FIELDS] > (AG_SURGE_RAISED | AG_SURGE_LOWERED | AG_SURGE_LONG |
+                     AG_SURGE_RESUMED))
         return false;
     struct ag_surge_state *st = &out->state;
-    st->window = v[0];
-    st->count = v[1];
-    st->attempts = v[2];
-    st->prev_count = v[3];
-    st->prev_attempts = v[4];
-    st->baseline_milli = v[5];
-    st->attempt_baseline_milli = v[6];
-    st->taught = v[7];
-    st->raised = v[8] == 1;
-    st->tainted = v[9] == 1;
-    st->since_ms = v[10];
-    st->until_ms = v[11];
-    st->peak_attempts = v[12];
-    out->changed = (unsigned)v[13];
-    out->now_ms = v[14];
-    out->threshold = v[15];
+    *st = (struct ag_surge_state){
+        .window = v[0],
+        .count = v[1],
+        .attempts = v[2],
+        .prev_count = v[3],
+        .prev_attempts = v[4],
+        .baseline_milli = v[5],
+        .attempt_baseline_milli = v[6],
+        .taught = v[7],
+        .raised = v[8] == 1,
+        .whole = v[9] == 1,
+        .tainted = (uint8_t)v[10],
+        .by_operator = v[11] == 1,
+        .long_said = v[12] == 1,
+        .since_ms = v[13],
+        .until_ms = v[14],
+        .switch_version = v[15],
+        .switch_ms = v[16],
+        .quiet_until_ms = v[17],
+        .last_ms = v[18],
+    };
+    out->changed = (unsigned)v[FIELDS];
+    out->now_ms = v[FIELDS + 1];
+    out->threshold = v[FIELDS + 2];
+    out->others = v[FIELDS + 3];
+    memcpy(out->other, other->str, other->len);
+    out->other[other->len] = '\0';
     return true;
 }
 
@@ -119,7 +159,7 @@ static int run(struct ag_store *store, const char **argv, const size_t *lens,
     return AG_OK;
 }
 
-int ag_redis_surge(struct ag_store *store, const char *key,
+int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
                    const struct ag_surge_params *p,
                    const struct ag_redis_surge_call *call,
                    struct ag_redis_surge_answer *out)
@@ -130,7 +170,8 @@ int ag_redis_surge(struct ag_store *store, const char *key,
         [AG_SURGE_OP_LOWER] = "lower",
     };
     pthread_once(&script_once, find_script);
-    if (!script || !takes(p, call))
+    if (!script || !takes(p, call) || !shape_ok(shape) ||
+        strlen(base) >= AG_STORE_KEY_MAX)
         return AG_EINVAL;
     bool step = call->op == AG_SURGE_OP_STEP;
     const uint64_t nums[] = {p->window_ms,
@@ -138,20 +179,30 @@ int ag_redis_surge(struct ag_store *store, const char *key,
                              p->block_ms,
                              p->limit,
                              p->factor_milli,
+                             p->failures,
                              step ? call->count : 0,
                              step ? call->attempts : 0,
-                             call->op == AG_SURGE_OP_RAISE ? call->for_ms : 0};
-    char text[1 + sizeof nums / sizeof nums[0]][NUM_TEXT];
+                             step ? call->resume.for_ms : call->for_ms,
+                             step ? call->resume.known : 0,
+                             step ? call->resume.raised_at_ms : 0};
+    enum { NUMS = sizeof nums / sizeof nums[0] };
+    char text[1 + NUMS + 1][NUM_TEXT];
     /* 0: Redis TIME, one clock for every instance. */
     text[0][0] = '\0';
     if (call->now_ms)
         snprintf(text[0], NUM_TEXT, "%llu", (unsigned long long)call->now_ms);
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+    for (size_t i = 0; i < NUMS; i++)
         snprintf(text[1 + i], NUM_TEXT, "%llu", (unsigned long long)nums[i]);
-    const char *argv[ARGC] = {"EVALSHA", script_sha, "1",
-                              key,       text[0],    ops[call->op]};
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-        argv[6 + i] = text[1 + i];
+    snprintf(text[1 + NUMS], NUM_TEXT, "%d", AG_REDIS_SURGE_RECENT_MS);
+    char state_key[KEY_TEXT], registry_key[KEY_TEXT];
+    snprintf(state_key, sizeof state_key, "%s:%s", base, shape);
+    snprintf(registry_key, sizeof registry_key, "%s:shapes", base);
+    const char *argv[ARGC] = {"EVALSHA",    script_sha, "2",          state_key,
+                              registry_key, text[0],    ops[call->op]};
+    for (size_t i = 0; i < NUMS; i++)
+        argv[7 + i] = text[1 + i];
+    argv[7 + NUMS] = shape;
+    argv[8 + NUMS] = text[1 + NUMS];
     size_t lens[ARGC];
     for (int i = 0; i < ARGC; i++)
         lens[i] = strlen(argv[i]);

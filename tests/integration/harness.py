@@ -186,6 +186,86 @@ def _read_reply(f):
     raise RuntimeError("bad reply %r" % line)
 
 
+class Gate:
+    """A TCP relay on loopback in front of one redis-server, which the test
+    can cut: for one instance to lose Redis while the others keep it.
+    While cut, every relayed connection is closed and new ones are closed
+    as soon as they are accepted; opened again, it relays anew."""
+
+    def __init__(self, port):
+        self.target = port
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.socks = []
+        self.is_cut = False
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if self.is_cut or self.closed:
+                    c.close()
+                    continue
+                try:
+                    u = socket.create_connection(("127.0.0.1", self.target),
+                                                 2)
+                except OSError:
+                    c.close()
+                    continue
+                self.socks += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b),
+                                 daemon=True).start()
+
+    def _pump(self, a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            self.is_cut = True
+            socks, self.socks = self.socks, []
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def restore(self):
+        with self.lock:
+            self.is_cut = False
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+        self.cut()
+        self.listener.close()
+
+
 class Response:
     def __init__(self, status, headers, body):
         self.status = status

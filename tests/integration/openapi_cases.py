@@ -465,6 +465,8 @@ CASES = {
                                            {"lower": True})),
         ("up", lambda c: c.admin("POST", "/admin/shields/login.site_failures",
                                  {"lower": True})),
+        ("up", lambda c: c.admin("POST", "/admin/shields/login.site_failures",
+                                 {"lower_for_s": 0})),
     ],
     ("/admin/shields/{policy}", "post", 400): [
         ("up", lambda c: c.refused("POST",

@@ -3,7 +3,8 @@
  * ag_redis_surge around its arithmetic (test_redis_surge.c compares that
  * with ag_surge): what the shield's hash holds (counts, times and
  * baselines under the script's field names, nothing else) and its expiry,
- * renewed by every call; Redis TIME as the clock of a call without one; a
+ * renewed by every call; shapes that keep a state each and see each other
+ * in the registry; Redis TIME as the clock of a call without one; a
  * script Redis forgot sent again with EVAL; a key of another type or a
  * hash of other fields started over; the refusals, with nothing sent; a
  * killed Redis, a prompt AG_ESTORE; and on a Redis Cluster of two masters
@@ -40,19 +41,26 @@ static const struct ag_surge_params P = {.window_ms = W,
                                          .baseline_ms = 10 * W,
                                          .block_ms = 2 * W,
                                          .limit = 100,
-                                         .factor_milli = 5000};
+                                         .factor_milli = 5000,
+                                         .failures = true};
+#define SHAPE "login.untrusted.failures.all.w60"
 
 /* The hash's fields: window_ms and struct ag_surge_state's. */
-static const char *const FIELDS[] = {
-    "window_ms",  "window",        "count",          "attempts",
-    "prev_count", "prev_attempts", "baseline_milli", "attempt_baseline_milli",
-    "taught",     "raised",        "tainted",        "since_ms",
-    "until_ms",   "peak_attempts"};
+static const char *const FIELDS[] = {"window_ms",      "window",
+                                     "count",          "attempts",
+                                     "prev_count",     "prev_attempts",
+                                     "baseline_milli", "attempt_baseline_milli",
+                                     "taught",         "raised",
+                                     "whole",          "tainted",
+                                     "by_operator",    "long_said",
+                                     "since_ms",       "until_ms",
+                                     "switch_version", "switch_ms",
+                                     "quiet_until_ms", "last_ms"};
 #define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
-static struct ag_redis_surge_answer call_at(struct ag_store *s, const char *key,
-                                            enum ag_redis_surge_op op,
-                                            uint64_t now, uint64_t count)
+static struct ag_redis_surge_answer
+call_shape(struct ag_store *s, const char *base, const char *shape,
+           enum ag_redis_surge_op op, uint64_t now, uint64_t count)
 {
     struct ag_redis_surge_call c = {.op = op,
                                     .count = count,
@@ -60,10 +68,18 @@ static struct ag_redis_surge_answer call_at(struct ag_store *s, const char *key,
                                     .for_ms = W,
                                     .now_ms = now};
     struct ag_redis_surge_answer a;
-    int rc = ag_redis_surge(s, key, &P, &c, &a);
+    int rc = ag_redis_surge(s, base, shape, &P, &c, &a);
     if (rc != AG_OK)
-        fail_msg("ag_redis_surge on %s: %d", key, rc);
+        fail_msg("ag_redis_surge on %s: %d", base, rc);
     return a;
+}
+
+static struct ag_redis_surge_answer call_at(struct ag_store *s,
+                                            const char *base,
+                                            enum ag_redis_surge_op op,
+                                            uint64_t now, uint64_t count)
+{
+    return call_shape(s, base, SHAPE, op, now, count);
 }
 
 static redisReply *command(redisContext *c, const char *fmt, ...)
@@ -111,7 +127,8 @@ static void holds_only_the_fields(const char *key)
 static void the_hash_holds_counts_times_and_baselines_and_expires(void **s)
 {
     (void)s;
-    const char *key = "ag:{surge}:hash";
+    const char *base = "ag:{surge}:hash";
+    const char *key = "ag:{surge}:hash:" SHAPE;
     const enum ag_redis_surge_op ops[] = {AG_SURGE_OP_STEP, AG_SURGE_OP_STEP,
                                           AG_SURGE_OP_RAISE, AG_SURGE_OP_STEP,
                                           AG_SURGE_OP_LOWER};
@@ -120,7 +137,7 @@ static void the_hash_holds_counts_times_and_baselines_and_expires(void **s)
         if (i > 0)
             assert_int_equal(ag_env_int("PERSIST %s", key), 1);
         struct ag_redis_surge_answer a =
-            call_at(ag_env.store, key, ops[i], T0 + i * W / 2, 7);
+            call_at(ag_env.store, base, ops[i], T0 + i * W / 2, 7);
         long long ttl = ag_env_int("PTTL %s", key);
         assert_true(ttl > 0 && ttl <= (long long)(2 * P.baseline_ms));
         holds_only_the_fields(key);
@@ -129,7 +146,49 @@ static void the_hash_holds_counts_times_and_baselines_and_expires(void **s)
         assert_int_equal(strtoull(v, NULL, 10), a.state.count);
         ag_env_field(key, "window_ms", v, sizeof v);
         assert_int_equal(strtoull(v, NULL, 10), P.window_ms);
+        /* The registry: this shape and the time of its last call. */
+        ttl = ag_env_int("PTTL %s", "ag:{surge}:hash:shapes");
+        assert_true(ttl > 0 && ttl <= (long long)(2 * P.baseline_ms));
+        ag_env_field("ag:{surge}:hash:shapes", SHAPE, v, sizeof v);
+        assert_int_equal(strtoull(v, NULL, 10), T0 + i * W / 2);
     }
+}
+
+/* Issue 36, item 4: two configurations of one shield (windows of 60 and
+ * 30 s, during a rollout) keep a state each, and each call says how many
+ * others are in use. (Before, each call deleted the other's hash: a wave
+ * of 400 failures over a floor of 100 was never shielded.) */
+static void shapes_keep_a_state_each_and_see_each_other(void **s)
+{
+    (void)s;
+    const char *base = "ag:{surge}:shapes";
+    const char *other = "login.untrusted.failures.all.w30";
+    uint64_t now = T0 + 1;
+    struct ag_redis_surge_answer a, b;
+    for (int i = 0; i < 8; i++, now += 250) {
+        a = call_shape(ag_env.store, base, SHAPE, AG_SURGE_OP_STEP, now, 60);
+        b = call_shape(ag_env.store, base, other, AG_SURGE_OP_STEP, now + 1,
+                       60);
+    }
+    assert_int_equal(a.state.count, 480);
+    assert_int_equal(b.state.count, 480);
+    assert_int_equal(a.others, 1);
+    assert_string_equal(a.other, other);
+    assert_int_equal(b.others, 1);
+    assert_string_equal(b.other, SHAPE);
+    /* Once the other has not called for AG_REDIS_SURGE_RECENT_MS, it is
+     * no longer in use; after two baseline periods it leaves. */
+    now += AG_REDIS_SURGE_RECENT_MS + 2;
+    a = call_shape(ag_env.store, base, SHAPE, AG_SURGE_OP_STEP, now, 0);
+    assert_int_equal(a.others, 0);
+    assert_string_equal(a.other, "");
+    now += 2 * P.baseline_ms;
+    call_shape(ag_env.store, base, SHAPE, AG_SURGE_OP_STEP, now, 0);
+    char field[128];
+    ag_env_field("ag:{surge}:shapes:shapes", other, field, sizeof field);
+    assert_string_equal(field, "");
+    ag_env_field("ag:{surge}:shapes:shapes", SHAPE, field, sizeof field);
+    assert_int_equal(strtoull(field, NULL, 10), now);
 }
 
 static long long redis_ms(void)
@@ -147,6 +206,7 @@ static void redis_time_is_the_clock_of_a_call_without_one(void **s)
     long long before = redis_ms();
     struct ag_redis_surge_answer a =
         call_at(ag_env.store, "ag:{surge}:time", AG_SURGE_OP_STEP, 0, 3);
+    assert_int_equal(a.state.last_ms, a.now_ms);
     long long after = redis_ms();
     assert_true((long long)a.now_ms >= before && (long long)a.now_ms <= after);
     assert_int_equal(a.state.window, a.now_ms / W);
@@ -186,18 +246,23 @@ static void a_script_redis_forgot_is_sent_again(void **s)
 static void a_key_of_another_kind_starts_over(void **s)
 {
     (void)s;
-    const char *key = "ag:{surge}:other";
+    const char *base = "ag:{surge}:other";
+    const char *key = "ag:{surge}:other:" SHAPE;
     freeReplyObject(command(ag_env.ctx, "SET %s x", key));
     struct ag_redis_surge_answer a =
-        call_at(ag_env.store, key, AG_SURGE_OP_STEP, T0 + 1, 4);
+        call_at(ag_env.store, base, AG_SURGE_OP_STEP, T0 + 1, 4);
     assert_int_equal(a.state.count, 4);
     holds_only_the_fields(key);
     /* A hash of another algorithm's fields (fixed_window's). */
     freeReplyObject(command(ag_env.ctx, "DEL %s", key));
     freeReplyObject(command(ag_env.ctx, "HSET %s i 9 n 9 count 50", key));
-    a = call_at(ag_env.store, key, AG_SURGE_OP_STEP, T0 + 2, 4);
+    a = call_at(ag_env.store, base, AG_SURGE_OP_STEP, T0 + 2, 4);
     assert_int_equal(a.state.count, 4);
     holds_only_the_fields(key);
+    /* One whose flag is out of its range. */
+    freeReplyObject(command(ag_env.ctx, "HSET %s tainted 3", key));
+    a = call_at(ag_env.store, base, AG_SURGE_OP_STEP, T0 + 3, 1);
+    assert_int_equal(a.state.count, 1);
 }
 
 static void what_the_script_cannot_take_is_refused_unsent(void **s)
@@ -208,21 +273,33 @@ static void what_the_script_cannot_take_is_refused_unsent(void **s)
     struct ag_redis_surge_answer a;
     struct ag_surge_params p = P;
     p.window_ms = 0;
-    assert_int_equal(ag_redis_surge(ag_env.store, key, &p, &c, &a), AG_EINVAL);
+    assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &p, &c, &a),
+                     AG_EINVAL);
     p = P;
     p.baseline_ms = W - 1;
-    assert_int_equal(ag_redis_surge(ag_env.store, key, &p, &c, &a), AG_EINVAL);
+    assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &p, &c, &a),
+                     AG_EINVAL);
     c.count = 1000000000000000ull;
-    assert_int_equal(ag_redis_surge(ag_env.store, key, &P, &c, &a), AG_EINVAL);
+    assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &P, &c, &a),
+                     AG_EINVAL);
     c.count = 0;
     c.op = (enum ag_redis_surge_op)7;
-    assert_int_equal(ag_redis_surge(ag_env.store, key, &P, &c, &a), AG_EINVAL);
-    assert_int_equal(ag_env_int("EXISTS %s", key), 0);
+    assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &P, &c, &a),
+                     AG_EINVAL);
+    c.op = AG_SURGE_OP_STEP;
+    const char *shapes[] = {"", "a b", "a:b",
+                            "0123456789012345678901234567890123456789"
+                            "0123456789012345678901234567890123456789"
+                            "0123456789012345"};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        assert_int_equal(
+            ag_redis_surge(ag_env.store, key, shapes[i], &P, &c, &a),
+            AG_EINVAL);
+    assert_int_equal(ag_env_int("EXISTS %s:" SHAPE, key), 0);
     /* A store without Redis. */
     struct ag_store *mem = ag_store_mem_new(16, 16, NULL, NULL);
     assert_non_null(mem);
-    c.op = AG_SURGE_OP_STEP;
-    assert_int_equal(ag_redis_surge(mem, key, &P, &c, &a), AG_EINVAL);
+    assert_int_equal(ag_redis_surge(mem, key, SHAPE, &P, &c, &a), AG_EINVAL);
     ag_store_destroy(mem);
 }
 
@@ -262,7 +339,7 @@ static void a_killed_redis_is_a_prompt_store_error(void **s)
     for (int i = 0; i < 5; i++) {
         struct ag_redis_surge_answer a;
         double t = ag_env_mono_s();
-        rcs[i] = ag_redis_surge(store, "ag:{surge}:down", &P, &call, &a);
+        rcs[i] = ag_redis_surge(store, "ag:{surge}:down", SHAPE, &P, &call, &a);
         double took = ag_env_mono_s() - t;
         slowest = took > slowest ? took : slowest;
     }
@@ -375,21 +452,22 @@ static void a_cluster_store_takes_a_shield_to_its_key_node(void **s)
         key_on(i, key[i], sizeof key[i]);
         struct ag_redis_surge_call c = {
             .op = AG_SURGE_OP_STEP, .count = 5 + i, .now_ms = T0};
-        rcs[i] = ag_redis_surge(store, key[i], &P, &c, &a[i]);
+        rcs[i] = ag_redis_surge(store, key[i], SHAPE, &P, &c, &a[i]);
     }
     ag_store_destroy(store);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(rcs[i], AG_OK);
         assert_int_equal(a[i].state.count, 5 + i);
-        /* On its node, and the other node holds nothing in its slot. */
+        /* On its node, with its registry (one slot: the hash tag), and
+         * the other node holds nothing in that slot. */
         uint16_t slot = ag_redis_slot(key[i], strlen(key[i]));
         for (int n = 0; n < 2; n++) {
             redisReply *r =
                 command(cl.c[n], "CLUSTER COUNTKEYSINSLOT %u", slot);
-            assert_int_equal(r->integer, n == i);
+            assert_int_equal(r->integer, n == i ? 2 : 0);
             freeReplyObject(r);
         }
-        redisReply *r = command(cl.c[i], "HGET %s count", key[i]);
+        redisReply *r = command(cl.c[i], "HGET %s:" SHAPE " count", key[i]);
         assert_int_equal(r->type, REDIS_REPLY_STRING);
         assert_int_equal(atoi(r->str), 5 + i);
         freeReplyObject(r);
@@ -400,6 +478,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_hash_holds_counts_times_and_baselines_and_expires),
+        cmocka_unit_test(shapes_keep_a_state_each_and_see_each_other),
         cmocka_unit_test(redis_time_is_the_clock_of_a_call_without_one),
         cmocka_unit_test(a_script_redis_forgot_is_sent_again),
         cmocka_unit_test(a_key_of_another_kind_starts_over),

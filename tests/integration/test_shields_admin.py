@@ -3,11 +3,13 @@
 processes and a real redis-server: GET /admin/shields, the "under attack"
 switch POST /admin/shields/{policy} and what it does to real checks on
 every instance, its refusals, audit rows and events, the shields' metrics,
-and GET /admin/overview, this instance's last hour a minute at a time."""
+GET /admin/overview, this instance's last hour a minute at a time, and an
+operator's lower that an instance back from an outage does not undo."""
+import datetime
 import os
 import unittest
 
-from harness import ServiceTest, wait_until, make_secret
+from harness import Gate, Service, ServiceTest, wait_until, make_secret
 
 TOKEN = "tok-" + "9" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -24,6 +26,14 @@ def metric(svc, name, **labels):
         if line.startswith(want + " "):
             return float(line.split()[-1])
     return None
+
+
+def later(stamp, seconds):
+    """The RFC 3339 time (ms, UTC) seconds after stamp, as the API writes
+    it, so that the two compare as text."""
+    t = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
+    t += datetime.timedelta(seconds=seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
 
 
 class ShieldsAdminTest(ServiceTest):
@@ -100,6 +110,14 @@ class ShieldsAdminTest(ServiceTest):
                          (60, "enforce", "challenge", "untrusted",
                           "failures", "login"))
         self.assertIsInstance(s["baseline"], (int, float))
+        # A new shield learns fast; nobody switched it; one configuration.
+        self.assertEqual((s["learning"], s["operator"], s["lowered_until"],
+                          s["switches"], s["shape"],
+                          s["other_configurations"]),
+                         (True, False, None, 0,
+                          "login.untrusted.failures.all.w60", 0))
+        self.assertEqual(shields["login.site_unknown_users"]["shape"],
+                         "login.untrusted.failures.unknown_user.w60")
         self.assertRegex(s["stepped_at"],
                          r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
         # Failures reported count in the current window.
@@ -216,7 +234,8 @@ class ShieldsAdminTest(ServiceTest):
         mine = [(e["action"], e["name"], e["after"]) for e in entries
                 if e["action"].startswith("shield_")]
         self.assertEqual(mine, [
-            ("shield_lower", SHIELD, {"lower": True, "applied": "shared"}),
+            ("shield_lower", SHIELD, {"lower": True, "lower_for_s": 600,
+                                      "applied": "shared"}),
             ("shield_raise", SHIELD,
              {"raise_for_s": 900, "applied": "shared"}),
         ])
@@ -327,6 +346,53 @@ class ShieldsAdminTest(ServiceTest):
         self.assertEqual(
             [(e["action"], e["after"]["applied"]) for e in entries[:2]],
             [("shield_lower", "local"), ("shield_raise", "local")])
+
+    def test_a_lower_is_not_undone_by_an_instance_back_from_an_outage(self):
+        """Issue 36, item 2: raised for an hour; b loses Redis (it goes on
+        shielding from its copy of the raise); the operator lowers on a.
+        Once b reaches Redis again, the lower stands on both: b's copy is
+        not pushed back. (Before: b raised the shared state again for the
+        rest of the hour, with no event.)"""
+        a = self.admin_service("a")
+        gate = Gate(self.redis.port)
+        self.addCleanup(gate.close)
+        b = Service(self.workdir, gate.url(), secret=self.secret, name="b",
+                    extra=["--admin-token-file", self.token_file,
+                           "--redis-timeout-ms", "300"])
+        self.services.append(b)
+        self.stepped(a)
+        self.stepped(b)
+        self.assertEqual(self.switch(a, {"raise_for_s": 3600}).status, 200)
+        self.assertTrue(wait_until(
+            lambda: self.shields(b)[SHIELD]["raised"], 10.0))
+        gate.cut()
+        self.assertTrue(wait_until(
+            lambda: self.shields(b)[SHIELD]["source"] == "local", 15.0),
+            self.shields(b)[SHIELD])
+        # Lowered for no time: only the switch's version keeps b's copy out.
+        r = self.switch(a, {"lower_for_s": 0})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["shield"]["switches"], 2)
+        self.assertTrue(self.shields(b)[SHIELD]["raised"])  # its copy
+        self.assertTrue(self.challenged_by_shield(self.untrusted(b)))
+        gate.restore()
+        self.assertTrue(wait_until(
+            lambda: self.shields(b)[SHIELD]["source"] == "shared", 15.0),
+            self.shields(b)[SHIELD])
+        # For two seconds of b's syncs since (Redis TIME, which its shared
+        # view is stepped at), lowered on both, and checks pass.
+        back = self.shields(b)[SHIELD]["stepped_at"]
+        def watched():
+            for svc in (a, b):
+                s = self.shields(svc)[SHIELD]
+                self.assertFalse(s["raised"], s)
+                self.assertEqual(s["switches"], 2, s)
+            self.assertEqual(self.untrusted(b).status, 200)
+            return self.shields(b)[SHIELD]["stepped_at"] >= \
+                later(back, 2.0)
+        self.assertTrue(wait_until(watched, 20.0))
+        raised = self.events(a, "shield_raised")
+        self.assertEqual(len(raised), 1, raised)  # the operator's alone
 
 
 if __name__ == "__main__":

@@ -258,6 +258,23 @@ class SurgeTest(PolicyTest):
         self.sync_clocks()
         return svcs
 
+    def taught(self, name):
+        """The whole windows the shared state of shield name learned from
+        (of each of its shapes, the least), read from its hash in Redis;
+        0 until it has one."""
+        keys = [k for k in self.redis.cmd("KEYS", "ag:%s:*" % name)
+                if not k.endswith(":shapes")]
+        return min((int(self.redis.cmd("HGET", k, "taught") or 0)
+                    for k in keys), default=0)
+
+    def wait_learned(self, names):
+        """Waits until every shield of names has learned a whole window: a
+        shield raises on its counts only then, having nothing to compare
+        with before (the window it began in is not whole)."""
+        self.assertTrue(wait_until(
+            lambda: all(self.taught(n) >= 1 for n in names), 4 * W + 30),
+            [(n, self.taught(n)) for n in names])
+
     def sync_clocks(self):
         """The offset from time.monotonic to Redis TIME, from the tightest
         of a few brackets: the times of attempts are then read on Redis's
@@ -454,6 +471,7 @@ class SurgeTest(PolicyTest):
         name = "s.failures"
         svcs = self.start([shield(name)],
                           extra=["--redis-timeout-ms", str(PAUSE_TIMEOUT_MS)])
+        self.wait_learned((name,))
         trusted = Steady(svcs, (name,), 0.5, self.tokens(svcs)).run(1)
         self.addCleanup(self.stop_all, trusted)
         wave = Wave(svcs, (name,), "r", limit=WAVE_RATE * WAVE_LIMIT_S)
@@ -494,9 +512,18 @@ class SurgeTest(PolicyTest):
         for e in log_events(svcs, "shield_local") + \
                 log_events(svcs, "shield_shared"):
             self.assertEqual(e["policy"], name)
-        # Never lowered, never raised again: the shield held throughout.
+        # Never lowered, never raised again by the counts: the shield held
+        # throughout. A step sent before the pause and run by Redis after
+        # it (its caller had given up on it) may find the shared hold
+        # over and lower the shared state, which nobody announces; the
+        # instances' own raises, taken back with their next steps, then
+        # raise it again, said once as "resumed".
         self.assertEqual(log_events(svcs, "shield_lowered"), [])
-        self.assertEqual(len(self.raised(svcs, name)), 1)
+        raised = self.raised(svcs, name)
+        self.assertEqual([e["by"] for e in raised][:1], ["counts"], raised)
+        self.assertLessEqual(len(raised), 2, raised)
+        self.assertEqual({(e["by"], e["source"]) for e in raised[1:]} -
+                         {("resumed", "shared")}, set(), raised)
         figures = self.assert_shielded_after(wave, since, "paused wave")
         paused = [a for a in wave.snapshot() if m_paused <= a.t0 <= m_resumed]
         passed = sum(a.outcome == "passed" for a in paused)
@@ -520,6 +547,7 @@ class SurgeTest(PolicyTest):
             shield("s.shadow", mode="shadow"),
             shield("s.unknown_users", limit=UNKNOWN_FLOOR,
                    reasons=["unknown_user"])])
+        self.wait_learned(("s.shadow", "s.unknown_users"))
         wave = Wave(svcs, (), "b", limit=WAVE_RATE * WAVE_LIMIT_S,
                     reasons=("bad_password",))
         t_wave, _ = self.wave_past_raise(svcs, wave, ("s.shadow",),
@@ -541,6 +569,7 @@ class SurgeTest(PolicyTest):
         # window.
         name = "s.attempts"
         svcs = self.start([shield(name, counts="attempts")])
+        self.wait_learned((name,))
         trusted = Steady(svcs, (name,), 0.5, self.tokens(svcs)).run(1)
         self.addCleanup(self.stop_all, trusted)
         wave = Wave(svcs, (name,), "a", limit=WAVE_RATE * WAVE_LIMIT_S,

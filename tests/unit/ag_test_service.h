@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_clock.h"
 #include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
@@ -27,6 +28,7 @@
 #include "ag_lists.h"
 #include "ag_metrics.h"
 #include "ag_service.h"
+#include "ag_shields.h"
 #include "ag_store.h"
 #include "ag_test.h"
 #include "ag_verdict.h"
@@ -184,6 +186,16 @@ static inline uint64_t fake_clock(void *ctx)
     return fake_now;
 }
 
+/* The shields' clock, ms: world_new sets it a millisecond before a
+ * minute of the wall clock's (the overview keeps the last hour of it). */
+static uint64_t shield_now;
+
+static inline uint64_t shield_clock(void *ctx)
+{
+    (void)ctx;
+    return shield_now;
+}
+
 /* The deny cache's clock, microseconds, and the cache world_new gives
  * the next service (NULL: none). */
 static uint64_t cache_now = 5000000;
@@ -242,7 +254,9 @@ static inline struct world *world_new(bool async, const char *const *policies,
         .metrics = w->metrics,
         .deny_cache = next_cache,
         .events = next_events,
+        .shield_clock_ms = shield_clock,
     };
+    shield_now = ag_clock_wall_ms() / 60000 * 60000 + 59999;
     assert_int_equal(ag_service_new(&o, &w->svc), AG_OK);
     struct ag_policy ps[8];
     for (size_t i = 0; i < n; i++)
@@ -252,6 +266,18 @@ static inline struct world *world_new(bool async, const char *const *policies,
     ag_service_set_ruleset(w->svc, ag_ruleset_ref(w->set));
     waiter_log[0] = '\0';
     return w;
+}
+
+/* Teaches w's shields of 60 s windows a whole window of what was counted
+ * meanwhile (a shield raises on its counts only once it learned one):
+ * the shields' clock moves to the start of the next minute, then on a
+ * minute, a step at each. */
+static inline void shields_learn(struct world *w)
+{
+    shield_now += 1;
+    ag_shields_sync(ag_service_shields(w->svc));
+    shield_now += 60000;
+    ag_shields_sync(ag_service_shields(w->svc));
 }
 
 static inline void world_free(struct world *w)

@@ -52,6 +52,12 @@ static void a_switch_takes_exactly_one_of_raise_for_s_or_lower(void **state)
         ag_admin_shield_switch_parse(lower, strlen(lower), &sw, &err), AG_OK);
     assert_true(sw.lower);
     assert_int_equal(sw.raise_for_s, 0);
+    assert_int_equal(sw.lower_for_s, AG_SHIELDS_LOWER_HOLD);
+    const char *quiet = "{\"lower_for_s\": 0}";
+    assert_int_equal(
+        ag_admin_shield_switch_parse(quiet, strlen(quiet), &sw, &err), AG_OK);
+    assert_true(sw.lower);
+    assert_int_equal(sw.lower_for_s, 0);
     const char *longest = "{\"raise_for_s\": 2592000}";
     assert_int_equal(
         ag_admin_shield_switch_parse(longest, strlen(longest), &sw, &err),
@@ -89,6 +95,16 @@ static void each_refusal_names_its_field(void **state)
                         "raise_for_s");
     assert_string_equal(refused_field("{\"raise_for_s\": 60, \"why\": 1}"),
                         "why");
+    assert_string_equal(refused_field("{\"lower\": true, \"lower_for_s\": 5}"),
+                        "lower_for_s");
+    assert_string_equal(
+        refused_field("{\"raise_for_s\": 5, \"lower_for_s\": 5}"),
+        "lower_for_s");
+    assert_string_equal(refused_field("{\"lower_for_s\": -1}"), "lower_for_s");
+    assert_string_equal(refused_field("{\"lower_for_s\": 2592001}"),
+                        "lower_for_s");
+    assert_string_equal(refused_field("{\"lower_for_s\": \"5\"}"),
+                        "lower_for_s");
     /* A field's name is echoed in a safe alphabet only. */
     assert_string_equal(refused_field("{\"<b>\\\"x\": 1}"), "?b??x");
 }

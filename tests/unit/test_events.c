@@ -198,6 +198,7 @@ static void every_type_has_its_name(void **state)
         "shield_lowered",
         "account_recovered",
         "breached_password_login",
+        "shield_long",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);

@@ -6,9 +6,11 @@
  * check without the store, and a challenge passed goes on to it; trusted
  * devices and listed requests are never judged by an untrusted shield; a
  * shadow shield only notes; a deny shield is reported before a challenge
- * one; the switch; a new ruleset keeps a raised shield raised; each step
- * shows in the metrics' gauges and the overview, and a shield that leaves
- * the set leaves the metrics.
+ * one; the switch, whose lower keeps the counts out for its time; a check
+ * that brings a passed challenge is no new attempt; a new ruleset keeps
+ * a raised shield raised; each step shows in the metrics' gauges and the
+ * overview, and a shield that leaves the set leaves the metrics. The
+ * shields run on the test's clock (shields_learn teaches them a window).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,6 +81,11 @@ failures_raise_the_shield_which_answers_without_the_store(void **state)
     struct ag_shields *sh = ag_service_shields(w->svc);
     struct ag_http_response r;
     ag_http_response_init(&r);
+    /* Nothing learned, nothing to compare with: not raised. */
+    fail_n(w, 3, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_false(raised(w, "login.site_failures"));
+    shields_learn(w);
     /* The floor is 2: two failures in the window do not raise it. */
     fail_n(w, 2, FAIL_BODY);
     ag_shields_sync(sh);
@@ -100,11 +107,25 @@ failures_raise_the_shield_which_answers_without_the_store(void **state)
                            &r),
                      200);
     assert_int_equal(w->store.checks, checks + 2);
-    /* The switch lowers it: the store decides again. */
-    assert_int_equal(ag_shields_lower(sh, "login.site_failures"), AG_OK);
+    /* The switch lowers it: the store decides again, and for its hold
+     * the counts do not raise it. */
+    uint32_t quiet_s = 0;
+    assert_int_equal(ag_shields_lower(sh, "login.site_failures",
+                                      AG_SHIELDS_LOWER_HOLD, &quiet_s),
+                     AG_OK);
+    assert_int_equal(quiet_s, 600);
     assert_int_equal(check(w, LOGIN_BODY, &r), 200);
     assert_int_equal(w->store.checks, checks + 3);
-    assert_int_equal(ag_shields_lower(sh, "login.nope"), AG_ENOTFOUND);
+    fail_n(w, 5, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_false(raised(w, "login.site_failures"));
+    /* Lowered for no time: the next step may raise it. */
+    assert_int_equal(ag_shields_lower(sh, "login.site_failures", 0, NULL),
+                     AG_OK);
+    fail_n(w, 1, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_failures"));
+    assert_int_equal(ag_shields_lower(sh, "login.nope", 0, NULL), AG_ENOTFOUND);
     assert_int_equal(ag_shields_raise(sh, "login.user", 60), AG_ENOTFOUND);
     ag_http_response_free(&r);
     world_free(w);
@@ -116,6 +137,7 @@ static void only_the_reasons_it_counts_raise_it(void **state)
     static const char *const ps[] = {OPEN, UNKNOWN};
     struct world *w = world_new(true, ps, 2);
     struct ag_shields *sh = ag_service_shields(w->svc);
+    shields_learn(w);
     fail_n(w, 5, FAIL_BODY); /* bad_password, the default */
     fail_n(w, 5,
            "{\"user\":\"u@example.com\",\"ip\":\"198.51.100.7\","
@@ -145,7 +167,9 @@ static void trusted_devices_and_listed_requests_are_not_judged(void **state)
     assert_int_equal(check(w, with_token(quoted(token), NULL), &r), 200);
     assert_true(body_has(&r, "\"trusted\""));
     /* Trusted failures do not count in an untrusted shield either. */
-    assert_int_equal(ag_shields_lower(sh, "login.site_failures"), AG_OK);
+    assert_int_equal(ag_shields_lower(sh, "login.site_failures", 0, NULL),
+                     AG_OK);
+    shields_learn(w);
     char body[1024];
     snprintf(body, sizeof body,
              "{\"user\":\"ANA@example.com\",\"ip\":\"192.0.2.1\","
@@ -170,6 +194,7 @@ static void a_shadow_shield_only_notes(void **state)
                     ",\"counts\":\"failures\",\"mode\":\"shadow\"")};
     struct world *w = world_new(true, ps, 2);
     struct ag_shields *sh = ag_service_shields(w->svc);
+    shields_learn(w);
     fail_n(w, 3, FAIL_BODY);
     ag_shields_sync(sh);
     assert_true(raised(w, "login.site_shadow"));
@@ -217,8 +242,16 @@ static void attempts_raise_an_attempts_shield(void **state)
     struct ag_shields *sh = ag_service_shields(w->svc);
     struct ag_http_response r;
     ag_http_response_init(&r);
+    shields_learn(w);
     for (int i = 0; i < 3; i++)
         assert_int_equal(check(w, LOGIN_BODY, &r), 200);
+    /* A check that brings a passed challenge is the one it was asked
+     * for again: no new attempt. */
+    assert_int_equal(check(w,
+                           "{\"user\":\"ana@example.com\",\"ip\":\"192.0.2.1\","
+                           "\"challenge_passed\":true}",
+                           &r),
+                     200);
     ag_shields_sync(sh);
     assert_false(raised(w, "login.site_attempts"));
     assert_int_equal(check(w, LOGIN_BODY, &r), 200);
@@ -235,6 +268,7 @@ static void a_new_ruleset_keeps_a_raised_shield(void **state)
     static const char *const ps[] = {OPEN, FAILS};
     struct world *w = world_new(true, ps, 2);
     struct ag_shields *sh = ag_service_shields(w->svc);
+    shields_learn(w);
     fail_n(w, 3, FAIL_BODY);
     ag_shields_sync(sh);
     assert_true(raised(w, "login.site_failures"));
@@ -272,6 +306,10 @@ static void each_step_shows_in_the_gauges_and_the_overview(void **state)
     assert_true(metrics_have(
         w, "\nabuseguard_shield_threshold{policy=\"login.site_failures\"} "
            "2\n"));
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_learning{policy=\"login.site_failures\"} "
+           "1\n"));
+    shields_learn(w);
     fail_n(w, 3, FAIL_BODY);
     ag_shields_sync(sh);
     assert_true(metrics_have(
@@ -283,10 +321,9 @@ static void each_step_shows_in_the_gauges_and_the_overview(void **state)
     ag_http_response_init(&r);
     assert_int_equal(check(w, LOGIN_BODY, &r), 429);
     ag_http_response_free(&r);
-    /* Sampled at the sync, in the wall clock's minute (the checks'
-     * clock), whichever of the hour's it was. */
-    json_t *o =
-        ag_overview_json(ag_service_overview(w->svc), ag_clock_wall_ms());
+    /* Sampled at the sync, in the shields' clock's minute, whichever of
+     * the hour's it was. */
+    json_t *o = ag_overview_json(ag_service_overview(w->svc), shield_now);
     assert_non_null(o);
     json_t *s = json_array_get(json_object_get(o, "shields"), 0);
     assert_string_equal(json_string_value(json_object_get(s, "policy")),
@@ -308,6 +345,12 @@ static void each_step_shows_in_the_gauges_and_the_overview(void **state)
         sum += json_integer_value(json_array_get(asked, i));
     assert_int_equal(sum, 1);
     json_decref(o);
+    /* A minute on, it has been raised a minute. */
+    shield_now += 60000;
+    ag_shields_sync(sh);
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_raised_seconds{policy=\"login.site_failures\"} "
+           "60\n"));
     /* A set without it: its gauges go. */
     static const char *const without[] = {OPEN};
     struct ag_policy p1 = ag_test_policy(without[0]);
