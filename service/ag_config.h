@@ -63,6 +63,7 @@ struct ag_config {
     unsigned device_token_ttl_s;   /* seconds a device token lives */
     unsigned audit_retention_days; /* audit rows older are pruned */
     bool deny_cache;               /* --deny-cache on (the default) */
+    bool strict_pass;              /* --challenge-pass strict */
     int log_level;                 /* enum ag_log_level */
     /* Security event receivers (--webhook-url, repeatable; several in one
      * value, the environment's or the file's, separated by spaces). */

@@ -105,6 +105,10 @@ const struct ag_config__flag ag_config__flags[] = {
     {"deny-cache", AG_CONFIG__ONOFF, F(deny_cache), 0, 0, 0, "on",
      "on: answer checks Redis denied from a local cache until Redis could "
      "allow them (no Redis call); off: ask Redis every time"},
+    {"challenge-pass", AG_CONFIG__WORD, F(strict_pass), 0, 0, 0, "lenient",
+     "what a check's challenge_passed takes: strict, only the "
+     "challenge_nonce of the answer that asked for the challenge; lenient, "
+     "true too (deprecated: it proves nothing)"},
     {"log-level", AG_CONFIG__LEVEL, F(log_level), 0, 0, 0, "info",
      "debug, info, warn or error"},
     {"webhook-url", AG_CONFIG__URLS, F(webhook_urls), 0, 0, 0, "",
@@ -129,6 +133,29 @@ const struct ag_config__flag ag_config__flags[] = {
     {"version", AG_CONFIG__SWITCH, F(version), 0, 0, 0, NULL,
      "print the version and exit"},
 };
+
+/* The two words of each AG_CONFIG__WORD flag: the first sets it true. */
+static const struct {
+    const char *flag, *yes, *no;
+} words[] = {
+    {"challenge-pass", "strict", "lenient"},
+};
+
+static int set_word(const struct ag_config__flag *f, char *base,
+                    const char *val, const char *origin, struct ag_error *err)
+{
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (strcmp(words[i].flag, f->name) != 0)
+            continue;
+        if (strcmp(val, words[i].yes) != 0 && strcmp(val, words[i].no) != 0)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s must be %s or %s", origin, f->name,
+                                words[i].yes, words[i].no);
+        *(bool *)(void *)(base + f->off) = strcmp(val, words[i].yes) == 0;
+        return AG_OK;
+    }
+    return AG_EINVAL;
+}
 
 const size_t ag_config__nflags =
     sizeof ag_config__flags / sizeof ag_config__flags[0];
@@ -365,6 +392,8 @@ int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,
                                 "%s: --%s must be on or off", origin, f->name);
         *(bool *)(void *)(base + f->off) = strcmp(val, "on") == 0;
         return AG_OK;
+    case AG_CONFIG__WORD:
+        return set_word(f, base, val, origin, err);
     }
     return AG_EINVAL;
 }

@@ -27,6 +27,8 @@ enum ag_config__kind {
     AG_CONFIG__LEVEL,  /* debug, info, warn or error */
     AG_CONFIG__SWITCH, /* no value: given or not (--help) */
     AG_CONFIG__ONOFF,  /* on or off */
+    /* One of two words, the first true (ag_config_flags.c's words[]). */
+    AG_CONFIG__WORD,
     /* Repeatable; each value is one or more space-separated URLs. */
     AG_CONFIG__URLS,
     /* Repeatable; each value is one or more space-separated paths. */

@@ -273,6 +273,7 @@ int main(int argc, char **argv)
                 .ipv6_ip_prefix = cfg.ipv6_ip_prefix,
                 .ipv6_group_prefix = cfg.ipv6_group_prefix,
                 .ipv4_group_prefix = cfg.ipv4_group_prefix,
+                .strict_pass = cfg.strict_pass,
             },
         .device_token_ttl_s = cfg.device_token_ttl_s,
         .tagged_keys = cluster,

@@ -127,6 +127,7 @@ struct ag_metrics {
     } pwned[AG_METRICS_PWNED_MODES];
     /* Successful logins with a breached password: untrusted, trusted. */
     atomic_uint_fast64_t breached[2];
+    atomic_uint_fast64_t passes[AG_METRICS_PASS_KINDS][AG_METRICS_PASS_RESULTS];
 };
 
 static const char *const pwned_modes[AG_METRICS_PWNED_MODES] = {
@@ -526,6 +527,35 @@ static int render_breached(struct ag_metrics *m, struct ag_buf *b)
         LOAD(m->breached[0]), LOAD(m->breached[1]));
 }
 
+void ag_metrics_pass(struct ag_metrics *m, enum ag_metrics_pass_kind kind,
+                     enum ag_metrics_pass_result result)
+{
+    if (m && kind < AG_METRICS_PASS_KINDS && result < AG_METRICS_PASS_RESULTS)
+        atomic_fetch_add_explicit(&m->passes[kind][result], 1,
+                                  memory_order_relaxed);
+}
+
+/* Every nonce result; of true, only accepted, all it can be. */
+static int render_passes(struct ag_metrics *m, struct ag_buf *b)
+{
+    static const char *const kinds[] = {"nonce", "true"};
+    static const char *const results[] = {"accepted", "expired", "forged",
+                                          "reused"};
+    int rc = ag_buf_puts(
+        b, "# HELP abuseguard_challenge_passes_total Checks that said they "
+           "passed a challenge, by the form (a nonce, or true) and what "
+           "came of it.\n"
+           "# TYPE abuseguard_challenge_passes_total counter\n");
+    for (int k = 0; !rc && k < AG_METRICS_PASS_KINDS; k++)
+        for (int r = 0; !rc && r < AG_METRICS_PASS_RESULTS; r++)
+            if (k == AG_METRICS_PASS_NONCE || r == AG_METRICS_PASS_ACCEPTED)
+                rc = ag_buf_printf(b,
+                                   "abuseguard_challenge_passes_total{kind="
+                                   "\"%s\",result=\"%s\"} %" PRIu64 "\n",
+                                   kinds[k], results[r], LOAD(m->passes[k][r]));
+    return rc;
+}
+
 static int render_events(struct ag_metrics *m, struct ag_buf *b)
 {
     int rc = ag_buf_puts(b, "# HELP abuseguard_events_total Security events "
@@ -634,6 +664,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
     rc = rc ? rc : render_otp(m, b);
     rc = rc ? rc : render_events(m, b);
     rc = rc ? rc : render_breached(m, b);
+    rc = rc ? rc : render_passes(m, b);
     rc = rc ? rc : render_shields(m, b);
     rc = rc ? rc : render_pwned(m, b);
     return rc ? rc

@@ -155,6 +155,24 @@ void ag_metrics_pwned_corpus(struct ag_metrics *m, enum ag_metrics_pwned mode,
  * or the untrusted one. */
 void ag_metrics_breached_login(struct ag_metrics *m, bool trusted);
 
+/* A check that said it passed a challenge (challenge_passed): with a
+ * nonce, or with true (the old form, taken while --challenge-pass is
+ * lenient); and what came of it. */
+enum ag_metrics_pass_kind {
+    AG_METRICS_PASS_NONCE,
+    AG_METRICS_PASS_TRUE,
+    AG_METRICS_PASS_KINDS
+};
+enum ag_metrics_pass_result {
+    AG_METRICS_PASS_ACCEPTED, /* authentic and live (true: always) */
+    AG_METRICS_PASS_EXPIRED,  /* authentic, past its five minutes */
+    AG_METRICS_PASS_FORGED,   /* not minted for this subject, lane, key */
+    AG_METRICS_PASS_REUSED,   /* authentic, but a check used it already */
+    AG_METRICS_PASS_RESULTS
+};
+void ag_metrics_pass(struct ag_metrics *m, enum ag_metrics_pass_kind kind,
+                     enum ag_metrics_pass_result result);
+
 /* One security event raised, of type ("lockout"): one of the names of
  * ag_metrics_name_events; another (or NULL) is not counted. */
 void ag_metrics_event(struct ag_metrics *m, const char *type);

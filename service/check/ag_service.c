@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ag_challenge.h"
+#include "ag_clock.h"
 #include "ag_deny_cache.h"
 #include "ag_device.h"
 #include "ag_error.h"
@@ -18,6 +20,7 @@
 #include "ag_limiter.h"
 #include "ag_lists.h"
 #include "ag_log.h"
+#include "ag_metrics.h"
 #include "ag_otp_stats.h"
 #include "ag_overview.h"
 #include "ag_request.h"
@@ -32,6 +35,8 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
         return AG_ENOMEM;
     s->o = *opts;
     ag_device_key_init(&s->device_key, opts->hasher);
+    ag_challenge_key_init(&s->challenge_key, opts->hasher);
+    atomic_init(&s->pass_true_said_ms, 0);
     ag_otp_stats_init(&s->stats, opts->hasher);
     s->device_ttl_s = opts->device_token_ttl_s ? opts->device_token_ttl_s
                                                : AG_DEVICE_TTL_DEFAULT_S;
@@ -73,6 +78,7 @@ void ag_service_free(struct ag_service *s)
     ag_overview_free(s->overview);
     ag_ruleset_unref(s->set);
     ag_device_key_wipe(&s->device_key);
+    ag_challenge_key_wipe(&s->challenge_key);
     ag_otp_stats_wipe(&s->stats);
     pthread_mutex_destroy(&s->pending_lock);
     pthread_mutex_destroy(&s->lock);
@@ -228,18 +234,70 @@ static void unavailable(struct ag_verdict *v, const char *why)
     v->why = why;
 }
 
+/* The old form of a pass, true: taken while lenient, counted, and said
+ * once a minute at most, for the integrations still sending it. */
+static void pass_true(struct ag_service *s)
+{
+    ag_metrics_pass(s->o.metrics, AG_METRICS_PASS_TRUE,
+                    AG_METRICS_PASS_ACCEPTED);
+    uint64_t now = ag_clock_mono_ms();
+    uint64_t said =
+        atomic_load_explicit(&s->pass_true_said_ms, memory_order_relaxed);
+    if ((said && now - said < 60000) ||
+        !atomic_compare_exchange_strong(&s->pass_true_said_ms, &said, now))
+        return;
+    ag_log(AG_LOG_WARN, "challenge_pass_deprecated",
+           "a check said \"challenge_passed\": true, which proves nothing: "
+           "send the challenge_nonce of the answer that asked for the "
+           "challenge (--challenge-pass strict will refuse true; said once a "
+           "minute)");
+}
+
+/* A check's pass (req->pass): a nonce verified for req's endpoint,
+ * subject and lane makes it a pass, and its id goes into id_hex (else
+ * ""); true is one while lenient (the parser refused it otherwise).
+ * Counted in the metrics when count is true (a check, not an inspect). */
+static void judge_pass(struct ag_service *s, struct ag_request *req,
+                       struct ag_digests *d, bool count, char *id_hex)
+{
+    id_hex[0] = '\0';
+    if (req->pass == AG_PASS_TRUE && count)
+        pass_true(s);
+    if (req->pass != AG_PASS_NONCE)
+        return;
+    const char *subject = ag_digests_subject(d);
+    enum ag_challenge_verdict verdict =
+        subject ? ag_challenge_verify(&s->challenge_key, req->pass_nonce,
+                                      strlen(req->pass_nonce), req->endpoint,
+                                      req->trusted, subject, wall_s(), id_hex)
+                : AG_CHALLENGE_FORGED;
+    req->challenge_passed = verdict == AG_CHALLENGE_VALID;
+    if (count)
+        ag_metrics_pass(s->o.metrics, AG_METRICS_PASS_NONCE,
+                        verdict == AG_CHALLENGE_VALID ? AG_METRICS_PASS_ACCEPTED
+                        : verdict == AG_CHALLENGE_EXPIRED
+                            ? AG_METRICS_PASS_EXPIRED
+                            : AG_METRICS_PASS_FORGED);
+}
+
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_request *req, struct ag_digests *d,
                      struct ag_ruleset **set, struct ag_shield_table **shields,
                      struct ag_plan *p, struct ag_verdict *v)
 {
     ag_service__trust_device(s, req, d);
+    char pass_id[AG_CHALLENGE_ID_HEX + 1] = "";
+    if (kind == AG_PLAN_CHECK || kind == AG_PLAN_PEEK)
+        judge_pass(s, req, d, kind == AG_PLAN_CHECK, pass_id);
     *set = ruleset_and_shields(s, shields);
     if (!*set) {
         unavailable(v, "policies are not loaded yet");
         return AG_ENOTFOUND;
     }
     int rc = ag_limiter_plan(*set, kind, d, p);
+    /* A pass is used once: its nonce is charged beside the policies. */
+    if (!rc && pass_id[0])
+        rc = ag_limiter_plan_pass(p, pass_id, d->tagged);
     if (rc) {
         ag_log(AG_LOG_ERROR, "plan",
                "more than %d policies apply to one request", AG_PLAN_MAX);
@@ -278,6 +336,49 @@ ag_service__match_lists(const struct ag_ruleset *set, struct ag_digests *d)
     return ag_lists_match(set->lists, set->nlists, d->req,
                           ag_digests_get(d, AG_KEY_USER),
                           ag_digests_get(d, AG_KEY_PHONE));
+}
+
+bool ag_service__shielded(struct ag_service *s, struct ag_check *c,
+                          const struct ag_request *req, bool count)
+{
+    uint64_t ms;
+    const struct ag_shield *sh =
+        ag_shields_judge(c->shields, c->endpoint, req->trusted, &ms);
+    if (!sh)
+        return false;
+    struct ag_limit_op op = {
+        .policy = sh->policy,
+        .waived =
+            sh->policy->action == AG_ACTION_CHALLENGE && req->challenge_passed,
+    };
+    op.shadow = sh->policy->mode == AG_MODE_SHADOW || op.waived;
+    memcpy(op.key, sh->key, sizeof op.key);
+    /* Counted (the metrics, the overview), but not logged one line a
+     * check: under a wave that would be a line for every attempt, and the
+     * shield's raise already said it all (ag_shields__announce). */
+    if (count) {
+        bool challenge =
+            op.waived ||
+            (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow);
+        if (challenge)
+            ag_metrics_challenge(s->o.metrics, sh->policy->name, op.waived);
+        else
+            ag_metrics_denial(s->o.metrics, sh->policy->name, op.shadow);
+        enum ag_overview_trip trip =
+            challenge
+                ? (op.waived ? AG_OVERVIEW_CHALLENGE_PASSED
+                             : AG_OVERVIEW_CHALLENGED)
+                : (op.shadow ? AG_OVERVIEW_SHADOW_DENIED : AG_OVERVIEW_DENIED);
+        ag_overview_trip(s->overview, ag_clock_wall_ms(), sh->policy->name,
+                         trip);
+    }
+    if (op.shadow)
+        return false;
+    c->plan.n = 1;
+    c->plan.ops[0] = op;
+    c->res[0] = (struct ag_limit_result){
+        .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
+    return true;
 }
 
 /* The keys of p were cleared (a reset, a successful login): dropped from

@@ -35,18 +35,22 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
     struct ag_check *c = ag_service__check_new();
     if (!c)
         return AG_ENOMEM;
-    c->shields = NULL; /* an inspect judges no shield */
+    c->shields = NULL;
     c->nsignals = 0;
+    c->endpoint = endpoint;
+    c->subject[0] = '\0'; /* an inspect's answer carries no nonce */
     struct ag_plan *p = &c->plan;
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
-    if (ag_service__plan(s, AG_PLAN_PEEK, &req, &d, &c->set, NULL, p, v)) {
+    if (ag_service__plan(s, AG_PLAN_PEEK, &req, &d, &c->set, &c->shields, p,
+                         v)) {
         ag_service__check_free(c);
         return AG_OK;
     }
     /* The signals the body carries trip as in a check; their keys are no
      * store's, and not among those the inspect read. */
     if (ag_service__plan_signals(c, &d, v)) {
+        ag_shield_table_unref(c->shields);
         ag_ruleset_unref(c->set);
         ag_service__check_free(c);
         return AG_OK;
@@ -61,6 +65,18 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
     if (listed) {
         v->kind = AG_VERDICT_LISTED;
         v->entry = listed;
+        return AG_OK;
+    }
+    /* A raised shield answers as it would a check: by itself, naming
+     * itself, for as long as it holds (issue 36: the desk's "why can't
+     * this customer log in?" during a wave). Nothing is read from the
+     * store then, as a check would read nothing. */
+    if (ag_service__shielded(s, c, &req, false)) {
+        keys->n = 0;
+        v->kind = AG_VERDICT_DECIDED;
+        v->plan = p;
+        v->res = c->res;
+        ag_limiter_decide(p, c->res, &v->decision);
         return AG_OK;
     }
     memset(c->res, 0, sizeof c->res);

@@ -13,6 +13,7 @@
 
 #include <sodium.h>
 
+#include "ag_challenge.h"
 #include "ag_clock.h"
 #include "ag_deny_cache.h"
 #include "ag_device.h"
@@ -78,6 +79,9 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
         if (res[i].allowed)
             continue;
         const struct ag_limit_op *op = &p->ops[i];
+        if (op->policy == ag_challenge_policy())
+            ag_metrics_pass(s->o.metrics, AG_METRICS_PASS_NONCE,
+                            AG_METRICS_PASS_REUSED);
         if (op->policy->action == AG_ACTION_CHALLENGE &&
             op->policy->mode != AG_MODE_SHADOW)
             ag_metrics_challenge(s->o.metrics, op->policy->name, op->waived);
@@ -122,7 +126,9 @@ static const char *cache_member(const struct ag_limit_op *op)
     return op->policy->algorithm == AG_ALG_DISTINCT ? op->member : "";
 }
 
-/* v: c's plan decided on c's results, which it borrows, with c. */
+/* v: c's plan decided on c's results, which it borrows, with c. A
+ * denial that asks for a challenge carries the nonce that will prove it
+ * passed (ag_challenge.h), bound to c's subject and lane. */
 static void decided(struct ag_verdict *v, struct ag_check *c, bool degraded)
 {
     v->kind = AG_VERDICT_DECIDED;
@@ -132,6 +138,11 @@ static void decided(struct ag_verdict *v, struct ag_check *c, bool degraded)
     v->res = c->res;
     ag_limiter_decide(&c->plan, c->res, &v->decision);
     v->owner = c;
+    v->nonce[0] = '\0';
+    if (!v->decision.allowed && v->decision.action == AG_ACTION_CHALLENGE &&
+        c->subject[0])
+        ag_challenge_mint(&c->svc->challenge_key, c->endpoint, c->plan.trusted,
+                          c->subject, (uint64_t)time(NULL), v->nonce);
 }
 
 /* Whole milliseconds from now to at, rounded up. */
@@ -234,50 +245,14 @@ static void remember_denials(struct ag_service *s, const struct ag_check *c)
     }
 }
 
-/* Site-wide shields (ag_shields.h). */
-
-/* Answers c at once if a raised shield of its endpoint and lane judges
- * it: true with v its verdict (the shield's policy, as if it had denied,
- * for as long as the shield holds at least), which borrows c. A shadow
- * shield, or a challenge the request says it passed, is noted and the
- * check goes on. */
+/* Site-wide shields (ag_shields.h): a raised one answers c at once,
+ * without the store (ag_service__shielded); v is that verdict, which
+ * borrows c. */
 static bool answer_shielded(struct ag_service *s, struct ag_check *c,
                             const struct ag_request *req, struct ag_verdict *v)
 {
-    uint64_t ms;
-    const struct ag_shield *sh =
-        ag_shields_judge(c->shields, c->endpoint, req->trusted, &ms);
-    if (!sh)
+    if (!ag_service__shielded(s, c, req, true))
         return false;
-    struct ag_limit_op op = {
-        .policy = sh->policy,
-        .waived =
-            sh->policy->action == AG_ACTION_CHALLENGE && req->challenge_passed,
-    };
-    op.shadow = sh->policy->mode == AG_MODE_SHADOW || op.waived;
-    memcpy(op.key, sh->key, sizeof op.key);
-    struct ag_limit_result r = {
-        .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
-    /* Counted (the metrics, the overview), but not logged one line a
-     * check: under a wave that would be a line for every attempt, and the
-     * shield's raise already said it all (ag_shields__announce). */
-    bool challenge =
-        op.waived || (sh->policy->action == AG_ACTION_CHALLENGE && !op.shadow);
-    if (challenge)
-        ag_metrics_challenge(s->o.metrics, sh->policy->name, op.waived);
-    else
-        ag_metrics_denial(s->o.metrics, sh->policy->name, op.shadow);
-    enum ag_overview_trip trip =
-        challenge
-            ? (op.waived ? AG_OVERVIEW_CHALLENGE_PASSED
-                         : AG_OVERVIEW_CHALLENGED)
-            : (op.shadow ? AG_OVERVIEW_SHADOW_DENIED : AG_OVERVIEW_DENIED);
-    ag_overview_trip(s->overview, ag_clock_wall_ms(), sh->policy->name, trip);
-    if (op.shadow)
-        return false;
-    c->plan.n = 1;
-    c->plan.ops[0] = op;
-    c->res[0] = r;
     decided(v, c, false);
     return true;
 }
@@ -371,6 +346,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
     c->set = NULL;
     c->shields = NULL;
     c->nsignals = 0;
+    c->subject[0] = '\0';
     c->waiter = w;
     /* Read before the plan takes its ruleset: a new set (which clears the
      * cache) landing after this moves the epoch on, so a denial the old
@@ -397,6 +373,9 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
                ag_service__plan_signals(c, &d, v)) {
         outcome = AG_OUT_UNAVAILABLE;
     } else {
+        const char *subject = ag_digests_subject(&d);
+        if (subject)
+            memcpy(c->subject, subject, AG_DIGEST_HEX + 1);
         const struct ag_list_entry *listed =
             ag_service__match_lists(c->set, &d);
         /* A listed request is settled before any policy, shields too,

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ag_challenge.h"
 #include "ag_device.h"
 #include "ag_limiter.h"
 #include "ag_otp_stats.h"
@@ -54,6 +55,10 @@ struct ag_service {
     atomic_size_t waiting; /* checks the store holds, not yet resumed */
     struct ag_device_key device_key; /* derived from the hasher's key */
     uint32_t device_ttl_s;
+    struct ag_challenge_key challenge_key; /* likewise */
+    /* When a check last passed with true (CLOCK_MONOTONIC ms; 0: never),
+     * for the deprecation line, said once a minute at most. */
+    atomic_uint_fast64_t pass_true_said_ms;
 };
 
 /* A check between its two halves: the plan for the store, and where the
@@ -83,6 +88,11 @@ struct ag_check {
      * and added to it before the plan is decided (then nsignals is 0). */
     struct ag_limit_op signals[AG_SIGNALS_MAX];
     size_t nsignals;
+    /* The digest a challenge nonce of its answer is bound to
+     * (ag_challenge_subject; "" if none), set by a check, whose answer
+     * then carries one if it asks for a challenge. An inspect leaves it
+     * "". */
+    char subject[AG_DIGEST_HEX + 1];
 };
 
 /* A check the store holds is WAITING; its answer moves it to RESUMING
@@ -105,11 +115,14 @@ void ag_service__check_free(struct ag_check *c);
 void ag_service__trust_device(struct ag_service *s, struct ag_request *req,
                               struct ag_digests *d);
 
-/* Decides the lane of req (whose digests d holds), then plans it against
- * the active set: AG_OK, with *set the reference the plan borrows from
- * (unref it when done) and, if shields is not NULL, *shields a reference
- * to that set's shields (ag_shield_table_unref); or an error, *set (and
- * *shields) NULL and v the unavailable verdict saying why. */
+/* Decides the lane of req (whose digests d holds) and, for a check or an
+ * inspect, whether the challenge it says it passed is a pass (a nonce,
+ * verified: its single use then joins the plan; true, while lenient),
+ * then plans it against the active set: AG_OK, with *set the reference
+ * the plan borrows from (unref it when done) and, if shields is not
+ * NULL, *shields a reference to that set's shields
+ * (ag_shield_table_unref); or an error, *set (and *shields) NULL and v
+ * the unavailable verdict saying why. */
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_request *req, struct ag_digests *d,
                      struct ag_ruleset **set, struct ag_shield_table **shields,
@@ -124,6 +137,15 @@ int ag_service__plan_signals(struct ag_check *c, struct ag_digests *d,
 /* The allow or deny entry that settles the request, if any. */
 const struct ag_list_entry *
 ag_service__match_lists(const struct ag_ruleset *set, struct ag_digests *d);
+
+/* A raised shield of c's table that judges req (ag_shields_judge), unless
+ * a challenge req passed waives it: c's plan becomes that shield's op
+ * alone, denied for as long as it holds, with its result, and true. With
+ * count (a check, not an inspect) the shield's judgement is counted in
+ * the metrics and the overview, a shadow or waived one's too; those
+ * answer nothing, false. */
+bool ag_service__shielded(struct ag_service *s, struct ag_check *c,
+                          const struct ag_request *req, bool count);
 
 /* The keys of p were cleared (a reset, a successful login): dropped from
  * this instance's deny cache, and, when the store took the clear (told),

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ag_challenge.h"
 #include "ag_device.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
@@ -61,9 +62,12 @@ struct ag_verdict {
     bool cached;         /* DECIDED: the deny cache's denials only */
     struct ag_error err; /* REFUSED */
     const char *why;     /* UNAVAILABLE; static */
-    const struct ag_plan *plan;          /* DECIDED; borrowed */
-    const struct ag_limit_result *res;   /* DECIDED; borrowed */
-    struct ag_decision decision;         /* DECIDED */
+    const struct ag_plan *plan;        /* DECIDED; borrowed */
+    const struct ag_limit_result *res; /* DECIDED; borrowed */
+    struct ag_decision decision;       /* DECIDED */
+    /* DECIDED, a check's denial that asks for a challenge: the nonce to
+     * bring back as challenge_passed once it is passed; "" otherwise. */
+    char nonce[AG_CHALLENGE_LEN + 1];
     const struct ag_list_entry *entry;   /* LISTED; borrowed */
     const struct ag_limit_op *closed;    /* STORE_DOWN; borrowed */
     char token[AG_DEVICE_TOKEN_LEN + 1]; /* TOKEN */

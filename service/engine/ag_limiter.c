@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ag_challenge.h"
 #include "ag_error.h"
 
 static bool has_key(const struct ag_policy *p, enum ag_key_kind kind)
@@ -157,6 +158,10 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
          * reopens the untrusted lane an attacker closed (NIST SP 800-63B:
          * a success clears prior failures). */
         if (kind != AG_PLAN_SUCCESS && !ag_limiter_in_lane(p, d->req->trusted))
+            continue;
+        /* A failure counts only in the policies of its reason. */
+        if (selecting == AG_PLAN_FAILURE && p->reasons &&
+            !(p->reasons & 1u << d->req->reason))
             continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, kind, d, &op))
@@ -321,4 +326,28 @@ size_t ag_limiter_mark_key(const struct ag_limit_op *op, char *out)
     memcpy(out, op->key, n);
     memcpy(out + n, AG_MARK_SUFFIX, AG_MARK_SUFFIX_LEN + 1);
     return n + AG_MARK_SUFFIX_LEN;
+}
+
+const char *ag_digests_subject(struct ag_digests *d)
+{
+    const char *user = ag_digests_get(d, AG_KEY_USER);
+    if (user || d->req->endpoint == AG_EP_LOGIN)
+        return user;
+    return ag_digests_get(d, AG_KEY_PHONE);
+}
+
+int ag_limiter_plan_pass(struct ag_plan *plan, const char *id_hex, bool tagged)
+{
+    if (plan->n == AG_PLAN_MAX)
+        return AG_ETOOBIG;
+    struct ag_limit_op *op = &plan->ops[plan->n];
+    memset(op, 0, sizeof *op);
+    op->policy = ag_challenge_policy();
+    snprintf(op->key, sizeof op->key,
+             tagged ? "ag:" AG_CHALLENGE_POLICY ":{%.*s}"
+                    : "ag:" AG_CHALLENGE_POLICY ":%.*s",
+             AG_CHALLENGE_ID_HEX, id_hex);
+    op->charge = true;
+    plan->n++;
+    return AG_OK;
 }

@@ -242,6 +242,17 @@ void ag_limiter_decide(const struct ag_plan *plan,
                        const struct ag_limit_result *res,
                        struct ag_decision *d);
 
+/* The digest of d's request that its check's answers are about, which a
+ * challenge nonce is bound to (ag_challenge.h): the user's, or on an OTP
+ * endpoint without a user the phone's; NULL if it has neither. */
+const char *ag_digests_subject(struct ag_digests *d);
+
+/* Appends to plan the op that charges a challenge nonce of id id_hex
+ * once (ag_challenge_policy, "ag:challenge_pass:<id>", or "...:{<id>}"
+ * when tagged, as a policy keyed on it would be). AG_OK, or AG_ETOOBIG
+ * when the plan is full. */
+int ag_limiter_plan_pass(struct ag_plan *plan, const char *id_hex, bool tagged);
+
 /* Writes op's block key (its key, then AG_BLOCK_SUFFIX) into out, which
  * holds AG_STORE_KEY_MAX bytes; returns its length. */
 size_t ag_limiter_block_key(const struct ag_limit_op *op, char *out);

@@ -49,7 +49,8 @@ bool ag_policy_name_valid(const char *s)
     /* A path segment of "." or ".." is removed by URL normalisation
      * (RFC 3986 5.2.4) in clients, proxies and browsers, so such a policy
      * could not be reached at /admin/policies/<name>. */
-    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 ||
+        strcmp(s, AG_POLICY_CHALLENGE_PASS) == 0)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -65,7 +66,8 @@ int ag_policy_name_check(const char *s, struct ag_error *err)
     if (ag_policy_name_valid(s))
         return AG_OK;
     return ag_error_set(err, AG_EINVAL, "name",
-                        "name must be 1 to %d of [a-z0-9._-], not . or ..",
+                        "name must be 1 to %d of [a-z0-9._-], not . or .. "
+                        "nor " AG_POLICY_CHALLENGE_PASS " (the service's own)",
                         AG_POLICY_NAME_MAX);
 }
 
@@ -210,7 +212,7 @@ static const json_t *get_present(const json_t *obj, const char *field)
 /* Refuses each of surge's own fields in a policy of another algorithm. */
 static int refuse_surge_fields(const json_t *obj, struct ag_error *err)
 {
-    static const char *const own[] = {"factor", "baseline_s", "reasons"};
+    static const char *const own[] = {"factor", "baseline_s"};
     for (size_t i = 0; i < COUNT(own); i++)
         if (get_present(obj, own[i]))
             return ag_error_refuse(err, own[i],
@@ -218,10 +220,17 @@ static int refuse_surge_fields(const json_t *obj, struct ag_error *err)
     return AG_OK;
 }
 
-/* surge's reasons: a list of distinct failure reasons (ag_reason). */
-static int get_reasons(const json_t *v, struct ag_policy *p,
+/* reasons, of a policy that counts failures: a list of distinct failure
+ * reasons (ag_reason) it counts; absent, all. */
+static int get_reasons(const json_t *obj, struct ag_policy *p,
                        struct ag_error *err)
 {
+    const json_t *v = get_present(obj, "reasons");
+    if (!v)
+        return AG_OK;
+    if (p->counts != AG_COUNTS_FAILURES)
+        return ag_error_refuse(err, "reasons",
+                               "is only for a policy that counts failures");
     if (!json_is_array(v) || json_array_size(v) == 0)
         return ag_error_refuse(err, "reasons",
                                "must be a list of \"bad_password\", "
@@ -244,8 +253,8 @@ static int get_reasons(const json_t *v, struct ag_policy *p,
 }
 
 /* surge's shape and its own fields: one count for the whole endpoint
- * (key ["site"]), a hold (block_s) that does not grow, a factor, a
- * baseline period and, counting failures, the reasons it counts. */
+ * (key ["site"]), a hold (block_s) that does not grow, a factor and a
+ * baseline period. */
 static int get_surge(const json_t *obj, struct ag_policy *p,
                      struct ag_error *err)
 {
@@ -287,14 +296,7 @@ static int get_surge(const json_t *obj, struct ag_policy *p,
                       &p->baseline_s, err);
     else
         p->baseline_s = def, rc = AG_OK;
-    if (rc)
-        return rc;
-    v = get_present(obj, "reasons");
-    if (v && p->counts != AG_COUNTS_FAILURES)
-        return ag_error_refuse(err, "reasons",
-                               "is only for a surge policy that counts "
-                               "failures");
-    return v ? get_reasons(v, p, err) : AG_OK;
+    return rc;
 }
 
 /* signal's field, refused for the others, and its shape: the signal it
@@ -496,6 +498,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
     if (v && !json_is_boolean(v))
         return ag_error_refuse(err, "enabled", "must be true or false");
     p.enabled = v ? json_is_true(v) : true;
+    if ((rc = get_reasons(obj, &p, err)))
+        return rc;
     if ((rc = get_surge(obj, &p, err)))
         return rc;
     if ((rc = get_signal(obj, &p, err)))
@@ -511,6 +515,13 @@ static int add_surge_fields(json_t *o, const struct ag_policy *p)
             o, "factor", json_real((double)p->factor_milli / AG_FACTOR_ONE)) ||
         json_object_set_new(o, "baseline_s", json_integer(p->baseline_s)))
         return AG_ENOMEM;
+    return AG_OK;
+}
+
+/* The reasons a failure-counting policy names into o: AG_OK, or
+ * AG_ENOMEM. */
+static int add_reasons(json_t *o, const struct ag_policy *p)
+{
     if (!p->reasons)
         return AG_OK;
     json_t *list = json_array();
@@ -546,6 +557,10 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
         return NULL;
     }
     if (o && p->algorithm == AG_ALG_SURGE && add_surge_fields(o, p)) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && add_reasons(o, p)) {
         json_decref(o);
         return NULL;
     }

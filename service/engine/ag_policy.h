@@ -29,6 +29,9 @@
 #include "ag_identity.h"
 
 #define AG_POLICY_NAME_MAX 64
+/* The name a challenge nonce's single use is counted under
+ * (ag_challenge.h): no policy may take it. */
+#define AG_POLICY_CHALLENGE_PASS "challenge_pass"
 #define AG_POLICY_KEYS_MAX 4 /* key parts in one policy */
 #define AG_LIMIT_MAX 1000000000u
 #define AG_WINDOW_MAX 2592000u /* 30 days, in seconds */
@@ -104,12 +107,12 @@ struct ag_policy {
      * only while verified / sends >= min_ratio; 1 = 1 / AG_RATIO_ONE. */
     uint32_t min_ratio_ppm;
     /* surge only (0 for the others): the factor over the baseline above
-     * which the shield is raised, in thousandths (AG_FACTOR_ONE); how far
-     * back the baseline is learned; and, for a policy that counts
-     * failures, the failure reasons it counts (bit 1u << enum ag_reason
-     * each; 0: all). */
+     * which the shield is raised, in thousandths (AG_FACTOR_ONE), and how
+     * far back the baseline is learned. */
     uint32_t factor_milli;
     uint32_t baseline_s;
+    /* A policy that counts failures: the failure reasons it counts (bit
+     * 1u << enum ag_reason each; 0: all). 0 for the others. */
     unsigned reasons;
     /* signal only (0 for the others): the signal it trips on. */
     enum ag_signal signal;
@@ -129,10 +132,11 @@ struct ag_policy {
  * refused. min_ratio, a number above 0 and at most 1 kept to parts per
  * million, is required for conversion and refused for the others. surge
  * takes key ["site"] only, block_s of at least 1 and no block_growth, and
- * three fields the others refuse: factor (1.5 to 100, kept to
- * thousandths; default 5), baseline_s (2 x window_s to 30 days; default 7
- * days) and, counting failures only, reasons (a list of failure reasons;
- * default all). signal takes a field the others refuse, signal (an
+ * two fields the others refuse: factor (1.5 to 100, kept to thousandths;
+ * default 5) and baseline_s (2 x window_s to 30 days; default 7 days). A
+ * policy that counts failures takes reasons (a list of failure reasons it
+ * counts; default all), which the others refuse. signal takes a field
+ * the others refuse, signal (an
  * ag_signal sent to the policy's endpoint; required), limit and window_s
  * of 1 (their default for it: a signal counts nothing), no block, counts
  * "attempts" and fail "open" (it never asks the store). null reads as
@@ -143,7 +147,7 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err);
 /* Returns a new JSON object for p (every field, min_ratio only for
  * conversion, factor and baseline_s only for surge, reasons only when
- * a surge policy names them, signal only for signal); caller owns
+ * a policy names them, signal only for signal); caller owns
  * (json_decref).
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);

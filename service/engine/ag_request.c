@@ -152,6 +152,43 @@ static int read_signals(const json_t *root, struct ag_request *out,
     return AG_OK;
 }
 
+/* A check's challenge_passed: absent or false, the nonce of the answer
+ * that asked for the challenge, or (lenient only) true. */
+static int read_pass(const json_t *root, const struct ag_request_opts *opts,
+                     struct ag_request *out, struct ag_error *err)
+{
+    out->pass = AG_PASS_NONE;
+    out->pass_nonce[0] = '\0';
+    out->challenge_passed = false;
+    const json_t *v = json_object_get(root, "challenge_passed");
+    if (!v || json_is_false(v))
+        return AG_OK;
+    bool strict = opts && opts->strict_pass;
+    if (json_is_true(v)) {
+        if (strict)
+            return ag_error_refuse(err, "challenge_passed",
+                                   "must be the challenge_nonce of the "
+                                   "answer that asked for the challenge: "
+                                   "true is refused while --challenge-pass "
+                                   "is strict");
+        out->pass = AG_PASS_TRUE;
+        out->challenge_passed = true;
+        return AG_OK;
+    }
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
+    if (!s || !ag_challenge_shape(s, len))
+        return ag_error_refuse(err, "challenge_passed",
+                               strict ? "must be the challenge_nonce of the "
+                                        "answer that asked for the challenge"
+                                      : "must be the challenge_nonce of the "
+                                        "answer that asked for the "
+                                        "challenge, true or false");
+    memcpy(out->pass_nonce, s, len + 1);
+    out->pass = AG_PASS_NONCE;
+    return AG_OK;
+}
+
 static unsigned opt_or(unsigned v, unsigned def)
 {
     return v ? v : def;
@@ -231,13 +268,8 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
         else
             out->verified = json_is_true(v);
     }
-    if (!rc && kind == AG_REQ_CHECK) {
-        const json_t *v = json_object_get(root, "challenge_passed");
-        if (v && !json_is_boolean(v))
-            rc = ag_error_refuse(err, "challenge_passed",
-                                 "must be true or false");
-        out->challenge_passed = v && json_is_true(v);
-    }
+    if (!rc && kind == AG_REQ_CHECK)
+        rc = read_pass(root, opts, out, err);
     if (!rc && (kind == AG_REQ_CHECK || kind == AG_REQ_REPORT))
         rc = read_signals(root, out, err);
     if (!rc)

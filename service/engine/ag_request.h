@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ag_challenge.h"
 #include "ag_country.h"
 #include "ag_device.h"
 #include "ag_identity.h"
@@ -21,6 +22,13 @@
 #define AG_BODY_MAX (AG_BODY_MAX_KIB * 1024)
 #define AG_DEVICE_TOKEN_TEXT_MAX 512 /* longer "tokens" are no token */
 #define AG_PASSWORD_FP_MAX 128       /* bytes of a password fingerprint */
+
+/* What a check says of a challenge. */
+enum ag_pass {
+    AG_PASS_NONE,  /* absent or false */
+    AG_PASS_TRUE,  /* true: the caller vouches, unproven (lenient only) */
+    AG_PASS_NONCE, /* the nonce a challenge answer carried */
+};
 
 struct ag_request {
     enum ag_endpoint endpoint;
@@ -39,7 +47,15 @@ struct ag_request {
     /* The device token as sent ("" if none, or not one: ag_request never
      * refuses a token, it only drops what cannot be one). */
     char device_token[AG_DEVICE_TOKEN_TEXT_MAX + 1];
-    bool challenge_passed; /* checks: the caller says a challenge passed */
+    /* Checks: what the caller says of a challenge (challenge_passed):
+     * nothing, true (the old form, while --challenge-pass is lenient), or
+     * the nonce of the answer that asked for it, as sent. */
+    enum ag_pass pass;
+    char pass_nonce[AG_CHALLENGE_LEN + 1];
+    /* A challenge passed: true as soon as parsed for AG_PASS_TRUE; for a
+     * nonce, once the service verified it (ag_challenge_verify). Every
+     * challenge of the check is waived then. */
+    bool challenge_passed;
     /* The lane: set by ag_request_trust once the service verified the
      * token for this user; the parser leaves the request untrusted. */
     bool trusted;
@@ -63,6 +79,9 @@ struct ag_request_opts {
     unsigned ipv6_ip_prefix;      /* bits of an IPv6 address in its ip key */
     unsigned ipv6_group_prefix;   /* bits of an IPv6 ip_prefix key */
     unsigned ipv4_group_prefix;   /* bits of an IPv4 ip_prefix key */
+    /* --challenge-pass strict: challenge_passed takes a nonce only, and
+     * true is refused; lenient (false) takes true too. */
+    bool strict_pass;
 };
 
 /* Parses body for endpoint: the identifiers its table in ag_endpoint names

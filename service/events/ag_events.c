@@ -6,6 +6,7 @@
  * lockout, conversion_block, password_spray and block_escalated events.
  */
 #include "ag_events.h"
+#include "ag_challenge.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -244,7 +245,10 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
     for (size_t i = 0; i < plan->n; i++) {
         const struct ag_limit_op *op = &plan->ops[i];
         const struct ag_policy *p = op->policy;
-        if (res[i].allowed || op->shadow || p->algorithm == AG_ALG_SIGNAL)
+        /* A nonce used twice is no lockout of anyone: the check is asked
+         * for a challenge again, and counted (ag_metrics_pass). */
+        if (res[i].allowed || op->shadow || p->algorithm == AG_ALG_SIGNAL ||
+            p == ag_challenge_policy())
             continue;
         char key[AG_STORE_KEY_MAX];
         ag_limiter_mark_key(op, key);

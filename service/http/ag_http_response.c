@@ -246,7 +246,8 @@ static bool unknown(const struct ag_limit_op *op, bool degraded)
  * "inspected", blocks, and fail-closed policies unknown while degraded). */
 static void check_body(struct ag_buf *b, const struct ag_plan *plan,
                        const struct ag_limit_result *res,
-                       const struct ag_decision *d, bool degraded, bool cached)
+                       const struct ag_decision *d, bool degraded, bool cached,
+                       const char *nonce)
 {
     bool peek = plan->kind == AG_PLAN_PEEK;
     const struct ag_limit_op *closed = NULL;
@@ -270,6 +271,12 @@ static void check_body(struct ag_buf *b, const struct ag_plan *plan,
                            : "\",\"action\":\"deny\"");
         field_uint(b, ",\"retry_after\":", d->retry_after_s);
         ag_buf_puts(b, ",");
+        /* Made by the service, base64url: nothing to escape. */
+        if (nonce && nonce[0]) {
+            ag_buf_puts(b, "\"challenge_nonce\":\"");
+            ag_buf_puts(b, nonce);
+            ag_buf_puts(b, "\",");
+        }
     }
     ag_buf_puts(b, "\"device\":\"");
     ag_buf_puts(b, device_name(plan->trusted));
@@ -299,10 +306,10 @@ static int check_response(struct ag_http_response *r,
                           const struct ag_plan *plan,
                           const struct ag_limit_result *res,
                           const struct ag_decision *d, bool degraded,
-                          bool cached)
+                          bool cached, const char *nonce)
 {
     struct ag_buf *b = &r->body;
-    check_body(b, plan, res, d, degraded, cached);
+    check_body(b, plan, res, d, degraded, cached, nonce);
     r->status = d->allowed ? 200 : 429;
     if (!d->allowed)
         r->retry_after = d->retry_after_s;
@@ -326,17 +333,18 @@ static int check_response(struct ag_http_response *r,
 int ag_http_response_check(struct ag_http_response *r,
                            const struct ag_plan *plan,
                            const struct ag_limit_result *res,
-                           const struct ag_decision *d, bool degraded)
+                           const struct ag_decision *d, bool degraded,
+                           const char *nonce)
 {
-    return check_response(r, plan, res, d, degraded, false);
+    return check_response(r, plan, res, d, degraded, false, nonce);
 }
 
 int ag_http_response_cached(struct ag_http_response *r,
                             const struct ag_plan *plan,
                             const struct ag_limit_result *res,
-                            const struct ag_decision *d)
+                            const struct ag_decision *d, const char *nonce)
 {
-    return check_response(r, plan, res, d, false, true);
+    return check_response(r, plan, res, d, false, true, nonce);
 }
 
 int ag_http_response_inspect(struct ag_http_response *r,
@@ -345,7 +353,7 @@ int ag_http_response_inspect(struct ag_http_response *r,
 {
     struct ag_decision d;
     ag_limiter_decide(plan, res, &d);
-    check_body(&r->body, plan, res, &d, degraded, false);
+    check_body(&r->body, plan, res, &d, degraded, false, NULL);
     r->status = 200;
     return ag_buf_error(&r->body);
 }

@@ -93,11 +93,13 @@ int ag_http_response_status(struct ag_http_response *r, int status,
 
 /* The response to a check, from its plan, per-policy results and decision;
  * "device" is the plan's lane. degraded adds "degraded": true (results
- * came from a fallback). */
+ * came from a fallback). nonce (NULL or "": none), a denial's
+ * "challenge_nonce" (ag_challenge.h), is borrowed. */
 int ag_http_response_check(struct ag_http_response *r,
                            const struct ag_plan *plan,
                            const struct ag_limit_result *res,
-                           const struct ag_decision *d, bool degraded);
+                           const struct ag_decision *d, bool degraded,
+                           const char *nonce);
 
 /* The response to a check denied from the deny cache (ag_deny_cache):
  * as ag_http_response_check, for a plan of the cached denials only, each
@@ -105,7 +107,7 @@ int ag_http_response_check(struct ag_http_response *r,
 int ag_http_response_cached(struct ag_http_response *r,
                             const struct ag_plan *plan,
                             const struct ag_limit_result *res,
-                            const struct ag_decision *d);
+                            const struct ag_decision *d, const char *nonce);
 
 struct ag_list_entry;
 

@@ -18,9 +18,10 @@ int ag_http_verdict_render(struct ag_http_response *r,
         if (v->inspected)
             return ag_http_response_inspect(r, v->plan, v->res, v->degraded);
         if (v->cached)
-            return ag_http_response_cached(r, v->plan, v->res, &v->decision);
+            return ag_http_response_cached(r, v->plan, v->res, &v->decision,
+                                           v->nonce);
         return ag_http_response_check(r, v->plan, v->res, &v->decision,
-                                      v->degraded);
+                                      v->degraded, v->nonce);
     case AG_VERDICT_LISTED:
         if (v->inspected)
             return ag_http_response_inspect_listed(r, v->entry, v->trusted);

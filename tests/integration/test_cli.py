@@ -32,6 +32,55 @@ class CliTest(ServiceTest):
             json.dump(obj, f)
         return path
 
+    def as_before_migration_9(self, **row):
+        """The database as one made before migration 009: its spray row
+        without reasons (and with row's columns), the migration not yet
+        applied."""
+        with sqlite3.connect(self.db) as c:
+            c.execute("UPDATE policies SET reasons = NULL "
+                      "WHERE name = 'login.password_spray'")
+            for column, value in row.items():
+                c.execute('UPDATE policies SET "%s" = ? '
+                          "WHERE name = 'login.password_spray'" % column,
+                          (value,))
+            c.execute("DELETE FROM schema_version WHERE version >= 9")
+            c.execute("DELETE FROM audit")
+
+    def spray(self):
+        r = self.cli("get", "login.password_spray")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["policy"]
+
+    def test_the_spray_default_is_adopted_where_it_is_unchanged(self):
+        """Issue 36: a new database is seeded with login.password_spray
+        counting bad_password and second_factor_failed; an existing one
+        whose row is the old default takes it on opening, audited; one an
+        operator changed keeps their row."""
+        self.create()
+        reasons = ["bad_password", "second_factor_failed"]
+        self.assertEqual(self.spray().get("reasons"), reasons)
+        self.as_before_migration_9()
+        with sqlite3.connect(self.db) as c:
+            self.assertEqual(c.execute(
+                "SELECT reasons FROM policies "
+                "WHERE name = 'login.password_spray'").fetchall(), [(None,)])
+        # Opening it migrates it.
+        self.assertEqual(self.spray().get("reasons"), reasons)
+        with sqlite3.connect(self.db) as c:
+            rows = c.execute("SELECT action, name, actor, before, after "
+                             "FROM audit").fetchall()
+        self.assertEqual(len(rows), 1, rows)
+        action, name, actor, before, after = rows[0]
+        self.assertEqual((action, name, actor),
+                         ("update", "login.password_spray",
+                          "migration 009_spray_reasons"))
+        self.assertNotIn("reasons", json.loads(before))
+        self.assertEqual(json.loads(after), self.spray())
+        # An operator's own row is theirs.
+        self.as_before_migration_9(limit=20)
+        self.assertNotIn("reasons", self.spray())
+        self.assertEqual(self.spray()["limit"], 20)
+
     def test_put_get_list_export_delete(self):
         path = self.write("p.json", {"endpoint": "otp", "key": ["phone"],
                                      "algorithm": "token_bucket",

@@ -302,6 +302,42 @@ class InspectTest(PolicyTest):
         self.assertTrue(wait_until(lambda: self.sent(svc) >= 2), "no sends")
         self.assertEqual(self.sent(svc), 2)
 
+    def test_a_raised_shield_shows_as_a_check_meets_it(self):
+        """Issue 36, item 7: during a raise a check is challenged by the
+        shield; the inspect says so, naming it, with its wait, and reads
+        nothing of the store, as the check. (Before: "allowed": true.)"""
+        svc = self.start(POLICIES + [
+            policy("l.site", key=("site",), algorithm="surge", limit=100,
+                   window_s=60, block_s=600, counts="failures",
+                   applies_to="untrusted", action="challenge")])
+        r = svc.request("POST", "/admin/shields/l.site", {"raise_for_s": 900},
+                        headers=AUTH)
+        self.assertEqual(r.status, 200, r.raw)
+        check = self.login(svc, USER, IP)
+        self.assertEqual((check.status, check.json["policy"]),
+                         (429, "l.site"), check.raw)
+        r = self.inspect_ok(svc, user=USER, ip=IP)
+        self.assertIs(r.json["allowed"], False)
+        self.assertEqual((r.json["policy"], r.json["action"]),
+                         ("l.site", "challenge"))
+        self.assertGreater(r.json["retry_after"], 800)
+        self.assertLessEqual(r.json["retry_after"], 900)
+        self.assertEqual([d["policy"] for d in r.json["decisions"]],
+                         ["l.site"])
+        self.assertNotIn("challenge_nonce", r.json)
+        # A trusted device is not judged by an untrusted shield, in either.
+        token = svc.post("/report-login", {"user": USER, "ip": IP,
+                                           "success": True}).json[
+            "device_token"]
+        r = self.inspect_ok(svc, user=USER, ip=IP, device_token=token)
+        self.assertIs(r.json["allowed"], True)
+        # Lowered, the policies answer again.
+        svc.request("POST", "/admin/shields/l.site", {"lower": True},
+                    headers=AUTH)
+        r = self.inspect_ok(svc, user=USER, ip=IP)
+        self.assertIs(r.json["allowed"], True)
+        self.assertIn("l.user_ip", [d["policy"] for d in r.json["decisions"]])
+
     def sent(self, svc):
         groups = svc.request("GET", "/admin/otp/conversion?by=country",
                              headers=AUTH).json["groups"]

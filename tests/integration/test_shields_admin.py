@@ -6,7 +6,6 @@ every instance, its refusals, audit rows and events, the shields' metrics,
 GET /admin/overview, this instance's last hour a minute at a time, and an
 operator's lower that an instance back from an outage does not undo."""
 import datetime
-import os
 import unittest
 
 from harness import Gate, Service, ServiceTest, wait_until, make_secret

@@ -3,6 +3,8 @@
 processes: one password fingerprint tried across many users, every
 attempt from a new address in a new network and every failure reported,
 is challenged once ten users have failed with it (login.password_spray),
+counting bad passwords and failed second factors, never unknown users (so
+made-up usernames cannot mark a real user's password),
 while other fingerprints, the same users with other fingerprints and
 trusted devices go on; a passed challenge lets an attempt through; a
 crowd of real users sharing a common password and logging in
@@ -51,18 +53,19 @@ class SprayTest(ServiceTest):
         self.assertEqual(r.status, 200 if success else 204, r.raw)
         return r
 
-    def spray(self, svc, fp, count, **extra):
+    def spray(self, svc, fp, count, mixed=False, **extra):
         """count attempts of fp, each a new user from a new address: a
-        check, then, when it was allowed, the failure reported (every
-        third one as an unknown user, as stuffing lists are). Returns the
-        check answers."""
+        check, then, when it was allowed, the failure reported (with
+        mixed, every third one as an unknown user, as stuffing lists
+        are). Returns the check answers."""
         answers = []
         for i in range(count):
             user, ip = self.fresh()
             r = self.check(svc, user, ip, fp, **extra)
             answers.append(r)
             if r.status == 200:
-                reason = "unknown_user" if i % 3 == 2 else "bad_password"
+                reason = "unknown_user" if mixed and i % 3 == 2 \
+                    else "bad_password"
                 self.report(svc, user, ip, fp, reason=reason)
         return answers
 
@@ -81,14 +84,23 @@ class SprayTest(ServiceTest):
     def test_a_spray_is_challenged_after_ten_users_and_nothing_else_is(
             self):
         svc = self.service()
-        answers = self.spray(svc, SPRAYED, 40)
-        self.assertEqual([r.status for r in answers[:LIMIT]], [200] * LIMIT)
+        answers = self.spray(svc, SPRAYED, 40, mixed=True)
         # Each check before the limit is judged by the spray policy, its
-        # set one user fuller each time.
+        # set one user fuller after each bad password (every third attempt
+        # is an unknown user's, which counts for nothing): the tenth bad
+        # password is the 14th attempt's.
+        counted, want = 0, []
+        for i in range(40):
+            want.append(LIMIT - counted)
+            counted += i % 3 != 2
+            if counted == LIMIT:
+                break
+        first = len(want)
+        self.assertEqual(first, 14)
+        self.assertEqual([r.status for r in answers[:first]], [200] * first)
         self.assertEqual([self.decision(r, POLICY)["remaining"]
-                          for r in answers[:LIMIT]],
-                         list(range(LIMIT, 0, -1)))
-        for r in answers[LIMIT:]:
+                          for r in answers[:first]], want)
+        for r in answers[first:]:
             self.assert_challenged(r)
         # Another fingerprint, from a new user and address, goes on.
         user, ip = self.fresh()
@@ -111,6 +123,26 @@ class SprayTest(ServiceTest):
         r = self.login(svc, "someone-new@example.com", address(1102))
         self.assertEqual(r.status, 200, r.raw)
         self.assertNotIn(POLICY, [d["policy"] for d in r.json["decisions"]])
+
+    def test_made_up_users_do_not_mark_a_password(self):
+        """Issue 36, item 8: failures of unknown users count for nothing,
+        so a handful of reports of made-up names with a common password
+        cannot have every real user of it challenged. (Before: ten an hour
+        did, for the hour.)"""
+        svc = self.service()
+        for _ in range(3 * LIMIT):
+            user, ip = self.fresh()
+            self.report(svc, user, ip, SPRAYED, reason="unknown_user")
+        user, ip = self.fresh()
+        r = self.check(svc, user, ip, SPRAYED)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.decision(r, POLICY)["remaining"], LIMIT)
+        # Failed second factors count, as bad passwords do.
+        for _ in range(LIMIT):
+            user, ip = self.fresh()
+            self.report(svc, user, ip, SPRAYED, reason="second_factor_failed")
+        user, ip = self.fresh()
+        self.assert_challenged(self.check(svc, user, ip, SPRAYED))
 
     def test_a_passed_challenge_lets_the_attempt_through(self):
         svc = self.service()

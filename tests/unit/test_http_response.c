@@ -62,7 +62,8 @@ static void render(struct fixture *f, bool degraded, struct ag_http_response *r)
 {
     ag_limiter_decide(&f->plan, f->res, &f->d);
     assert_int_equal(
-        ag_http_response_check(r, &f->plan, f->res, &f->d, degraded), AG_OK);
+        ag_http_response_check(r, &f->plan, f->res, &f->d, degraded, NULL),
+        AG_OK);
 }
 
 static void allowed_check_body_lists_every_decision(void **state)
@@ -114,8 +115,8 @@ static void allowed_check_rate_headers_follow_the_tightest(void **state)
     assert_int_equal(f.d.tightest, 1);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &f.plan, f.res, &f.d, false),
-                     AG_OK);
+    assert_int_equal(
+        ag_http_response_check(&r, &f.plan, f.res, &f.d, false, NULL), AG_OK);
     assert_true(r.rate_headers);
     assert_int_equal(r.rl_limit, 5);
     assert_int_equal(r.rl_remaining, 2);
@@ -374,7 +375,8 @@ static void check_without_policies_has_no_rate_headers(void **state)
     ag_limiter_decide(&plan, NULL, &d);
     struct ag_http_response r;
     ag_http_response_init(&r);
-    assert_int_equal(ag_http_response_check(&r, &plan, NULL, &d, false), AG_OK);
+    assert_int_equal(ag_http_response_check(&r, &plan, NULL, &d, false, NULL),
+                     AG_OK);
     assert_int_equal(r.status, 200);
     assert_false(r.rate_headers);
     json_t *b = body_json(&r);

@@ -70,15 +70,15 @@ static void each_verdict_renders_as_the_response_of_its_kind(void **state)
                            .plan = &f.plan,
                            .res = f.res,
                            .decision = f.d};
-    ag_http_response_check(&want, &f.plan, f.res, &f.d, false);
+    ag_http_response_check(&want, &f.plan, f.res, &f.d, false, NULL);
     assert_int_equal(want.status, 429);
     expect_rendered_as(&v, &want);
     v.degraded = true;
-    ag_http_response_check(&want, &f.plan, f.res, &f.d, true);
+    ag_http_response_check(&want, &f.plan, f.res, &f.d, true, NULL);
     expect_rendered_as(&v, &want);
     v.degraded = false;
     v.cached = true;
-    ag_http_response_cached(&want, &f.plan, f.res, &f.d);
+    ag_http_response_cached(&want, &f.plan, f.res, &f.d, NULL);
     expect_rendered_as(&v, &want);
     v.cached = false;
     v.inspected = true;

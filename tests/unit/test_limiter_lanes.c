@@ -56,6 +56,37 @@ static void failure_plan_charges_only_failure_policies(void **state)
     ag_ruleset_unref(s);
 }
 
+/* Issue 36: a failure counts only in the policies of its reason. */
+static void a_failure_counts_only_where_its_reason_does(void **state)
+{
+    (void)state;
+    struct ag_hasher h;
+    make_hasher(&h, 1);
+    struct ag_policy ps[] = {
+        policy("f.all", "login", "[\"user\"]", 5, ",\"counts\":\"failures\""),
+        policy("f.known", "login", "[\"user\"]", 5,
+               ",\"counts\":\"failures\",\"reasons\":[\"bad_password\","
+               "\"second_factor_failed\"]"),
+    };
+    struct ag_ruleset *s = ag_ruleset_new(ps, 2, 1);
+    assert_non_null(s);
+    struct ag_request r;
+    request(AG_EP_LOGIN, full_login, &r);
+    struct ag_plan plan;
+    r.reason = AG_REASON_UNKNOWN_USER;
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    static const char *const unknown[] = {"f.all"};
+    expect_plan(&plan, s, unknown, 1);
+    r.reason = AG_REASON_SECOND_FACTOR_FAILED;
+    assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
+    static const char *const both[] = {"f.all", "f.known"};
+    expect_plan(&plan, s, both, 2);
+    /* A check is judged by both, whatever a report would say. */
+    assert_int_equal(plan_of(s, AG_PLAN_CHECK, &r, &h, &plan), AG_OK);
+    expect_plan(&plan, s, both, 2);
+    ag_ruleset_unref(s);
+}
+
 static void reserve_and_release_plans_are_planned_as_a_check(void **state)
 {
     (void)state;
@@ -432,6 +463,7 @@ int main(void)
         cmocka_unit_test(reserve_and_release_plans_are_planned_as_a_check),
         cmocka_unit_test(a_peek_plan_is_the_check_plan_in_either_lane),
         cmocka_unit_test(failure_plan_charges_only_failure_policies),
+        cmocka_unit_test(a_failure_counts_only_where_its_reason_does),
         cmocka_unit_test(success_plan_clears_only_user_and_ip_failure_policies),
         cmocka_unit_test(
             success_plan_clears_every_consecutive_policy_it_can_key),

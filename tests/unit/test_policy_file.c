@@ -597,14 +597,18 @@ static void default_policies_match_the_documented_table(void **state)
         assert_int_equal(p->mode, mode);
         assert_int_equal(p->min_ratio_ppm, ppm);
         /* The shields: 5 times a week's typical minute; the unknown
-         * users' one counts only those. */
+         * users' one counts only those, the spray policy every reason
+         * but those (issue 36). */
         bool surge = p->algorithm == AG_ALG_SURGE;
         assert_int_equal(p->factor_milli, surge ? 5000 : 0);
         assert_int_equal(p->baseline_s, surge ? 604800 : 0);
-        assert_int_equal(p->reasons,
-                         strcmp(p->name, "login.site_unknown_users") == 0
-                             ? 1u << AG_REASON_UNKNOWN_USER
-                             : 0);
+        unsigned reasons = 0;
+        if (strcmp(p->name, "login.site_unknown_users") == 0)
+            reasons = 1u << AG_REASON_UNKNOWN_USER;
+        if (strcmp(p->name, "login.password_spray") == 0)
+            reasons = 1u << AG_REASON_BAD_PASSWORD |
+                      1u << AG_REASON_SECOND_FACTOR_FAILED;
+        assert_int_equal(p->reasons, reasons);
         /* The one signal policy trips on a breached password; the
          * others' signal field is 0 and unread. */
         if (p->algorithm == AG_ALG_SIGNAL)

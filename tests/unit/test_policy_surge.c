@@ -126,10 +126,35 @@ static void surge_fields_are_refused_elsewhere(void **state)
     expect_refused_saying(login_base, "baseline_s", "600", "baseline_s",
                           "surge");
     expect_refused_saying(login_base, "reasons", "[\"unknown_user\"]",
-                          "reasons", "surge");
+                          "reasons", "counts failures");
     struct ag_policy p;
     expect_accepted(login_base, "factor", "null", &p);
     assert_int_equal(p.factor_milli, 0);
+}
+
+/* Issue 36: reasons are any failure-counting policy's (a spray policy
+ * that leaves unknown users out), and its record keeps them. */
+static void reasons_are_any_failure_policys(void **state)
+{
+    (void)state;
+    static const char spray[] =
+        "{\"name\":\"login.password_spray\",\"endpoint\":\"login\","
+        "\"key\":[\"password_fp\"],\"algorithm\":\"distinct\",\"limit\":10,"
+        "\"window_s\":3600,\"counts\":\"failures\","
+        "\"applies_to\":\"untrusted\",\"action\":\"challenge\"}";
+    struct ag_policy p;
+    expect_accepted(spray, "reasons",
+                    "[\"bad_password\", \"second_factor_failed\"]", &p);
+    assert_int_equal(p.reasons, 1u << AG_REASON_BAD_PASSWORD |
+                                    1u << AG_REASON_SECOND_FACTOR_FAILED);
+    json_t *back = ag_policy_to_json(&p);
+    json_t *r = json_object_get(back, "reasons");
+    assert_int_equal(json_array_size(r), 2);
+    assert_string_equal(json_string_value(json_array_get(r, 0)),
+                        "bad_password");
+    json_decref(back);
+    expect_field_refused(spray, "reasons", "[]");
+    expect_field_refused(spray, "reasons", "[\"nope\"]");
 }
 
 static void surge_record_round_trips(void **state)
@@ -185,6 +210,7 @@ int main(void)
         cmocka_unit_test(surge_factor_is_from_1_5_to_100_in_thousandths),
         cmocka_unit_test(surge_baseline_is_two_windows_to_30_days),
         cmocka_unit_test(surge_reasons_are_failure_reasons_without_repeats),
+        cmocka_unit_test(reasons_are_any_failure_policys),
         cmocka_unit_test(surge_counts_the_site_and_holds),
         cmocka_unit_test(surge_fields_are_refused_elsewhere),
         cmocka_unit_test(surge_record_round_trips),

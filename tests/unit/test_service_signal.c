@@ -81,7 +81,8 @@ static void assert_challenged_by_the_signal(const struct ag_http_response *r)
     assert_int_equal(r->status, 429);
     assert_true(body_has(r, "{\"allowed\":false,\"policy\":\"login.breached_"
                             "password\",\"action\":\"challenge\","
-                            "\"retry_after\":1,\"device\":\"untrusted\""));
+                            "\"retry_after\":1,\"challenge_nonce\":\"c1."));
+    assert_true(body_has(r, "\",\"device\":\"untrusted\""));
     assert_true(body_has(r, "{\"policy\":\"login.breached_password\","
                             "\"allowed\":false,\"limit\":1,\"remaining\":0,"
                             "\"reset_after\":0,\"retry_after\":1,"
