@@ -70,15 +70,15 @@ local CLEAN, BY_COUNTS, BY_HAND = 0, 1, 2
 -- The hash's fields after window_ms, in the order of the reply.
 local FIELDS = {'window', 'count', 'attempts', 'prev_count', 'prev_attempts',
                 'baseline_milli', 'attempt_baseline_milli', 'taught',
-                'raised', 'whole', 'tainted', 'by_operator', 'long_said',
-                'since_ms', 'until_ms', 'switch_version', 'switch_ms',
-                'quiet_until_ms', 'last_ms'}
+                'attempts_taught', 'raised', 'whole', 'tainted',
+                'by_operator', 'long_said', 'since_ms', 'until_ms',
+                'switch_version', 'switch_ms', 'quiet_until_ms', 'last_ms'}
 -- The flags' positions, each 0 or 1 (tainted 0 to 2).
-local FLAGS = {[9] = 1, [10] = 1, [11] = 2, [12] = 1, [13] = 1}
+local FLAGS = {[10] = 1, [11] = 1, [12] = 2, [13] = 1, [14] = 1}
 
 -- ag_surge_init: lowered, nothing learned, windows from now.
 local s = {floor(now / window_ms), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-           0, 0, 0, 0, now}
+           0, 0, 0, 0, 0, now}
 
 -- The hash as it is, if it is a whole one of this window_ms; else it is
 -- deleted (another algorithm's fields, a key of another type, damage)
@@ -100,12 +100,12 @@ else
 end
 local window, count, attempts, prev_count, prev_attempts = s[1], s[2], s[3],
   s[4], s[5]
-local base, attempt_base, taught = s[6], s[7], s[8]
-local raised, whole, tainted = s[9] == 1, s[10] == 1, s[11]
-local by_operator, long_said = s[12] == 1, s[13] == 1
-local since_ms, until_ms, switch_version, switch_ms = s[14], s[15], s[16],
-  s[17]
-local quiet_until, last_ms = s[18], s[19]
+local base, attempt_base, taught, attempts_taught = s[6], s[7], s[8], s[9]
+local raised, whole, tainted = s[10] == 1, s[11] == 1, s[12]
+local by_operator, long_said = s[13] == 1, s[14] == 1
+local since_ms, until_ms, switch_version, switch_ms = s[15], s[16], s[17],
+  s[18]
+local quiet_until, last_ms = s[19], s[20]
 
 local function minus(a, b)
   return a > b and a - b or 0
@@ -154,7 +154,8 @@ end
 -- ag_surge.c's roll: to the later window wi.
 local function roll(wi)
   local gap = wi - window
-  if raised and not by_operator and gap == 1 and renews(attempts) then
+  if raised and not by_operator and gap == 1 and attempts_taught > 0 and
+      renews(attempts) then
     until_ms = max(until_ms, now + block_ms)
   end
   local young = taught < learn
@@ -163,14 +164,15 @@ local function roll(wi)
   if whole and signal then
     taught = taught + 1
     base = teach(base, count, taught, limit * 1000)
-    if tainted == CLEAN then
-      attempt_base = teach(attempt_base, attempts, taught, nil)
-    end
+  end
+  if whole and tainted == CLEAN then
+    attempts_taught = attempts_taught + 1
+    attempt_base = teach(attempt_base, attempts, attempts_taught, nil)
   end
   prev_count = gap == 1 and count or 0
   prev_attempts = gap == 1 and attempts or 0
   if gap - 1 > learn then
-    taught = 0
+    taught, attempts_taught = 0, 0
   end
   window, count, attempts = wi, 0, 0
   whole = gap == 1
@@ -226,7 +228,7 @@ if op == 'step' then
     raised, by_operator = false, false
     changed = LOWERED
   end
-  if not raised and count > t and taught > 0 and now >= quiet_until then
+  if not raised and count > t and now >= quiet_until then
     raise_now(now, false)
     until_ms = now + block_ms
     changed = RAISED
@@ -258,8 +260,8 @@ local function bit(b)
   return b and 1 or 0
 end
 local out = {window, count, attempts, prev_count, prev_attempts, base,
-             attempt_base, taught, bit(raised), bit(whole), tainted,
-             bit(by_operator), bit(long_said), since_ms, until_ms,
+             attempt_base, taught, attempts_taught, bit(raised), bit(whole),
+             tainted, bit(by_operator), bit(long_said), since_ms, until_ms,
              switch_version, switch_ms, quiet_until, last_ms}
 local set = {'window_ms', int(window_ms)}
 for i = 1, #FIELDS do

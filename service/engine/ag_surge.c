@@ -110,7 +110,7 @@ static void roll(struct ag_surge_state *st, const struct ag_surge_params *p,
                  uint64_t wi, uint64_t now_ms)
 {
     uint64_t gap = wi - st->window;
-    if (st->raised && !st->by_operator && gap == 1 &&
+    if (st->raised && !st->by_operator && gap == 1 && st->attempts_taught &&
         renews(st, p, st->attempts))
         st->until_ms = max_u(st->until_ms, now_ms + p->block_ms);
     bool young = ag_surge_young(st, p);
@@ -120,17 +120,19 @@ static void roll(struct ag_surge_state *st, const struct ag_surge_params *p,
         st->taught++;
         st->baseline_milli = teach(st->baseline_milli, st->count, st->taught,
                                    p->limit * 1000, p);
-        if (st->tainted == AG_SURGE_CLEAN)
-            st->attempt_baseline_milli =
-                teach(st->attempt_baseline_milli, st->attempts, st->taught,
-                      UINT64_MAX, p);
+    }
+    if (st->whole && st->tainted == AG_SURGE_CLEAN) {
+        st->attempts_taught++;
+        st->attempt_baseline_milli =
+            teach(st->attempt_baseline_milli, st->attempts,
+                  st->attempts_taught, UINT64_MAX, p);
     }
     st->prev_count = gap == 1 ? st->count : 0;
     st->prev_attempts = gap == 1 ? st->attempts : 0;
     /* Nobody counted for longer than the young phase: what was learned is
      * a starting point, learned again as fast as a new shield's. */
     if (gap - 1 > learn(p))
-        st->taught = 0;
+        st->taught = st->attempts_taught = 0;
     st->window = wi;
     st->count = 0;
     st->attempts = 0;
@@ -212,8 +214,7 @@ unsigned ag_surge_step(struct ag_surge_state *st,
         st->by_operator = false;
         changed |= AG_SURGE_LOWERED;
     }
-    if (!st->raised && st->count > threshold && st->taught > 0 &&
-        now_ms >= st->quiet_until_ms) {
+    if (!st->raised && st->count > threshold && now_ms >= st->quiet_until_ms) {
         raise_now(st, now_ms, false);
         st->until_ms = now_ms + p->block_ms;
         changed = (changed & ~AG_SURGE_LOWERED) | AG_SURGE_RAISED;

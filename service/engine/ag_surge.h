@@ -25,19 +25,20 @@
  * at most limit. Mature, div is min(n, baseline_ms / window_ms) and room
  * is b: the clipped running average of issue 27, e-fold a baseline
  * period at most. The lane's attempts have a baseline of their own,
- * learned the same way, but for the first window, taken whole.
+ * learned the same way from windows of their own count, but for the
+ * first, taken whole.
  *
  * Which windows teach: a window in which the shield was never raised
  * teaches both baselines. A window raised by the counts teaches the
  * signal's baseline when the shield counts failures (what failed then
  * had passed the challenge: the site's own failures, not the attack's)
  * or while it is young (it cannot tell a busy site from a wave yet), and
- * never the attempts'. A window the operator raised teaches nothing. A
- * shield raises on its counts only once it has taught a window (with
- * nothing learned it has nothing to compare with), and a window that
- * was not observed from its start (the first, one after a gap) teaches
- * nothing. A gap of more than `learn` windows makes the shield young
- * again.
+ * never the attempts'. A window the operator raised teaches nothing, nor
+ * does a window that was not observed from its start (the first, one
+ * after a gap). A gap of more than `learn` windows makes the shield young
+ * again. With nothing learned the threshold is the floor: a new shield
+ * raised by a busy site's own rate is held one hold, while the windows
+ * it was raised in teach it that rate.
  *
  * A raise by the counts holds until until_ms: block_ms after the raise,
  * moved on to block_ms after now whenever the count exceeds the
@@ -45,8 +46,10 @@
  * baseline by more than (factor - 1) x that baseline and by more than
  * noise (three Poisson deviations, and one): the bar a raise clears,
  * put on attempts, since a shield that challenges everyone sees the
- * failures stop but not the attack's checks. Nothing renewing it, it
- * is lowered block_ms after its last renewal. A raise by counts that has
+ * failures stop but not the attack's checks; a shield that has learned
+ * no attempts yet (every window since it began was raised) is renewed by
+ * its count alone. Nothing renewing it, it is lowered block_ms after its
+ * last renewal. A raise by counts that has
  * lasted AG_SURGE_LONG_HOLDS holds is said once (AG_SURGE_LONG).
  *
  * The operator's switch is explicit and versioned: a raise lasts the
@@ -114,7 +117,8 @@ struct ag_surge_state {
     uint64_t prev_attempts;
     uint64_t baseline_milli; /* the typical count per window, x 1000 */
     uint64_t attempt_baseline_milli;
-    uint64_t taught; /* windows the baselines learned from */
+    uint64_t taught;          /* windows the signal's baseline learned from */
+    uint64_t attempts_taught; /* and the attempts' (unraised ones only) */
     bool raised;
     bool whole;       /* the current window was observed from its start */
     uint8_t tainted;  /* enum ag_surge_taint of the current window */

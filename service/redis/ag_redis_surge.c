@@ -25,8 +25,8 @@
 #define SCRIPT_PIECE "surge.lua"
 #define ARGC 20    /* EVALSHA sha 2 two keys and lua/surge.lua's 15 ARGV */
 #define KEY_AT 3   /* the state key's index in argv */
-#define FIELDS 19  /* struct ag_surge_state's, in the reply's order */
-#define REPLY_N 24 /* the fields, changed, now_ms, threshold, others, other */
+#define FIELDS 20  /* struct ag_surge_state's, in the reply's order */
+#define REPLY_N 25 /* the fields, changed, now_ms, threshold, others, other */
 #define NUM_MAX 1000000000000000ull /* lua/surge.lua takes 15 digits */
 #define NUM_TEXT 24                 /* a uint64_t in decimal, and its NUL */
 #define KEY_TEXT (AG_STORE_KEY_MAX + 1 + AG_SURGE_SHAPE_MAX + 1)
@@ -107,8 +107,8 @@ static bool parse(const redisReply *r, struct ag_redis_surge_answer *out)
     const redisReply *other = r->element[REPLY_N - 1];
     if (other->type != REDIS_REPLY_STRING || other->len > AG_SURGE_SHAPE_MAX)
         return false;
-    if (v[8] > 1 || v[9] > 1 || v[10] > AG_SURGE_BY_HAND || v[11] > 1 ||
-        v[12] > 1 ||
+    if (v[9] > 1 || v[10] > 1 || v[11] > AG_SURGE_BY_HAND || v[12] > 1 ||
+        v[13] > 1 ||
         v[FIELDS] > (AG_SURGE_RAISED | AG_SURGE_LOWERED | AG_SURGE_LONG |
                      AG_SURGE_RESUMED))
         return false;
@@ -122,17 +122,18 @@ static bool parse(const redisReply *r, struct ag_redis_surge_answer *out)
         .baseline_milli = v[5],
         .attempt_baseline_milli = v[6],
         .taught = v[7],
-        .raised = v[8] == 1,
-        .whole = v[9] == 1,
-        .tainted = (uint8_t)v[10],
-        .by_operator = v[11] == 1,
-        .long_said = v[12] == 1,
-        .since_ms = v[13],
-        .until_ms = v[14],
-        .switch_version = v[15],
-        .switch_ms = v[16],
-        .quiet_until_ms = v[17],
-        .last_ms = v[18],
+        .attempts_taught = v[8],
+        .raised = v[9] == 1,
+        .whole = v[10] == 1,
+        .tainted = (uint8_t)v[11],
+        .by_operator = v[12] == 1,
+        .long_said = v[13] == 1,
+        .since_ms = v[14],
+        .until_ms = v[15],
+        .switch_version = v[16],
+        .switch_ms = v[17],
+        .quiet_until_ms = v[18],
+        .last_ms = v[19],
     };
     out->changed = (unsigned)v[FIELDS];
     out->now_ms = v[FIELDS + 1];

@@ -258,9 +258,10 @@ class ShieldTest(PolicyTest):
                     for k in keys), default=0)
 
     def wait_learned(self, names):
-        """Waits until every shield of names has learned a whole window: a
-        shield raises on its counts only then, having nothing to compare
-        with before (the window it began in is not whole)."""
+        """Waits until every shield of names has learned a whole window
+        (the window it began in is not whole): its attempts, learned from
+        a window it was not raised in, then hold a raise the failures
+        stop renewing, as a running site's shield has learned them."""
         self.assertTrue(wait_until(
             lambda: all(self.taught(n) >= 1 for n in names), 4 * W + 30),
             [(n, self.taught(n)) for n in names])

@@ -46,16 +46,13 @@ static const struct ag_surge_params P = {.window_ms = W,
 #define SHAPE "login.untrusted.failures.all.w60"
 
 /* The hash's fields: window_ms and struct ag_surge_state's. */
-static const char *const FIELDS[] = {"window_ms",      "window",
-                                     "count",          "attempts",
-                                     "prev_count",     "prev_attempts",
-                                     "baseline_milli", "attempt_baseline_milli",
-                                     "taught",         "raised",
-                                     "whole",          "tainted",
-                                     "by_operator",    "long_said",
-                                     "since_ms",       "until_ms",
-                                     "switch_version", "switch_ms",
-                                     "quiet_until_ms", "last_ms"};
+static const char *const FIELDS[] = {
+    "window_ms",  "window",          "count",          "attempts",
+    "prev_count", "prev_attempts",   "baseline_milli", "attempt_baseline_milli",
+    "taught",     "attempts_taught", "raised",         "whole",
+    "tainted",    "by_operator",     "long_said",      "since_ms",
+    "until_ms",   "switch_version",  "switch_ms",      "quiet_until_ms",
+    "last_ms"};
 #define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
 static struct ag_redis_surge_answer

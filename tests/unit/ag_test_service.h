@@ -269,9 +269,9 @@ static inline struct world *world_new(bool async, const char *const *policies,
 }
 
 /* Teaches w's shields of 60 s windows a whole window of what was counted
- * meanwhile (a shield raises on its counts only once it learned one):
- * the shields' clock moves to the start of the next minute, then on a
- * minute, a step at each. */
+ * meanwhile (a shield holds a raise on its attempts only once it learned
+ * them from a window it was not raised in): the shields' clock moves to
+ * the start of the next minute, then on a minute, a step at each. */
 static inline void shields_learn(struct world *w)
 {
     shield_now += 1;
