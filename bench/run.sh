@@ -134,7 +134,8 @@ done
 
 # The shields' names, and the keys of their state shared in Redis, which
 # the first step of their sync writes (the same for every instance: one
-# secret, one name each).
+# secret, one name and one configuration each; the shield's registry of
+# configurations, "...:shapes", beside it is left alone).
 shield_names=$(python3 -c 'import json, sys
 print(",".join(p["name"] for p in json.load(open(sys.argv[1]))["policies"]
                if p.get("algorithm") == "surge"))' "$work/sliding/policies.json")
@@ -143,7 +144,8 @@ if [ -n "$shield_names" ]; then
     for name in ${shield_names//,/ }; do
         key=
         for _ in $(seq 100); do
-            key=$(redis-cli -p "$rport" --scan --pattern "ag:$name:*")
+            key=$(redis-cli -p "$rport" --scan --pattern "ag:$name:*" |
+                grep -v ':shapes$' || true)
             [ -z "$key" ] || break
             sleep 0.1
         done

@@ -124,8 +124,8 @@ static void roll(struct ag_surge_state *st, const struct ag_surge_params *p,
     if (st->whole && st->tainted == AG_SURGE_CLEAN) {
         st->attempts_taught++;
         st->attempt_baseline_milli =
-            teach(st->attempt_baseline_milli, st->attempts,
-                  st->attempts_taught, UINT64_MAX, p);
+            teach(st->attempt_baseline_milli, st->attempts, st->attempts_taught,
+                  UINT64_MAX, p);
     }
     st->prev_count = gap == 1 ? st->count : 0;
     st->prev_attempts = gap == 1 ? st->attempts : 0;
