@@ -11,7 +11,7 @@
 -- their own KEYS[1], and learn that another one is in use.
 -- ARGV: now_ms ('': Redis TIME), op ('step', 'raise', 'lower'),
 -- window_ms, baseline_ms, block_ms, limit, factor_milli, failures (1: the
--- shield counts failures), count, attempts, for_ms (a raise's or a
+-- shield counts failures), count, attempts, passes, for_ms (a raise's or a
 -- lower's time; a step's resume's: 0 for none), known and raised_at_ms
 -- (a step's resume: the switch version the caller knew, when it
 -- raised), each at most 15 digits (exact in a double); then the shape
@@ -41,9 +41,9 @@ end
 
 local window_ms, baseline_ms, block_ms = arg(3), arg(4), arg(5)
 local limit, factor_milli, failures = arg(6), arg(7), arg(8) == 1
-local add_count, add_attempts, for_ms = arg(9), arg(10), arg(11)
-local known, raised_at = arg(12), arg(13)
-local shape, recent_ms = ARGV[14] or '', arg(15)
+local add_count, add_attempts, add_passes = arg(9), arg(10), arg(11)
+local for_ms, known, raised_at = arg(12), arg(13), arg(14)
+local shape, recent_ms = ARGV[15] or '', arg(16)
 if window_ms < 1 or baseline_ms < window_ms then
   error('bad surge window_ms or baseline_ms')
 end
@@ -68,17 +68,17 @@ local yd = max(1, floor(learn / 24))
 local CLEAN, BY_COUNTS, BY_HAND = 0, 1, 2
 
 -- The hash's fields after window_ms, in the order of the reply.
-local FIELDS = {'window', 'count', 'attempts', 'prev_count', 'prev_attempts',
-                'baseline_milli', 'attempt_baseline_milli', 'taught',
-                'attempts_taught', 'raised', 'whole', 'tainted',
+local FIELDS = {'window', 'count', 'attempts', 'passes', 'prev_count',
+                'prev_attempts', 'baseline_milli', 'attempt_baseline_milli',
+                'taught', 'attempts_taught', 'raised', 'whole', 'tainted',
                 'by_operator', 'long_said', 'since_ms', 'until_ms',
                 'switch_version', 'switch_ms', 'quiet_until_ms', 'last_ms'}
 -- The flags' positions, each 0 or 1 (tainted 0 to 2).
-local FLAGS = {[10] = 1, [11] = 1, [12] = 2, [13] = 1, [14] = 1}
+local FLAGS = {[11] = 1, [12] = 1, [13] = 2, [14] = 1, [15] = 1}
 
 -- ag_surge_init: lowered, nothing learned, windows from now.
 local s = {floor(now / window_ms), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-           0, 0, 0, 0, 0, now}
+           0, 0, 0, 0, 0, 0, now}
 
 -- The hash as it is, if it is a whole one of this window_ms; else it is
 -- deleted (another algorithm's fields, a key of another type, damage)
@@ -98,14 +98,14 @@ if whole_hash then
 else
   redis.call('DEL', key)
 end
-local window, count, attempts, prev_count, prev_attempts = s[1], s[2], s[3],
-  s[4], s[5]
-local base, attempt_base, taught, attempts_taught = s[6], s[7], s[8], s[9]
-local raised, whole, tainted = s[10] == 1, s[11] == 1, s[12]
-local by_operator, long_said = s[13] == 1, s[14] == 1
-local since_ms, until_ms, switch_version, switch_ms = s[15], s[16], s[17],
-  s[18]
-local quiet_until, last_ms = s[19], s[20]
+local window, count, attempts, passes = s[1], s[2], s[3], s[4]
+local prev_count, prev_attempts = s[5], s[6]
+local base, attempt_base, taught, attempts_taught = s[7], s[8], s[9], s[10]
+local raised, whole, tainted = s[11] == 1, s[12] == 1, s[13]
+local by_operator, long_said = s[14] == 1, s[15] == 1
+local since_ms, until_ms, switch_version, switch_ms = s[16], s[17], s[18],
+  s[19]
+local quiet_until, last_ms = s[20], s[21]
 
 local function minus(a, b)
   return a > b and a - b or 0
@@ -155,7 +155,7 @@ end
 local function roll(wi)
   local gap = wi - window
   if raised and not by_operator and gap == 1 and attempts_taught > 0 and
-      renews(attempts) then
+      renews(minus(attempts, passes)) then
     until_ms = max(until_ms, now + block_ms)
   end
   local young = taught < learn
@@ -172,9 +172,9 @@ local function roll(wi)
   prev_count = gap == 1 and count or 0
   prev_attempts = gap == 1 and attempts or 0
   if gap - 1 > learn then
-    taught, attempts_taught = 0, 0
+    taught, attempts_taught = min(taught, 1), min(attempts_taught, 1)
   end
-  window, count, attempts = wi, 0, 0
+  window, count, attempts, passes = wi, 0, 0, 0
   whole = gap == 1
   tainted = not raised and CLEAN or by_operator and BY_HAND or BY_COUNTS
 end
@@ -191,7 +191,8 @@ local function advance()
   if wi > window then
     roll(wi)
   elseif wi < window then
-    window, count, attempts, prev_count, prev_attempts = wi, 0, 0, 0, 0
+    window, count, attempts, passes = wi, 0, 0, 0
+    prev_count, prev_attempts = 0, 0
     whole = false
   end
 end
@@ -210,6 +211,7 @@ advance()
 if op == 'step' then
   count = count + add_count
   attempts = attempts + add_attempts
+  passes = passes + add_passes
   local t = threshold()
   if raised and count > t then
     until_ms = max(until_ms, now + block_ms)
@@ -259,10 +261,10 @@ end
 local function bit(b)
   return b and 1 or 0
 end
-local out = {window, count, attempts, prev_count, prev_attempts, base,
-             attempt_base, taught, attempts_taught, bit(raised), bit(whole),
-             tainted, bit(by_operator), bit(long_said), since_ms, until_ms,
-             switch_version, switch_ms, quiet_until, last_ms}
+local out = {window, count, attempts, passes, prev_count, prev_attempts,
+             base, attempt_base, taught, attempts_taught, bit(raised),
+             bit(whole), tainted, bit(by_operator), bit(long_said), since_ms,
+             until_ms, switch_version, switch_ms, quiet_until, last_ms}
 local set = {'window_ms', int(window_ms)}
 for i = 1, #FIELDS do
   set[#set + 1] = FIELDS[i]
@@ -278,17 +280,23 @@ redis.call('HSET', registry, shape, int(now))
 local all = redis.call('HGETALL', registry)
 for i = 1, #all, 2 do
   local name, at = all[i], tonumber(all[i + 1]) or 0
+  -- How far from now, either way: a clock that stepped back leaves
+  -- times ahead of it, which are no sign of use.
+  local apart = now >= at and now - at or at - now
   if name ~= shape then
-    if now - at <= recent_ms then
+    if apart <= recent_ms then
       others = others + 1
       if at > latest_ms then
         latest, latest_ms = name, at
       end
-    elseif now - at > 2 * baseline_ms then
+    elseif apart > 2 * baseline_ms then
       redis.call('HDEL', registry, name)
     end
   end
 end
+-- A shape's name is at most 95 bytes (ag_redis_surge.h); another
+-- version's longer one is cut, not a reply the caller refuses.
+latest = string.sub(latest, 1, 95)
 redis.call('PEXPIRE', registry, int(2 * baseline_ms))
 
 out[#out + 1] = changed

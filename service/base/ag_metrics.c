@@ -535,12 +535,12 @@ void ag_metrics_pass(struct ag_metrics *m, enum ag_metrics_pass_kind kind,
                                   memory_order_relaxed);
 }
 
-/* Every nonce result; of true, only accepted, all it can be. */
+/* Every nonce result but refused; of true, accepted and refused. */
 static int render_passes(struct ag_metrics *m, struct ag_buf *b)
 {
     static const char *const kinds[] = {"nonce", "true"};
     static const char *const results[] = {"accepted", "expired", "forged",
-                                          "reused"};
+                                          "reused", "refused"};
     int rc = ag_buf_puts(
         b, "# HELP abuseguard_challenge_passes_total Checks that said they "
            "passed a challenge, by the form (a nonce, or true) and what "
@@ -548,7 +548,9 @@ static int render_passes(struct ag_metrics *m, struct ag_buf *b)
            "# TYPE abuseguard_challenge_passes_total counter\n");
     for (int k = 0; !rc && k < AG_METRICS_PASS_KINDS; k++)
         for (int r = 0; !rc && r < AG_METRICS_PASS_RESULTS; r++)
-            if (k == AG_METRICS_PASS_NONCE || r == AG_METRICS_PASS_ACCEPTED)
+            if ((k == AG_METRICS_PASS_NONCE) !=
+                    (r == AG_METRICS_PASS_REFUSED) ||
+                r == AG_METRICS_PASS_ACCEPTED)
                 rc = ag_buf_printf(b,
                                    "abuseguard_challenge_passes_total{kind="
                                    "\"%s\",result=\"%s\"} %" PRIu64 "\n",

@@ -157,7 +157,7 @@ void ag_metrics_breached_login(struct ag_metrics *m, bool trusted);
 
 /* A check that said it passed a challenge (challenge_passed): with a
  * nonce, or with true (the old form, taken while --challenge-pass is
- * lenient); and what came of it. */
+ * lenient, nothing while strict); and what came of it. */
 enum ag_metrics_pass_kind {
     AG_METRICS_PASS_NONCE,
     AG_METRICS_PASS_TRUE,
@@ -168,6 +168,7 @@ enum ag_metrics_pass_result {
     AG_METRICS_PASS_EXPIRED,  /* authentic, past its five minutes */
     AG_METRICS_PASS_FORGED,   /* not minted for this subject, lane, key */
     AG_METRICS_PASS_REUSED,   /* authentic, but a check used it already */
+    AG_METRICS_PASS_REFUSED,  /* true while --challenge-pass is strict */
     AG_METRICS_PASS_RESULTS
 };
 void ag_metrics_pass(struct ag_metrics *m, enum ag_metrics_pass_kind kind,

@@ -234,35 +234,45 @@ static void unavailable(struct ag_verdict *v, const char *why)
     v->why = why;
 }
 
-/* The old form of a pass, true: taken while lenient, counted, and said
- * once a minute at most, for the integrations still sending it. */
-static void pass_true(struct ag_service *s)
+/* The old form of a pass, true: a pass while lenient (req's
+ * challenge_passed says which), counted, and said once a minute at most,
+ * for the integrations still sending it. */
+static void pass_true(struct ag_service *s, const struct ag_request *req)
 {
+    bool taken = req->challenge_passed;
     ag_metrics_pass(s->o.metrics, AG_METRICS_PASS_TRUE,
-                    AG_METRICS_PASS_ACCEPTED);
+                    taken ? AG_METRICS_PASS_ACCEPTED : AG_METRICS_PASS_REFUSED);
     uint64_t now = ag_clock_mono_ms();
     uint64_t said =
         atomic_load_explicit(&s->pass_true_said_ms, memory_order_relaxed);
     if ((said && now - said < 60000) ||
         !atomic_compare_exchange_strong(&s->pass_true_said_ms, &said, now))
         return;
-    ag_log(AG_LOG_WARN, "challenge_pass_deprecated",
-           "a check said \"challenge_passed\": true, which proves nothing: "
-           "send the challenge_nonce of the answer that asked for the "
-           "challenge (--challenge-pass strict will refuse true; said once a "
-           "minute)");
+    if (taken)
+        ag_log(AG_LOG_WARN, "challenge_pass_deprecated",
+               "a check said \"challenge_passed\": true, which proves "
+               "nothing: send the challenge_nonce of the answer that asked "
+               "for the challenge (--challenge-pass strict takes true for no "
+               "pass; said once a minute)");
+    else
+        ag_log(AG_LOG_WARN, "challenge_pass_refused",
+               "a check said \"challenge_passed\": true, which "
+               "--challenge-pass strict takes for no pass: send the "
+               "challenge_nonce of the answer that asked for the challenge "
+               "(said once a minute)");
 }
 
 /* A check's pass (req->pass): a nonce verified for req's endpoint,
  * subject and lane makes it a pass, and its id goes into id_hex (else
- * ""); true is one while lenient (the parser refused it otherwise).
+ * ""); true is one while lenient (the parser said so), none while
+ * strict.
  * Counted in the metrics when count is true (a check, not an inspect). */
 static void judge_pass(struct ag_service *s, struct ag_request *req,
                        struct ag_digests *d, bool count, char *id_hex)
 {
     id_hex[0] = '\0';
     if (req->pass == AG_PASS_TRUE && count)
-        pass_true(s);
+        pass_true(s, req);
     if (req->pass != AG_PASS_NONCE)
         return;
     const char *subject = ag_digests_subject(d);

@@ -202,7 +202,7 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
  * audit row: never an identifier. */
 struct ag_inspect_keys {
     size_t n;
-    char key[AG_PLAN_MAX][AG_STORE_KEY_MAX];
+    char key[AG_PLAN_OPS][AG_STORE_KEY_MAX];
 };
 
 /* The support desk's "why can't this customer log in?": what a check of

@@ -162,8 +162,8 @@ static bool answer_cached(struct ag_service *s, struct ag_check *c,
         return false;
     /* Looked up first, the plan untouched, so that a check the cache must
      * not answer still goes to Redis whole. */
-    bool hit[AG_PLAN_MAX] = {false};
-    struct ag_limit_result found[AG_PLAN_MAX];
+    bool hit[AG_PLAN_OPS] = {false};
+    struct ag_limit_result found[AG_PLAN_OPS];
     size_t hits = 0;
     uint64_t now = ag_deny_cache_now(dc);
     for (size_t i = 0; i < c->plan.n; i++) {
@@ -595,7 +595,7 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     if (!req.success)
         plan_password_fp(s, &req, &d, &p);
     ag_service__send_resets(s);
-    struct ag_limit_result res[AG_PLAN_MAX];
+    struct ag_limit_result res[AG_PLAN_OPS];
     int rc = req.success ? ag_store_clear(s->o.store, &p)
                          : ag_store_check(s->o.store, &p, res);
     if (rc) {
@@ -648,7 +648,7 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
         if (ag_service__match_lists(set, &d))
             p.n = 0;
         ag_service__send_resets(s);
-        struct ag_limit_result res[AG_PLAN_MAX];
+        struct ag_limit_result res[AG_PLAN_OPS];
         if (p.n && ag_store_check(s->o.store, &p, res)) {
             ag_log(AG_LOG_WARN, "report_degraded",
                    "otp report recorded in the fallback store only");

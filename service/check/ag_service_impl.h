@@ -82,7 +82,7 @@ struct ag_check {
     char country[AG_COUNTRY_MAX];        /* otp: the phone's calling code */
     char phone_prefix[AG_PHONE_MAX + 1]; /* otp: its number range */
     struct ag_plan plan;
-    struct ag_limit_result res[AG_PLAN_MAX];
+    struct ag_limit_result res[AG_PLAN_OPS];
     /* The signal policies that judge it (ag_limiter_plan_signals): kept
      * apart from the plan while the store has it, which never sees one,
      * and added to it before the plan is decided (then nsignals is 0). */

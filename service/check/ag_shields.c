@@ -97,7 +97,9 @@ static void shape_of(const struct ag_policy *p, char *out)
         [AG_LANE_UNTRUSTED] = "untrusted",
     };
     char reasons[64] = "all";
-    if (p->reasons) {
+    /* Every reason named is every reason: the same shape. */
+    unsigned all = (1u << AG_REASON_COUNT) - 1;
+    if (p->reasons && (p->reasons & all) != all) {
         size_t n = 0;
         for (unsigned r = 0; r < AG_REASON_COUNT; r++)
             if (p->reasons & 1u << r)
@@ -133,6 +135,7 @@ static void init_entry(struct ag_shields *sh, struct ag_shield *e,
     shield_key(sh, p, e->key);
     atomic_init(&e->count, 0);
     atomic_init(&e->attempts, 0);
+    atomic_init(&e->passes, 0);
     atomic_init(&e->raised, false);
     atomic_init(&e->until_mono_ms, 0);
     ag_surge_init(&e->local, &e->params, now_ms);
@@ -149,6 +152,40 @@ static void init_entry(struct ag_shields *sh, struct ag_shield *e,
     e->own_until_ms = e->own_since_ms = 0;
     e->shape_since_mono = ag_clock_mono_ms();
     e->disagree_logged_mono = 0;
+}
+
+/* A new entry of a new shape (a window or what it counts edited) whose
+ * shield was raised under its old shape keeps the raise for what is left
+ * of its hold: locally at once, and in the new shape's shared state with
+ * its first step, as a raise of this instance's own (unless the operator
+ * switched that state meanwhile). An edit during an attack drops no
+ * shield. Under the lock. */
+static void carry_raise(struct ag_shields *sh, struct ag_shield *e,
+                        const struct ag_shield_table *old, uint64_t now)
+{
+    (void)sh;
+    for (size_t i = 0; old && i < old->n; i++) {
+        const struct ag_shield *o = &old->shields[i];
+        if (strcmp(o->policy->name, e->policy->name) != 0)
+            continue;
+        if (strcmp(o->view.shape, e->view.shape) == 0 ||
+            !o->view.state.raised || e->view.state.raised)
+            return;
+        const struct ag_surge_state *was = &o->view.state;
+        uint64_t left =
+            was->until_ms > o->view.now_ms ? was->until_ms - o->view.now_ms : 1;
+        ag_surge_follow(&e->local, &e->params, now, was, o->view.now_ms);
+        e->local.switch_version = 0;
+        e->own_since_ms = now;
+        e->own_until_ms = now + left;
+        e->view.state = e->local;
+        e->view.now_ms = now;
+        e->view.source = o->view.source;
+        e->view.stepped = true;
+        atomic_store(&e->raised, true);
+        atomic_store(&e->until_mono_ms, ag_clock_mono_ms() + left);
+        return;
+    }
 }
 
 struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
@@ -182,6 +219,7 @@ struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
          * lands on it after this is lost, which a count may be. */
         atomic_store(&e->count, atomic_exchange(&o->count, 0));
         atomic_store(&e->attempts, atomic_exchange(&o->attempts, 0));
+        atomic_store(&e->passes, atomic_exchange(&o->passes, 0));
         atomic_store(&e->raised, atomic_load(&o->raised));
         atomic_store(&e->until_mono_ms, atomic_load(&o->until_mono_ms));
         e->local = o->local;
@@ -201,6 +239,8 @@ struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
         e->view.threshold = ag_surge_threshold(&e->view.state, &e->params);
         e->view.young = ag_surge_young(&e->view.state, &e->params);
     }
+    for (size_t i = 0; i < t->n; i++)
+        carry_raise(sh, &t->shields[i], sh->table, now);
     pthread_mutex_unlock(&sh->lock);
     return t;
 }
@@ -220,11 +260,15 @@ void ag_shields_count_check(struct ag_shield_table *t,
                             enum ag_endpoint endpoint, bool trusted,
                             bool passed)
 {
-    for (size_t i = 0; t && !passed && i < t->n; i++) {
+    for (size_t i = 0; t && i < t->n; i++) {
         struct ag_shield *e = &t->shields[i];
         if (e->policy->endpoint != endpoint ||
             !ag_limiter_in_lane(e->policy, trusted))
             continue;
+        if (passed) {
+            atomic_fetch_add_explicit(&e->passes, 1, memory_order_relaxed);
+            continue;
+        }
         atomic_fetch_add_explicit(&e->attempts, 1, memory_order_relaxed);
         if (e->policy->counts == AG_COUNTS_ATTEMPTS)
             atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
@@ -319,8 +363,10 @@ static unsigned step_local(struct ag_shield *e,
     *own = false;
     switch (call->op) {
     case AG_SURGE_OP_STEP:
-        changed = ag_surge_step(st, &e->params, now, call->count,
-                                call->attempts, NULL);
+        changed = ag_surge_step(st, &e->params, now,
+                                &(struct ag_surge_counts){
+                                    call->count, call->attempts, call->passes},
+                                NULL);
         *own = st->raised && !st->by_operator && st->until_ms > until;
         break;
     case AG_SURGE_OP_RAISE:
@@ -364,6 +410,10 @@ void ag_shields__steps(struct ag_shields *sh, struct ag_shield *e,
     uint64_t now = wall_ms(sh);
     bool own;
     unsigned local_changed = step_local(e, call, now, &own);
+    /* The operator's switch, even one Redis did not take, outranks what
+     * this instance's own counts did meanwhile: none of it goes back. */
+    if (call->op != AG_SURGE_OP_STEP)
+        e->own_until_ms = e->own_since_ms = 0;
     /* A raise or renewal this instance's own counts made while Redis did
      * not answer goes back with the next step that reaches it, for what
      * is left of its hold, unless the operator switched meanwhile
@@ -461,6 +511,7 @@ void ag_shields_sync(struct ag_shields *sh)
             .op = AG_SURGE_OP_STEP,
             .count = atomic_exchange(&e->count, 0),
             .attempts = atomic_exchange(&e->attempts, 0),
+            .passes = atomic_exchange(&e->passes, 0),
         };
         ag_shields__steps(sh, e, &call);
     }

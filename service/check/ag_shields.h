@@ -97,10 +97,11 @@ struct ag_shield {
      * verdict names); the state of each shape lives under
      * "<key>:<shape>" (ag_redis_surge.h). */
     char key[AG_STORE_KEY_MAX];
-    /* Counted since the last sync: the policy's signal and its lane's
-     * checks. */
+    /* Counted since the last sync: the policy's signal, its lane's checks
+     * and those of them that brought a passed challenge. */
     atomic_uint_fast64_t count;
     atomic_uint_fast64_t attempts;
+    atomic_uint_fast64_t passes;
     /* What checks read: raised, and until when on CLOCK_MONOTONIC (ms). */
     atomic_bool raised;
     atomic_uint_fast64_t until_mono_ms;
@@ -163,7 +164,8 @@ void ag_shield_table_unref(struct ag_shield_table *t);
 /* A check of endpoint in the lane trusted: counted in its shields, the
  * signal of those that count attempts and the lane's attempts of all; a
  * check that brings a passed challenge (passed) is the attempt it was
- * asked for again, no new one, and counts in neither. */
+ * asked for again, no new one, and counts as a pass instead (what a real
+ * user makes and an attack does not: ag_surge.h). */
 void ag_shields_count_check(struct ag_shield_table *t,
                             enum ag_endpoint endpoint, bool trusted,
                             bool passed);

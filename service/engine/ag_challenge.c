@@ -99,8 +99,9 @@ ag_challenge_verify(const struct ag_challenge_key *k, const char *text,
     uint64_t expires = 0;
     for (int i = 0; i < TIME_BYTES; i++)
         expires = expires << 8 | raw[i];
-    /* One from further ahead than a nonce lives was not minted here. */
-    if (expires > now_s + AG_CHALLENGE_TTL_S)
+    /* One from further ahead than a nonce lives (and the instances'
+     * clocks may differ) was not minted here. */
+    if (expires > now_s + AG_CHALLENGE_TTL_S + AG_CHALLENGE_SKEW_S)
         return AG_CHALLENGE_FORGED;
     if (now_s >= expires)
         return AG_CHALLENGE_EXPIRED;
@@ -115,7 +116,7 @@ static const struct ag_policy pass_policy = {
     .endpoint = AG_EP_LOGIN,
     .key = {AG_KEY_USER},
     .nkeys = 1,
-    .algorithm = AG_ALG_FIXED_WINDOW,
+    .algorithm = AG_ALG_SLIDING_LOG,
     .limit = 1,
     .window_s = AG_CHALLENGE_TTL_S,
     .block_growth = 1,

@@ -7,11 +7,11 @@
  * as a device token is (ag_device.h): it proves that this service asked
  * for a challenge of this endpoint's subject in this lane, recently; it
  * names nothing in plaintext. It is single-use: the check that brings it
- * charges it to a fixed window of one in the store (ag_challenge_plan),
- * so a second check with it is asked for a challenge again
- * (ag_limiter_plan_pass); while Redis
- * does not answer that window is each instance's own, so a nonce passes
- * once per instance at most, until it expires.
+ * charges it to a sliding log of one in the store, remembered for five
+ * minutes from its use (ag_limiter_plan_pass), so a second check with it
+ * is asked for a challenge again; while Redis does not answer that log is
+ * each instance's own, so a nonce passes once per instance at most,
+ * until it expires.
  *
  * Text (51 bytes): "c1." then URL-safe base64 without padding of
  *   expires_at (4 bytes, big-endian Unix seconds) || id (16 bytes)
@@ -48,6 +48,9 @@
 #define AG_CHALLENGE_ID_HEX (2 * AG_CHALLENGE_ID_BYTES)
 #define AG_CHALLENGE_LEN 51    /* "c1." and 48 characters of base64 */
 #define AG_CHALLENGE_TTL_S 300 /* a nonce is good for five minutes */
+/* An expiry up to this far past a nonce's life is accepted: one instance
+ * minted it, another whose clock is behind may judge it. */
+#define AG_CHALLENGE_SKEW_S 60
 /* The name its single use is counted under in answers and metrics, a
  * name no policy may take. */
 #define AG_CHALLENGE_POLICY AG_POLICY_CHALLENGE_PASS
@@ -92,8 +95,10 @@ ag_challenge_verify(const struct ag_challenge_key *k, const char *text,
                     size_t len, enum ag_endpoint endpoint, bool trusted,
                     const char *subject_digest, uint64_t now_s, char *id_hex);
 
-/* The policy a nonce's single use is charged to: a fixed window of one
- * request over AG_CHALLENGE_TTL_S that asks for a challenge when
+/* The policy a nonce's single use is charged to: a sliding log of one
+ * request over AG_CHALLENGE_TTL_S (its use is remembered for as long as
+ * the nonce can live after it, and a window aligned to the clock would
+ * let it pass again across its boundary) that asks for a challenge when
  * denied, named AG_CHALLENGE_POLICY. Static; never in a ruleset. */
 const struct ag_policy *ag_challenge_policy(void);
 

@@ -192,7 +192,7 @@ int ag_limiter_plan_signals(const struct ag_ruleset *set,
             continue;
         /* Nothing to record: it is never sent to a store. */
         op.charge = false;
-        if (*n == AG_SIGNALS_MAX || plan->n + *n == AG_PLAN_MAX)
+        if (*n == AG_SIGNALS_MAX || plan->n + *n == AG_PLAN_OPS)
             return AG_ETOOBIG;
         ops[(*n)++] = op;
     }
@@ -338,7 +338,7 @@ const char *ag_digests_subject(struct ag_digests *d)
 
 int ag_limiter_plan_pass(struct ag_plan *plan, const char *id_hex, bool tagged)
 {
-    if (plan->n == AG_PLAN_MAX)
+    if (plan->n == AG_PLAN_OPS)
         return AG_ETOOBIG;
     struct ag_limit_op *op = &plan->ops[plan->n];
     memset(op, 0, sizeof *op);

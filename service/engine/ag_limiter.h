@@ -31,6 +31,9 @@
 #include "ag_request.h"
 
 #define AG_PLAN_MAX 32 /* policies applied to one check at most */
+/* A plan's ops at most: its policies and a challenge pass's single use
+ * (ag_limiter_plan_pass), which never takes a policy's place. */
+#define AG_PLAN_OPS (AG_PLAN_MAX + 1)
 /* Signal policies applied to one check at most (of AG_PLAN_MAX). */
 #define AG_SIGNALS_MAX 8
 /* "ag:" name ":" digest, and room for a suffix such as ":b". */
@@ -110,7 +113,7 @@ struct ag_plan {
     enum ag_plan_kind kind;
     bool trusted; /* the lane it was planned for */
     size_t n;
-    struct ag_limit_op ops[AG_PLAN_MAX];
+    struct ag_limit_op ops[AG_PLAN_OPS];
     /* AG_PLAN_FAILURE only, and set by whoever makes one (the login
      * report; ag_limiter_plan clears them): the keyed digest of the
      * user and the password fingerprint ("" for none: every failure

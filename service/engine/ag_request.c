@@ -163,27 +163,22 @@ static int read_pass(const json_t *root, const struct ag_request_opts *opts,
     const json_t *v = json_object_get(root, "challenge_passed");
     if (!v || json_is_false(v))
         return AG_OK;
-    bool strict = opts && opts->strict_pass;
+    /* true: a pass while lenient; while strict, no pass at all (the
+     * check is judged as without it), not a 400: an integration that
+     * lets a 4xx through would make an injected true a way past every
+     * policy, deny ones too. */
     if (json_is_true(v)) {
-        if (strict)
-            return ag_error_refuse(err, "challenge_passed",
-                                   "must be the challenge_nonce of the "
-                                   "answer that asked for the challenge: "
-                                   "true is refused while --challenge-pass "
-                                   "is strict");
         out->pass = AG_PASS_TRUE;
-        out->challenge_passed = true;
+        out->challenge_passed = !(opts && opts->strict_pass);
         return AG_OK;
     }
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
     if (!s || !ag_challenge_shape(s, len))
         return ag_error_refuse(err, "challenge_passed",
-                               strict ? "must be the challenge_nonce of the "
-                                        "answer that asked for the challenge"
-                                      : "must be the challenge_nonce of the "
-                                        "answer that asked for the "
-                                        "challenge, true or false");
+                               "must be the challenge_nonce of the answer "
+                               "that asked for the challenge, true or "
+                               "false");
     memcpy(out->pass_nonce, s, len + 1);
     out->pass = AG_PASS_NONCE;
     return AG_OK;

@@ -26,7 +26,7 @@
 /* What a check says of a challenge. */
 enum ag_pass {
     AG_PASS_NONE,  /* absent or false */
-    AG_PASS_TRUE,  /* true: the caller vouches, unproven (lenient only) */
+    AG_PASS_TRUE,  /* true: the caller vouches, unproven (a pass if lenient) */
     AG_PASS_NONCE, /* the nonce a challenge answer carried */
 };
 
@@ -52,9 +52,10 @@ struct ag_request {
      * the nonce of the answer that asked for it, as sent. */
     enum ag_pass pass;
     char pass_nonce[AG_CHALLENGE_LEN + 1];
-    /* A challenge passed: true as soon as parsed for AG_PASS_TRUE; for a
-     * nonce, once the service verified it (ag_challenge_verify). Every
-     * challenge of the check is waived then. */
+    /* A challenge passed: for AG_PASS_TRUE as soon as parsed, while
+     * lenient (strict takes true for nothing); for a nonce, once the
+     * service verified it (ag_challenge_verify). Every challenge of the
+     * check is waived then. */
     bool challenge_passed;
     /* The lane: set by ag_request_trust once the service verified the
      * token for this user; the parser leaves the request untrusted. */
@@ -79,8 +80,8 @@ struct ag_request_opts {
     unsigned ipv6_ip_prefix;      /* bits of an IPv6 address in its ip key */
     unsigned ipv6_group_prefix;   /* bits of an IPv6 ip_prefix key */
     unsigned ipv4_group_prefix;   /* bits of an IPv4 ip_prefix key */
-    /* --challenge-pass strict: challenge_passed takes a nonce only, and
-     * true is refused; lenient (false) takes true too. */
+    /* --challenge-pass strict: only a nonce passes, true passes nothing;
+     * lenient (false) takes true as a pass too. */
     bool strict_pass;
 };
 

@@ -178,8 +178,8 @@ static int mem_check(struct ag_store *base, const struct ag_plan *plan,
     bool record = plan->kind == AG_PLAN_FAILURE;
     bool peek = plan->kind == AG_PLAN_PEEK;
     int rc = AG_OK;
-    struct ag_mem_eval ev[AG_PLAN_MAX];
-    uint64_t blocked_ms[AG_PLAN_MAX];
+    struct ag_mem_eval ev[AG_PLAN_OPS];
+    uint64_t blocked_ms[AG_PLAN_OPS];
     bool denied = false;
     pthread_mutex_lock(&s->lock);
     s->check++;

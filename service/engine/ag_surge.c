@@ -58,7 +58,10 @@ void ag_surge_init(struct ag_surge_state *st, const struct ag_surge_params *p,
 uint64_t ag_surge_threshold(const struct ag_surge_state *st,
                             const struct ag_surge_params *p)
 {
-    return max_u(p->limit, st->baseline_milli * p->factor_milli / 1000000);
+    /* baseline x factor / 10^6, split as lua/surge.lua splits it, so that
+     * no product overflows. */
+    uint64_t q = st->baseline_milli / 1000000, r = st->baseline_milli % 1000000;
+    return max_u(p->limit, q * p->factor_milli + r * p->factor_milli / 1000000);
 }
 
 bool ag_surge_young(const struct ag_surge_state *st,
@@ -111,7 +114,7 @@ static void roll(struct ag_surge_state *st, const struct ag_surge_params *p,
 {
     uint64_t gap = wi - st->window;
     if (st->raised && !st->by_operator && gap == 1 && st->attempts_taught &&
-        renews(st, p, st->attempts))
+        renews(st, p, minus(st->attempts, st->passes)))
         st->until_ms = max_u(st->until_ms, now_ms + p->block_ms);
     bool young = ag_surge_young(st, p);
     bool signal = st->tainted == AG_SURGE_CLEAN ||
@@ -130,12 +133,17 @@ static void roll(struct ag_surge_state *st, const struct ag_surge_params *p,
     st->prev_count = gap == 1 ? st->count : 0;
     st->prev_attempts = gap == 1 ? st->attempts : 0;
     /* Nobody counted for longer than the young phase: what was learned is
-     * a starting point, learned again as fast as a new shield's. */
-    if (gap - 1 > learn(p))
-        st->taught = st->attempts_taught = 0;
+     * a starting point, as one window's worth, learned again as fast as a
+     * young shield learns (not a new one's first window, which would take
+     * the floor for it). */
+    if (gap - 1 > learn(p)) {
+        st->taught = min_u(st->taught, 1);
+        st->attempts_taught = min_u(st->attempts_taught, 1);
+    }
     st->window = wi;
     st->count = 0;
     st->attempts = 0;
+    st->passes = 0;
     st->whole = gap == 1;
     st->tainted = !st->raised       ? AG_SURGE_CLEAN
                   : st->by_operator ? AG_SURGE_BY_HAND
@@ -162,7 +170,7 @@ static void advance(struct ag_surge_state *st, const struct ag_surge_params *p,
         roll(st, p, wi, now_ms);
     } else if (wi < st->window) {
         st->window = wi;
-        st->count = st->attempts = 0;
+        st->count = st->attempts = st->passes = 0;
         st->prev_count = st->prev_attempts = 0;
         st->whole = false;
     }
@@ -191,12 +199,13 @@ static bool resumes(const struct ag_surge_state *st,
 
 unsigned ag_surge_step(struct ag_surge_state *st,
                        const struct ag_surge_params *p, uint64_t now_ms,
-                       uint64_t count, uint64_t attempts,
+                       const struct ag_surge_counts *c,
                        const struct ag_surge_resume *resume)
 {
     advance(st, p, now_ms);
-    st->count += count;
-    st->attempts += attempts;
+    st->count += c->count;
+    st->attempts += c->attempts;
+    st->passes += c->passes;
     uint64_t threshold = ag_surge_threshold(st, p);
     unsigned changed = 0;
     if (st->raised && st->count > threshold)

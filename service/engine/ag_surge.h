@@ -42,7 +42,8 @@
  *
  * A raise by the counts holds until until_ms: block_ms after the raise,
  * moved on to block_ms after now whenever the count exceeds the
- * threshold, or when a whole window's attempts exceed the attempt
+ * threshold, or when a whole window's attempts, less those a passed
+ * challenge followed (the site's own users, who pass), exceed the attempt
  * baseline by more than (factor - 1) x that baseline and by more than
  * noise (three Poisson deviations, and one): the bar a raise clears,
  * put on attempts, since a shield that challenges everyone sees the
@@ -112,6 +113,10 @@ struct ag_surge_state {
     uint64_t window;   /* the current window's index (now / window_ms) */
     uint64_t count;    /* the signal counted so far in the current window */
     uint64_t attempts; /* the lane's attempts so far in it */
+    /* Its checks that brought a passed challenge so far in it: each the
+     * second try of an attempt a challenge stopped, which a real user
+     * makes and an attack does not. */
+    uint64_t passes;
     /* The last whole window's: 0 if it was not the one just before. */
     uint64_t prev_count;
     uint64_t prev_attempts;
@@ -148,14 +153,21 @@ struct ag_surge_resume {
     uint64_t raised_at_ms;
 };
 
-/* Adds count and attempts, counted since the last step, to the window of
- * now_ms (rolling windows over first: a whole window teaches what it
- * may), takes resume (NULL: none) as a renewal, or as a raise by the
- * counts if it was lowered (AG_SURGE_RAISED | AG_SURGE_RESUMED), then
- * raises, holds or lowers. Returns AG_SURGE_* bits, or 0. */
+/* What one step adds: counted since the last. */
+struct ag_surge_counts {
+    uint64_t count;    /* the signal */
+    uint64_t attempts; /* the lane's attempts (passed tries not among them) */
+    uint64_t passes;   /* the lane's checks that brought a passed challenge */
+};
+
+/* Adds c to the window of now_ms (rolling windows over first: a whole
+ * window teaches what it may), takes resume (NULL: none) as a renewal, or
+ * as a raise by the counts if it was lowered (AG_SURGE_RAISED |
+ * AG_SURGE_RESUMED), then raises, holds or lowers. Returns AG_SURGE_*
+ * bits, or 0. */
 unsigned ag_surge_step(struct ag_surge_state *st,
                        const struct ag_surge_params *p, uint64_t now_ms,
-                       uint64_t count, uint64_t attempts,
+                       const struct ag_surge_counts *c,
                        const struct ag_surge_resume *resume);
 
 /* The operator's switch. Raise: raised until now_ms + for_ms (a raise in

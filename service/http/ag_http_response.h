@@ -35,7 +35,7 @@
 #define AG_HTTP_ETAG_MAX 48 /* bytes of an ETag, quotes and NUL included */
 /* RateLimit field bytes at most: AG_PLAN_MAX items of a policy name and
  * three numbers. */
-#define AG_RATELIMIT_FIELD_MAX (AG_PLAN_MAX * (AG_POLICY_NAME_MAX + 48))
+#define AG_RATELIMIT_FIELD_MAX (AG_PLAN_OPS * (AG_POLICY_NAME_MAX + 48))
 
 struct ag_http_response {
     int status;

@@ -23,10 +23,10 @@
 #include "ag_redis_reply.h"
 
 #define SCRIPT_PIECE "surge.lua"
-#define ARGC 20    /* EVALSHA sha 2 two keys and lua/surge.lua's 15 ARGV */
+#define ARGC 21    /* EVALSHA sha 2 two keys and lua/surge.lua's 16 ARGV */
 #define KEY_AT 3   /* the state key's index in argv */
-#define FIELDS 20  /* struct ag_surge_state's, in the reply's order */
-#define REPLY_N 25 /* the fields, changed, now_ms, threshold, others, other */
+#define FIELDS 21  /* struct ag_surge_state's, in the reply's order */
+#define REPLY_N 26 /* the fields, changed, now_ms, threshold, others, other */
 #define NUM_MAX 1000000000000000ull /* lua/surge.lua takes 15 digits */
 #define NUM_TEXT 24                 /* a uint64_t in decimal, and its NUL */
 #define KEY_TEXT (AG_STORE_KEY_MAX + 1 + AG_SURGE_SHAPE_MAX + 1)
@@ -107,8 +107,8 @@ static bool parse(const redisReply *r, struct ag_redis_surge_answer *out)
     const redisReply *other = r->element[REPLY_N - 1];
     if (other->type != REDIS_REPLY_STRING || other->len > AG_SURGE_SHAPE_MAX)
         return false;
-    if (v[9] > 1 || v[10] > 1 || v[11] > AG_SURGE_BY_HAND || v[12] > 1 ||
-        v[13] > 1 ||
+    if (v[10] > 1 || v[11] > 1 || v[12] > AG_SURGE_BY_HAND || v[13] > 1 ||
+        v[14] > 1 ||
         v[FIELDS] > (AG_SURGE_RAISED | AG_SURGE_LOWERED | AG_SURGE_LONG |
                      AG_SURGE_RESUMED))
         return false;
@@ -117,23 +117,24 @@ static bool parse(const redisReply *r, struct ag_redis_surge_answer *out)
         .window = v[0],
         .count = v[1],
         .attempts = v[2],
-        .prev_count = v[3],
-        .prev_attempts = v[4],
-        .baseline_milli = v[5],
-        .attempt_baseline_milli = v[6],
-        .taught = v[7],
-        .attempts_taught = v[8],
-        .raised = v[9] == 1,
-        .whole = v[10] == 1,
-        .tainted = (uint8_t)v[11],
-        .by_operator = v[12] == 1,
-        .long_said = v[13] == 1,
-        .since_ms = v[14],
-        .until_ms = v[15],
-        .switch_version = v[16],
-        .switch_ms = v[17],
-        .quiet_until_ms = v[18],
-        .last_ms = v[19],
+        .passes = v[3],
+        .prev_count = v[4],
+        .prev_attempts = v[5],
+        .baseline_milli = v[6],
+        .attempt_baseline_milli = v[7],
+        .taught = v[8],
+        .attempts_taught = v[9],
+        .raised = v[10] == 1,
+        .whole = v[11] == 1,
+        .tainted = (uint8_t)v[12],
+        .by_operator = v[13] == 1,
+        .long_said = v[14] == 1,
+        .since_ms = v[15],
+        .until_ms = v[16],
+        .switch_version = v[17],
+        .switch_ms = v[18],
+        .quiet_until_ms = v[19],
+        .last_ms = v[20],
     };
     out->changed = (unsigned)v[FIELDS];
     out->now_ms = v[FIELDS + 1];
@@ -173,7 +174,7 @@ int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
     pthread_once(&script_once, find_script);
     if (!script || !takes(p, call) || !shape_ok(shape) ||
         strlen(base) >= AG_STORE_KEY_MAX)
-        return AG_EINVAL;
+        return AG_ETOOBIG;
     bool step = call->op == AG_SURGE_OP_STEP;
     const uint64_t nums[] = {p->window_ms,
                              p->baseline_ms,
@@ -183,6 +184,7 @@ int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
                              p->failures,
                              step ? call->count : 0,
                              step ? call->attempts : 0,
+                             step ? call->passes : 0,
                              step ? call->resume.for_ms : call->for_ms,
                              step ? call->resume.known : 0,
                              step ? call->resume.raised_at_ms : 0};

@@ -42,8 +42,10 @@ enum ag_redis_surge_op {
 
 struct ag_redis_surge_call {
     enum ag_redis_surge_op op;
-    uint64_t count, attempts; /* AG_SURGE_OP_STEP: counted since the last */
-    uint64_t for_ms;          /* AG_SURGE_OP_RAISE and _LOWER */
+    /* AG_SURGE_OP_STEP: counted since the last: the signal, the lane's
+     * attempts and its passed tries (struct ag_surge_counts). */
+    uint64_t count, attempts, passes;
+    uint64_t for_ms;               /* AG_SURGE_OP_RAISE and _LOWER */
     struct ag_surge_resume resume; /* AG_SURGE_OP_STEP; for_ms 0: none */
     /* The time to step at, in milliseconds since the Unix epoch; 0: Redis
      * TIME, the service's always (one clock for every instance). Tests
@@ -67,10 +69,10 @@ struct ag_redis_surge_answer {
 
 /* Runs call on the shield of base key base in the configuration shape,
  * with p: AG_OK and *out filled, AG_ESTORE (Redis did not answer, or
- * refused), or AG_EINVAL (a store without Redis, or what the script
- * cannot take: window_ms 0, baseline_ms under window_ms, a number of
- * 10^15 or more, a shape that is empty, too long or not in the alphabet
- * above), nothing sent. */
+ * refused), AG_EINVAL (a store without Redis: nothing to share), or
+ * AG_ETOOBIG (what the script cannot take: window_ms 0, baseline_ms under
+ * window_ms, a number of 10^15 or more, a shape that is empty, too long
+ * or not in the alphabet above), nothing sent. */
 int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
                    const struct ag_surge_params *p,
                    const struct ag_redis_surge_call *call,

@@ -57,13 +57,13 @@ struct group {
     int rc;
     bool asking;
     size_t nops;
-    size_t idx[AG_PLAN_MAX]; /* each op's index in the parent's plan */
+    size_t idx[AG_PLAN_OPS]; /* each op's index in the parent's plan */
     struct ag_plan plan;
-    struct ag_limit_result res[AG_PLAN_MAX];
+    struct ag_limit_result res[AG_PLAN_OPS];
     /* The ops' policies, copied: a release (and a reformat of it) may be
      * built after the check's caller has been answered and has dropped
      * the ruleset the plan borrowed them from. */
-    struct ag_policy policies[AG_PLAN_MAX];
+    struct ag_policy policies[AG_PLAN_OPS];
 };
 
 struct ccheck {
@@ -162,7 +162,7 @@ static void finish(struct ccheck *k)
     /* Which groups to release: on a denial or a failure, every reserved
      * group that answered and charged. */
     size_t nrelease = 0;
-    bool release[AG_PLAN_MAX] = {false};
+    bool release[AG_PLAN_OPS] = {false};
     if (reserve && (denied || rc))
         for (size_t i = 0; i < k->ngroups; i++) {
             struct group *g = &k->groups[i];

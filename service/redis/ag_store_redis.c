@@ -85,11 +85,11 @@ static int redis_clear(struct ag_store *base, const struct ag_plan *plan)
      * have turned its blocks or their growth off since they were set. The
      * lockout marker goes with them, so that the key's next lockout is an
      * event again; all four share the key's hash tag. */
-    const char *argv[1 + 4 * AG_PLAN_MAX];
-    size_t lens[1 + 4 * AG_PLAN_MAX];
-    char block_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
-    char level_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
-    char mark_keys[AG_PLAN_MAX][AG_STORE_KEY_MAX];
+    const char *argv[1 + 4 * AG_PLAN_OPS];
+    size_t lens[1 + 4 * AG_PLAN_OPS];
+    char block_keys[AG_PLAN_OPS][AG_STORE_KEY_MAX];
+    char level_keys[AG_PLAN_OPS][AG_STORE_KEY_MAX];
+    char mark_keys[AG_PLAN_OPS][AG_STORE_KEY_MAX];
     int argc = 0;
     argv[argc] = "DEL";
     lens[argc++] = 3;

@@ -56,7 +56,7 @@
 #include "ag_redis_reply.h"
 
 /* The most a check command may take: the whole script (an EVAL before any
- * connection has loaded it) and AG_PLAN_MAX policies' keys and values. */
+ * connection has loaded it) and AG_PLAN_OPS ops' keys and values. */
 #define CHECK_CMD_MAX (1u << 20)
 /* A policy's spec, one argument (lua/check.lua): "algorithm limit
  * window_ms block_ms charge shadow", and " growth block_max_ms" for a

@@ -81,6 +81,25 @@ class CliTest(ServiceTest):
         self.assertNotIn("reasons", self.spray())
         self.assertEqual(self.spray()["limit"], 20)
 
+    def test_a_policy_named_as_the_service_is_renamed(self):
+        """Migration 010: a policy named challenge_pass, a name the
+        service now keeps for its own, is renamed, audited, and loads."""
+        self.create()
+        with sqlite3.connect(self.db) as c:
+            c.execute("INSERT INTO policies (name, endpoint, key, algorithm, "
+                      '"limit", window_s) VALUES (\'challenge_pass\', '
+                      "'login', '[\"user\"]', 'sliding_log', 5, 60)")
+            c.execute("DELETE FROM schema_version WHERE version >= 10")
+        names = [json.loads(line)["name"]
+                 for line in self.cli("list").stdout.splitlines()]
+        self.assertIn("challenge_pass.renamed", names)
+        self.assertNotIn("challenge_pass", names)
+        with sqlite3.connect(self.db) as c:
+            rows = c.execute("SELECT action, name, actor FROM audit "
+                             "WHERE actor LIKE 'migration 010%'").fetchall()
+        self.assertEqual(rows, [("rename", "challenge_pass.renamed",
+                                 "migration 010_reserved_names")])
+
     def test_put_get_list_export_delete(self):
         path = self.write("p.json", {"endpoint": "otp", "key": ["phone"],
                                      "algorithm": "token_bucket",

@@ -86,6 +86,7 @@ static bool agree(const struct twin *t, const struct ag_redis_surge_answer *a,
         {"window", c->window, r->window},
         {"count", c->count, r->count},
         {"attempts", c->attempts, r->attempts},
+        {"passes", c->passes, r->passes},
         {"prev_count", c->prev_count, r->prev_count},
         {"prev_attempts", c->prev_attempts, r->prev_attempts},
         {"baseline_milli", c->baseline_milli, r->baseline_milli},
@@ -133,8 +134,10 @@ static unsigned twin_call(struct twin *t, const struct ag_redis_surge_call *c)
     unsigned changed = 0;
     switch (c->op) {
     case AG_SURGE_OP_STEP:
-        changed = ag_surge_step(&t->st, &t->p, c->now_ms, c->count, c->attempts,
-                                &c->resume);
+        changed = ag_surge_step(
+            &t->st, &t->p, c->now_ms,
+            &(struct ag_surge_counts){c->count, c->attempts, c->passes},
+            &c->resume);
         break;
     case AG_SURGE_OP_RAISE:
         changed = ag_surge_raise(&t->st, &t->p, c->now_ms, c->for_ms);
@@ -564,7 +567,14 @@ static unsigned random_sequence(unsigned s)
             /* Challenged, a wave's failures mostly stop. */
             count = t.st.raised && below(4) ? 0 : attempts / 2 + count;
         }
-        seen |= step(&t, now, count, attempts);
+        /* Raised, most of the site's users pass and try again. */
+        struct ag_redis_surge_call c = {
+            .op = AG_SURGE_OP_STEP,
+            .count = count,
+            .attempts = attempts,
+            .passes = t.st.raised ? below(2 * tries + 1) : below(2),
+            .now_ms = now};
+        seen |= twin_call(&t, &c);
     }
     return seen;
 }

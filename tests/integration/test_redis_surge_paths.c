@@ -47,11 +47,13 @@ static const struct ag_surge_params P = {.window_ms = W,
 
 /* The hash's fields: window_ms and struct ag_surge_state's. */
 static const char *const FIELDS[] = {
-    "window_ms",  "window",          "count",          "attempts",
-    "prev_count", "prev_attempts",   "baseline_milli", "attempt_baseline_milli",
-    "taught",     "attempts_taught", "raised",         "whole",
-    "tainted",    "by_operator",     "long_said",      "since_ms",
-    "until_ms",   "switch_version",  "switch_ms",      "quiet_until_ms",
+    "window_ms",      "window",          "count",
+    "attempts",       "passes",          "prev_count",
+    "prev_attempts",  "baseline_milli",  "attempt_baseline_milli",
+    "taught",         "attempts_taught", "raised",
+    "whole",          "tainted",         "by_operator",
+    "long_said",      "since_ms",        "until_ms",
+    "switch_version", "switch_ms",       "quiet_until_ms",
     "last_ms"};
 #define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
@@ -271,18 +273,18 @@ static void what_the_script_cannot_take_is_refused_unsent(void **s)
     struct ag_surge_params p = P;
     p.window_ms = 0;
     assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &p, &c, &a),
-                     AG_EINVAL);
+                     AG_ETOOBIG);
     p = P;
     p.baseline_ms = W - 1;
     assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &p, &c, &a),
-                     AG_EINVAL);
+                     AG_ETOOBIG);
     c.count = 1000000000000000ull;
     assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &P, &c, &a),
-                     AG_EINVAL);
+                     AG_ETOOBIG);
     c.count = 0;
     c.op = (enum ag_redis_surge_op)7;
     assert_int_equal(ag_redis_surge(ag_env.store, key, SHAPE, &P, &c, &a),
-                     AG_EINVAL);
+                     AG_ETOOBIG);
     c.op = AG_SURGE_OP_STEP;
     const char *shapes[] = {"", "a b", "a:b",
                             "0123456789012345678901234567890123456789"
@@ -291,7 +293,7 @@ static void what_the_script_cannot_take_is_refused_unsent(void **s)
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         assert_int_equal(
             ag_redis_surge(ag_env.store, key, shapes[i], &P, &c, &a),
-            AG_EINVAL);
+            AG_ETOOBIG);
     assert_int_equal(ag_env_int("EXISTS %s:" SHAPE, key), 0);
     /* A store without Redis. */
     struct ag_store *mem = ag_store_mem_new(16, 16, NULL, NULL);

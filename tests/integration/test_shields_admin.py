@@ -393,6 +393,54 @@ class ShieldsAdminTest(ServiceTest):
         raised = self.events(a, "shield_raised")
         self.assertEqual(len(raised), 1, raised)  # the operator's alone
 
+    def test_a_lower_on_an_instance_without_redis_is_not_undone_by_it(self):
+        """The review's case: b, without Redis, raises from its own counts;
+        the operator lowers on b (a 503: only b applied it). Once b
+        reaches Redis again nothing of b's raise goes back: the lower
+        outranks it. (Before: b's next step pushed its raise to Redis,
+        raising every instance, with a "resumed" event.)"""
+        a = self.admin_service("a")
+        gate = Gate(self.redis.port)
+        self.addCleanup(gate.close)
+        b = Service(self.workdir, gate.url(), secret=self.secret, name="b",
+                    extra=["--admin-token-file", self.token_file,
+                           "--redis-timeout-ms", "300"])
+        self.services.append(b)
+        self.stepped(a)
+        self.stepped(b)
+        gate.cut()
+        self.assertTrue(wait_until(
+            lambda: self.shields(b)[SHIELD]["source"] == "local", 15.0))
+        for _ in range(130):
+            r = self.call(b, "POST", "/report-login",
+                          dict(self.fresh(), success=False))
+            self.assertEqual(r.status, 204, r.raw)
+        self.assertTrue(wait_until(
+            lambda: self.shields(b)[SHIELD]["raised"], 10.0))
+        # Kept down for its hold: b's own counts, still over the floor in
+        # this window, may not raise it again meanwhile.
+        r = self.switch(b, {"lower": True})
+        self.assertEqual(r.status, 503, r.raw)
+        self.assertFalse(r.json["shield"]["raised"])
+        gate.restore()
+        self.assertTrue(wait_until(
+            lambda: self.shields(b)[SHIELD]["source"] == "shared", 15.0))
+        back = self.shields(b)[SHIELD]["stepped_at"]
+
+        def watched():
+            for svc in (a, b):
+                s = self.shields(svc)[SHIELD]
+                self.assertFalse(s["raised"], s)
+            self.assertEqual(self.untrusted(a).status, 200)
+            return self.shields(b)[SHIELD]["stepped_at"] >= \
+                later(back, 2.0)
+        self.assertTrue(wait_until(watched, 20.0))
+        # b's own raise, while it had no Redis, is its own event (queued,
+        # appended once Redis answered); none of the shared state.
+        raised = self.events(a, "shield_raised")
+        self.assertEqual([(e["source"], e.get("resumed")) for e in raised],
+                         [("local", None)], raised)
+
 
 if __name__ == "__main__":
     unittest.main()

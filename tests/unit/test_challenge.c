@@ -23,6 +23,7 @@
 #include "ag_challenge.h"
 #include "ag_identity.h"
 #include "ag_limiter.h"
+#include "ag_store.h"
 
 #define NOW 1800000000u /* a Unix time in 2027 */
 
@@ -195,10 +196,52 @@ static void its_single_use_joins_a_plan(void **state)
     assert_false(op->shadow);
     assert_int_equal(op->policy->limit, 1);
     assert_int_equal(op->policy->window_s, AG_CHALLENGE_TTL_S);
+    assert_int_equal(op->policy->algorithm, AG_ALG_SLIDING_LOG);
     assert_int_equal(op->policy->action, AG_ACTION_CHALLENGE);
     assert_false(ag_policy_name_valid("challenge_pass"));
+    /* It takes no policy's place: a plan of AG_PLAN_MAX policies takes
+     * it, a full one does not. */
     plan.n = AG_PLAN_MAX;
+    assert_int_equal(ag_limiter_plan_pass(&plan, id, false), AG_OK);
     assert_int_equal(ag_limiter_plan_pass(&plan, id, false), AG_ETOOBIG);
+}
+
+static uint64_t clock_us;
+
+static uint64_t test_clock(void *ctx)
+{
+    (void)ctx;
+    return clock_us;
+}
+
+/* Whether a check of the nonce id alone passes at clock_us. */
+static bool passes_at(struct ag_store *st, uint64_t at_s)
+{
+    clock_us = at_s * 1000000;
+    struct ag_plan plan = {.kind = AG_PLAN_CHECK, .n = 0};
+    assert_int_equal(
+        ag_limiter_plan_pass(&plan, "0123456789abcdef0123456789abcdef", false),
+        AG_OK);
+    struct ag_limit_result res[AG_PLAN_OPS];
+    assert_int_equal(ag_store_check(st, &plan, res), AG_OK);
+    return res[0].allowed;
+}
+
+/* The review's boundary: a use 8 s before a multiple of five minutes and
+ * another just after it. A window aligned to the clock let both pass; the
+ * use is remembered five minutes from itself, the nonce's whole life
+ * after it (the Lua runs the same algorithm, held to it by the vectors). */
+static void a_nonce_passes_once_across_any_boundary(void **state)
+{
+    (void)state;
+    struct ag_store *st = ag_store_mem_new(16, 16, test_clock, NULL);
+    assert_non_null(st);
+    uint64_t t = 1800000000u / AG_CHALLENGE_TTL_S * AG_CHALLENGE_TTL_S - 8;
+    assert_true(passes_at(st, t));
+    assert_false(passes_at(st, t + 1));
+    assert_false(passes_at(st, t + 10));
+    assert_false(passes_at(st, t + AG_CHALLENGE_TTL_S - 1));
+    ag_store_destroy(st);
 }
 
 int main(void)
@@ -211,6 +254,7 @@ int main(void)
         cmocka_unit_test(what_is_not_one_is_no_pass),
         cmocka_unit_test(the_mac_is_the_documented_construction),
         cmocka_unit_test(its_single_use_joins_a_plan),
+        cmocka_unit_test(a_nonce_passes_once_across_any_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

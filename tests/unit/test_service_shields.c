@@ -281,6 +281,39 @@ static void a_new_ruleset_keeps_a_raised_shield(void **state)
     world_free(w);
 }
 
+/* The review's edit: a window edit during a raise gives the shield a new
+ * shape, whose state starts anew; the raise goes on in it for what is
+ * left of its hold, and checks are still challenged. */
+static void a_window_edit_keeps_a_raised_shield(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, FAILS};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    shields_learn(w);
+    fail_n(w, 3, FAIL_BODY);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_failures"));
+    struct ag_policy p[2] = {
+        ag_test_policy(OPEN),
+        ag_test_policy(
+            "{\"name\":\"login.site_failures\",\"endpoint\":\"login\","
+            "\"key\":[\"site\"],\"algorithm\":\"surge\",\"limit\":2,"
+            "\"window_s\":30,\"block_s\":600,\"applies_to\":\"untrusted\","
+            "\"action\":\"challenge\",\"counts\":\"failures\"}"),
+    };
+    ag_service_set_ruleset(w->svc, ag_ruleset_new(p, 2, 2));
+    assert_true(raised(w, "login.site_failures"));
+    struct ag_http_response r;
+    ag_http_response_init(&r);
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    ag_shields_sync(sh);
+    assert_true(raised(w, "login.site_failures"));
+    assert_int_equal(check(w, LOGIN_BODY, &r), 429);
+    ag_http_response_free(&r);
+    world_free(w);
+}
+
 static bool metrics_have(struct world *w, const char *s)
 {
     struct ag_buf b;
@@ -368,6 +401,7 @@ int main(void)
         cmocka_unit_test(a_deny_shield_is_reported_before_a_challenge),
         cmocka_unit_test(attempts_raise_an_attempts_shield),
         cmocka_unit_test(a_new_ruleset_keeps_a_raised_shield),
+        cmocka_unit_test(a_window_edit_keeps_a_raised_shield),
         cmocka_unit_test(each_step_shows_in_the_gauges_and_the_overview),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,11 +27,12 @@
 #define HOUR (60 * W)
 #define DAY (24 * HOUR)
 
-/* A step that resumes nothing. */
+/* A step of count and attempts, no passes, that resumes nothing. */
 static unsigned step(struct ag_surge_state *st, const struct ag_surge_params *p,
                      uint64_t now, uint64_t count, uint64_t attempts)
 {
-    return ag_surge_step(st, p, now, count, attempts, NULL);
+    struct ag_surge_counts c = {count, attempts, 0};
+    return ag_surge_step(st, p, now, &c, NULL);
 }
 
 static struct ag_surge_params params(uint64_t limit, uint64_t factor_milli,
@@ -324,6 +325,62 @@ static void an_unrenewed_raise_ends_with_its_hold(void **state)
     assert_int_equal(step(&st, &p, t + 1000 + block, 0, 0), AG_SURGE_LOWERED);
 }
 
+/* The review's day: a shield raised by a morning's wave must come down
+ * although the site's own traffic has since grown past factor x the
+ * checks it learned: its users, challenged, pass and try again, and those
+ * passes say the checks are theirs. An attack's checks, which pass
+ * nothing, still hold it. */
+static void the_sites_own_users_do_not_hold_a_raise(void **state)
+{
+    (void)state;
+    uint64_t block = 10 * W;
+    struct ag_surge_params p = defaults();
+    struct ag_surge_state st;
+    uint64_t t = learned(&st, &p, 120, 20, 500);
+    assert_true(run(&st, &p, &t, 2, 600, 1100) & AG_SURGE_RAISED);
+    /* The day: 3 200 checks a minute, nine in ten challenged users pass. */
+    unsigned seen = 0;
+    uint64_t stop = t;
+    for (unsigned m = 0; m < 30 && !(seen & AG_SURGE_LOWERED); m++) {
+        for (unsigned q = 0; q < 4; q++) {
+            struct ag_surge_counts c = {10, 800, 720};
+            seen |= ag_surge_step(&st, &p, t + 1000 + q * 15000, &c, NULL);
+        }
+        t += W;
+    }
+    assert_true(seen & AG_SURGE_LOWERED);
+    assert_true(t <= stop + block + 2 * W);
+    /* Raised again, an attack of 3 000 checks a minute that pass nothing
+     * on top of the same day holds it. */
+    assert_true(run(&st, &p, &t, 1, 600, 3000) & AG_SURGE_RAISED);
+    seen = 0;
+    for (unsigned m = 0; m < 30; m++) {
+        for (unsigned q = 0; q < 4; q++) {
+            struct ag_surge_counts c = {10, 800 + 750, 720};
+            seen |= ag_surge_step(&st, &p, t + 1000 + q * 15000, &c, NULL);
+        }
+        t += W;
+    }
+    assert_int_equal(seen & AG_SURGE_LOWERED, 0);
+    assert_true(st.raised);
+}
+
+/* The review's gap: a day and a minute without a call must not throw away
+ * a learned 2 000 a minute (a new shield's first window would take the
+ * floor for it, and raise the same traffic for an hour and a half). */
+static void a_long_gap_keeps_what_was_learned(void **state)
+{
+    (void)state;
+    struct ag_surge_params p = defaults();
+    struct ag_surge_state st;
+    unsigned last = 0;
+    raised_minutes(&st, &p, 2, 2000, 20000, &last);
+    assert_false(st.raised);
+    uint64_t t = (st.window + 1) * W + DAY + W;
+    assert_int_equal(run(&st, &p, &t, 180, 2000, 20000) & AG_SURGE_RAISED, 0);
+    assert_true(ag_surge_young(&st, &p));
+}
+
 static void a_long_raise_is_said_once(void **state)
 {
     (void)state;
@@ -399,30 +456,31 @@ static void a_resume_after_a_switch_is_refused(void **state)
     /* The operator lowers while an instance is away... */
     ag_surge_lower(&st, &p, t + 2000, 0);
     /* ...which comes back with the copy it raised from. */
+    const struct ag_surge_counts none = {0, 0, 0};
     struct ag_surge_resume r = {
         .for_ms = HOUR, .known = known, .raised_at_ms = t + 1500};
-    assert_int_equal(ag_surge_step(&st, &p, t + 3000, 0, 0, &r), 0);
+    assert_int_equal(ag_surge_step(&st, &p, t + 3000, &none, &r), 0);
     assert_false(st.raised);
     /* Knowing the lower, a raise of its own made after it is taken. */
     r = (struct ag_surge_resume){
         .for_ms = W, .known = st.switch_version, .raised_at_ms = t + 2500};
-    assert_int_equal(ag_surge_step(&st, &p, t + 4000, 0, 0, &r),
+    assert_int_equal(ag_surge_step(&st, &p, t + 4000, &none, &r),
                      AG_SURGE_RAISED | AG_SURGE_RESUMED);
     assert_true(st.raised);
     assert_false(st.by_operator);
     assert_int_equal(st.until_ms, t + 4000 + W);
     /* Raised, it renews the hold, and says nothing. */
     r.for_ms = 2 * W;
-    assert_int_equal(ag_surge_step(&st, &p, t + 5000, 0, 0, &r), 0);
+    assert_int_equal(ag_surge_step(&st, &p, t + 5000, &none, &r), 0);
     assert_int_equal(st.until_ms, t + 5000 + 2 * W);
     /* A raise older than the last switch is refused, as is one within a
      * lower's quiet time. */
     ag_surge_lower(&st, &p, t + 6000, 10 * W);
     r = (struct ag_surge_resume){
         .for_ms = W, .known = st.switch_version, .raised_at_ms = t + 5500};
-    assert_int_equal(ag_surge_step(&st, &p, t + 7000, 0, 0, &r), 0);
+    assert_int_equal(ag_surge_step(&st, &p, t + 7000, &none, &r), 0);
     r.raised_at_ms = t + 6500;
-    assert_int_equal(ag_surge_step(&st, &p, t + 7000, 0, 0, &r), 0);
+    assert_int_equal(ag_surge_step(&st, &p, t + 7000, &none, &r), 0);
     assert_false(st.raised);
 }
 
@@ -510,6 +568,8 @@ int main(void)
         cmocka_unit_test(held_by_the_attack_attempts_then_lowered),
         cmocka_unit_test(a_trickle_does_not_hold_a_raise),
         cmocka_unit_test(an_unrenewed_raise_ends_with_its_hold),
+        cmocka_unit_test(the_sites_own_users_do_not_hold_a_raise),
+        cmocka_unit_test(a_long_gap_keeps_what_was_learned),
         cmocka_unit_test(a_long_raise_is_said_once),
         cmocka_unit_test(a_raise_by_hand_lasts_what_was_asked),
         cmocka_unit_test(a_lower_by_hand_keeps_the_counts_out),
