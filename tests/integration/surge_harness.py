@@ -56,10 +56,11 @@ PAUSE_TIMEOUT_MS = 500
 
 
 def shield(name, limit=FLOOR, counts="failures", **extra):
+    fields = dict(window_s=W, block_s=HOLD, baseline_s=60, factor=5)
+    fields.update(extra)
     return policy(name, key=("site",), algorithm="surge", limit=limit,
-                  window_s=W, block_s=HOLD, baseline_s=60, factor=5,
                   counts=counts, applies_to="untrusted", action="challenge",
-                  **extra)
+                  **fields)
 
 
 def judge(resp, shields):

@@ -35,9 +35,19 @@ from surge_harness import (BG_PERIOD, HOLD, LOWER_SLACK_S, MAX_PASS_SHARE,
 class SurgeTest(ShieldTest):
     def test_a_wave_raises_both_instances_shields_until_it_stops(self):
         names = ("s.failures", "s.unknown_users")
+        # The wave outlasts the hold: each window of it must renew the
+        # raise (attempts past factor x the attempts' baseline). A young
+        # shield's baseline moves by 1/(learn/24) of a window's excess; with
+        # baseline_s 60 of 2 s windows that is all of it, so the wave's
+        # first window, taught before the raise, could double the
+        # baseline and leave the wave under the renewal's bar (the shield
+        # then flapped). baseline_s 240 moves it a fifth, and factor 3
+        # leaves the wave twice the bar.
+        learned = dict(baseline_s=240, factor=3)
         svcs = self.start([
-            shield(names[0]),
-            shield(names[1], limit=UNKNOWN_FLOOR, reasons=["unknown_user"])])
+            shield(names[0], **learned),
+            shield(names[1], limit=UNKNOWN_FLOOR, reasons=["unknown_user"],
+                   **learned)])
         background = Steady(svcs, names, BG_PERIOD).run(1)
         trusted = Steady(svcs, names, 0.5, self.tokens(svcs)).run(1)
         self.addCleanup(self.stop_all, background, trusted)
