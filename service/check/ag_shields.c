@@ -210,13 +210,24 @@ struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
         const struct ag_policy *p = &set->policies[i];
         if (p->algorithm != AG_ALG_SURGE || !p->enabled)
             continue;
-        struct ag_shield *e = &t->shields[t->n++];
-        init_entry(sh, e, p, now);
+        init_entry(sh, &t->shields[t->n++], p, now);
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return t;
+}
+
+/* What the published table's entries counted and knew goes on in t's,
+ * taken when t replaces it (under sh->lock): a switch or a step made on
+ * the old table after t was made is not lost. A count that lands on an
+ * old entry after this is lost, which a count may be. */
+static void inherit(struct ag_shields *sh, struct ag_shield_table *t)
+{
+    uint64_t now = wall_ms(sh);
+    for (size_t i = 0; t && i < t->n; i++) {
+        struct ag_shield *e = &t->shields[i];
         struct ag_shield *o = predecessor(sh->table, e);
         if (!o)
             continue;
-        /* What the old entry counted and knew goes on here; a count that
-         * lands on it after this is lost, which a count may be. */
         atomic_store(&e->count, atomic_exchange(&o->count, 0));
         atomic_store(&e->attempts, atomic_exchange(&o->attempts, 0));
         atomic_store(&e->passes, atomic_exchange(&o->passes, 0));
@@ -239,16 +250,15 @@ struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
         e->view.threshold = ag_surge_threshold(&e->view.state, &e->params);
         e->view.young = ag_surge_young(&e->view.state, &e->params);
     }
-    for (size_t i = 0; i < t->n; i++)
+    for (size_t i = 0; t && i < t->n; i++)
         carry_raise(sh, &t->shields[i], sh->table, now);
-    pthread_mutex_unlock(&sh->lock);
-    return t;
 }
 
 void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t)
 {
     ag_shield_table_ref(t);
     pthread_mutex_lock(&sh->lock);
+    inherit(sh, t);
     struct ag_shield_table *old = sh->table;
     sh->table = t;
     ag_shields__published(sh, old, t);

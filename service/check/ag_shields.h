@@ -152,11 +152,12 @@ void ag_shields_free(struct ag_shields *sh);
 int ag_shields_start(struct ag_shields *sh, unsigned sync_ms);
 
 /* A table for set's enabled surge policies (set may be NULL: none), with
- * one reference, carrying over the current table's counters and states by
- * policy name. NULL when out of memory (and then no shield). */
+ * one reference. NULL when out of memory (and then no shield). */
 struct ag_shield_table *ag_shields_table_new(struct ag_shields *sh,
                                              struct ag_ruleset *set);
-/* Makes t the table the sync thread steps (a reference of its own). */
+/* Makes t the table the sync thread steps (a reference of its own),
+ * carrying over the current table's counters and states by policy name
+ * as they are now: a switch made after t was made stands. */
 void ag_shields_publish(struct ag_shields *sh, struct ag_shield_table *t);
 struct ag_shield_table *ag_shield_table_ref(struct ag_shield_table *t);
 void ag_shield_table_unref(struct ag_shield_table *t);

@@ -281,6 +281,41 @@ static void a_new_ruleset_keeps_a_raised_shield(void **state)
     world_free(w);
 }
 
+/* A switch made between a new table's making and its publishing (a
+ * reload, which any audited admin action starts) stands: the new table
+ * takes the state as it is when it replaces the old one. Before, it took
+ * it when made, and a lower made meanwhile came undone. */
+static void a_switch_while_a_table_is_made_stands(void **state)
+{
+    (void)state;
+    static const char *const ps[] = {OPEN, FAILS};
+    struct world *w = world_new(true, ps, 2);
+    struct ag_shields *sh = ag_service_shields(w->svc);
+    shields_learn(w);
+    assert_int_equal(ag_shields_raise(sh, "login.site_failures", 600), AG_OK);
+    assert_true(raised(w, "login.site_failures"));
+    struct ag_policy p[2] = {ag_test_policy(OPEN), ag_test_policy(FAILS)};
+    struct ag_ruleset *set = ag_ruleset_new(p, 2, 2);
+    struct ag_shield_table *t = ag_shields_table_new(sh, set);
+    assert_non_null(t);
+    assert_int_equal(ag_shields_lower(sh, "login.site_failures", 0, NULL),
+                     AG_OK);
+    ag_shields_publish(sh, t);
+    assert_false(raised(w, "login.site_failures"));
+    uint64_t retry_ms = 0;
+    assert_null(ag_shields_judge(t, AG_EP_LOGIN, false, &retry_ms));
+    /* And the other way: a raise made meanwhile stands too. */
+    struct ag_shield_table *t2 = ag_shields_table_new(sh, set);
+    assert_int_equal(ag_shields_raise(sh, "login.site_failures", 600), AG_OK);
+    ag_shields_publish(sh, t2);
+    assert_true(raised(w, "login.site_failures"));
+    assert_non_null(ag_shields_judge(t2, AG_EP_LOGIN, false, &retry_ms));
+    ag_shield_table_unref(t);
+    ag_shield_table_unref(t2);
+    ag_ruleset_unref(set);
+    world_free(w);
+}
+
 /* The review's edit: a window edit during a raise gives the shield a new
  * shape, whose state starts anew; the raise goes on in it for what is
  * left of its hold, and checks are still challenged. */
@@ -401,6 +436,7 @@ int main(void)
         cmocka_unit_test(a_deny_shield_is_reported_before_a_challenge),
         cmocka_unit_test(attempts_raise_an_attempts_shield),
         cmocka_unit_test(a_new_ruleset_keeps_a_raised_shield),
+        cmocka_unit_test(a_switch_while_a_table_is_made_stands),
         cmocka_unit_test(a_window_edit_keeps_a_raised_shield),
         cmocka_unit_test(each_step_shows_in_the_gauges_and_the_overview),
     };
