@@ -33,7 +33,7 @@ SOURCE_NAMES = {"CMakeLists.txt", ".ci/run", "packaging/postinst",
                 "packaging/abuseguard.service"}
 MAX_LINES = 750
 # Lowest first; "" is service/ itself: main.c, configuration, CLI.
-LAYERS = ["base", "pwned", "engine", "redis", "db", "events", "check",
+LAYERS = ["base", "pwned", "engine", "redis", "db", "events", "fleet", "check",
           "http", "admin", ""]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "ag_db.h"
+#include "ag_db_fleet.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_policy.h"
@@ -22,7 +23,29 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: abuseguard policy list|get NAME|put NAME FILE|"
-                    "delete NAME|export|import FILE [--db PATH] [--create]\n");
+                    "delete NAME|export|import FILE [--db PATH] [--create]\n"
+                    "       abuseguard policy diff|apply|import FILE --url URL "
+                    "--token-file FILE [--json]\n");
+    return EXIT_USAGE;
+}
+
+/* A change made to one member's database alone would fork its host from
+ * the fleet: refused, with how to make it. */
+static int member_refusal(struct ag_db *db, const char *cmd,
+                          struct ag_error *err)
+{
+    struct ag_db_fleet row;
+    if (ag_db_fleet_get(db, &row, err))
+        return EXIT_FAIL;
+    if (!row.member)
+        return 0;
+    ag_error_fill(err, AG_EINVAL, NULL,
+                  "this database belongs to fleet '%s' (version %lld): a %s "
+                  "here would change this host alone. Change the fleet "
+                  "through any instance: abuseguard policy apply|import FILE "
+                  "--url http://HOST:PORT --token-file FILE, or the admin "
+                  "API",
+                  row.name, (long long)row.version, cmd);
     return EXIT_USAGE;
 }
 
@@ -109,7 +132,11 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
                         json_pack("{s:o}", "policy", ag_policy_to_json(&p)),
                         err);
     }
+    /* A change: its input is judged first (a bad file is named as
+     * anywhere), then whether this database may take it alone. */
     if (strcmp(cmd, "delete") == 0 && arg1) {
+        if ((rc = member_refusal(db, cmd, err)))
+            return rc;
         rc = ag_db_policy_delete(db, arg1, ACTOR, err);
         if (rc == AG_ENOTFOUND)
             ag_error_fill(err, rc, "name", "no policy named '%.*s'",
@@ -125,6 +152,8 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
             *err = perr;
             return EXIT_USAGE;
         }
+        if ((rc = member_refusal(db, cmd, err)))
+            return rc;
         bool created;
         rc = ag_db_policy_save(db, &p, ACTOR, &created, err);
         if (rc)
@@ -146,8 +175,12 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
             *err = perr;
             return EXIT_USAGE;
         }
-        rc = ag_db_policies_import(db, ps, n, ACTOR, err);
+        int refused = member_refusal(db, cmd, err);
+        if (!refused)
+            rc = ag_db_policies_import(db, ps, n, ACTOR, err);
         free(ps);
+        if (refused)
+            return refused;
         if (!rc)
             fprintf(stderr, "imported %zu policies\n", n);
         return rc == AG_ETOOBIG ? EXIT_USAGE : rc ? EXIT_FAIL : 0;
@@ -157,6 +190,12 @@ static int run(struct ag_db *db, const char *cmd, const char *arg1,
 
 int ag_cli_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--url") == 0 || strncmp(argv[i], "--url=", 6) == 0)
+            return ag_cli_remote_main(argc, argv);
+    if (argc > 1 &&
+        (strcmp(argv[1], "diff") == 0 || strcmp(argv[1], "apply") == 0))
+        return ag_cli_remote_main(argc, argv);
     const char *db_path = getenv("ABUSEGUARD_DB");
     const char *seed_dir = getenv("ABUSEGUARD_SEED_DIR");
     const char *pos[3] = {NULL, NULL, NULL};

@@ -3,6 +3,8 @@
  * The operators' CLI, for policy changes without HTTP:
  *   abuseguard policy list|get NAME|put NAME FILE|delete NAME|export|
  *                     import FILE [--db PATH]
+ * (a database that belongs to a fleet takes no change here: the fleet
+ * does, through an instance),
  * It opens the same database (--db, else $ABUSEGUARD_DB, else
  * AG_DB_DEFAULT_PATH; a new one is created and seeded like the service does)
  * and goes through the same validation and audit as the admin API (actor
@@ -13,8 +15,21 @@
 #ifndef AG_CLI_H
 #define AG_CLI_H
 
-/* argv[0] is "policy". */
+/* argv[0] is "policy". On the database of a fleet member, put, delete
+ * and import are refused with a message saying how to change the fleet
+ * instead; diff, apply, and import with --url go to a running fleet
+ * (ag_cli_remote_main). */
 int ag_cli_main(int argc, char **argv);
+
+/* "abuseguard policy diff|apply|import FILE --url URL --token-file FILE
+ * [--json]": a policy file against a running fleet's admin API, shown or
+ * applied as one change (ag_cli_fleet.c). argv[0] is "policy". */
+int ag_cli_remote_main(int argc, char **argv);
+
+/* "abuseguard fleet init [--from this|fleet|FILE] [service flags]": the
+ * operator's choice between this host's set and its fleet's
+ * (ag_cli_fleet.c, docs/operations.md). argv[0] is "fleet". */
+int ag_cli_fleet_main(int argc, char **argv);
 
 /* "abuseguard lua library|function|script ALGORITHM...": prints the Lua
  * code the Redis store loads, exactly as it composes it (ag_redis_code):

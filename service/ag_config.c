@@ -244,6 +244,11 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
         return ag_error_set(err, AG_EINVAL, "webhook-url",
                             "--webhook-secret-file is given but no "
                             "--webhook-url to sign for");
+    if (!ag_fleet_name_valid(c->fleet_name))
+        return ag_error_set(err, AG_EINVAL, "fleet-name",
+                            "--fleet-name must be 1 to %d of A-Z a-z 0-9 _ . "
+                            "-",
+                            AG_FLEET_NAME_MAX);
     /* The group holds the addresses it groups: a longer group prefix than
      * the ip key's would split one key over several groups. */
     if (c->ipv6_group_prefix > c->ipv6_ip_prefix)

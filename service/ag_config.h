@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "ag_error.h"
+#include "ag_fleet_ids.h"
 #include "ag_redis_addr.h"
 
 #define AG_SECRET_MIN 32           /* bytes a secret file must hold at least */
@@ -63,8 +64,12 @@ struct ag_config {
     unsigned device_token_ttl_s;   /* seconds a device token lives */
     unsigned audit_retention_days; /* audit rows older are pruned */
     bool deny_cache;               /* --deny-cache on (the default) */
-    bool strict_pass;              /* --challenge-pass strict */
-    int log_level;                 /* enum ag_log_level */
+    bool fleet;                    /* --fleet on (the default) */
+    char fleet_name[AG_FLEET_NAME_MAX + 1]; /* --fleet-name */
+    unsigned fleet_lag_event_s; /* behind this long: fleet_lagging */
+    unsigned fleet_poll_ms;     /* a step at least this often */
+    bool strict_pass;           /* --challenge-pass strict */
+    int log_level;              /* enum ag_log_level */
     /* Security event receivers (--webhook-url, repeatable; several in one
      * value, the environment's or the file's, separated by spaces). */
     char webhook_urls[AG_CONFIG_WEBHOOKS_MAX][AG_CONFIG_WEBHOOK_URL];

@@ -19,6 +19,7 @@
 #include "ag_db.h"
 #include "ag_device.h"
 #include "ag_error.h"
+#include "ag_fleet.h"
 #include "ag_identity.h"
 #include "ag_log.h"
 #include "ag_parse.h"
@@ -105,6 +106,24 @@ const struct ag_config__flag ag_config__flags[] = {
     {"deny-cache", AG_CONFIG__ONOFF, F(deny_cache), 0, 0, 0, "on",
      "on: answer checks Redis denied from a local cache until Redis could "
      "allow them (no Redis call); off: ask Redis every time"},
+    {"fleet", AG_CONFIG__ONOFF, F(fleet), 0, 0, 0, "on",
+     "on: policies, lists and the audit are one set for every instance on "
+     "this Redis with this --fleet-name (docs/operations.md); off: this "
+     "instance's database alone"},
+    {"fleet-name", AG_CONFIG__STR, F(fleet_name), S(fleet_name), 0, 0,
+     AG_FLEET_NAME_DEFAULT,
+     "the fleet this instance belongs to: 1 to " STR(
+         AG_FLEET_NAME_MAX) " of A-Z a-z 0-9 _ . - (two fleets may share a "
+                            "Redis)"},
+    {"fleet-poll-ms", AG_CONFIG__UINT, F(fleet_poll_ms), 0, 100, 60000,
+     STR(AG_FLEET_POLL_MS),
+     "milliseconds between an instance's looks at its fleet (changes "
+     "arrive at once through Redis pub/sub; the look is the backstop, and "
+     "the heartbeat)"},
+    {"fleet-lag-event-s", AG_CONFIG__UINT, F(fleet_lag_event_s), 0, 1, 86400,
+     "60",
+     "seconds behind the fleet before an instance raises "
+     "fleet_lagging"},
     {"challenge-pass", AG_CONFIG__WORD, F(strict_pass), 0, 0, 0, "lenient",
      "what a check's challenge_passed takes: strict, only the "
      "challenge_nonce of the answer that asked for the challenge; lenient, "

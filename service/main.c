@@ -5,7 +5,8 @@
  * serves until SIGTERM or SIGINT, then drains and exits 0. Exit 2 is a
  * configuration error, 1 any other failure to start.
  * "abuseguard policy ..." is the operators' CLI (ag_cli), and
- * "abuseguard pwned ..." the breached-password corpus's (ag_cli_pwned.c).
+ * "abuseguard pwned ..." the breached-password corpus's (ag_cli_pwned.c),
+ * "abuseguard fleet ..." the fleet's (ag_cli_fleet.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -23,10 +24,12 @@
 #include "ag_endpoint.h"
 #include "ag_error.h"
 #include "ag_events.h"
+#include "ag_fleet.h"
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_policy.h"
+#include "ag_pwned.h"
 #include "ag_pwned_live.h"
 #include "ag_redis_sub.h"
 #include "ag_reload.h"
@@ -70,6 +73,60 @@ static void publish(void *svc, struct ag_ruleset *set)
     ag_service_set_ruleset(svc, set);
 }
 
+/* The deny cache hears, through its subscriber, the keys other instances
+ * cleared; it answers only while it hears them all. */
+static void deny_cache_message(void *cache, const char *key, size_t len)
+{
+    (void)len;
+    ag_deny_cache_invalidate(cache, key);
+}
+
+static void deny_cache_live(void *cache, bool live)
+{
+    ag_deny_cache_set_live(cache, live);
+}
+
+/* The fleet hears through its subscriber that a record was appended. */
+static void fleet_message(void *fleet, const char *text, size_t len)
+{
+    (void)text;
+    (void)len;
+    ag_fleet_wake(fleet);
+}
+
+static void fleet_live(void *fleet, bool live)
+{
+    ag_fleet_channel(fleet, live);
+}
+
+/* The operator files this instance serves, for its fleet heartbeat: each
+ * corpus's mode, size and checksum, so that an instance that loaded
+ * another shows. */
+static json_t *loaded_files(void *pwned)
+{
+    json_t *out = json_array();
+    const enum ag_pwned_mode modes[] = {AG_PWNED_SHA1, AG_PWNED_NTLM};
+    for (size_t i = 0; out && i < 2; i++) {
+        struct ag_pwned_hold *h = ag_pwned_live_hold(pwned, modes[i]);
+        if (!h)
+            continue;
+        const struct ag_pwned_info *in = ag_pwned_info(ag_pwned_hold_corpus(h));
+        char sum[2 * AG_PWNED_CHECKSUM_LEN + 1];
+        sodium_bin2hex(sum, sizeof sum, in->checksum, sizeof in->checksum);
+        json_t *o =
+            json_pack("{s:s, s:s, s:I, s:I, s:s}", "kind", "pwned", "mode",
+                      in->mode == AG_PWNED_SHA1 ? "sha1" : "ntlm", "entries",
+                      (json_int_t)in->entries, "created_s",
+                      (json_int_t)in->created_s, "checksum", sum);
+        ag_pwned_hold_release(h);
+        if (!o || json_array_append_new(out, o)) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
 /* The metrics know no endpoint: they are handed the names, in the enum's
  * order, so that the service's enum ag_endpoint is their index. */
 static void name_endpoints(struct ag_metrics *m)
@@ -89,6 +146,8 @@ int main(int argc, char **argv)
         return ag_cli_lua_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "pwned") == 0)
         return ag_cli_pwned_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "fleet") == 0)
+        return ag_cli_fleet_main(argc - 1, argv + 1);
     struct ag_config cfg;
     struct ag_error cerr;
     if (ag_config_parse(&cfg, argc, argv, &cerr)) {
@@ -243,11 +302,64 @@ int main(int argc, char **argv)
     if (cfg.deny_cache) {
         struct ag_deny_cache_opts dopts = {.entries = AG_DENY_CACHE_ENTRIES,
                                            .metrics = metrics};
+        struct ag_redis_sub_opts sub_opts = {
+            .channel = AG_DENY_CACHE_CHANNEL,
+            .log = "deny_cache",
+            .what = "the deny cache",
+            .message = deny_cache_message,
+            .live = deny_cache_live,
+            .metrics = metrics,
+        };
         if (ag_deny_cache_new(&dopts, &deny_cache) ||
-            ag_redis_sub_start(&cfg.redis, cfg.redis_timeout_ms, deny_cache,
-                               metrics, &sub, &cerr)) {
+            ((sub_opts.ctx = deny_cache),
+             ag_redis_sub_start(&cfg.redis, cfg.redis_timeout_ms, &sub_opts,
+                                &sub, &cerr))) {
             fprintf(stderr, "abuseguard: deny cache: %s\n",
                     deny_cache ? cerr.msg : "out of memory");
+            ag_pwned_live_stop(pwned);
+            return 1;
+        }
+    }
+    /* The fleet: a first step now, so that a new instance starts with the
+     * fleet's set; its thread once the watcher runs. Its subscriber keeps
+     * its own copy of the address. */
+    struct ag_fleet *fleet = NULL;
+    struct ag_redis_sub *fleet_sub = NULL;
+    struct ag_fleet_opts fopts = {
+        .on = cfg.fleet,
+        .name = cfg.fleet_name,
+        .db_path = cfg.db_path,
+        .redis = &cfg.redis,
+        .redis_timeout_ms = cfg.redis_timeout_ms,
+        .secret = hasher.key,
+        .secret_len = hasher.keylen,
+        .events = events,
+        .metrics = metrics,
+        .binary = AG_VERSION,
+        .files = loaded_files,
+        .files_ctx = pwned,
+        .lag_event_s = cfg.fleet_lag_event_s,
+        .poll_ms = cfg.fleet_poll_ms,
+    };
+    if (store && ag_fleet_start(&fopts, &fleet, &cerr)) {
+        fprintf(stderr, "abuseguard: fleet: %s\n", cerr.msg);
+        ag_pwned_live_stop(pwned);
+        return 1;
+    }
+    if (cfg.fleet) {
+        struct ag_redis_sub_opts sub_opts = {
+            .channel = ag_fleet_channel_name(fleet),
+            .log = "fleet",
+            .what = "hearing the fleet's changes at once (the poll still "
+                    "brings them)",
+            .message = fleet_message,
+            .live = fleet_live,
+            .ctx = fleet,
+            .metrics = metrics,
+        };
+        if (ag_redis_sub_start(&cfg.redis, cfg.redis_timeout_ms, &sub_opts,
+                               &fleet_sub, &cerr)) {
+            fprintf(stderr, "abuseguard: fleet: %s\n", cerr.msg);
             ag_pwned_live_stop(pwned);
             return 1;
         }
@@ -296,8 +408,9 @@ int main(int argc, char **argv)
         ag_reload_start(cfg.db_path, publish, svc, metrics, RELOAD_INTERVAL_MS,
                         AG_RELOAD_SYNC_TIMEOUT_MS, cfg.audit_retention_days,
                         &reload, &cerr) ||
+        ag_fleet_run(fleet, reload, &cerr) ||
         (admin_token[0] && ag_admin_new(cfg.db_path, admin_token, svc, &hasher,
-                                        reload, &admin, &cerr));
+                                        reload, fleet, &admin, &cerr));
     /* The admin part's routes (its API and console, or, off, the 404 that
      * says so) are served beside the HTTP layer's own. */
     struct ag_http_route admin_routes[AG_ADMIN_ROUTES];
@@ -332,6 +445,8 @@ int main(int argc, char **argv)
         ag_http_stop(http);
     }
     ag_admin_free(admin);
+    ag_redis_sub_stop(fleet_sub);
+    ag_fleet_stop(fleet);
     ag_reload_stop(reload);
     ag_redis_sub_stop(sub);
     ag_service_free(svc);

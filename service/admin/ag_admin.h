@@ -62,16 +62,21 @@ struct ag_admin_request {
     const char *by;            /* query argument, or NULL */
     const char *window_s;      /* query argument, or NULL */
     const char *after;         /* query argument, or NULL */
+    const char *if_match;      /* the If-Match header, or NULL */
     const char *body;
     size_t len;
 };
 
-/* Opens its own connection to db_path. token is copied. svc, hasher (for
- * list entries' digests) and reload are borrowed and must outlive the
+struct ag_fleet;
+
+/* Opens its own connection to db_path, for reads. token is copied. svc,
+ * hasher (for list entries' digests), reload and fleet (through which
+ * every change and audit row goes) are borrowed and must outlive the
  * admin. */
 int ag_admin_new(const char *db_path, const char *token, struct ag_service *svc,
                  const struct ag_hasher *hasher, struct ag_reload *reload,
-                 struct ag_admin **out, struct ag_error *err);
+                 struct ag_fleet *fleet, struct ag_admin **out,
+                 struct ag_error *err);
 void ag_admin_free(struct ag_admin *a);
 
 /* Serves one admin request into resp. Returns an error only if the

@@ -25,6 +25,7 @@ static int serve_api(void *ctx, const struct ag_http_request *req,
         .by = ag_http_request_query(req, "by"),
         .window_s = ag_http_request_query(req, "window_s"),
         .after = ag_http_request_query(req, "after"),
+        .if_match = ag_http_request_header(req, "If-Match"),
         .body = req->body,
         .len = req->len,
     };

@@ -303,11 +303,19 @@ int ag_admin_shields(struct ag_service *svc,
 }
 
 int ag_admin_overview(struct ag_service *svc,
-                      const struct ag_admin_shields_request *req,
+                      const struct ag_admin_shields_request *req, json_t *fleet,
                       struct ag_http_response *r)
 {
-    if (strcmp(req->method, "GET") != 0)
+    if (strcmp(req->method, "GET") != 0) {
+        json_decref(fleet);
         return not_allowed(r, "GET");
-    return send_json(
-        r, 200, ag_overview_json(ag_service_overview(svc), ag_clock_wall_ms()));
+    }
+    json_t *o = ag_overview_json(ag_service_overview(svc), ag_clock_wall_ms());
+    if (o && fleet && json_object_set_new(o, "fleet", fleet)) {
+        json_decref(o);
+        o = NULL;
+    } else if (!o) {
+        json_decref(fleet);
+    }
+    return send_json(r, 200, o);
 }

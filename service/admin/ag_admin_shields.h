@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The operators' side of the site-wide shields (ag_shields.h) and the
- * overview, as admin API routes (ag_admin.c routes to them once the
+ * The operators' side of the site-wide shields (ag_shields.h), as admin
+ * API routes (ag_admin.c routes to them once the
  * token is checked, and writes the audit row a switch asks for; this
  * part knows nothing of it, so that calls go one way):
  *
@@ -11,7 +11,8 @@
  *                                  -> 200 {"shield": <shield>}; 503 with
  *                                  it when Redis did not take it
  *   GET  /admin/overview           this instance's last hour, a minute
- *                                  at a time (ag_overview_json)
+ *                                  at a time (ag_overview_json), and the
+ *                                  fleet's part the caller hands in
  *
  * A <shield> is its state as the last sync of this instance saw it:
  * {"name", "raised", "since", "until" (RFC 3339, UTC, ms; null while
@@ -89,9 +90,10 @@ int ag_admin_shields(struct ag_service *svc,
                      struct ag_http_response *r,
                      struct ag_admin_shield_audit *audit);
 
-/* Serves GET /admin/overview into r. */
+/* Serves GET /admin/overview into r, with fleet (taken over; NULL: none)
+ * as its "fleet". */
 int ag_admin_overview(struct ag_service *svc,
-                      const struct ag_admin_shields_request *req,
+                      const struct ag_admin_shields_request *req, json_t *fleet,
                       struct ag_http_response *r);
 
 #endif

@@ -25,8 +25,9 @@
 #define AG_EPENDING (-8)  /* not done yet: the store must answer first */
 #define AG_EUNKNOWN (-9)  /* sent to the store, no answer: it may be done */
 #define AG_EREDIRECT                                                           \
-    (-10) /* not run: a Redis Cluster node redirected it                       \
-             (MOVED, ASK) to another */
+    (-10)               /* not run: a Redis Cluster node redirected it         \
+                           (MOVED, ASK) to another */
+#define AG_ESTALE (-11) /* not done: it was read at another version (412) */
 
 #define AG_ERROR_FIELD_MAX 32
 #define AG_ERROR_MSG_MAX 224

@@ -216,6 +216,24 @@ static const struct {
                                     "Breached-password corpora that failed "
                                     "to load at a replacement (the last good "
                                     "one stays)."},
+    [AG_M_FLEET_VERSION] = {"abuseguard_fleet_version", "gauge",
+                            "The fleet record this instance applied last."},
+    [AG_M_FLEET_HEAD] = {"abuseguard_fleet_head_version", "gauge",
+                         "The fleet's newest record, as last read."},
+    [AG_M_FLEET_LAG_SECONDS] = {"abuseguard_fleet_lag_seconds", "gauge",
+                                "How long this instance has been behind "
+                                "the fleet's newest record (0: it is not)."},
+    [AG_M_FLEET_HELD] = {"abuseguard_fleet_held", "gauge",
+                         "1 while this instance holds at a fleet record it "
+                         "cannot apply (a newer schema)."},
+    [AG_M_FLEET_DIVERGED] = {"abuseguard_fleet_diverged", "gauge",
+                             "1 while this instance's set differs from its "
+                             "fleet's and waits for abuseguard fleet init."},
+    [AG_M_FLEET_REFUSED] = {"abuseguard_fleet_records_refused_total", "counter",
+                            "Fleet records refused: forged, replayed or "
+                            "damaged in Redis."},
+    [AG_M_FLEET_APPLIED] = {"abuseguard_fleet_records_applied_total", "counter",
+                            "Fleet records applied here."},
 };
 
 struct ag_metrics *ag_metrics_new(void)

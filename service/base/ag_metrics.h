@@ -70,6 +70,13 @@ enum ag_metric {
     AG_M_DENY_CACHE_INVALIDATIONS, /* counter: keys invalidated, clears */
     AG_M_DENY_CACHE_ENTRIES,       /* gauge: entries held */
     AG_M_PWNED_RELOAD_FAILURES,    /* counter: corpora that failed to load */
+    AG_M_FLEET_VERSION,            /* gauge: the fleet record applied last */
+    AG_M_FLEET_HEAD,               /* gauge: the fleet's newest, as read */
+    AG_M_FLEET_LAG_SECONDS,        /* gauge: behind the fleet for so long */
+    AG_M_FLEET_HELD,               /* gauge: 1 while held at a record */
+    AG_M_FLEET_DIVERGED,           /* gauge: 1 while diverged */
+    AG_M_FLEET_REFUSED,            /* counter: records refused */
+    AG_M_FLEET_APPLIED,            /* counter: records applied */
     AG_M_COUNT
 };
 

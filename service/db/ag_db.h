@@ -86,6 +86,11 @@ int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
 /* Saves every policy of an import in one transaction. */
 int ag_db_policies_import(struct ag_db *db, const struct ag_policy *ps,
                           size_t n, const char *actor, struct ag_error *err);
+/* The version that last wrote the named policy (its ETag): the fleet
+ * record's, or a local write's, each newer than the last; AG_ENOTFOUND if
+ * there is none. */
+int ag_db_policy_version(struct ag_db *db, const char *name, int64_t *version,
+                         struct ag_error *err);
 /* Reads one policy; AG_ENOTFOUND if there is none. */
 int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
                      struct ag_error *err);

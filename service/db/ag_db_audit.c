@@ -17,10 +17,11 @@
 /* The audit table. before and after hold the JSON record of what changed
  * (NULL when there was none, or is none now). */
 static const struct ag_db_column audit_columns[] = {
-    {"id", AG_DB_INT, true},       {"at", AG_DB_TEXT, true},
-    {"action", AG_DB_TEXT, false}, {"name", AG_DB_TEXT, false},
-    {"actor", AG_DB_TEXT, false},  {"before", AG_DB_JSON, false},
-    {"after", AG_DB_JSON, false},
+    {"id", AG_DB_INT, true},         {"at", AG_DB_TEXT, true},
+    {"action", AG_DB_TEXT, false},   {"name", AG_DB_TEXT, false},
+    {"actor", AG_DB_TEXT, false},    {"before", AG_DB_JSON, false},
+    {"after", AG_DB_JSON, false},    {"fleet_version", AG_DB_INT, false},
+    {"instance", AG_DB_TEXT, false},
 };
 static const struct ag_db_table audit = {
     "audit", audit_columns, sizeof audit_columns / sizeof audit_columns[0]};
@@ -41,6 +42,13 @@ int ag_db__audit(struct ag_db *db, const char *action, const char *name,
         rc = json_object_set(row, "before", (json_t *)before);
     if (row && !rc && after)
         rc = json_object_set(row, "after", (json_t *)after);
+    /* A fleet record's rows say which version and instance. */
+    if (row && !rc && db->fleet_version)
+        rc = json_object_set_new(row, "fleet_version",
+                                 json_integer(db->fleet_version));
+    if (row && !rc && db->fleet_instance)
+        rc = json_object_set_new(row, "instance",
+                                 json_string(db->fleet_instance));
     if (!row || rc)
         rc = ag_db__nomem(err);
     if (!rc)

@@ -28,6 +28,11 @@ struct ag_db {
     char *path; /* as opened, for ag_db_file_check and ag_db_reopen */
     dev_t dev;  /* the file the connection has open, taken at open */
     ino_t ino;
+    /* While a fleet record is applied (ag_db_fleet.c): its version and
+     * the instance that wrote it, which the audit rows and the rows'
+     * versions take; 0 and NULL otherwise. */
+    int64_t fleet_version;
+    const char *fleet_instance;
 };
 
 /* Fills err with what failed and SQLite's own message; returns AG_EIO. */

@@ -46,26 +46,33 @@ static int check_lists_room(struct ag_db *db, struct ag_error *err)
     return rc;
 }
 
-int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
-                   const char *actor, int64_t *id, struct ag_error *err)
+int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
+                          const char *actor, int64_t *id, struct ag_error *err)
 {
-    int rc = ag_db__begin(db, err);
+    int rc = check_lists_room(db, err);
     if (rc)
         return rc;
-    rc = check_lists_room(db, err);
-    if (rc)
-        return ag_db__finish(db, rc, err);
     sqlite3_stmt *st;
-    rc = ag_db__prepare_insert(db, &lists, NULL, NULL, &st, err);
-    if (rc)
-        return ag_db__finish(db, rc, err);
+    /* The id: the entry's own when it has one (a fleet record's, the same
+     * on every instance), else SQLite's next. */
+    if (sqlite3_prepare_v2(
+            db->db,
+            "INSERT INTO lists (id, list, kind, value, endpoint, "
+            "note, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            -1, &st, NULL) != SQLITE_OK)
+        return ag_db__fail(db->db, "adding a list entry", err);
     const char *ep =
         e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint);
-    ag_db__bind_text(st, 1, ag_list_name(e->list));
-    ag_db__bind_text(st, 2, ag_list_kind_name(e->kind));
-    ag_db__bind_text(st, 3, e->value);
-    ag_db__bind_text(st, 4, ep);
-    ag_db__bind_text(st, 5, e->note);
+    if (e->id > 0)
+        sqlite3_bind_int64(st, 1, e->id);
+    else
+        sqlite3_bind_null(st, 1);
+    ag_db__bind_text(st, 2, ag_list_name(e->list));
+    ag_db__bind_text(st, 3, ag_list_kind_name(e->kind));
+    ag_db__bind_text(st, 4, e->value);
+    ag_db__bind_text(st, 5, ep);
+    ag_db__bind_text(st, 6, e->note);
+    sqlite3_bind_int64(st, 7, db->fleet_version);
     int step = sqlite3_step(st);
     sqlite3_finalize(st);
     if (step == SQLITE_CONSTRAINT) {
@@ -85,6 +92,18 @@ int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
                    : ag_db__nomem(err);
         json_decref(after);
     }
+    return rc;
+}
+
+int ag_db_list_add(struct ag_db *db, const struct ag_list_entry *e,
+                   const char *actor, int64_t *id, struct ag_error *err)
+{
+    int rc = ag_db__begin(db, err);
+    if (rc)
+        return rc;
+    struct ag_list_entry fresh = *e;
+    fresh.id = 0;
+    rc = ag_db__list_add_in_tx(db, &fresh, actor, id, err);
     return ag_db__finish(db, rc, err);
 }
 
@@ -142,17 +161,14 @@ int ag_db_lists_load(struct ag_db *db, struct ag_list_entry **out, size_t *n,
     return rc;
 }
 
-int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
-                      const char *actor, struct ag_error *err)
+int ag_db__list_delete_in_tx(struct ag_db *db, enum ag_list list, int64_t id,
+                             const char *actor, struct ag_error *err)
 {
-    int rc = ag_db__begin(db, err);
+    sqlite3_stmt *st;
+    int rc = ag_db__prepare_select(db, &lists, "WHERE id = ?1 AND list = ?2",
+                                   &st, err);
     if (rc)
         return rc;
-    sqlite3_stmt *st;
-    rc = ag_db__prepare_select(db, &lists, "WHERE id = ?1 AND list = ?2", &st,
-                               err);
-    if (rc)
-        return ag_db__finish(db, rc, err);
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, ag_list_name(list), -1, SQLITE_STATIC);
     struct ag_list_entry *found = NULL;
@@ -184,5 +200,15 @@ int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
         json_decref(before);
     }
     free(found);
+    return rc;
+}
+
+int ag_db_list_delete(struct ag_db *db, enum ag_list list, int64_t id,
+                      const char *actor, struct ag_error *err)
+{
+    int rc = ag_db__begin(db, err);
+    if (rc)
+        return rc;
+    rc = ag_db__list_delete_in_tx(db, list, id, actor, err);
     return ag_db__finish(db, rc, err);
 }

@@ -200,6 +200,43 @@ int ag_db_policy_put(struct ag_db *db, const struct ag_policy *p,
         rc = ag_db__fail(db->db, "saving a policy", err);
     sqlite3_finalize(st);
     json_decref(o);
+    /* Its version (the admin API's ETag): the fleet record's that wrote
+     * it, or, written here alone, one past the newest. */
+    if (!rc &&
+        sqlite3_prepare_v2(db->db,
+                           "UPDATE policies SET version = CASE WHEN ?1 > 0 "
+                           "THEN ?1 ELSE (SELECT coalesce(max(version), 0) + 1 "
+                           "FROM policies) END WHERE name = ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ag_db__fail(db->db, "versioning a policy", err);
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, db->fleet_version);
+        sqlite3_bind_text(st, 2, p->name, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = ag_db__fail(db->db, "versioning a policy", err);
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
+int ag_db_policy_version(struct ag_db *db, const char *name, int64_t *version,
+                         struct ag_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->db,
+                           "SELECT version FROM policies WHERE name = ?1", -1,
+                           &st, NULL) != SQLITE_OK)
+        return ag_db__fail(db->db, "reading a policy's version", err);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    int rc = AG_OK;
+    if (step == SQLITE_ROW)
+        *version = sqlite3_column_int64(st, 0);
+    else if (step == SQLITE_DONE)
+        rc = AG_ENOTFOUND;
+    else
+        rc = ag_db__fail(db->db, "reading a policy's version", err);
+    sqlite3_finalize(st);
     return rc;
 }
 
@@ -226,8 +263,8 @@ int ag_db_policy_get(struct ag_db *db, const char *name, struct ag_policy *out,
  * AG_PLAN_MAX, of which at most AG_SIGNALS_MAX signal policies: a change
  * that would pass either is refused (AG_ETOOBIG) inside its transaction,
  * whichever path it came by. */
-static int check_capacity(struct ag_db *db, enum ag_endpoint ep,
-                          struct ag_error *err)
+int ag_db__policy_check_capacity(struct ag_db *db, enum ag_endpoint ep,
+                                 struct ag_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->db,
@@ -265,7 +302,7 @@ int ag_db__policy_save_in_tx(struct ag_db *db, const struct ag_policy *p,
     /* A row that no longer validates is replaced like any other. */
     int rc = ag_db_policy_put(db, p, err);
     if (!rc)
-        rc = check_capacity(db, p->endpoint, err);
+        rc = ag_db__policy_check_capacity(db, p->endpoint, err);
     json_t *before = found == AG_OK ? ag_policy_to_json(&old) : NULL;
     json_t *after = ag_policy_to_json(p);
     /* An audit row without its record would tell less than happened. */
@@ -302,14 +339,11 @@ int ag_db_policies_import(struct ag_db *db, const struct ag_policy *ps,
     return ag_db__finish(db, rc, err);
 }
 
-int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
-                        struct ag_error *err)
+int ag_db__policy_delete_in_tx(struct ag_db *db, const char *name,
+                               const char *actor, struct ag_error *err)
 {
-    int rc = ag_db__begin(db, err);
-    if (rc)
-        return rc;
     struct ag_policy old;
-    rc = ag_db_policy_get(db, name, &old, err);
+    int rc = ag_db_policy_get(db, name, &old, err);
     json_t *before = rc == AG_OK ? ag_policy_to_json(&old) : NULL;
     if (rc == AG_OK && !before)
         rc = ag_db__nomem(err);
@@ -329,5 +363,15 @@ int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
     if (!rc)
         rc = ag_db__audit(db, "delete", name, actor, before, NULL, err);
     json_decref(before);
+    return rc;
+}
+
+int ag_db_policy_delete(struct ag_db *db, const char *name, const char *actor,
+                        struct ag_error *err)
+{
+    int rc = ag_db__begin(db, err);
+    if (rc)
+        return rc;
+    rc = ag_db__policy_delete_in_tx(db, name, actor, err);
     return ag_db__finish(db, rc, err);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ag_db_core_impl.h"
 #include "ag_db_tx_impl.h"
 #include "ag_embedded.h"
 #include "ag_error.h"
@@ -29,6 +30,12 @@ static int save_seed(struct ag_db *db, void *arg, struct ag_error *err)
     int rc = AG_OK;
     for (size_t i = 0; !rc && i < s->n; i++)
         rc = ag_db__policy_save_in_tx(db, &s->ps[i], "seed", NULL, err);
+    /* The set is the seed's: a fleet this database joins gives it the
+     * fleet's instead (ag_db_fleet.h). */
+    if (!rc)
+        rc = ag_db__exec(
+            db->db, "UPDATE fleet SET pristine = 1, touched = 0 WHERE id = 1",
+            err);
     return rc;
 }
 

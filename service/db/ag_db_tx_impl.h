@@ -31,4 +31,29 @@ int ag_db__policy_save_in_tx(struct ag_db *db, const struct ag_policy *p,
                              const char *actor, bool *created,
                              struct ag_error *err);
 
+/* Deletes the named policy and writes its audit row inside the caller's
+ * transaction; AG_ENOTFOUND if there is none. */
+int ag_db__policy_delete_in_tx(struct ag_db *db, const char *name,
+                               const char *actor, struct ag_error *err);
+/* Adds e with its audit row inside the caller's transaction, under the
+ * cap; its own id when e->id is above 0, else the next; *id receives it.
+ * AG_ECONFLICT, AG_ETOOBIG as ag_db_list_add. */
+int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
+                          const char *actor, int64_t *id, struct ag_error *err);
+/* Deletes entry id of list with its audit row inside the caller's
+ * transaction; AG_ENOTFOUND if there is none. */
+int ag_db__list_delete_in_tx(struct ag_db *db, enum ag_list list, int64_t id,
+                             const char *actor, struct ag_error *err);
+/* AG_ETOOBIG naming "enabled" if endpoint ep has more enabled policies
+ * than AG_PLAN_MAX, or signal policies than AG_SIGNALS_MAX, now. */
+int ag_db__policy_check_capacity(struct ag_db *db, enum ag_endpoint ep,
+                                 struct ag_error *err);
+
+/* Applies a snapshot operation (ag_db_fleet.h) inside the caller's
+ * transaction: the set becomes snap's, row by row where it differs, with
+ * one audit row that says what changed. ag_db_fleet_snapshot.c. */
+int ag_db__fleet_snapshot(struct ag_db *db, const json_t *snap,
+                          const char *actor, int64_t version,
+                          struct ag_error *err);
+
 #endif

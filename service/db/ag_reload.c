@@ -266,6 +266,16 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
     return AG_OK;
 }
 
+void ag_reload_kick(struct ag_reload *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    ++r->asked;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
 int ag_reload_sync(struct ag_reload *r)
 {
     struct timespec until = ag_clock_deadline(r->sync_timeout_ms);

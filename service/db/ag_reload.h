@@ -58,6 +58,11 @@ int ag_reload_start(const char *db_path, ag_reload_publish_fn publish,
  * load, later); AG_EIO if that load failed. Thread-safe. */
 int ag_reload_sync(struct ag_reload *r);
 
+/* Asks the watcher to load now rather than at its next tick, and returns
+ * at once: after a change this process wrote that nobody waits for (a
+ * fleet record). NULL does nothing. Thread-safe. */
+void ag_reload_kick(struct ag_reload *r);
+
 /* Stops and joins the watcher, closes its connection, frees r. */
 void ag_reload_stop(struct ag_reload *r);
 

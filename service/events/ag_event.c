@@ -27,6 +27,10 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_RECOVERED] = "account_recovered",
     [AG_EV_BREACHED_PASSWORD_LOGIN] = "breached_password_login",
     [AG_EV_SHIELD_LONG] = "shield_long",
+    [AG_EV_FLEET_LAGGING] = "fleet_lagging",
+    [AG_EV_FLEET_RECORD_REFUSED] = "fleet_record_refused",
+    [AG_EV_FLEET_DIVERGED] = "fleet_diverged",
+    [AG_EV_FLEET_HELD] = "fleet_held",
 };
 
 const char *ag_event_type_name(enum ag_event_type t)
@@ -72,6 +76,17 @@ static int set_shield(json_t *o, const struct ag_event_shield *s)
     return bad || (s->resumed && set_new(o, "resumed", json_true()));
 }
 
+/* The fleet's figures (struct ag_event_fleet). */
+static int set_fleet(json_t *o, const struct ag_event_fleet *f)
+{
+    int bad = set_new(o, "instance", json_string(f->instance));
+    bad = bad || set_new(o, "version", json_integer(f->version));
+    bad = bad || set_new(o, "head_version", json_integer(f->head));
+    bad = bad || (f->record && set_new(o, "record", json_integer(f->record)));
+    bad = bad || set_new(o, "lag_seconds", json_integer((json_int_t)f->lag_s));
+    return bad || set_new(o, "reason", json_string(f->reason));
+}
+
 char *ag_event_json(const struct ag_event *e)
 {
     char when[AG_CLOCK_RFC3339_MAX];
@@ -107,6 +122,8 @@ char *ag_event_json(const struct ag_event *e)
         (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED ||
          e->type == AG_EV_SHIELD_LONG))
         bad = set_shield(o, &e->shield);
+    if (!bad && e->type >= AG_EV_FLEET_LAGGING && e->type <= AG_EV_FLEET_HELD)
+        bad = set_fleet(o, &e->fleet);
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

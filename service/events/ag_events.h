@@ -53,6 +53,7 @@
 #include <jansson.h>
 
 #include "ag_error.h"
+#include "ag_fleet_ids.h"
 #include "ag_identity.h"
 #include "ag_limiter.h"
 #include "ag_policy.h"
@@ -97,6 +98,15 @@ enum ag_event_type {
     /* A shield raised by its counts has held for AG_SURGE_LONG_HOLDS
      * holds: longer than a normal wave, worth a look. */
     AG_EV_SHIELD_LONG,
+    /* The fleet (ag_fleet.h): this instance has been behind the fleet
+     * for more than AG_FLEET_LAG_EVENT_S; a record in Redis did not open
+     * (forged, replayed, damaged) and was refused; this instance's set
+     * differs from its fleet's, or its history forked from the fleet's;
+     * it holds at a record it cannot apply (a newer schema). */
+    AG_EV_FLEET_LAGGING,
+    AG_EV_FLEET_RECORD_REFUSED,
+    AG_EV_FLEET_DIVERGED,
+    AG_EV_FLEET_HELD,
     AG_EV_COUNT
 };
 
@@ -121,6 +131,16 @@ struct ag_event_shield {
     bool resumed;
 };
 
+/* The fleet's figures (ag_fleet.h): what its events carry. */
+struct ag_event_fleet {
+    int64_t version;  /* the record this instance applied last */
+    int64_t head;     /* the fleet's newest */
+    int64_t record;   /* the record refused or held at; 0 */
+    uint64_t lag_s;   /* how long behind */
+    char reason[128]; /* why, in a sentence */
+    char instance[AG_FLEET_INSTANCE_HEX + 1]; /* this instance's id */
+};
+
 /* One event. What does not apply is left empty (""), 0 or -1, and is
  * left out of its JSON. */
 struct ag_event {
@@ -136,6 +156,7 @@ struct ag_event {
     char lane[12]; /* breached_password_login: "trusted", "untrusted" */
     int64_t entry; /* list_changed: the entry's id, or 0 */
     struct ag_event_shield shield; /* shield_raised, _lowered and _long */
+    struct ag_event_fleet fleet;   /* the fleet_* events */
     /* Set by ag_events_raise: */
     char id[AG_EVENT_ID_MAX]; /* unique across instances: dedupe on it */
     uint64_t time_ms;         /* Unix time in milliseconds */

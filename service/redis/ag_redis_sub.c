@@ -11,9 +11,9 @@
 #include <sodium.h>
 
 #include "ag_clock.h"
-#include "ag_deny_cache.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_redis_cmd.h"
 #include "ag_redis_link.h"
 #include "ag_redis_reply.h"
 #include "ag_redis_sentinel.h"
@@ -33,10 +33,18 @@
  * saying how many it stands for. */
 #define FAIL_LOG_EVERY_MS 30000
 
+#define LOG_MAX 32
+#define WHAT_MAX 64
+
 struct ag_redis_sub {
     struct ag_redis_addr addr; /* a copy; its password wiped at stop */
     unsigned timeout_ms;
-    struct ag_deny_cache *cache;
+    char channel[AG_REDIS_SUB_CHANNEL_MAX + 1];
+    char ev_fail[LOG_MAX + 16], ev_up[LOG_MAX + 16], ev_down[LOG_MAX + 16];
+    char what[WHAT_MAX + 1];
+    void (*message)(void *ctx, const char *text, size_t len);
+    void (*live)(void *ctx, bool live);
+    void *ctx;
     struct ag_metrics *metrics;
     struct ag_redis_tls *tls;     /* NULL without TLS */
     int next_seed;                /* cluster: the seed node to try next */
@@ -77,18 +85,18 @@ static void log_failure(struct ag_redis_sub *s, const char *prefix,
                           &held))
         return;
     if (held)
-        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
+        ag_log(AG_LOG_WARN, s->ev_fail,
                "%s%s (and %lu more failure(s) since the last line; retried "
                "every second)",
                prefix, why, held);
     else
-        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
+        ag_log(AG_LOG_WARN, s->ev_fail,
                "%s%s (retried every second; logged again in 30 s at most)",
                prefix, why);
 }
 
-/* A connection to where the invalidations can be heard; NULL (logged)
- * if none. */
+/* A connection to where the channel can be heard; NULL (logged) if
+ * none. */
 static struct ag_redis_link *connect_sub(struct ag_redis_sub *s)
 {
     struct ag_redis_addr a = s->addr;
@@ -118,30 +126,37 @@ static struct ag_redis_link *connect_sub(struct ag_redis_sub *s)
 }
 
 /* Is r a pub/sub push of kind ("subscribe", "message") on the channel? */
-static bool push_of(const redisReply *r, const char *kind)
+static bool push_of(const struct ag_redis_sub *s, const redisReply *r,
+                    const char *kind)
 {
     return r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
            r->element[0]->type == REDIS_REPLY_STRING &&
            strcmp(r->element[0]->str, kind) == 0 &&
            r->element[1]->type == REDIS_REPLY_STRING &&
-           strcmp(r->element[1]->str, AG_DENY_CACHE_CHANNEL) == 0;
+           strcmp(r->element[1]->str, s->channel) == 0;
 }
 
 /* Subscribes l; true once Redis confirms. */
 static bool subscribe(struct ag_redis_sub *s, struct ag_redis_link *l)
 {
-    static const char cmd[] = "*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\n"
-                              "ag::deny-cache\r\n";
-    _Static_assert(sizeof AG_DENY_CACHE_CHANNEL - 1 == 14,
-                   "the SUBSCRIBE command spells the channel out");
+    struct ag_buf cmd;
+    ag_buf_init(&cmd, 256);
+    ag_redis_cmd_command(&cmd, 2);
+    ag_redis_cmd_str(&cmd, "SUBSCRIBE");
+    ag_redis_cmd_str(&cmd, s->channel);
     redisReply *r = NULL;
-    bool ok = ag_redis_link_append(l, cmd, sizeof cmd - 1) == AG_OK &&
+    bool ok = !ag_buf_error(&cmd) &&
+              ag_redis_link_append(l, cmd.p, cmd.len) == AG_OK &&
               ag_redis_link_get_reply(l, (void **)&r) == AG_OK &&
-              push_of(r, "subscribe");
-    if (!ok)
-        log_failure(s, "SUBSCRIBE refused: ",
+              push_of(s, r, "subscribe");
+    ag_buf_free(&cmd);
+    if (!ok) {
+        char prefix[AG_REDIS_SUB_CHANNEL_MAX + 32];
+        snprintf(prefix, sizeof prefix, "SUBSCRIBE %s refused: ", s->channel);
+        log_failure(s, prefix,
                     r && r->type == REDIS_REPLY_ERROR ? r->str
                                                       : ag_redis_link_error(l));
+    }
     ag_redis_reply_free(r);
     return ok;
 }
@@ -184,15 +199,15 @@ static void listen_on(struct ag_redis_sub *s, struct ag_redis_link *l)
         if (pong(r)) {
             sent = 0;
             last = ag_clock_mono_ms();
-        } else if (push_of(r, "message") &&
+        } else if (push_of(s, r, "message") &&
                    r->element[2]->type == REDIS_REPLY_STRING) {
-            ag_deny_cache_invalidate(s->cache, r->element[2]->str);
+            s->message(s->ctx, r->element[2]->str, r->element[2]->len);
         }
         ag_redis_reply_free(r);
     }
     if (why)
-        ag_log(AG_LOG_WARN, "deny_cache_unsubscribed",
-               "%s: the deny cache is off until subscribed again", why);
+        ag_log(AG_LOG_WARN, s->ev_down, "%s: %s is off until subscribed again",
+               why, s->what);
 }
 
 static void *run(void *arg)
@@ -203,18 +218,17 @@ static void *run(void *arg)
         struct ag_redis_link *l = connect_sub(s);
         if (l && subscribe(s, l)) {
             /* Whatever was sent before this moment may have been missed. */
-            ag_deny_cache_set_live(s->cache, true);
+            s->live(s->ctx, true);
             /* With the failures not logged since the last line, and the
              * gate reset: the next outage's first failure is logged at
              * once. */
-            ag_log(AG_LOG_INFO, "deny_cache_subscribed",
-                   "invalidations on %s (%lu failed attempt(s) not logged "
-                   "before)",
-                   AG_DENY_CACHE_CHANNEL, s->fail_gate.held);
+            ag_log(AG_LOG_INFO, s->ev_up,
+                   "messages on %s (%lu failed attempt(s) not logged before)",
+                   s->channel, s->fail_gate.held);
             s->fail_gate = (struct ag_log_gate){0};
             backoff = BACKOFF_MIN_MS;
             listen_on(s, l);
-            ag_deny_cache_set_live(s->cache, false);
+            s->live(s->ctx, false);
         }
         ag_redis_link_close(l);
         if (nap(s, backoff))
@@ -225,22 +239,32 @@ static void *run(void *arg)
 }
 
 int ag_redis_sub_start(const struct ag_redis_addr *addr, unsigned timeout_ms,
-                       struct ag_deny_cache *cache, struct ag_metrics *metrics,
+                       const struct ag_redis_sub_opts *o,
                        struct ag_redis_sub **out, struct ag_error *err)
 {
     *out = NULL;
+    if (strlen(o->channel) > AG_REDIS_SUB_CHANNEL_MAX ||
+        strlen(o->log) > LOG_MAX || strlen(o->what) > WHAT_MAX)
+        return ag_error_set(err, AG_EINVAL, NULL,
+                            "a subscriber's channel or names are too long");
     struct ag_redis_sub *s = calloc(1, sizeof *s);
     if (!s)
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     s->addr = *addr;
     s->timeout_ms = timeout_ms;
-    s->cache = cache;
-    s->metrics = metrics;
+    snprintf(s->channel, sizeof s->channel, "%s", o->channel);
+    snprintf(s->ev_fail, sizeof s->ev_fail, "%s_subscribe", o->log);
+    snprintf(s->ev_up, sizeof s->ev_up, "%s_subscribed", o->log);
+    snprintf(s->ev_down, sizeof s->ev_down, "%s_unsubscribed", o->log);
+    snprintf(s->what, sizeof s->what, "%s", o->what);
+    s->message = o->message;
+    s->live = o->live;
+    s->ctx = o->ctx;
+    s->metrics = o->metrics;
     if (addr->tls && ag_redis_tls_new(addr, &s->tls, err) != AG_OK) {
         /* As the store does: the service runs (degraded, the store's log
-         * says why), and the cache stays off. */
-        ag_log(AG_LOG_WARN, "deny_cache_subscribe",
-               "%s: the deny cache stays off", err->msg);
+         * says why), and the owner is never live. */
+        ag_log(AG_LOG_WARN, s->ev_fail, "%s: %s stays off", err->msg, s->what);
         sodium_memzero(&s->addr, sizeof s->addr);
         free(s);
         return AG_OK;
@@ -254,7 +278,7 @@ int ag_redis_sub_start(const struct ag_redis_addr *addr, unsigned timeout_ms,
         sodium_memzero(&s->addr, sizeof s->addr);
         free(s);
         return ag_error_set(err, AG_ENOMEM, NULL,
-                            "cannot start the deny cache's subscriber");
+                            "cannot start the subscriber of %s", o->channel);
     }
     *out = s;
     return AG_OK;
@@ -269,7 +293,7 @@ void ag_redis_sub_stop(struct ag_redis_sub *s)
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
-    ag_deny_cache_set_live(s->cache, false);
+    s->live(s->ctx, false);
     ag_redis_tls_free(s->tls);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);

@@ -1,58 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A shield's shared state (ag_redis_surge.h): lua/surge.lua sent with
- * EVALSHA through the store's command path, and with EVAL once when Redis
- * answers NOSCRIPT (a restart, SCRIPT FLUSH, a failover: NOSCRIPT means
- * nothing ran, so this is no re-send). The script's SHA1 is computed once,
- * from the embedded text.
+ * A shield's shared state (ag_redis_surge.h): lua/surge.lua run through
+ * the store's command path (ag_redis_script).
  */
 #include "ag_redis_surge.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
-#include <openssl/evp.h>
-#include <sodium.h>
 
-#include "ag_embedded.h"
 #include "ag_error.h"
 #include "ag_log.h"
 #include "ag_redis_reply.h"
+#include "ag_redis_script.h"
 
 #define SCRIPT_PIECE "surge.lua"
-#define ARGC 21    /* EVALSHA sha 2 two keys and lua/surge.lua's 16 ARGV */
-#define KEY_AT 3   /* the state key's index in argv */
+#define NARGS 18   /* two keys and lua/surge.lua's 16 ARGV */
 #define FIELDS 21  /* struct ag_surge_state's, in the reply's order */
 #define REPLY_N 26 /* the fields, changed, now_ms, threshold, others, other */
 #define NUM_MAX 1000000000000000ull /* lua/surge.lua takes 15 digits */
 #define NUM_TEXT 24                 /* a uint64_t in decimal, and its NUL */
 #define KEY_TEXT (AG_STORE_KEY_MAX + 1 + AG_SURGE_SHAPE_MAX + 1)
-
-/* The script and its SHA1, found once: the text is compiled in, so either
- * both are there for the process's life or neither is. */
-static pthread_once_t script_once = PTHREAD_ONCE_INIT;
-static const struct ag_embedded_file *script;
-static char script_sha[41];
-
-static void find_script(void)
-{
-    for (size_t i = 0; i < ag_embedded_lua_count; i++) {
-        const struct ag_embedded_file *f = &ag_embedded_lua[i];
-        if (strcmp(f->name, SCRIPT_PIECE) != 0)
-            continue;
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int mdlen = 0;
-        if (EVP_Digest(f->data, f->len, md, &mdlen, EVP_sha1(), NULL) == 1 &&
-            mdlen == 20) {
-            sodium_bin2hex(script_sha, sizeof script_sha, md, mdlen);
-            script = f;
-        }
-        return;
-    }
-}
 
 /* Is shape a name the registry takes? */
 static bool shape_ok(const char *shape)
@@ -145,22 +115,6 @@ static bool parse(const redisReply *r, struct ag_redis_surge_answer *out)
     return true;
 }
 
-/* Runs argv (EVALSHA, or EVAL) through the store: AG_OK and *reply, which
- * the caller frees; AG_EINVAL for a store without Redis; else AG_ESTORE
- * (a Cluster node's redirection too: the cluster store follows MOVED). */
-static int run(struct ag_store *store, const char **argv, const size_t *lens,
-               redisReply **reply)
-{
-    void *r = NULL;
-    int rc = ag_store_command(store, ARGC, argv, lens, KEY_AT, &r);
-    if (rc == AG_EINVAL)
-        return rc;
-    if (rc != AG_OK || !r)
-        return AG_ESTORE;
-    *reply = r;
-    return AG_OK;
-}
-
 int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
                    const struct ag_surge_params *p,
                    const struct ag_redis_surge_call *call,
@@ -171,9 +125,7 @@ int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
         [AG_SURGE_OP_RAISE] = "raise",
         [AG_SURGE_OP_LOWER] = "lower",
     };
-    pthread_once(&script_once, find_script);
-    if (!script || !takes(p, call) || !shape_ok(shape) ||
-        strlen(base) >= AG_STORE_KEY_MAX)
+    if (!takes(p, call) || !shape_ok(shape) || strlen(base) >= AG_STORE_KEY_MAX)
         return AG_ETOOBIG;
     bool step = call->op == AG_SURGE_OP_STEP;
     const uint64_t nums[] = {p->window_ms,
@@ -200,28 +152,18 @@ int ag_redis_surge(struct ag_store *store, const char *base, const char *shape,
     char state_key[KEY_TEXT], registry_key[KEY_TEXT];
     snprintf(state_key, sizeof state_key, "%s:%s", base, shape);
     snprintf(registry_key, sizeof registry_key, "%s:shapes", base);
-    const char *argv[ARGC] = {"EVALSHA",    script_sha, "2",          state_key,
-                              registry_key, text[0],    ops[call->op]};
+    const char *argv[NARGS] = {state_key, registry_key, text[0], ops[call->op]};
     for (size_t i = 0; i < NUMS; i++)
-        argv[7 + i] = text[1 + i];
-    argv[7 + NUMS] = shape;
-    argv[8 + NUMS] = text[1 + NUMS];
-    size_t lens[ARGC];
-    for (int i = 0; i < ARGC; i++)
+        argv[4 + i] = text[1 + i];
+    argv[4 + NUMS] = shape;
+    argv[5 + NUMS] = text[1 + NUMS];
+    size_t lens[NARGS];
+    for (int i = 0; i < NARGS; i++)
         lens[i] = strlen(argv[i]);
 
     redisReply *r = NULL;
-    int rc = run(store, argv, lens, &r);
-    if (rc == AG_OK && r->type == REDIS_REPLY_ERROR &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        ag_redis_reply_free(r);
-        r = NULL;
-        argv[0] = "EVAL";
-        lens[0] = 4;
-        argv[1] = script->data;
-        lens[1] = script->len;
-        rc = run(store, argv, lens, &r);
-    }
+    int rc = ag_redis_script_run(store, SCRIPT_PIECE, 2, NARGS, argv, lens,
+                                 (void **)&r);
     if (rc != AG_OK)
         return rc;
     /* Refused (a script error, a replica's READONLY, OOM) or an answer

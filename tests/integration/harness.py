@@ -26,6 +26,8 @@ BINARY = os.environ.get("AG_BINARY") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
     "abuseguard")
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+# The fleet's keys (ag::fleet:{<name>}:head, :log, :base, :members).
+FLEET_KEYS = "ag::fleet:"
 
 
 def _ephemeral_range():
@@ -151,7 +153,37 @@ class Redis:
             return _read_reply(s.makefile("rb"))
 
     def keys(self):
+        """The keys the checks wrote: every key but the fleet's history
+        (ag::fleet:{<name>}:..., test_fleet*.py's subject), which every
+        instance writes at start."""
+        return sorted(k for k in self.cmd("KEYS", "*")
+                      if not k.startswith(FLEET_KEYS))
+
+    def all_keys(self):
         return sorted(self.cmd("KEYS", "*"))
+
+    def dump_text(self):
+        """Every key and every value it holds, whatever its type, as text:
+        what a no-plaintext test searches."""
+        out = []
+        for key in self.all_keys():
+            out.append(key)
+            kind = self.cmd("TYPE", key)
+            if kind == "string":
+                out.append(self.cmd("GET", key))
+            elif kind == "hash":
+                out.extend(self.cmd("HGETALL", key))
+            elif kind == "list":
+                out.extend(self.cmd("LRANGE", key, 0, -1))
+            elif kind == "set":
+                out.extend(self.cmd("SMEMBERS", key))
+            elif kind == "zset":
+                out.extend(self.cmd("ZRANGE", key, 0, -1, "WITHSCORES"))
+            elif kind == "stream":
+                out.append(json.dumps(self.cmd("XRANGE", key, "-", "+")))
+            else:
+                raise AssertionError("key %s of type %s" % (key, kind))
+        return "\n".join(str(x) for x in out)
 
     def command_stats(self):
         """INFO commandstats as {command: {"calls": n, "failed_calls": n,
@@ -307,6 +339,9 @@ class Service:
                      "--secret-file", secret, "--redis-timeout-ms", "2000",
                      *extra]
         self.log = open(self.log_path, "wb")
+        self._spawn()
+
+    def _spawn(self):
         self.proc = subprocess.Popen(self.args, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         if not wait_until(self._healthy):
@@ -314,6 +349,17 @@ class Service:
             self.proc.wait()
             self.log.close()
             raise RuntimeError("service did not start: " + self.log_text())
+
+    def restart(self):
+        """The same process again (same flags, port, database and log),
+        after stop or a kill."""
+        if self.proc.poll() is None:
+            self.stop()
+        self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+        self.log = open(self.log_path, "ab")
+        self._spawn()
 
     def _healthy(self):
         if self.proc.poll() is not None:

@@ -369,6 +369,51 @@ CASES = {
     ("/admin/policies/{name}", "delete", 404): ("up", lambda c: c.admin(
         "DELETE", "/admin/policies/login.nothing")),
     **admin_cases("/admin/policies/{name}", "delete"),
+    # Issue 37: versions (If-Match) and the fleet.
+    ("/admin/policies/{name}", "put", 412): ("up", lambda c: c.admin(
+        "PUT", "/admin/policies/" + c.new_policy(), NEW_POLICY,
+        headers={**AUTH, "If-Match": '"999999"'})),
+    ("/admin/policies/{name}", "put", 503): ("redis_down", lambda c: c.admin(
+        "PUT", "/admin/policies/login.p%d" % c.uid(), NEW_POLICY)),
+    ("/admin/policies/{name}", "delete", 412): ("up", lambda c: c.admin(
+        "DELETE", "/admin/policies/" + c.new_policy(),
+        headers={**AUTH, "If-Match": '"999999"'})),
+    ("/admin/policies/{name}", "delete", 503): ("redis_down",
+                                                lambda c: c.admin(
+        "DELETE", "/admin/policies/login.user")),
+    ("/admin/policies/apply", "post", 200): [
+        ("up", lambda c: c.admin("POST", "/admin/policies/apply", {
+            "policies": [dict(NEW_POLICY, name="login.a%d" % c.uid())],
+            "prune": False, "dry_run": True})),
+        ("up", lambda c: c.admin("POST", "/admin/policies/apply", {
+            "policies": [dict(NEW_POLICY, name="login.a%d" % c.uid())],
+            "prune": False})),
+    ],
+    ("/admin/policies/apply", "post", 202): ("lists_unloadable",
+                                             lambda c: c.admin(
+        "POST", "/admin/policies/apply", {
+            "policies": [dict(NEW_POLICY, name="login.a%d" % c.uid())],
+            "prune": False})),
+    ("/admin/policies/apply", "post", 400): [
+        ("up", lambda c: c.refused("POST", "/admin/policies/apply",
+                                   {"policies": [], "prune": "yes"},
+                                   "prune")),
+        ("up", lambda c: c.refused("POST", "/admin/policies/apply",
+                                   {"policies": [], "colour": 1},
+                                   "colour")),
+    ],
+    ("/admin/policies/apply", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/policies/apply", BIG)),
+    ("/admin/policies/apply", "post", 503): ("redis_down", lambda c: c.admin(
+        "POST", "/admin/policies/apply", {
+            "policies": [dict(NEW_POLICY, name="login.a%d" % c.uid())],
+            "prune": False})),
+    **admin_cases("/admin/policies/apply", "post", {"policies": []}),
+    ("/admin/fleet", "get", 200): [
+        ("up", lambda c: c.admin("GET", "/admin/fleet")),
+        ("redis_down", lambda c: c.admin("GET", "/admin/fleet")),
+    ],
+    **admin_cases("/admin/fleet", "get"),
 
     ("/admin/reset", "post", 204): ("up", lambda c: c.admin(
         "POST", "/admin/reset", {"policy": "login.user", "user": c.user()})),
@@ -437,6 +482,8 @@ CASES = {
         {"kind": "ip", "value": "198.51.100.0/24"})),
     ("/admin/lists/{list}", "post", 413): ("up", lambda c: c.admin(
         "POST", "/admin/lists/deny", BIG)),
+    ("/admin/lists/{list}", "post", 503): ("redis_down", lambda c: c.admin(
+        "POST", "/admin/lists/deny", {"kind": "ip", "value": c.ip()})),
     **admin_cases("/admin/lists/{list}", "post", {"kind": "ip"}),
     ("/admin/lists/{list}/{id}", "delete", 204): ("up", lambda c: c.admin(
         "DELETE", "/admin/lists/allow/%d" % c.new_entry())),
@@ -447,6 +494,9 @@ CASES = {
         "DELETE", "/admin/lists/deny/seven")),
     ("/admin/lists/{list}/{id}", "delete", 404): ("up", lambda c: c.admin(
         "DELETE", "/admin/lists/deny/999999")),
+    ("/admin/lists/{list}/{id}", "delete", 503): ("redis_down",
+                                                  lambda c: c.admin(
+        "DELETE", "/admin/lists/deny/1")),
     **admin_cases("/admin/lists/{list}/{id}", "delete"),
 
     ("/admin/otp/conversion", "get", 200): ("up", lambda c: c.admin(

@@ -10,6 +10,19 @@ import unittest
 from harness import BINARY, ServiceTest
 
 
+def undo_migration_11(c):
+    """Takes 011_fleet's tables, triggers and columns out of the database
+    on c, so that a test can make it as it was before an older migration
+    and open it again."""
+    for what, name in c.execute("SELECT type, name FROM sqlite_master "
+                                "WHERE name LIKE 'fleet%'").fetchall():
+        if what in ("table", "trigger"):
+            c.execute('DROP %s "%s"' % (what.upper(), name))
+    for table, column in (("audit", "fleet_version"), ("audit", "instance"),
+                          ("policies", "version"), ("lists", "version")):
+        c.execute('ALTER TABLE %s DROP COLUMN "%s"' % (table, column))
+
+
 class CliTest(ServiceTest):
     def setUp(self):
         super().setUp()
@@ -35,8 +48,10 @@ class CliTest(ServiceTest):
     def as_before_migration_9(self, **row):
         """The database as one made before migration 009: its spray row
         without reasons (and with row's columns), the migration not yet
-        applied."""
+        applied, nor any after it (011's tables, columns and triggers
+        undone)."""
         with sqlite3.connect(self.db) as c:
+            undo_migration_11(c)
             c.execute("UPDATE policies SET reasons = NULL "
                       "WHERE name = 'login.password_spray'")
             for column, value in row.items():
@@ -89,6 +104,7 @@ class CliTest(ServiceTest):
             c.execute("INSERT INTO policies (name, endpoint, key, algorithm, "
                       '"limit", window_s) VALUES (\'challenge_pass\', '
                       "'login', '[\"user\"]', 'sliding_log', 5, 60)")
+            undo_migration_11(c)
             c.execute("DELETE FROM schema_version WHERE version >= 10")
         names = [json.loads(line)["name"]
                  for line in self.cli("list").stdout.splitlines()]
@@ -196,17 +212,36 @@ class CliTest(ServiceTest):
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_running_service_follows_a_cli_edit(self):
-
-        svc = self.service(db=self.db)
+        # Outside a fleet (--fleet off): a local edit is this host's alone.
+        svc = self.service(db=self.db, extra=["--fleet", "off"])
         path = self.write("p.json", {"endpoint": "login", "key": ["user"],
                                      "algorithm": "sliding_log", "limit": 1,
                                      "window_s": 60})
         self.assertEqual(self.cli("put", "login.cli", path).returncode, 0)
         self.assert_follows(svc, "login.cli", "c@example.com")
 
-
-if __name__ == "__main__":
-    unittest.main()
+    def test_a_fleet_members_database_refuses_a_local_edit(self):
+        # Issue 37: a change made to one member's file alone would leave
+        # the fleet; the CLI refuses it (exit 2), changes nothing, and
+        # says how to change the fleet.
+        svc = self.service(db=self.db)
+        self.assertEqual(self.login(svc, "m@example.com").status, 200)
+        with sqlite3.connect(self.db) as c:
+            self.assertEqual(c.execute("SELECT member FROM fleet")
+                             .fetchone(), (1,))
+        path = self.write("p.json", {"endpoint": "login", "key": ["user"],
+                                     "algorithm": "sliding_log", "limit": 1,
+                                     "window_s": 60})
+        whole = self.write("all.json", {"policies": [
+            dict(name="login.cli", **json.load(open(path)))]})
+        before = self.cli("export").stdout
+        for args in (("put", "login.cli", path), ("delete", "login.user"),
+                     ("import", whole)):
+            r = self.cli(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn("belongs to fleet 'main'", r.stderr)
+            self.assertIn("--url", r.stderr)
+        self.assertEqual(self.cli("export").stdout, before)
 
 
 class LuaCliTest(ServiceTest):
@@ -245,3 +280,7 @@ class LuaCliTest(ServiceTest):
             r = self.lua(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(r.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -3,15 +3,19 @@
 another file, corrupted and restored, while instances run."""
 import os
 import shutil
+import subprocess
 import sqlite3
 import unittest
 
-from harness import PolicyTest, policy, wait_until, make_secret
+from harness import BINARY, PolicyTest, policy, wait_until, make_secret
 from test_resilience import metric
 
 TOKEN = "tok-" + "5" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
 FIRST = policy("f.first", limit=3)
+# The audit row of the fleet's founding: a snapshot of the set, written
+# when the first instance starts on a fresh Redis (issue 37).
+FOUNDED = ("snapshot", "found")
 NEW = {"endpoint": "login", "key": ["user"], "algorithm": "fixed_window",
        "limit": 2, "window_s": 60}
 
@@ -88,8 +92,24 @@ class DatabaseFileTest(PolicyTest):
             lambda: self.limit_of("f.first", "r1@x.org") == 7, 10.0),
             self.svc.log_text())
         self.assertEqual(metric(self.svc, "abuseguard_policies_stale"), 0)
+        # The hand-edited file differs from the fleet's set (issue 37): the
+        # instance serves it, says so, and refuses admin writes until the
+        # operator chooses, which fleet init does.
+        self.assertTrue(wait_until(
+            lambda: '"fleet_diverged"' in self.svc.log_text(), 10.0))
+        r = self.put("f.new")
+        self.assertEqual(r.status, 503, r.raw)
+        self.assertIn("diverged", r.json["error"])
+        init = subprocess.run(
+            [BINARY, "fleet", "init", "--from", "this", "--redis",
+             self.redis.url(), "--db", self.svc.db, "--secret-file",
+             self.secret], capture_output=True, text=True, timeout=30)
+        self.assertEqual(init.returncode, 0, init.stderr)
+        self.assertIn("limit: 3 -> 7", init.stdout)
         # The admin API writes into the new file, not the replaced one.
-        self.assertEqual(self.put("f.new").status, 201)
+        self.assertTrue(wait_until(
+            lambda: self.put("f.new").status == 201, 10.0),
+            self.svc.log_text())
         con = sqlite3.connect(self.svc.db)
         names = [n for (n,) in con.execute("SELECT name FROM policies")]
         con.close()
@@ -224,8 +244,9 @@ class AuditRetentionTest(PolicyTest):
                               ("list_add", "deny", 366),
                               ("update", "f.recent", 300)])
         # The default is 365 days; f.first keeps its newest change, the
-        # record its last valid version is read from.
-        want = [("create", "f.first"), ("update", "f.recent")]
+        # record its last valid version is read from; the fleet's founding
+        # (a snapshot of the set, at the first start) is recent.
+        want = [("create", "f.first"), FOUNDED, ("update", "f.recent")]
         self.assertTrue(wait_until(lambda: self.audited(db) == want, 10.0),
                         self.audited(db))
 
@@ -233,7 +254,7 @@ class AuditRetentionTest(PolicyTest):
         db = self.start_aged([("update", "f.old", 3), ("reset", "f.first", 3),
                               ("update", "f.recent", 1)],
                              ["--audit-retention-days", "2"])
-        want = [("create", "f.first"), ("update", "f.recent")]
+        want = [("create", "f.first"), FOUNDED, ("update", "f.recent")]
         self.assertTrue(wait_until(lambda: self.audited(db) == want, 10.0),
                         self.audited(db))
 

@@ -51,11 +51,11 @@ class InspectTest(PolicyTest):
         return r
 
     def redis_state(self):
-        """Every key's DUMP and expiry time, and the dataset's digest."""
+        """Every key's DUMP and expiry time (but the fleet's, where the
+        inspection's audit row travels and the heartbeats beat)."""
         keys = self.redis.keys()
-        return ({k: (self.redis.cmd("DUMP", k),
-                     self.redis.cmd("PEXPIRETIME", k)) for k in keys},
-                self.redis.cmd("DEBUG", "DIGEST"))
+        return {k: (self.redis.cmd("DUMP", k),
+                    self.redis.cmd("PEXPIRETIME", k)) for k in keys}
 
     def test_inspecting_a_fresh_subject_shows_every_limit_whole(self):
         svc = self.start()
@@ -91,7 +91,7 @@ class InspectTest(PolicyTest):
         self.assertIs(shadow["shadow"], True)
         self.assertIs(r.json["allowed"], True)
         before = self.redis_state()
-        self.assertNotEqual(before[0], {})
+        self.assertNotEqual(before, {})
         for _ in range(20):
             again = self.inspect_ok(svc, user=USER, ip=IP)
             self.assertEqual(self.decision(again, "l.user_ip")["remaining"],

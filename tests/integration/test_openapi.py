@@ -190,6 +190,17 @@ class OpenApiTest(ServiceTest):
         elif phase == "redis_down":
             self.redis.stop()
         elif phase == "lists_unloadable":
+            # Redis back, empty (the phases after it change the fleet's
+            # set): the instance puts its history back, and takes changes
+            # once it settled.
+            self.redis.start()
+
+            def settled():
+                j = self.svc.request("GET", "/admin/fleet",
+                                     headers=AUTH).json or {}
+                return (j.get("instance", {}).get("state") == "following"
+                        and j.get("fleet", {}).get("settling_ms") == 0)
+            self.assertTrue(wait_until(settled, 30.0), self.svc.log_text())
             # Reading the lists now fails in SQL (an integer overflow),
             # so every reload fails and a committed policy edit is not
             # applied here: 202 (as in test_admin).

@@ -59,7 +59,8 @@ class TlsRedis(Redis):
             "--tls-auth-clients", "yes" if auth_clients else "no",
             # Every key the service touches starts with "ag:" (the probe's
             # is ag::probe); functions and scripts are no keys.
-            "--user", USER, "on", ">" + PASSWORD, "~ag:*", "+@all"])
+            "--user", USER, "on", ">" + PASSWORD, "~ag:*", "&ag::fleet:*",
+            "+@all"])
 
     def tls_url(self, user=USER, password=PASSWORD, host="127.0.0.1"):
         return "rediss://%s:%s@%s:%d" % (user, password, host, self.tls_port)
@@ -161,10 +162,14 @@ class RedisTlsTest(ServiceTest):
             r = self.login(svc, "c%d@example.com" % i, "1.2.3.4")
             self.assertNotIn("degraded", r.json)
         self.assertEqual(self.service_clients(redis), before)
-        # Each check loop's lane (two: --threads 2), and the dispatchers
+        # Each check loop's lane (two: --threads 2), the dispatchers
         # (AG_REDIS_PIPE_DISPATCHERS, two) that the synchronous calls
-        # opened, if any did.
-        self.assertTrue(2 <= len(before) <= 4, before)
+        # opened, if any did, the fleet's own connection and its
+        # subscriber.
+        self.assertTrue(4 <= len(before) <= 6, before)
+        subscribed = [c for c in redis.clients()
+                      if c.get("user") == USER and c.get("sub") != "0"]
+        self.assertEqual(len(subscribed), 1, redis.clients())
         # The service's connections are the ACL user's, on the TLS port.
         mine = [c for c in redis.clients() if c.get("user") == USER]
         self.assertTrue(mine, redis.clients())

@@ -43,8 +43,13 @@ def metric(svc, name, **labels):
 
 
 class ResilienceTest(PolicyTest):
-    def start(self, policies, count=1, timeout_ms=None):
+    def start(self, policies, count=1, timeout_ms=None, fleet=True):
+        """fleet False: --fleet off, for a test that counts the commands
+        checks send, which the fleet's own scripts (EVALSHA, on a
+        connection of their own) would add to."""
         extra = ["--redis-timeout-ms", str(timeout_ms)] if timeout_ms else []
+        if not fleet:
+            extra += ["--fleet", "off"]
         return self.seeded(policies, count, extra=extra)
 
     def pause_writes(self):
@@ -264,7 +269,7 @@ class ResilienceTest(PolicyTest):
                 for name in after}
 
     def test_function_flush_is_survived(self):
-        (svc,) = self.start([OPEN])
+        (svc,) = self.start([OPEN], fleet=False)
         added = self.flush_and_check(svc, ("FUNCTION", "FLUSH"))
         # One FCALL failed (the function was gone), the library was
         # loaded again on that connection, and the FCALL ran again.
@@ -276,7 +281,7 @@ class ResilienceTest(PolicyTest):
     def test_a_second_instance_calls_the_library_the_first_loaded(self):
         # The library's name is a hash of its code: a second instance of
         # the same version finds it there ("already exists") and uses it.
-        first, second = self.start([OPEN], count=2)
+        first, second = self.start([OPEN], count=2, fleet=False)
         self.open_every_connection(first)
         self.open_every_connection(second)
         before = self.redis.command_stats()
@@ -292,7 +297,7 @@ class ResilienceTest(PolicyTest):
         # An ACL change takes FCALL away from a running service: the check
         # that meets the refusal runs again as a script, and so do the
         # checks after it.
-        (svc,) = self.start([OPEN])
+        (svc,) = self.start([OPEN], fleet=False)
         self.open_every_connection(svc)
         self.login(svc, "n@x.org")
         self.redis.cmd("ACL", "SETUSER", "default", "-fcall")
@@ -315,7 +320,7 @@ class ResilienceTest(PolicyTest):
         self.redis = Redis(self.workdir,
                            extra=["--rename-command", "FUNCTION", ""])
         self.addCleanup(self.redis.stop)
-        (svc,) = self.start([OPEN])
+        (svc,) = self.start([OPEN], fleet=False)
         added = self.flush_and_check(svc, ("SCRIPT", "FLUSH"))
         self.assertEqual(added["evalsha"], (2, 1))
         self.assertEqual(added["script|load"], (1, 0))

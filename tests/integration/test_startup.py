@@ -388,11 +388,13 @@ class StartupTest(ServiceTest):
         self.assertTrue(keys)
         self.assertTrue(all(k.startswith("ag:") for k in keys), keys)
 
-    def test_an_acl_user_without_the_channel_keeps_the_deny_cache_off(self):
+    def test_an_acl_user_without_the_channels_keeps_them_off(self):
         # ~ag:* +@all grants no pub/sub channel (Redis 7 resets channels
-        # for a new user): the subscription is refused and logged, and the
-        # cache stays off; &ag::deny-cache turns it on.
-        for name, channel in (("nochan", []), ("chan", ["&ag::deny-cache"])):
+        # for a new user): each subscription is refused and logged with the
+        # channel's name, and the deny cache stays off (the fleet follows
+        # by its poll); &ag::deny-cache and &ag::fleet:* turn them on.
+        for name, channel in (("nochan", []),
+                              ("chan", ["&ag::deny-cache", "&ag::fleet:*"])):
             with self.subTest(name):
                 redis = Redis(self.workdir, extra=[
                     "--user", "ag", "on", ">ag-pass-4711", "~ag:*",
@@ -404,18 +406,21 @@ class StartupTest(ServiceTest):
                     secret=self.secret, db=self.workdir + "/%s.db" % name,
                     name=name)
                 self.services.append(svc)
-                if channel:
+                for sub, chan in (("deny_cache", "ag::deny-cache"),
+                                  ("fleet", "ag::fleet:main")):
+                    if channel:
+                        self.assertTrue(wait_until(
+                            lambda: '"%s_subscribed"' % sub in
+                            svc.log_text(), 10), svc.log_text())
+                        self.assertNotIn("NOPERM", svc.log_text())
+                        continue
                     self.assertTrue(wait_until(
-                        lambda: '"deny_cache_subscribed"' in svc.log_text(),
+                        lambda: any(
+                            '"%s_subscribe"' % sub in line and
+                            "NOPERM" in line and chan in line
+                            for line in svc.log_text().splitlines()),
                         10), svc.log_text())
-                    self.assertNotIn("NOPERM", svc.log_text())
-                else:
-                    self.assertTrue(wait_until(
-                        lambda: "NOPERM" in svc.log_text(), 10),
-                        svc.log_text())
-                    self.assertIn('"deny_cache_subscribe"', svc.log_text())
-                    self.assertNotIn('"deny_cache_subscribed"',
-                                     svc.log_text())
+                    self.assertNotIn('"%s_subscribed"' % sub, svc.log_text())
 
     def test_wrong_redis_password_is_degraded_and_logged_without_it(self):
         redis = self.acl_redis()

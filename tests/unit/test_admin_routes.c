@@ -120,7 +120,7 @@ static struct ag_admin *admin_new(void **state, struct ag_hasher *hasher)
     ag_hasher_init(hasher, secret, sizeof secret);
     struct ag_admin *a = NULL;
     struct ag_error err;
-    if (ag_admin_new(t->path, TOKEN, NULL, hasher, NULL, &a, &err))
+    if (ag_admin_new(t->path, TOKEN, NULL, hasher, NULL, NULL, &a, &err))
         fail_msg("admin: %s", err.msg);
     return a;
 }

@@ -121,7 +121,7 @@ static int serve(struct world *w, const char *method, const char *path,
                                            .body = body,
                                            .len = body ? strlen(body) : 0};
     int rc = strcmp(path, "/overview") == 0
-                 ? ag_admin_overview(w->svc, &req, r)
+                 ? ag_admin_overview(w->svc, &req, NULL, r)
                  : ag_admin_shields(w->svc, &req, r, audit);
     assert_int_equal(rc, AG_OK);
     return r->status;

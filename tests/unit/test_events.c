@@ -199,6 +199,10 @@ static void every_type_has_its_name(void **state)
         "account_recovered",
         "breached_password_login",
         "shield_long",
+        "fleet_lagging",
+        "fleet_record_refused",
+        "fleet_diverged",
+        "fleet_held",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);

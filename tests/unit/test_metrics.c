@@ -87,6 +87,13 @@ static void every_scalar_metric_is_exposed_once(void **state)
         "abuseguard_deny_cache_invalidations_total",
         "abuseguard_deny_cache_entries",
         "abuseguard_pwned_reload_failures_total",
+        "abuseguard_fleet_version",
+        "abuseguard_fleet_head_version",
+        "abuseguard_fleet_lag_seconds",
+        "abuseguard_fleet_held",
+        "abuseguard_fleet_diverged",
+        "abuseguard_fleet_records_refused_total",
+        "abuseguard_fleet_records_applied_total",
     };
     assert_int_equal(sizeof names / sizeof *names, AG_M_COUNT);
     for (size_t i = 0; i < AG_M_COUNT; i++) {
