@@ -216,6 +216,44 @@ class ClusterTest(PolicyTest):
                 answers.append((time.monotonic() - start, repr(e), True))
             i += 1
 
+    def test_a_fleet_change_reaches_every_instance_through_a_moved(self):
+        """Issue 37 on a cluster: the fleet's keys share one hash tag, so
+        one node holds its history; the fleet's name here puts it on a
+        node other than the URL's first seed, so the fleet's connection
+        follows a MOVED to it. A deny entry added through one instance is
+        enforced by the others, each on its own database."""
+        first = self.cluster.initial_ports[0]
+        name = next(n for n in ("f%d" % i for i in range(100))
+                    if self.cluster.slot_owner(self.cluster.keyslot(
+                        "ag::fleet:{%s}:head" % n)) != first)
+        token = make_secret(self.workdir, b"cluster-fleet-token-0123456789",
+                            name="admin.token")
+        svcs = []
+        for i in range(3):
+            svc = Service(self.workdir, self.cluster.url(), secret=self.secret,
+                          db=os.path.join(self.workdir, "f%d.db" % i),
+                          name="f%d" % i,
+                          extra=["--admin-token-file", token,
+                                 "--fleet-name", name,
+                                 "--fleet-poll-ms", "60000"])
+            self.services.append(svc)
+            svcs.append(svc)
+        auth = {"Authorization": "Bearer cluster-fleet-token-0123456789"}
+        r = svcs[0].request("POST", "/admin/lists/deny",
+                            {"kind": "ip", "value": "198.51.100.61"},
+                            headers=auth)
+        self.assertEqual(r.status, 201, r.raw)
+        for svc in svcs[1:]:
+            self.assertTrue(wait_until(lambda: self.login(
+                svc, "f@x.org", "198.51.100.61").status == 403, 20),
+                svc.log_text())
+        owner = self.cluster.slot_owner(self.cluster.keyslot(
+            "ag::fleet:{%s}:head" % name))
+        self.assertEqual(int(self.cluster.cmd(
+            owner, "HGET", "ag::fleet:{%s}:head" % name, "version")),
+            svcs[1].request("GET", "/admin/fleet", headers=auth)
+            .json["instance"]["version"])
+
     def test_resharding_under_traffic_costs_no_answer(self):
         svcs = self.instances([USER, IP, USER_IP], count=2)
         stop, answers = threading.Event(), []

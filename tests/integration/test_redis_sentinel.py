@@ -7,7 +7,8 @@ import threading
 import time
 import unittest
 
-from harness import PolicyTest, Service, digest, policy, wait_until
+from harness import (PolicyTest, Service, digest, make_secret, policy,
+                     wait_until)
 from harness_topology import SentinelGroup, cmd_at
 from test_resilience import metric
 
@@ -114,6 +115,40 @@ class SentinelTest(PolicyTest):
         self.assertIn("redis_not_master", svc.log_text())
         self.assertTrue(cmd_at(new[1], "KEYS", "ag:s.user:*"))
 
+
+    def test_the_fleet_follows_a_failover_and_changes_go_on(self):
+        """Issue 37 through Sentinel: a change travels; the master is
+        killed; once the replica is promoted (it holds the history), a
+        change made through either instance reaches the other."""
+        token = make_secret(self.workdir, b"sentinel-fleet-token-01234567",
+                            name="admin.token")
+        auth = {"Authorization": "Bearer sentinel-fleet-token-01234567"}
+        a, b = [Service(self.workdir, self.group.url(), secret=self.secret,
+                        db="%s/fleet%d.db" % (self.workdir, i),
+                        name="fleet%d" % i,
+                        extra=["--redis-timeout-ms", "300",
+                               "--admin-token-file", token,
+                               "--fleet-poll-ms", "500"]) for i in (0, 1)]
+        self.services += [a, b]
+
+        def deny(svc, ip):
+            return svc.request("POST", "/admin/lists/deny",
+                               {"kind": "ip", "value": ip}, headers=auth)
+
+        def enforced(svc, ip):
+            return wait_until(lambda: self.login(
+                svc, "f@x.org", ip).status == 403, 30)
+        self.assertEqual(deny(a, "198.51.100.71").status, 201)
+        self.assertTrue(enforced(b, "198.51.100.71"), b.log_text())
+        old = self.group.kill_master()
+        self.group.wait_for_failover(old)
+        # The fleet's connection asks the sentinels again; a change may
+        # meet the failover's last moments (503, nothing changed).
+        self.assertTrue(wait_until(
+            lambda: deny(b, "198.51.100.72").status == 201, 30),
+            b.log_text())
+        self.assertTrue(enforced(a, "198.51.100.72"), a.log_text())
+        self.assertTrue(enforced(a, "198.51.100.71"))
 
     def test_the_deny_cache_follows_a_failover_to_the_new_master(self):
         svc = self.instance()
