@@ -81,9 +81,10 @@ class ApiError extends Error {
 // One admin API call with the stored token. Resolves to {status, body}
 // for a 2xx, rejects with an ApiError otherwise; a 401 also signs out, as
 // the token no longer opens anything.
-async function api(method, path, body, token) {
-  const headers = {Authorization: 'Bearer ' +
-                   (token || sessionStorage.getItem(TOKEN_KEY) || '')};
+async function api(method, path, body, token, extra) {
+  const headers = Object.assign({Authorization: 'Bearer ' +
+                   (token || sessionStorage.getItem(TOKEN_KEY) || '')},
+                                extra || {});
   const init = {method, headers, cache: 'no-store', credentials: 'omit'};
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
@@ -104,7 +105,7 @@ async function api(method, path, body, token) {
     if (r.status === 401 && !token) signOut(err.message);
     throw err;
   }
-  return {status: r.status, body: parsed};
+  return {status: r.status, body: parsed, etag: r.headers.get('ETag')};
 }
 
 // A refusal, shown as the API worded it (its message names the field);
@@ -185,6 +186,10 @@ async function onSignIn(ev) {
 // ---- policies ----
 
 let policies = [];
+// Each policy's version as read (its ETag, unquoted), sent back in
+// If-Match so that a save never overwrites a change another operator
+// made since (the API answers 412).
+let versions = {};
 
 // The record to send back: the API's own, less what it adds when listing.
 function record(p) {
@@ -236,6 +241,7 @@ async function loadPolicies() {
   try {
     const res = await api('GET', 'policies');
     policies = res.body.policies || [];
+    versions = res.body.versions || {};
     renderPolicies();
   } catch (err) {
     refusal(err);
@@ -245,9 +251,13 @@ async function loadPolicies() {
 // PUTs the whole record; on success the table shows what the API kept.
 async function save(name, body, form) {
   try {
+    const match = Object.hasOwn(versions, name) ?
+        {'If-Match': '"' + versions[name] + '"'} : undefined;
     const res = await api('PUT', 'policies/' + encodeURIComponent(name),
-                          body);
+                          body, undefined, match);
     const kept = res.body.policy;
+    const tag = /^"([0-9]+)"$/.exec(res.etag || '');
+    if (tag) versions[name] = Number(tag[1]);
     const i = policies.findIndex((p) => p.name === name);
     if (i >= 0) policies[i] = kept;
     else policies.push(kept);
@@ -258,6 +268,15 @@ async function save(name, body, form) {
                        ', limit ' + kept.limit + ' per ' + kept.window_s +
                        ' s'));
   } catch (err) {
+    if (err instanceof ApiError && err.status === 412) {
+      // Another change came first: show it, and keep the form for the
+      // operator to make theirs again on top of it.
+      await loadPolicies();
+      alertMsg('Another change to ' + name + ' was saved first; the table ' +
+               'shows it now. Nothing of yours was saved: make your ' +
+               'change again.');
+      return;
+    }
     refusal(err, form);
   }
 }

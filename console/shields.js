@@ -282,9 +282,28 @@ function drawOverview(doc) {
         s.raised.map((v) => v === true)));
   }
   $('overview-charts').replaceChildren(...charts);
+  $('overview-fleet').textContent = fleetLine(doc.fleet);
   $('overview-updated').textContent =
       'Up to ' + doc.minutes[doc.minutes.length - 1].replace('T', ' ')
                      .replace(/:00\.000Z$/, ' UTC') + ' (this minute so far).';
+}
+
+// The fleet in one sentence: its version, this instance's, and the
+// instances behind it (GET /admin/fleet has the rest).
+function fleetLine(f) {
+  if (!f || f.state === 'off')
+    return 'This instance is in no fleet (--fleet off).';
+  const head = f.version === null ? 'cannot be reached' :
+      'is at version ' + f.version;
+  let text = 'Fleet ' + f.name + ' ' + head + '; this instance is at ' +
+      f.instance_version + ' (' + f.state + ').';
+  if (f.lagging.length)
+    text += ' Behind: ' + f.lagging.map((m) => m.host + ' ' + m.id +
+                                        ' at ' + m.version + ' (' + m.state +
+                                        ')').join(', ') + '.';
+  else
+    text += ' No instance is behind.';
+  return text;
 }
 
 async function loadOverview() {

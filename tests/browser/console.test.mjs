@@ -194,6 +194,33 @@ describe('the admin console', () => {
                         .body.policy.limit, 150);
      });
 
+  it('refuses a save over another operator\'s change and shows it',
+     async () => {
+       // Issue 37: the console sends the version it read (If-Match); a
+       // change made meanwhile through the API wins, the console says so
+       // and shows it, and the stale save changes nothing.
+       await policyRow('login.user').getByRole('button', {name: 'Edit'})
+           .click();
+       const form = page.getByRole('form', {name: 'Edit login.user'});
+       const other = (await adminApi('GET', 'policies/login.user')).body.policy;
+       other.limit = 77;
+       assert.equal((await adminApi('PUT', 'policies/login.user', other))
+                        .status, 200);
+       await form.getByLabel('limit', {exact: true}).fill('33');
+       await form.getByRole('button', {name: 'Save'}).click();
+       await waitText(page.getByRole('alert'), /was saved first/);
+       await waitText(policyRow('login.user').getByRole('cell').nth(3),
+                      /^77$/);
+       assert.equal((await adminApi('GET', 'policies/login.user'))
+                        .body.policy.limit, 77, 'the stale save changed nothing');
+       // Made again on top of it, it is saved.
+       await form.getByLabel('limit', {exact: true}).fill('33');
+       await form.getByRole('button', {name: 'Save'}).click();
+       await waitText(page.getByRole('status'), /Saved login\.user/);
+       assert.equal((await adminApi('GET', 'policies/login.user'))
+                        .body.policy.limit, 33);
+     });
+
   it('switches shadow and enforce, and enabled, with one click each',
      async () => {
        const row = policyRow('otp.ip');
@@ -440,6 +467,12 @@ describe('the admin console', () => {
        assert.match(await shield.getByRole('listitem').nth(2).textContent(),
                     /^threshold \(now 100, peak 100\)$/);
        assert.match(await view.textContent(), /as this\s+instance saw it/);
+       // The fleet (issue 37): its version, this instance's, none behind.
+       const fleet = (await adminApi('GET', 'fleet')).body;
+       await waitText(view.locator('#overview-fleet'), new RegExp(
+           '^Fleet main is at version \\d+; this instance is at \\d+ ' +
+           '\\(following\\)\\. No instance is behind\\.$'));
+       assert.equal(fleet.instance.state, 'following');
        await shot('overview');
      });
 
@@ -524,8 +557,8 @@ describe('the admin console', () => {
     assert.deepEqual(pageErrors, []);
     assert.deepEqual(await page.evaluate(() => window.__csp), []);
     // Chromium logs each refused API call as a console error; these are
-    // the two the test asked for (the wrong token, the limit of 0), and
-    // nothing else may be there.
+    // the three the test asked for (the wrong token, the limit of 0, the
+    // stale save), and nothing else may be there.
     const refused = consoleErrors.filter(
         (e) => /^Failed to load resource: the server responded with a status of 4\d\d/
                    .test(e.text) &&
@@ -535,6 +568,7 @@ describe('the admin console', () => {
     assert.deepEqual(
         refused.map((e) => e.text.match(/status of (\d+)/)[1] + ' ' +
                            new URL(e.url).pathname),
-        ['401 /admin/policies', '400 /admin/policies/login.ip']);
+        ['401 /admin/policies', '400 /admin/policies/login.ip',
+         '412 /admin/policies/login.user']);
   });
 });
