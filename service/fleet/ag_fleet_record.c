@@ -108,6 +108,15 @@ int ag_fleet_open(const struct ag_fleet_key *key,
     /* Base64 of the largest record, and a little. */
     if (!adlen || blob_len > (AG_FLEET_BODY_MAX + NONCE + TAG) / 3 * 4 + 8)
         return AG_EINVAL;
+    /* Base64's alphabet alone: libsodium 1.0.18 decodes any byte from
+     * 0x80 up as '/', which would open two different texts as one
+     * record. */
+    for (size_t i = 0; i < blob_len; i++) {
+        unsigned char c = (unsigned char)blob[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '='))
+            return AG_EINVAL;
+    }
     size_t cap = blob_len / 4 * 3 + 3;
     unsigned char *nc = malloc(cap);
     if (!nc)

@@ -65,13 +65,25 @@ json_t *ag_fleet_set_from_snapshot(const json_t *snap)
 }
 
 /* Removes the entry of id from the rows; AG_EINVAL if none has it. */
-static int drop_entry(json_t *rows, json_int_t id)
+/* Removes the entry of list (allow or deny) and id, as the database's
+ * list_delete does: AG_EINVAL for an operation of another shape or an
+ * entry the set does not hold. */
+static int drop_entry(json_t *rows, const json_t *op)
 {
+    const json_t *jid = json_object_get(op, "id");
+    const char *list = json_string_value(json_object_get(op, "list"));
+    if (!json_is_integer(jid) || json_integer_value(jid) < 1 || !list ||
+        (strcmp(list, "allow") != 0 && strcmp(list, "deny") != 0))
+        return AG_EINVAL;
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row)
     {
-        if (json_integer_value(json_object_get(row, "id")) == id)
+        const json_t *rid = json_object_get(row, "id");
+        const char *rl = json_string_value(json_object_get(row, "list"));
+        if (json_is_integer(rid) &&
+            json_integer_value(rid) == json_integer_value(jid) && rl &&
+            strcmp(rl, list) == 0)
             return json_array_remove(rows, i) ? AG_ENOMEM : AG_OK;
     }
     return AG_EINVAL;
@@ -107,8 +119,7 @@ int ag_fleet_set_apply(json_t *set, const json_t *body)
                  : json_array_append(rows, (json_t *)row) ? AG_ENOMEM
                                                           : AG_OK;
         } else if (strcmp(kind, "list_delete") == 0) {
-            rc =
-                drop_entry(rows, json_integer_value(json_object_get(op, "id")));
+            rc = drop_entry(rows, op);
         } else if (strcmp(kind, "snapshot") == 0) {
             rc = take_snapshot(set, op);
             pols = json_object_get(set, "policies");

@@ -153,9 +153,18 @@ static bool subscribe(struct ag_redis_sub *s, struct ag_redis_link *l)
     if (!ok) {
         char prefix[AG_REDIS_SUB_CHANNEL_MAX + 32];
         snprintf(prefix, sizeof prefix, "SUBSCRIBE %s refused: ", s->channel);
-        log_failure(s, prefix,
-                    r && r->type == REDIS_REPLY_ERROR ? r->str
-                                                      : ag_redis_link_error(l));
+        bool err = r && r->type == REDIS_REPLY_ERROR;
+        char why[512];
+        /* An ACL without the channel: say what to grant, and what is off
+         * meanwhile. */
+        if (err && strncmp(r->str, "NOPERM", 6) == 0)
+            snprintf(why, sizeof why,
+                     "%s; grant the ACL user the channel (&%s) for %s", r->str,
+                     s->channel, s->what);
+        else
+            snprintf(why, sizeof why, "%s",
+                     err ? r->str : ag_redis_link_error(l));
+        log_failure(s, prefix, why);
     }
     ag_redis_reply_free(r);
     return ok;

@@ -664,9 +664,12 @@ class ListsTest(AdminTest):
                          .status, 409)
 
     def test_two_instances_adding_at_the_cap_add_one_entry(self):
+        # The entries are written into the file by hand, which a fleet
+        # member would take for a set changed outside its fleet (and
+        # diverge): outside a fleet, two instances on one file.
         db = os.path.join(self.workdir, "cap.db")
-        a = self.admin_service(db=db, name="a")
-        b = self.admin_service(db=db, name="b")
+        a = self.admin_service(db=db, name="a", extra=["--fleet", "off"])
+        b = self.admin_service(db=db, name="b", extra=["--fleet", "off"])
         con = sqlite3.connect(db)
         con.executemany("INSERT INTO lists (list, kind, value) "
                         "VALUES ('deny', 'ip', ?)",

@@ -99,6 +99,36 @@ class FleetTest_(FleetTest):
         self.assertEqual(audits[0], audits[1])
         self.assertEqual(audits[0], audits[2])
 
+    def test_two_edits_of_one_policy_at_once_end_the_same_everywhere(self):
+        a, b, c = self.fleet(3)
+        r = self.admin(a, "PUT", "/policies/login.both", POLICY)
+        self.assertEqual(r.status, 201, r.raw)
+        start = self.wait_versions_equal([a, b, c])
+
+        def put(args):
+            svc, limit = args
+            return self.admin(svc, "PUT", "/policies/login.both",
+                              dict(POLICY, limit=limit))
+        for rnd in range(5):
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                answers = list(pool.map(put, [(a, 10 + rnd), (b, 20 + rnd)]))
+            self.assertEqual([r.status for r in answers], [200, 200],
+                             [r.raw for r in answers])
+        version = self.wait_versions_equal([a, b, c], start + 10)
+        # One set everywhere: the later record's; every edit audited
+        # once, in one order, the same on each instance.
+        limits = {self.policies(s)["login.both"]["limit"] for s in (a, b, c)}
+        self.assertEqual(len(limits), 1, limits)
+        audits = [[r for r in self.fleet_audit(s) if r[0] > start]
+                  for s in (a, b, c)]
+        self.assertEqual(len(audits[0]), 10)
+        self.assertEqual([r[0] for r in audits[0]],
+                         list(range(start + 1, version + 1)))
+        self.assertEqual(audits[0], audits[1])
+        self.assertEqual(audits[0], audits[2])
+        last = self.admin(a, "GET", "/audit?limit=1").json["entries"][0]
+        self.assertEqual(last["after"]["limit"], limits.pop())
+
     def test_if_match_keeps_an_edit_from_overwriting_another(self):
         a, b = self.fleet(2)
         r = self.admin(a, "PUT", "/policies/login.shared", POLICY)

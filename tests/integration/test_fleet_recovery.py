@@ -9,6 +9,7 @@ fleet's: forged, replayed or sealed with another key are refused, said
 and counted, and the history is put back; a record of a newer schema is
 held and said, and the instance says it lags."""
 import base64
+import concurrent.futures
 import signal
 import unittest
 
@@ -131,6 +132,37 @@ class FleetRecoveryTest(FleetTest):
         mine, theirs = self.fleet_audit(a), self.fleet_audit(b)
         self.assertEqual([r[0] for r in theirs], list(range(1, version + 1)))
         self.assertEqual(theirs[1:], mine[1:])
+
+    def test_an_instance_killed_in_the_middle_of_changes_converges(self):
+        # Changes in flight on a when it is killed (-9): some were taken,
+        # some not, none half-applied. Restarted, a converges with b:
+        # the same entries, each audited once.
+        a, b = self.member(), self.member()
+        start = self.wait_versions_equal([a, b])
+
+        def add(i):
+            try:
+                return self.admin(a, "POST", "/lists/deny",
+                                  {"kind": "ip",
+                                   "value": "198.51.100.%d" % (150 + i)})
+            except OSError:
+                return None
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(add, i) for i in range(40)]
+            self.assertTrue(wait_until(
+                lambda: int(self.head()["version"]) >= start + 3, FOLLOW_S))
+            a.proc.send_signal(signal.SIGKILL)
+            a.proc.wait(10)
+            answered = [f.result() for f in futures]
+        taken = sum(1 for r in answered if r is not None and r.status == 201)
+        a.restart()
+        version = self.wait_versions_equal([a, b])
+        self.assertGreaterEqual(version - start, taken)
+        self.assertEqual(self.entries(a), self.entries(b))
+        self.assertEqual(len(self.entries(a)), version - start)
+        mine, theirs = self.fleet_audit(a), self.fleet_audit(b)
+        self.assertEqual(mine[1:], theirs[1:])
+        self.assertEqual([r[0] for r in mine], list(range(1, version + 1)))
 
     def assert_refused(self, svcs, version, what):
         """Every instance refused the record at version: said (the event

@@ -417,7 +417,9 @@ class StartupTest(ServiceTest):
                     self.assertTrue(wait_until(
                         lambda: any(
                             '"%s_subscribe"' % sub in line and
-                            "NOPERM" in line and chan in line
+                            "NOPERM" in line and
+                            "grant the ACL user the channel (&%s)" % chan
+                            in line
                             for line in svc.log_text().splitlines()),
                         10), svc.log_text())
                     self.assertNotIn('"%s_subscribed"' % sub, svc.log_text())
