@@ -194,6 +194,42 @@ class FleetTest_(FleetTest):
         self.assertEqual(theirs[0], (1, "snapshot", "join", mine[0][3]))
         self.assertEqual(theirs[1:], mine[1:])
 
+    def test_the_fleet_shows_every_instance_and_the_files_it_serves(self):
+        corpus = os.path.join(self.workdir, "sha1.agp")
+        source = os.path.join(self.workdir, "sha1.txt")
+        with open(source, "w") as f:
+            f.write("21BD12DC183F740EE76F27B78EB39C8AD972A757:52579\r\n"
+                    "21BD1FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:3\r\n")
+        self.cli("pwned", "import", "--mode", "sha1", "--output", corpus,
+                 source, check=0)
+        (a,) = self.fleet(1, extra=["--pwned-file", corpus])
+        (b,) = self.fleet(1)
+        version = self.wait_versions_equal([a, b])
+        ids = {s: self.status(s)["instance"]["id"] for s in (a, b)}
+        self.assertNotEqual(ids[a], ids[b])
+
+        def members():
+            return {m["id"]: m for m in self.status(b)["instances"]}
+        self.assertTrue(wait_until(lambda: set(members()) == set(ids.values()),
+                                   FOLLOW_S), self.status(b))
+        m = members()
+        for s in (a, b):
+            mine = m[ids[s]]
+            self.assertEqual((mine["version"], mine["state"], mine["gone"],
+                              mine["lagging"], mine["this"]),
+                             (version, "following", False, False, s is b))
+            self.assertEqual(mine["binary"],
+                             self.status(s)["instance"]["binary"])
+        files = m[ids[a]]["files"]
+        self.assertEqual([(f["kind"], f["mode"], f["entries"])
+                          for f in files], [("pwned", "sha1", 2)])
+        self.assertRegex(files[0]["checksum"], "^[0-9a-f]{64}$")
+        self.assertEqual(m[ids[b]]["files"], [])
+        overview = self.admin(a, "GET", "/overview").json["fleet"]
+        self.assertEqual((overview["name"], overview["version"],
+                          overview["instance_version"], overview["lagging"]),
+                         ("main", version, version, []))
+
     def test_outside_the_fleet_or_in_another_nothing_travels(self):
         a, b = self.fleet(2)
         (off,) = self.fleet(1, extra=["--fleet", "off"])
