@@ -46,5 +46,7 @@ CREATE TRIGGER fleet_touched_policies_delete AFTER DELETE ON policies
     BEGIN UPDATE fleet SET pristine = 0, touched = 1 WHERE id = 1; END;
 CREATE TRIGGER fleet_touched_lists_insert AFTER INSERT ON lists
     BEGIN UPDATE fleet SET pristine = 0, touched = 1 WHERE id = 1; END;
+CREATE TRIGGER fleet_touched_lists_update AFTER UPDATE ON lists
+    BEGIN UPDATE fleet SET pristine = 0, touched = 1 WHERE id = 1; END;
 CREATE TRIGGER fleet_touched_lists_delete AFTER DELETE ON lists
     BEGIN UPDATE fleet SET pristine = 0, touched = 1 WHERE id = 1; END;

@@ -49,6 +49,7 @@ struct ag_fleet {
     char host[AG_FLEET__HOST_MAX];
     char binary[AG_FLEET__BINARY_MAX];
     struct ag_redis_direct *redis; /* the fleet's own connection */
+    bool caught_up; /* this step took a base already (ag_fleet_step.c) */
     struct ag_fleet_key key;
     struct ag_reload *reload;
     struct ag_events *events;

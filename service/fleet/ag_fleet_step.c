@@ -164,8 +164,21 @@ static int unreachable(struct ag_fleet *f)
 
 /* Puts this instance's history back as the fleet's (why says why): a
  * sealed snapshot of its set becomes the base at its version and hash. */
+static int diverge(struct ag_fleet *f, const json_t *diff, const char *why);
+
 static int restore_mine(struct ag_fleet *f, const char *why)
 {
+    /* A set changed outside the fleet is no history to put back: it
+     * could be compared with none, and would become the fleet's. */
+    if (f->row.touched) {
+        char reason[AG_FLEET__WHY_MAX];
+        snprintf(reason, sizeof reason,
+                 "%s, and this instance's set was changed outside the fleet "
+                 "(its database edited or replaced by hand): it is not put "
+                 "back as the fleet's",
+                 why);
+        return diverge(f, NULL, reason);
+    }
     struct ag_error err;
     json_t *body = ag_fleet__snapshot_body(f, "restore", NULL, 0, &err);
     struct ag_redis_fleet_record rec;
@@ -267,8 +280,13 @@ static int follow(struct ag_fleet *f)
             return unreachable(f);
         if (rs.n == 0 || rs.r[0].version != f->row.version + 1) {
             ag_redis_fleet_records_free(&rs);
-            if (f->head.base_version > f->row.version)
+            /* Once a step: a base that took this instance no further (a
+             * restore replaced it meanwhile) waits for the next step's
+             * head. */
+            if (f->head.base_version > f->row.version && !f->caught_up) {
+                f->caught_up = true;
                 return adopt(f, "catch-up");
+            }
             char why[AG_FLEET__WHY_MAX];
             snprintf(why, sizeof why,
                      "the fleet's log lacks record %lld and holds no later "
@@ -384,8 +402,11 @@ static int join_if_same(struct ag_fleet *f)
  * version, the base the instance takes instead overwrites the set. */
 static int judge_touched(struct ag_fleet *f)
 {
+    /* The fleet's set at this version cannot be read: its base is
+     * later. Taking the base overwrites the set whole, the hand edit
+     * too. */
     if (f->head.base_version > f->row.version)
-        return follow(f);
+        return adopt(f, "catch-up");
     struct ag_redis_fleet_head at = f->head;
     at.version = f->row.version;
     char replaces[AG_FLEET_EPOCH_HEX + 1];
@@ -444,6 +465,7 @@ static int adopt_if_init(struct ag_fleet *f)
 int ag_fleet__step(struct ag_fleet *f)
 {
     struct ag_error err;
+    f->caught_up = false;
     if (ag_db_follow(f->db, &err) || ag_db_fleet_get(f->db, &f->row, &err)) {
         ag_log(AG_LOG_ERROR, "fleet_db", "fleet %s: %s", f->name, err.msg);
         return AG_EIO;

@@ -73,7 +73,8 @@ static int if_match(struct ag_fleet *f, const struct ag_fleet_change *c,
                             "If-Match: policy %s no longer exists", c->if_name);
     if (rc)
         return rc;
-    if (v != c->if_version)
+    /* -1: If-Match: *, which asks only that the policy exist. */
+    if (c->if_version >= 0 && v != c->if_version)
         return ag_error_set(err, AG_ESTALE, "If-Match",
                             "If-Match: policy %s is at version %" PRId64
                             ", not %" PRId64 ": another change came first; "
@@ -218,9 +219,16 @@ static int record(struct ag_fleet *f, const struct ag_fleet_change *c,
         rc = apply_here(f, body, NULL, true, NULL, err);
         struct ag_redis_fleet_record rec = {0};
         bool write = !rc && !c->dry_run, moved = false;
-        if (write)
+        if (write) {
             rc = ag_fleet__seal(f, body, f->row.epoch, f->row.version + 1,
                                 f->row.hash, &rec);
+            if (rc)
+                ag_error_fill(err, rc, "body",
+                              rc == AG_ETOOBIG
+                                  ? "the change is too large for one fleet "
+                                    "record"
+                                  : "the change cannot be sealed");
+        }
         uint64_t settle = 0;
         if (write && !rc) {
             rc = ag_redis_fleet_append(
@@ -229,10 +237,28 @@ static int record(struct ag_fleet *f, const struct ag_fleet_change *c,
                 &settle);
             moved = rc == AG_ECONFLICT;
         }
-        if (write && !rc)
-            rc = apply_here(f, body, &rec, false, &res->entry_id, err);
+        bool unapplied = false;
+        if (write && !rc) {
+            /* In the fleet now, whatever happens here: every instance
+             * applies it, this one at its next step if not now. A failure
+             * here (the file busy with another writer, a full disk) is no
+             * refusal, which would invite the change again. */
+            struct ag_error aerr = {0};
+            unapplied = apply_here(f, body, &rec, false, &res->entry_id,
+                                   &aerr) != AG_OK;
+            if (unapplied) {
+                ag_log(AG_LOG_ERROR, "fleet_apply",
+                       "fleet %s: record %lld is the fleet's but not applied "
+                       "here yet: %s",
+                       f->name, (long long)rec.version, aerr.msg);
+                res->version = rec.version;
+                ag_fleet__wake(f);
+            }
+        }
         free((char *)rec.blob);
         json_decref(body);
+        if (unapplied)
+            return AG_OK;
         if (moved) {
             /* Another's append came first: read it, and try again after
              * a random moment, so that two busy writers fall out of

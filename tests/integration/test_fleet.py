@@ -162,6 +162,9 @@ class FleetTest_(FleetTest):
         r = self.admin(a, "PUT", "/policies/login.absent", POLICY,
                        headers={"If-Match": "*"})
         self.assertEqual(r.status, 412, r.raw)
+        r = self.admin(a, "PUT", "/policies/login.shared",
+                       dict(POLICY, limit=6), headers={"If-Match": "*"})
+        self.assertEqual(r.status, 200, r.raw)
         self.assertNotIn("login.absent", self.policies(a))
         for bad in ("W/\"3\"", "three", "\"3", "-1"):
             r = self.admin(a, "PUT", "/policies/login.shared", POLICY,

@@ -11,6 +11,7 @@ held and said, and the instance says it lags."""
 import base64
 import concurrent.futures
 import signal
+import sqlite3
 import unittest
 
 from fleet_harness import FOLLOW_S, FleetTest, fleet_key, keys, seal
@@ -101,6 +102,38 @@ class FleetRecoveryTest(FleetTest):
                        "the deny")
         self.wait_versions_equal([a, b])
         self.assertEqual(self.entries(a), self.entries(b))
+
+    def test_a_hand_edited_member_is_never_put_back_as_the_fleet(self):
+        # b's file is edited by hand while it is stopped (a list entry
+        # changed in place), and Redis loses the history meanwhile: b
+        # must not put its edited set back as the fleet's; it diverges,
+        # and a's set is the fleet's.
+        a, b = self.member(), self.member()
+        self.deny(a, "198.51.100.80")
+        self.wait_versions_equal([a, b])
+        self.assertEqual(b.stop(), 0)
+        with sqlite3.connect(b.db) as c:
+            n = c.execute("UPDATE lists SET value = '198.51.100.81' "
+                          "WHERE value = '198.51.100.80'").rowcount
+            self.assertEqual(n, 1)
+            self.assertEqual(c.execute("SELECT touched FROM fleet")
+                             .fetchone(), (1,))
+        self.redis.cmd("FLUSHALL")
+        b.restart()
+        self.assertTrue(wait_until(
+            lambda: self.status(b)["instance"]["state"] == "diverged",
+            FOLLOW_S), b.log_text())
+        self.assertNotIn('"fleet_restored"', b.log_text())
+        self.assertTrue(wait_until(
+            lambda: '"fleet_restored"' in a.log_text(), FOLLOW_S))
+        c = self.member()
+        self.wait_versions_equal([a, c])
+        self.assertEqual(self.entries(c), self.entries(a))
+        self.assertTrue(self.denied(c, "198.51.100.80"))
+        r = self.admin(b, "POST", "/lists/deny",
+                       {"kind": "ip", "value": "198.51.100.82"})
+        self.assertEqual(r.status, 503, r.raw)
+        self.assertIn("diverged", r.json["error"])
 
     def test_a_flushed_fleet_is_put_back_and_a_new_instance_joins_it(self):
         a = self.member()
