@@ -251,25 +251,7 @@ static bool same_row(sqlite3_stmt *st, const struct ag_list_entry *e, int64_t v)
 static int insert_entry(struct ag_db *db, const struct ag_list_entry *e,
                         int64_t v, struct ag_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            db->db,
-            "INSERT INTO lists (id, list, kind, value, endpoint, "
-            "note, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "applying a snapshot", err);
-    sqlite3_bind_int64(st, 1, e->id);
-    ag_db__bind_text(st, 2, ag_list_name(e->list));
-    ag_db__bind_text(st, 3, ag_list_kind_name(e->kind));
-    ag_db__bind_text(st, 4, e->value);
-    ag_db__bind_text(st, 5,
-                     e->endpoint < 0
-                         ? "*"
-                         : ag_endpoint_name((enum ag_endpoint)e->endpoint));
-    ag_db__bind_text(st, 6, e->note);
-    sqlite3_bind_int64(st, 7, v);
-    int step = sqlite3_step(st);
-    sqlite3_finalize(st);
+    int step = ag_db__list_insert(db, e, v);
     if (step == SQLITE_CONSTRAINT)
         return ag_error_set(err, AG_ECONFLICT, "lists",
                             "a snapshot's entry %lld repeats another",

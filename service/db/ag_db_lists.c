@@ -46,12 +46,9 @@ static int check_lists_room(struct ag_db *db, struct ag_error *err)
     return rc;
 }
 
-int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
-                          const char *actor, int64_t *id, struct ag_error *err)
+int ag_db__list_insert(struct ag_db *db, const struct ag_list_entry *e,
+                       int64_t version)
 {
-    int rc = check_lists_room(db, err);
-    if (rc)
-        return rc;
     sqlite3_stmt *st;
     /* The id: the entry's own when it has one (a fleet record's, the same
      * on every instance), else SQLite's next. */
@@ -60,7 +57,7 @@ int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
             "INSERT INTO lists (id, list, kind, value, endpoint, "
             "note, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             -1, &st, NULL) != SQLITE_OK)
-        return ag_db__fail(db->db, "adding a list entry", err);
+        return SQLITE_ERROR;
     const char *ep =
         e->endpoint < 0 ? "*" : ag_endpoint_name((enum ag_endpoint)e->endpoint);
     if (e->id > 0)
@@ -72,9 +69,19 @@ int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
     ag_db__bind_text(st, 4, e->value);
     ag_db__bind_text(st, 5, ep);
     ag_db__bind_text(st, 6, e->note);
-    sqlite3_bind_int64(st, 7, db->fleet_version);
+    sqlite3_bind_int64(st, 7, version);
     int step = sqlite3_step(st);
     sqlite3_finalize(st);
+    return step;
+}
+
+int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
+                          const char *actor, int64_t *id, struct ag_error *err)
+{
+    int rc = check_lists_room(db, err);
+    if (rc)
+        return rc;
+    int step = ag_db__list_insert(db, e, db->fleet_version);
     if (step == SQLITE_CONSTRAINT) {
         rc = ag_error_set(err, AG_ECONFLICT, "value",
                           "value is already on the %s list",

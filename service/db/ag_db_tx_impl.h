@@ -38,6 +38,12 @@ int ag_db__policy_delete_in_tx(struct ag_db *db, const char *name,
 /* Adds e with its audit row inside the caller's transaction, under the
  * cap; its own id when e->id is above 0, else the next; *id receives it.
  * AG_ECONFLICT, AG_ETOOBIG as ag_db_list_add. */
+/* Inserts entry e (its own id when it has one, else SQLite's next) at
+ * version, with no check and no audit row: the step's code (SQLITE_DONE;
+ * SQLITE_CONSTRAINT for an entry already there), SQLITE_ERROR if the
+ * statement could not be made. */
+int ag_db__list_insert(struct ag_db *db, const struct ag_list_entry *e,
+                       int64_t version);
 int ag_db__list_add_in_tx(struct ag_db *db, const struct ag_list_entry *e,
                           const char *actor, int64_t *id, struct ag_error *err);
 /* Deletes entry id of list with its audit row inside the caller's
