@@ -59,6 +59,8 @@ void ag_redis_direct_free(struct ag_redis_direct *d)
     free(d);
 }
 
+static void drop(struct ag_redis_direct *d);
+
 /* Connects to host:port (a cluster node) or where the address says. */
 static int connect_to(struct ag_redis_direct *d, const char *host, int port)
 {
@@ -77,9 +79,22 @@ static int connect_to(struct ag_redis_direct *d, const char *host, int port)
     if (rc == AG_OK)
         rc = ag_redis_link_open(&a, d->tls, d->timeout_ms, &d->link, &err);
     sodium_memzero(a.password, sizeof a.password);
-    if (rc)
+    if (rc) {
         ag_log(AG_LOG_DEBUG, "redis_direct", "%s", err.msg);
-    return rc ? AG_ESTORE : AG_OK;
+        return AG_ESTORE;
+    }
+    /* Named, so that CLIENT LIST tells it from the checks' connections;
+     * an ACL without CLIENT leaves it unnamed, which changes nothing. */
+    static const char name[] =
+        "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$16\r\nabuseguard-fleet\r\n";
+    void *r = NULL;
+    if (ag_redis_link_append(d->link, name, sizeof name - 1) ||
+        ag_redis_link_get_reply(d->link, &r)) {
+        drop(d);
+        return AG_ESTORE;
+    }
+    ag_redis_reply_free(r);
+    return AG_OK;
 }
 
 static int connect_link(struct ag_redis_direct *d)
@@ -136,6 +151,10 @@ int ag_redis_direct_command(struct ag_redis_direct *d, int argc,
         return AG_ESTORE;
     pthread_mutex_lock(&d->lock);
     redisReply *r = NULL;
+    /* A link Redis closed while it sat idle (a restart, CLIENT KILL,
+     * its timeout) is made again rather than failing the command. */
+    if (d->link && ag_redis_link_stale(d->link))
+        drop(d);
     int rc = d->link ? AG_OK : d->no_tls ? AG_ESTORE : connect_link(d);
     if (rc == AG_OK)
         rc = send_on(d, cmd, (size_t)len, false, &r);
