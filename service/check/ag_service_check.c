@@ -548,6 +548,7 @@ static void note_recovered(struct ag_service *s, struct ag_digests *d)
     ag_event_init(&e, AG_EV_RECOVERED);
     e.endpoint = (int)AG_EP_LOGIN;
     snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
+    memcpy(e.ref, d->req->ref, sizeof e.ref);
     ag_events_raise(s->o.events, &e);
 }
 /* A login succeeded with a password the caller found breached: the
@@ -562,6 +563,7 @@ static void note_breached_login(struct ag_service *s,
     ag_event_init(&e, AG_EV_BREACHED_PASSWORD_LOGIN);
     e.endpoint = (int)AG_EP_LOGIN;
     snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
+    memcpy(e.ref, req->ref, sizeof e.ref);
     snprintf(e.lane, sizeof e.lane, "%s",
              req->trusted ? "trusted" : "untrusted");
     ag_events_raise(s->o.events, &e);
@@ -625,6 +627,23 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
     return AG_OK;
 }
 
+/* A verified code clears the guesses at it counted under the user or the
+ * trusted device (ag_limiter_plan_verified_clear says which, and why
+ * never the phone's alone), as a login success clears its failures. */
+static void clear_verify_guesses(struct ag_service *s,
+                                 const struct ag_ruleset *set,
+                                 struct ag_digests *d)
+{
+    struct ag_plan p;
+    if (ag_limiter_plan_verified_clear(set, d, &p) || !p.n)
+        return;
+    int rc = ag_store_clear(s->o.store, &p);
+    if (rc)
+        ag_store_clear(s->o.fallback, &p);
+    ag_events_cleared(s->o.events, &p);
+    ag_service__cleared(s, &p, rc == AG_OK || rc == AG_EUNKNOWN);
+}
+
 int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
                           struct ag_verdict *v)
 {
@@ -654,6 +673,7 @@ int ag_service_report_otp(struct ag_service *s, const char *body, size_t len,
                    "otp report recorded in the fallback store only");
             ag_store_check(s->o.fallback, &p, res);
         }
+        clear_verify_guesses(s, set, &d);
         ag_ruleset_unref(set);
         ag_metrics_otp(s->o.metrics, req.country, true);
         ag_otp_stats_record(&s->stats, s->o.store, req.country,

@@ -148,6 +148,7 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     /* The store makes the nonce unless a reserve's caller sets one. */
     plan->nonce[0] = '\0';
     plan->asking = false;
+    memcpy(plan->ref, d->req->ref, sizeof plan->ref);
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint ||
@@ -165,6 +166,29 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
             continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, kind, d, &op))
+            continue;
+        if (plan->n == AG_PLAN_MAX)
+            return AG_ETOOBIG;
+        plan->ops[plan->n++] = op;
+    }
+    return AG_OK;
+}
+
+int ag_limiter_plan_verified_clear(const struct ag_ruleset *set,
+                                   struct ag_digests *d, struct ag_plan *plan)
+{
+    *plan =
+        (struct ag_plan){.kind = AG_PLAN_SUCCESS, .trusted = d->req->trusted};
+    memcpy(plan->ref, d->req->ref, sizeof plan->ref);
+    for (size_t i = 0; i < set->count; i++) {
+        const struct ag_policy *p = &set->policies[i];
+        if (!p->enabled || p->endpoint != AG_EP_OTP_VERIFY ||
+            p->algorithm == AG_ALG_SURGE || p->algorithm == AG_ALG_SIGNAL ||
+            p->algorithm == AG_ALG_CONVERSION || !has_key(p, AG_KEY_PHONE) ||
+            !(has_key(p, AG_KEY_USER) || has_key(p, AG_KEY_DEVICE_TOKEN)))
+            continue;
+        struct ag_limit_op op;
+        if (!ag_limiter_plan_policy(p, AG_PLAN_SUCCESS, d, &op))
             continue;
         if (plan->n == AG_PLAN_MAX)
             return AG_ETOOBIG;

@@ -133,6 +133,9 @@ struct ag_plan {
     /* Send ASKING first, on the same connection: a Redis Cluster ASK
      * redirected this plan's slot to the node it is sent to, this once. */
     bool asking;
+    /* The request's ref (ag_request), for the events the plan's denials
+     * raise; "" for none. */
+    char ref[AG_REF_MAX + 1];
 };
 
 /* What one policy said about one check. */
@@ -188,6 +191,16 @@ const char *ag_digests_get(struct ag_digests *d, enum ag_key_kind kind);
  * of its endpoint, in the set's order. The plan borrows policies from set,
  * which must outlive it. Returns AG_ETOOBIG if more than AG_PLAN_MAX
  * apply. */
+/* The clear a verified OTP code makes (an AG_PLAN_SUCCESS): the enabled
+ * otp_verify policies of every lane whose key holds the phone and the user
+ * or the trusted device of d's request (/report-otp's), so that a user who
+ * proves each code is never locked out by their own logins. Never those
+ * keyed on the phone without either: they count an attacker's guesses at
+ * that number too, and a verified code of the real user must not reset
+ * them. Returns AG_ETOOBIG if more than AG_PLAN_MAX apply. */
+int ag_limiter_plan_verified_clear(const struct ag_ruleset *set,
+                                   struct ag_digests *d, struct ag_plan *plan);
+
 int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
                     struct ag_digests *d, struct ag_plan *plan);
 

@@ -142,9 +142,9 @@ static int read_signals(const json_t *root, struct ag_request *out,
             continue;
         const char *name = ag_signal_name(sig);
         const json_t *v = json_object_get(root, name);
-        if (!v)
+        if (!v || json_is_null(v))
             continue;
-        if (!json_is_boolean(v)) /* null too, as challenge_passed */
+        if (!json_is_boolean(v))
             return ag_error_refuse(err, name, "must be true or false");
         if (json_is_true(v))
             out->signals |= 1u << sig;
@@ -161,7 +161,7 @@ static int read_pass(const json_t *root, const struct ag_request_opts *opts,
     out->pass_nonce[0] = '\0';
     out->challenge_passed = false;
     const json_t *v = json_object_get(root, "challenge_passed");
-    if (!v || json_is_false(v))
+    if (!v || json_is_null(v) || json_is_false(v))
         return AG_OK;
     /* true: a pass while lenient; while strict, no pass at all (the
      * check is judged as without it), not a 400: an integration that
@@ -181,6 +181,29 @@ static int read_pass(const json_t *root, const struct ag_request_opts *opts,
                                "false");
     memcpy(out->pass_nonce, s, len + 1);
     out->pass = AG_PASS_NONCE;
+    return AG_OK;
+}
+
+/* The caller's ref: 1 to AG_REF_MAX printable ASCII bytes, no space (it
+ * is echoed into events verbatim, and nothing there needs quoting
+ * rules of its own). */
+static int read_ref(const json_t *root, struct ag_request *out,
+                    struct ag_error *err)
+{
+    const json_t *v = json_object_get(root, "ref");
+    if (!v || json_is_null(v))
+        return AG_OK;
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
+    bool ok = s && len >= 1 && len <= AG_REF_MAX;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = s[i] > ' ' && s[i] < 0x7f;
+    if (!ok)
+        return ag_error_set(err, AG_EINVAL, "ref",
+                            "ref must be 1 to %d printable ASCII characters "
+                            "without spaces",
+                            AG_REF_MAX);
+    memcpy(out->ref, s, len + 1);
     return AG_OK;
 }
 
@@ -243,7 +266,7 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
     }
     if (!rc && kind == AG_REQ_REPORT) {
         const json_t *v = json_object_get(root, "success");
-        if (!v)
+        if (!v || json_is_null(v))
             rc = ag_error_refuse(err, "success", "is required");
         else if (!json_is_boolean(v))
             rc = ag_error_refuse(err, "success", "must be true or false");
@@ -256,7 +279,7 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
         rc = read_method(root, out, err);
     if (!rc && kind == AG_REQ_OTP_REPORT) {
         const json_t *v = json_object_get(root, "verified");
-        if (!v)
+        if (!v || json_is_null(v))
             rc = ag_error_refuse(err, "verified", "is required");
         else if (!json_is_boolean(v))
             rc = ag_error_refuse(err, "verified", "must be true or false");
@@ -267,6 +290,8 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
         rc = read_pass(root, opts, out, err);
     if (!rc && (kind == AG_REQ_CHECK || kind == AG_REQ_REPORT))
         rc = read_signals(root, out, err);
+    if (!rc)
+        rc = read_ref(root, out, err);
     if (!rc)
         read_device_token(root, out);
     json_decref(root);

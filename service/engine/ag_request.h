@@ -22,6 +22,7 @@
 #define AG_BODY_MAX (AG_BODY_MAX_KIB * 1024)
 #define AG_DEVICE_TOKEN_TEXT_MAX 512 /* longer "tokens" are no token */
 #define AG_PASSWORD_FP_MAX 128       /* bytes of a password fingerprint */
+#define AG_REF_MAX 64                /* bytes of a caller's ref */
 
 /* What a check says of a challenge. */
 enum ag_pass {
@@ -69,6 +70,11 @@ struct ag_request {
     /* The signals the body carries (bit 1u << enum ag_signal each), read
      * from checks and login reports of the signal's endpoint. */
     unsigned signals;
+    /* The caller's opaque reference for the request (its own user id's
+     * hash, say; "" if none), as sent: it only travels back in the events
+     * the request causes, so that a backend can tell whose they are
+     * without knowing how abuseguard derives its keys. */
+    char ref[AG_REF_MAX + 1];
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */

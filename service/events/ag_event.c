@@ -118,6 +118,8 @@ char *ag_event_json(const struct ag_event *e)
         bad = set_new(o, "entry", json_integer(e->entry));
     if (!bad && e->lane[0])
         bad = set_new(o, "lane", json_string(e->lane));
+    if (!bad && e->ref[0])
+        bad = set_new(o, "ref", json_string(e->ref));
     if (!bad &&
         (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED ||
          e->type == AG_EV_SHIELD_LONG))

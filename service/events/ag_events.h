@@ -155,6 +155,7 @@ struct ag_event {
     char change[8];              /* "put", "delete" or "add" */
     char lane[12]; /* breached_password_login: "trusted", "untrusted" */
     int64_t entry; /* list_changed: the entry's id, or 0 */
+    char ref[AG_REF_MAX + 1];      /* the causing request's ref (ag_request) */
     struct ag_event_shield shield; /* shield_raised, _lowered and _long */
     struct ag_event_fleet fleet;   /* the fleet_* events */
     /* Set by ag_events_raise: */
@@ -167,7 +168,7 @@ void ag_event_init(struct ag_event *e, enum ag_event_type type);
 
 /* The event as compact JSON: {"id", "type", "time" (RFC 3339, UTC, ms),
  * then what applies of "policy", "endpoint", "key", "action",
- * "retry_after", "level", "list", "change", "entry", "lane"}, and for a
+ * "retry_after", "level", "list", "change", "entry", "lane", "ref"}, and for a
  * shield's events its figures: "rate", "current", "baseline" (a number),
  * "threshold", "since", "until" (RFC 3339), "source" ("shared" or
  * "local"), "operator" (true or false) and, only when true, "resumed".

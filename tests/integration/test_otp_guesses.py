@@ -117,6 +117,45 @@ class OtpGuessCeilingTest(ServiceTest):
         self.assertTrue(
             self.decision(r, "otp_verify.phone_ceiling")["allowed"], r.raw)
 
+    def verified(self, phone, user=None, token=None):
+        body = {"phone": phone, "ip": address(self.n), "verified": True}
+        if user:
+            body.update(user=user, device_token=token)
+        r = self.svc.post("/report-otp", body)
+        self.assertEqual(r.status, 204, r.raw)
+
+    def test_a_user_who_proves_each_code_is_never_locked_out(self):
+        # Issue 38: ten sign-ins with SMS two-factor in 15 minutes, each
+        # code checked and then reported verified. Each verification
+        # clears what was counted under this user (otp_verify.user_phone);
+        # before, the sixth check was a 429 for 900 s.
+        phone, user = "+48600100303", "carol@example.com"
+        token = self.token(user)
+        for i in range(CEILING):
+            r = self.guess(phone, user, token)
+            self.assertEqual(r.status, 200, "code %d: %s" % (i + 1, r.raw))
+            self.assertEqual(
+                self.decision(r, "otp_verify.user_phone")["remaining"],
+                PER_USER - 1, r.raw)
+            self.verified(phone, user, token)
+        # The phone's ceiling is never cleared: it counted all ten.
+        self.assertEqual(
+            self.decision(r, "otp_verify.phone_ceiling")["remaining"], 0)
+
+    def test_a_verified_code_leaves_an_attackers_guesses_counted(self):
+        # The owner verifies codes from a trusted device while an attacker
+        # without one guesses: the phone-only count holds the attacker's
+        # guesses, and no verification resets it.
+        phone, owner = "+48600100304", "dan@example.com"
+        token = self.token(owner)
+        answers = []
+        for _ in range(PER_USER + 2):
+            answers.append(self.guess(phone).status)
+            self.verified(phone, owner, token)
+        self.assertEqual(answers, [200] * PER_USER + [429] * 2)
+        r = self.guess(phone)
+        self.assertEqual(r.json["policy"], "otp_verify.phone", r.raw)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -56,7 +56,6 @@ static void challenge_passed_is_a_nonce_or_a_boolean(void **state)
     const char *bad[] = {
         "\"yes\"",
         "1",
-        "null",
         "{}",
         "\"c1.\"",
         "\"c1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
@@ -112,6 +111,112 @@ static void challenge_passed_is_a_nonce_or_a_boolean(void **state)
         ag_request_parse(AG_EP_LOGIN, body, strlen(body), &strict, &r, &e),
         AG_OK);
     assert_int_equal(r.pass, AG_PASS_NONCE);
+}
+
+/* One rule for null: in every optional field it is the field left out,
+ * the same parse; in a required one, "is required". */
+static void null_is_an_absent_field_everywhere(void **state)
+{
+    (void)state;
+    static const struct {
+        enum ag_endpoint ep;
+        int kind; /* 0 check, 1 login report, 2 OTP report */
+        const char *base, *field;
+    } cases[] = {
+        {AG_EP_LOGIN, 0, "\"user\":\"ana\",\"ip\":\"1.2.3.4\"", "device"},
+        {AG_EP_LOGIN, 0, "\"user\":\"ana\",\"ip\":\"1.2.3.4\"", "device_token"},
+        {AG_EP_LOGIN, 0, "\"user\":\"ana\",\"ip\":\"1.2.3.4\"", "password_fp"},
+        {AG_EP_LOGIN, 0, "\"user\":\"ana\",\"ip\":\"1.2.3.4\"",
+         "password_breached"},
+        {AG_EP_LOGIN, 0, "\"user\":\"ana\",\"ip\":\"1.2.3.4\"",
+         "challenge_passed"},
+        {AG_EP_LOGIN, 0, "\"user\":\"ana\",\"ip\":\"1.2.3.4\"", "ref"},
+        {AG_EP_OTP, 0, "\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"", "user"},
+        {AG_EP_OTP, 0, "\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\"",
+         "challenge_passed"},
+        {AG_EP_LOGIN, 1,
+         "\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"success\":false", "reason"},
+        {AG_EP_LOGIN, 1, "\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"success\":true",
+         "method"},
+        {AG_EP_LOGIN, 1, "\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"success\":true",
+         "password_breached"},
+        {AG_EP_OTP, 2,
+         "\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\",\"verified\":true",
+         "ref"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char with[256], without[256];
+        snprintf(with, sizeof with, "{%s,\"%s\":null}", cases[i].base,
+                 cases[i].field);
+        snprintf(without, sizeof without, "{%s}", cases[i].base);
+        struct ag_request a, b;
+        struct ag_error e;
+        int ra, rb;
+        if (cases[i].kind == 0) {
+            ra =
+                ag_request_parse(cases[i].ep, with, strlen(with), NULL, &a, &e);
+            rb = ag_request_parse(cases[i].ep, without, strlen(without), NULL,
+                                  &b, &e);
+        } else if (cases[i].kind == 1) {
+            ra = ag_request_parse_report(with, strlen(with), NULL, &a, &e);
+            rb =
+                ag_request_parse_report(without, strlen(without), NULL, &b, &e);
+        } else {
+            ra = ag_request_parse_otp_report(with, strlen(with), NULL, &a, &e);
+            rb = ag_request_parse_otp_report(without, strlen(without), NULL, &b,
+                                             &e);
+        }
+        if (ra != AG_OK || rb != AG_OK)
+            fail_msg("%s: rc %d (%s)", with, ra, e.msg);
+        if (memcmp(&a, &b, sizeof a) != 0)
+            fail_msg("%s parses unlike %s", with, without);
+    }
+    /* Required ones: null is a missing field. */
+    struct ag_request r;
+    struct ag_error e;
+    const char *report = "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                         "\"success\":null}";
+    assert_int_equal(
+        ag_request_parse_report(report, strlen(report), NULL, &r, &e),
+        AG_EINVAL);
+    assert_string_equal(e.field, "success");
+    assert_non_null(strstr(e.msg, "is required"));
+    const char *otp = "{\"phone\":\"+48600100200\",\"ip\":\"1.2.3.4\","
+                      "\"verified\":null}";
+    assert_int_equal(
+        ag_request_parse_otp_report(otp, strlen(otp), NULL, &r, &e), AG_EINVAL);
+    assert_string_equal(e.field, "verified");
+    assert_non_null(strstr(e.msg, "is required"));
+}
+
+/* ref: kept as sent for the events, printable ASCII without spaces, 1 to
+ * 64 bytes; anything else names ref. */
+static void ref_is_a_short_printable_string(void **state)
+{
+    (void)state;
+    struct ag_request r;
+    char err[ERRSZ];
+    assert_int_equal(parse(AG_EP_LOGIN,
+                           "{\"user\":\"ana\",\"ip\":\"1.2.3.4\","
+                           "\"ref\":\"u:9f86d081\"}",
+                           &r, err),
+                     AG_OK);
+    assert_string_equal(r.ref, "u:9f86d081");
+    const char *bad[] = {"\"\"",
+                         "\"a b\"",
+                         "\"caf\u00e9\"",
+                         "\"tab\\t\"",
+                         "7",
+                         "true",
+                         "{}",
+                         "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                         "xxxxxxxxxxxxxxxxx\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[200];
+        snprintf(body, sizeof body,
+                 "{\"user\":\"ana\",\"ip\":\"1.2.3.4\",\"ref\":%s}", bad[i]);
+        expect_refused(AG_EP_LOGIN, body, "ref", "1 to 64 printable ASCII");
+    }
 }
 
 /* A check may carry the fingerprint too (password spraying is judged at
@@ -259,6 +364,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(device_tokens_are_kept_as_sent_and_never_refused),
+        cmocka_unit_test(null_is_an_absent_field_everywhere),
+        cmocka_unit_test(ref_is_a_short_printable_string),
         cmocka_unit_test(challenge_passed_is_a_nonce_or_a_boolean),
         cmocka_unit_test(password_fp_is_a_short_string),
         cmocka_unit_test(login_check_takes_a_password_fp),
