@@ -3,9 +3,11 @@
 method, status) the description names, the phase of the service in which
 it can be provoked and how (a function of a Ctx that returns the harness
 Response). To describe a new route, add one row per status to CASES."""
+import http.client
 import itertools
+import socket
 
-from harness import wait_until
+from harness import Response, wait_until
 
 TOKEN = "tok-" + "5" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -13,6 +15,10 @@ THROTTLED_FROM = "127.0.0.9"  # the address the admin throttle refuses
 DENIED_IP = "198.51.100.7"  # inside the deny entry the setup adds
 ALLOWED_IP = "192.0.2.200"  # the allow entry the setup adds
 BIG = "x" * (70 * 1024)  # over the 64 KiB body cap, under the 1 MiB drop
+
+# The service's --max-conns-per-ip (test_openapi.py starts it so): that
+# many kept-alive connections from one address make the next a 503.
+CONNS_PER_IP = 8
 
 # The order the phases run in; each row below names the one it needs.
 PHASES = ("up", "redis_down", "lists_unloadable", "policies_unloadable")
@@ -193,6 +199,37 @@ class Ctx:
         self.admin("POST", path, then)
         return r
 
+    def capped(self):
+        """The answer to a connection from an address that already holds
+        the connection cap's worth of kept-alive connections (each has
+        been answered once, so the service counts it). The refusal is
+        sent at accept, before any request: reading it without sending
+        one keeps a request's bytes from racing the close."""
+        source = "127.0.4.%d" % (self.uid() % 250 + 1)
+        held = []
+        try:
+            for _ in range(CONNS_PER_IP):
+                conn = http.client.HTTPConnection(
+                    "127.0.0.1", self.svc.port, timeout=10,
+                    source_address=(source, 0))
+                held.append(conn)
+                conn.request("GET", "/healthz")
+                self.test.assertEqual(conn.getresponse().read(),
+                                      b'{"status":"ok"}')
+            with socket.create_connection(("127.0.0.1", self.svc.port), 10,
+                                          source_address=(source, 0)) as s:
+                return Response.read_from(s)
+        finally:
+            for conn in held:
+                conn.close()
+
+    def raw(self, head):
+        """head sent as is on a new connection; the answer."""
+        with socket.create_connection(("127.0.0.1", self.svc.port),
+                                      10) as sock:
+            sock.sendall(head)
+            return Response.read_from(sock)
+
     def resets_until_refused(self):
         """Resets while Redis is down queue up; past the queue's 256 the
         answer is a 503."""
@@ -234,7 +271,10 @@ def check_cases(path, body, deny_after):
             ("up", lambda c: c.denied(path, body(c), deny_after + 1, False)),
             ("up", lambda c: c.denied(path, body(c), deny_after + 2, True)),
         ],
-        (path, "post", 503): ("redis_down", lambda c: c.post(path, body(c))),
+        (path, "post", 503): [
+            ("redis_down", lambda c: c.post(path, body(c))),
+            ("up", lambda c: c.capped()),
+        ],
     }
 
 
@@ -557,6 +597,10 @@ CASES = {
     ("*", "*", 400): ("up", lambda c: c.svc.request("GET", "/check%00")),
     ("*", "*", 404): ("up", lambda c: c.svc.request("GET", "/nothing")),
     ("*", "*", 405): ("up", lambda c: c.svc.request("GET", "/check-login")),
+    ("*", "*", 501): ("up", lambda c: c.raw(
+        b"POST /check-login HTTP/1.1\r\nHost: x\r\n"
+        b"Transfer-Encoding: gzip, chunked\r\n\r\n")),
+    ("*", "*", 503): ("up", lambda c: c.capped()),
 }
 # A breached password's challenge, answered by the signal policy
 # (login.breached_password) beside the store's decisions.

@@ -29,25 +29,43 @@ except ImportError:
     raise ImportError("test_openapi needs python3-jsonschema "
                       "(scripts/deps.sh installs it)")
 
+import copy
 import http.client
 import json
+import signal
 import sqlite3
 import subprocess
 import urllib.parse
 
-from harness import BINARY, ServiceTest, free_port, make_secret, wait_until
-from openapi_cases import (ALLOWED_IP, AUTH, CASES, PHASES, TOKEN, Ctx,
-                           rows)
+from harness import (BINARY, Response, ServiceTest, free_port, make_secret,
+                     wait_until)
+from openapi_cases import (ALLOWED_IP, AUTH, CASES, CONNS_PER_IP, PHASES,
+                           TOKEN, Ctx, rows)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC_PATH = os.path.join(HERE, "..", "..", "api", "openapi.json")
 METHODS = ("get", "put", "post", "delete", "head", "patch", "options")
+# The answers a client of the check routes parses, which the description
+# leaves open to fields added later (clients ignore what they do not
+# know). The service's own answers are judged with each closed again, so
+# that a field the service sends and the description lacks still fails.
+OPEN_ANSWERS = ("CheckAllowed", "CheckDenied", "CheckListed",
+                "CheckUnavailable", "DeviceToken", "Error", "PolicyDecision",
+                "ListDecision", "Status")
 
 
 def load_spec():
     with open(SPEC_PATH, "rb") as f:
         raw = f.read()
     return raw, json.loads(raw)
+
+
+def closed(spec):
+    """spec with every open answer closed to unknown fields."""
+    out = copy.deepcopy(spec)
+    for name in OPEN_ANSWERS:
+        out["components"]["schemas"][name]["additionalProperties"] = False
+    return out
 
 
 def ptr_escape(key):
@@ -83,6 +101,7 @@ class OpenApiTest(ServiceTest):
     def setUp(self):
         super().setUp()
         self.raw, self.spec = load_spec()
+        self.strict = closed(self.spec)
         token_file = make_secret(self.workdir, (TOKEN + "\n").encode(),
                                  name="admin.token")
         # A SHA-1 corpus for GET /range (and none for mode=ntlm's 404).
@@ -95,7 +114,9 @@ class OpenApiTest(ServiceTest):
                         "--output", corpus, source], check=True,
                        capture_output=True, timeout=60)
         self.svc = self.service(extra=["--admin-token-file", token_file,
-                                       "--pwned-file", corpus])
+                                       "--pwned-file", corpus,
+                                       "--max-conns-per-ip",
+                                       str(CONNS_PER_IP)])
 
     def at(self, ptr):
         """The part of the description at JSON pointer ptr."""
@@ -111,10 +132,11 @@ class OpenApiTest(ServiceTest):
             obj = self.at(ptr)
         return obj, ptr
 
-    def validate(self, instance, schema_ptr, what):
+    def validate(self, instance, schema_ptr, what, spec=None):
         """Judges instance by the schema at schema_ptr, with the whole
-        description as the root so that its $refs resolve."""
-        root = dict(self.spec)
+        description (closed to unknown fields unless spec is given) as the
+        root so that its $refs resolve."""
+        root = dict(spec or self.strict)
         root["$ref"] = "#" + urllib.parse.quote(schema_ptr, safe="/~")
         try:
             jsonschema.Draft202012Validator(root).validate(instance)
@@ -336,6 +358,56 @@ class OpenApiTest(ServiceTest):
             with self.subTest(schema=ptr):
                 jsonschema.Draft202012Validator.check_schema(schema)
         self.assertGreaterEqual(len(schemas), 40)
+
+    def test_answers_stay_valid_with_fields_added_later(self):
+        # Issue 38: a generated client must not break on the next
+        # issue's fields (a challenge nonce, network, risk).
+        for status, ptr in (
+                (200, "/components/schemas/CheckAllowed"),
+                (429, "/components/schemas/CheckDenied"),
+                (400, "/components/schemas/Error")):
+            with self.subTest(schema=ptr):
+                r = self.svc.post("/check-login", {"user": "later@x.org",
+                                                   "ip": "192.0.2.77"}
+                                  if status == 200 else {"ip": "1.2.3.4"})
+                if status == 429:
+                    for _ in range(6):
+                        r = self.svc.post("/check-login",
+                                          {"user": "later@x.org",
+                                           "ip": "192.0.2.78"})
+                self.assertEqual(r.status, status, r.raw)
+                later = dict(r.json, risk={"level": "high"}, network={})
+                self.validate(later, ptr, "an answer of later", self.spec)
+                with self.assertRaises(AssertionError):
+                    self.validate(later, ptr, "a field not described")
+
+    def test_a_request_turned_away_while_draining_fits_the_description(self):
+        # The drain's 503, on a kept-alive connection opened before the
+        # SIGTERM, while a check waits on a paused Redis.
+        svc = self.service(name="drain", extra=["--redis-timeout-ms",
+                                                "3000"])
+        pooled = http.client.HTTPConnection("127.0.0.1", svc.port,
+                                            timeout=10)
+        self.addCleanup(pooled.close)
+        pooled.request("GET", "/healthz")
+        self.assertEqual(pooled.getresponse().read(), b'{"status":"ok"}')
+        os.kill(self.redis.proc.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.redis.proc.pid, signal.SIGCONT)
+        slow = svc.send("/check-login", {"user": "slow@x.org",
+                                         "ip": "192.0.2.1"})
+        self.addCleanup(slow.close)
+        svc.proc.send_signal(signal.SIGTERM)
+        self.assertTrue(wait_until(lambda: "draining" in svc.log_text(), 5))
+        pooled.request("POST", "/check-login",
+                       json.dumps({"user": "late@x.org", "ip": "192.0.2.1"}))
+        r = pooled.getresponse()
+        late = Response(r.status, {k.lower(): v for k, v in r.getheaders()},
+                        r.read())
+        self.assertEqual(late.json, {"error": "shutting down"})
+        self.judge(("/check-login", "post", 503), late)
+        self.judge(("*", "*", 503), late)
+        os.kill(self.redis.proc.pid, signal.SIGCONT)
+        self.assertEqual(Response.read_from(slow).status, 200)
 
     def test_the_console_is_not_described_and_refuses_as_any_path(self):
         # A page for people, left out on purpose (docs/decisions/sms-api-console.md,
