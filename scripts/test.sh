@@ -8,7 +8,7 @@
 # their own redis-server processes on spare loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --test
 # The browser tests' npm package (playwright-core, pinned by the lock
 # file; it drives Debian's chromium and downloads no browser), installed
 # again whenever the lock file changes. node and npm come with the machine.
