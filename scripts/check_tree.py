@@ -3,7 +3,8 @@
 """Checks the tree's house rules that no compiler sees.
 
 - Every source file (C, headers, Python, shell, Lua, SQL, CMake, the
-  console's files, the packaging scripts) carries the line
+  console's files, the packaging scripts, the clients' JavaScript,
+  TypeScript declarations and Go) carries the line
   'SPDX-License-Identifier: Apache-2.0' within its first three lines.
 - No source file is longer than MAX_LINES: past that a file has two jobs.
 - The service's layers (the folders of service/, lowest first in LAYERS;
@@ -27,7 +28,7 @@ from check_calls import circles
 
 SPDX = "SPDX-License-Identifier: Apache-2.0"
 SOURCE_EXT = {"c", "h", "py", "sh", "lua", "sql", "cmake", "awk", "js",
-              "mjs", "css", "html"}
+              "mjs", "css", "html", "go", "ts"}
 SOURCE_NAMES = {"CMakeLists.txt", ".ci/run", "packaging/postinst",
                 "packaging/postrm", "packaging/prerm",
                 "packaging/abuseguard.service"}

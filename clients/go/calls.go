@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package abuseguard
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+// The calls' arguments. Their JSON tags are the wire names; an empty
+// optional field is left out of the body (never sent as null), and so
+// is a false PasswordBreached, which means the same as leaving it out.
+// The required fields are always sent, so that abuseguard's 400 names
+// the one left empty.
+
+// LoginCheck is the body of CheckLogin: a login attempt, before the
+// password is verified.
+type LoginCheck struct {
+	// User is the account name as typed (required).
+	User string `json:"user"`
+	// IP is the client's address (required); see ClientIP.
+	IP string `json:"ip"`
+	// Device is your own device identifier, for policies keyed on it.
+	Device string `json:"device,omitempty"`
+	// DeviceToken is the token of this user's device cookie, if any;
+	// see DeviceTokenFromRequest.
+	DeviceToken string `json:"device_token,omitempty"`
+	// PasswordFP is the keyed digest of the password being tried; see
+	// PasswordFingerprint.
+	PasswordFP string `json:"password_fp,omitempty"`
+	// PasswordBreached says your range lookup (Breached) found the
+	// password in a breach corpus.
+	PasswordBreached bool `json:"password_breached,omitempty"`
+	// ChallengePassed is the ChallengeNonce of the verdict that asked
+	// for a challenge, once your server verified the person passed it.
+	ChallengePassed string `json:"challenge_passed,omitempty"`
+	// Ref is your own reference (1 to 64 printable ASCII bytes), echoed
+	// in the security events this request causes.
+	Ref string `json:"ref,omitempty"`
+}
+
+// LoginReport is the body of ReportLogin: how a password check went.
+type LoginReport struct {
+	// User is the account name as typed (required).
+	User string `json:"user"`
+	// IP is the client's address (required).
+	IP string `json:"ip"`
+	// Success says the login went through (always sent).
+	Success bool `json:"success"`
+	// Reason, on a failure: "bad_password" (the default),
+	// "unknown_user" or "second_factor_failed".
+	Reason string `json:"reason,omitempty"`
+	// Method, on a success: "password" (the default) or "recovery"
+	// (your own account recovery went through).
+	Method string `json:"method,omitempty"`
+	// PasswordFP is the keyed digest of the password tried.
+	PasswordFP string `json:"password_fp,omitempty"`
+	// PasswordBreached, on a success, raises the breached_password_login
+	// event: have the user change the password.
+	PasswordBreached bool `json:"password_breached,omitempty"`
+	// DeviceToken is the token of this user's device cookie, if any.
+	DeviceToken string `json:"device_token,omitempty"`
+	// Ref is your own reference, echoed in the events.
+	Ref string `json:"ref,omitempty"`
+}
+
+// OTPCheck is the body of CheckOTP (before sending a code) and of
+// CheckOTPVerify (before checking a code the person typed).
+type OTPCheck struct {
+	// Phone is the E.164 number (required).
+	Phone string `json:"phone"`
+	// IP is the client's address (required).
+	IP string `json:"ip"`
+	// User is the account, if known; a DeviceToken is trusted only
+	// beside it.
+	User string `json:"user,omitempty"`
+	// DeviceToken is the token of this user's device cookie, if any.
+	DeviceToken string `json:"device_token,omitempty"`
+	// ChallengePassed is the ChallengeNonce of the verdict that asked
+	// for a challenge, once your server verified the person passed it.
+	ChallengePassed string `json:"challenge_passed,omitempty"`
+	// Ref is your own reference, echoed in the events.
+	Ref string `json:"ref,omitempty"`
+}
+
+// OTPReport is the body of ReportOTP.
+type OTPReport struct {
+	// Phone is the E.164 number (required).
+	Phone string `json:"phone"`
+	// IP is the client's address (required).
+	IP string `json:"ip"`
+	// Verified: the code was typed correctly (true) or expired unused
+	// (false, which changes nothing). Always sent.
+	Verified bool `json:"verified"`
+	// User is the account, if known.
+	User string `json:"user,omitempty"`
+	// DeviceToken is the token of this user's device cookie, if any.
+	DeviceToken string `json:"device_token,omitempty"`
+	// Ref is your own reference, echoed in the events.
+	Ref string `json:"ref,omitempty"`
+}
+
+// CheckLogin asks whether a login attempt may go on, before the
+// password is verified. Without an answer the verdict is the login fail
+// mode (allowed, by default). The only error is a *UsageError.
+func (c *Client) CheckLogin(ctx context.Context, in LoginCheck) (Verdict, error) {
+	return c.check(ctx, "/check-login", in, c.failOpenLogin)
+}
+
+// CheckOTP asks whether a one-time code may be sent. Without an answer
+// the verdict is the OTP fail mode (denied, by default). The only error
+// is a *UsageError.
+func (c *Client) CheckOTP(ctx context.Context, in OTPCheck) (Verdict, error) {
+	return c.check(ctx, "/check-otp", in, c.failOpenOTP)
+}
+
+// CheckOTPVerify asks whether a code the person typed may be checked
+// (its own policies limit guessing). Without an answer the verdict is
+// the OTP fail mode (denied, by default). The only error is a
+// *UsageError.
+func (c *Client) CheckOTPVerify(ctx context.Context, in OTPCheck) (Verdict, error) {
+	return c.check(ctx, "/check-otp-verify", in, c.failOpenOTP)
+}
+
+// ReportLogin tells abuseguard how a password check went. A success's
+// Report carries the device token to keep. An outage is a Report with
+// Failed set, never an error; the only error is a *UsageError.
+func (c *Client) ReportLogin(ctx context.Context, in LoginReport) (Report, error) {
+	return c.report(ctx, "/report-login", in)
+}
+
+// ReportOTP tells abuseguard a code sent was verified (or expired). An
+// outage is a Report with Failed set, never an error; the only error is
+// a *UsageError.
+func (c *Client) ReportOTP(ctx context.Context, in OTPReport) (Report, error) {
+	return c.report(ctx, "/report-otp", in)
+}
+
+func (c *Client) check(ctx context.Context, path string, in any, failOpen bool) (Verdict, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return Verdict{}, usage("body", "%v", err)
+	}
+	return verdictOf(c.send(ctx, post(path, body)), failOpen)
+}
+
+func (c *Client) report(ctx context.Context, path string, in any) (Report, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return Report{}, usage("body", "%v", err)
+	}
+	return reportOf(c.send(ctx, post(path, body)))
+}
+
+func post(path string, body []byte) request {
+	return request{method: http.MethodPost, path: path, body: body, jsonAnswer: true}
+}

@@ -1,0 +1,3 @@
+module github.com/abuseguard/abuseguard/clients/go
+
+go 1.19

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * The address to send as `ip`: the TCP peer, or behind trusted proxies
+ * the first untrusted address of the header your own proxy sets, walked
+ * from the right (clients/README.md, "Helpers"). Addresses are parsed to
+ * bytes and written back in one canonical form (RFC 5952 for IPv6, an
+ * IPv4-mapped address as its IPv4 address), so one client is seen as one
+ * address however a proxy spelled it.
+ */
+import { UsageError } from './errors.js';
+
+/**
+ * The client's address.
+ * @param {string} remoteAddr the TCP peer (req.socket.remoteAddress)
+ * @param {object} headers name to value (string or string[]), names in any
+ *   case, as Node's req.headers; or a WHATWG Headers
+ * @param {string[]} trustedProxies CIDRs or single addresses of your proxies
+ * @param {string} [header] "x-forwarded-for" (default) or "forwarded"
+ *   (RFC 7239): only the header your own proxy sets
+ * @returns {string}
+ * @throws {UsageError} status 0 for a trusted proxy that is no CIDR or address
+ */
+export function clientIp(remoteAddr, headers, trustedProxies, header = 'x-forwarded-for') {
+  if (typeof remoteAddr !== 'string') {
+    throw new UsageError(0, 'remoteAddr', 'remoteAddr must be a string');
+  }
+  const trusted = (trustedProxies ?? []).map(parseCidr);
+  const isTrusted = (ip) => trusted.some((net) => inNet(ip, net));
+  const remote = parseEntry(remoteAddr.trim());
+  if (remote === null || !isTrusted(remote)) {
+    return remote === null ? remoteAddr : formatIp(remote);
+  }
+  const name = header.toLowerCase();
+  const value = headerValue(headers, name);
+  const entries = value === null ? [] : name === 'forwarded' ? forwardedFor(value) : forwardedList(value);
+  let last = remote;
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const ip = parseEntry(entries[i]);
+    if (ip === null) {
+      // "unknown", an obfuscated name or garbage: nothing left of it can
+      // be believed, so the last address a trusted proxy vouched for.
+      break;
+    }
+    if (!isTrusted(ip)) {
+      return formatIp(ip);
+    }
+    last = ip;
+  }
+  return formatIp(last);
+}
+
+/** All lines of one header joined with commas, or null when absent. */
+function headerValue(headers, name) {
+  if (headers == null) {
+    return null;
+  }
+  if (typeof headers.get === 'function') {
+    return headers.get(name);
+  }
+  const values = [];
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() === name && value != null) {
+      values.push(...(Array.isArray(value) ? value : [value]));
+    }
+  }
+  return values.length === 0 ? null : values.join(',');
+}
+
+/** X-Forwarded-For: comma-separated entries; empty ones are skipped. */
+function forwardedList(value) {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** Every `for=` of every element of an RFC 7239 Forwarded value, left to
+ * right, unquoted. Commas and semicolons inside quotes do not split. */
+function forwardedFor(value) {
+  const found = [];
+  let pair = '';
+  let quoted = false;
+  const endPair = () => {
+    const eq = pair.indexOf('=');
+    if (eq > 0 && pair.slice(0, eq).trim().toLowerCase() === 'for') {
+      found.push(unquote(pair.slice(eq + 1).trim()));
+    }
+    pair = '';
+  };
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quoted && c === '\\' && i + 1 < value.length) {
+      pair += c + value[++i];
+      continue;
+    }
+    if (c === '"') {
+      quoted = !quoted;
+    } else if (!quoted && (c === ',' || c === ';')) {
+      endPair();
+      continue;
+    }
+    pair += c;
+  }
+  endPair();
+  return found;
+}
+
+function unquote(s) {
+  if (s.length >= 2 && s[0] === '"' && s[s.length - 1] === '"') {
+    return s.slice(1, -1).replace(/\\(.)/g, '$1');
+  }
+  return s;
+}
+
+/**
+ * One address as proxies and sockets write it: IPv4, IPv6, either with a
+ * port ("1.2.3.4:80", "[2001:db8::1]:4711"), IPv6 in brackets, an IPv6
+ * zone (dropped: it names the proxy's interface, not the client).
+ * @returns {{v4: boolean, bytes: number[]}|null} null when not an address
+ */
+function parseEntry(s) {
+  let host = s;
+  if (host.startsWith('[')) {
+    const close = host.indexOf(']');
+    if (close < 0 || !isPortSuffix(host.slice(close + 1))) {
+      return null;
+    }
+    const ip = parseV6(host.slice(1, close));
+    return ip && mapped(ip);
+  }
+  const colons = host.split(':').length - 1;
+  if (colons === 1) {
+    const colon = host.indexOf(':');
+    if (!isPortSuffix(host.slice(colon))) {
+      return null;
+    }
+    host = host.slice(0, colon);
+  }
+  if (colons <= 1) {
+    const bytes = parseV4(host);
+    return bytes && { v4: true, bytes };
+  }
+  const ip = parseV6(host);
+  return ip && mapped(ip);
+}
+
+/** "", or ":" and a port: digits, or RFC 7239's obfuscated "_name". */
+function isPortSuffix(s) {
+  return s === '' || /^:([0-9]{1,5}|_[A-Za-z0-9._-]+)$/.test(s);
+}
+
+function parseV4(s) {
+  const parts = s.split('.');
+  if (parts.length !== 4) {
+    return null;
+  }
+  const bytes = [];
+  for (const p of parts) {
+    // Leading zeros are refused, as inet_pton does: some parsers read
+    // "010" as octal, and two readings of one string must not exist.
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(p) || Number(p) > 255) {
+      return null;
+    }
+    bytes.push(Number(p));
+  }
+  return bytes;
+}
+
+/** @returns {{v4: false, bytes: number[]}|null} 16 bytes */
+function parseV6(input) {
+  const s = input.replace(/%[^%]+$/, '');
+  const halves = s.split('::');
+  if (halves.length > 2) {
+    return null;
+  }
+  const groups = (half, last) => {
+    if (half === '') {
+      return [];
+    }
+    const out = [];
+    const parts = half.split(':');
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i];
+      if (last && i === parts.length - 1 && p.includes('.')) {
+        const v4 = parseV4(p);
+        if (!v4) {
+          return null;
+        }
+        out.push((v4[0] << 8) | v4[1], (v4[2] << 8) | v4[3]);
+      } else if (/^[0-9A-Fa-f]{1,4}$/.test(p)) {
+        out.push(parseInt(p, 16));
+      } else {
+        return null;
+      }
+    }
+    return out;
+  };
+  const head = groups(halves[0], halves.length === 1);
+  const tail = halves.length === 2 ? groups(halves[1], true) : [];
+  if (head === null || tail === null) {
+    return null;
+  }
+  const fill = 8 - head.length - tail.length;
+  if (halves.length === 1 ? fill !== 0 : fill < 1) {
+    return null;
+  }
+  const words = [...head, ...new Array(halves.length === 2 ? fill : 0).fill(0), ...tail];
+  return { v4: false, bytes: words.flatMap((w) => [w >> 8, w & 0xff]) };
+}
+
+/** ::ffff:a.b.c.d is the IPv4 address a.b.c.d. */
+function mapped(ip) {
+  const b = ip.bytes;
+  if (b.slice(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) {
+    return { v4: true, bytes: b.slice(12) };
+  }
+  return ip;
+}
+
+function formatIp(ip) {
+  if (ip.v4) {
+    return ip.bytes.join('.');
+  }
+  const words = [];
+  for (let i = 0; i < 16; i += 2) {
+    words.push((ip.bytes[i] << 8) | ip.bytes[i + 1]);
+  }
+  // RFC 5952: the longest run of two or more zero groups becomes "::",
+  // the first such run on a tie.
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && words[j] === 0) {
+      j++;
+    }
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j === i ? i + 1 : j;
+  }
+  const hex = (ws) => ws.map((w) => w.toString(16)).join(':');
+  if (best < 0) {
+    return hex(words);
+  }
+  return `${hex(words.slice(0, best))}::${hex(words.slice(best + bestLen))}`;
+}
+
+/** A CIDR or a single address; host bits past the prefix are ignored. */
+function parseCidr(text) {
+  const bad = () =>
+    new UsageError(0, 'trustedProxies', `trustedProxies: ${JSON.stringify(text)} is not a CIDR or address`);
+  if (typeof text !== 'string') {
+    throw bad();
+  }
+  const [addr, len, extra] = text.trim().split('/');
+  const v4 = addr.includes(':') ? null : parseV4(addr);
+  const raw = v4 ? { v4: true, bytes: v4 } : parseV6(addr);
+  if (!raw || extra !== undefined || (len !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(len))) {
+    throw bad();
+  }
+  const bits = len === undefined ? (raw.v4 ? 32 : 128) : Number(len);
+  if (bits > (raw.v4 ? 32 : 128)) {
+    throw bad();
+  }
+  // A prefix inside ::ffff:0:0/96 is the IPv4 range it maps, as the
+  // addresses it is matched against are.
+  const ip = mapped(raw);
+  if (ip.v4 && !raw.v4 && bits >= 96) {
+    return { ip, bits: bits - 96 };
+  }
+  return { ip: raw, bits };
+}
+
+function inNet(ip, net) {
+  if (ip.v4 !== net.ip.v4) {
+    return false;
+  }
+  for (let bit = 0; bit < net.bits; bit += 8) {
+    const take = Math.min(8, net.bits - bit);
+    const mask = (0xff << (8 - take)) & 0xff;
+    if ((ip.bytes[bit / 8] & mask) !== (net.ip.bytes[bit / 8] & mask)) {
+      return false;
+    }
+  }
+  return true;
+}
