@@ -4,7 +4,6 @@ carry, which comes back in the events that request causes, so a backend
 can match an event to its own user without abuseguard's secret and
 without knowing how the keys are derived. It is stored nowhere else: not
 in the logs, not in Redis beyond the events' stream."""
-import time
 import unittest
 
 from harness import wait_until
@@ -39,7 +38,11 @@ class EventRefTest(EventsBase):
         self.assertEqual(breached["ref"], "u:cy")
         streamed = self.streamed(svc, 3)
         self.assertIn(ref, [e.get("ref") for e in streamed])
-        time.sleep(0.2)  # the log lines of the events are written by now
+        # Each event is logged as it is raised: wait for the three lines,
+        # then look for the refs.
+        self.assertTrue(wait_until(
+            lambda: svc.log_text().count('"security_event"') >= 3, 10.0),
+            svc.log_text())
         self.assertNotIn(ref, svc.log_text())
         self.assertNotIn("u:cy", svc.log_text())
         # Nowhere in Redis but the events' stream.

@@ -381,6 +381,31 @@ class OpenApiTest(ServiceTest):
                 with self.assertRaises(AssertionError):
                     self.validate(later, ptr, "a field not described")
 
+    def test_null_optional_fields_and_a_ref_are_described_and_taken(self):
+        # Issue 38: null in an optional field is the field left out, and
+        # ref is a field of every check and report.
+        nulls = {"device": None, "device_token": None, "password_fp": None,
+                 "password_breached": None, "challenge_passed": None}
+        for path, body, ptr in (
+                ("/check-login", dict(nulls, user="n@x.org", ip="192.0.2.9",
+                                      ref="u:1"), "LoginCheck"),
+                ("/report-login", dict(nulls, user="n@x.org", ip="192.0.2.9",
+                                       success=False, reason=None,
+                                       method=None, ref="u:1"),
+                 "LoginReport"),
+                ("/check-otp", {"phone": "+48600100999", "ip": "192.0.2.9",
+                                "user": None, "device_token": None,
+                                "challenge_passed": None, "ref": "u:1"},
+                 "OtpCheck")):
+            with self.subTest(path=path):
+                self.validate(body, "/components/schemas/" + ptr, path)
+                r = self.svc.post(path, body)
+                self.assertIn(r.status, (200, 204), r.raw)
+        with self.assertRaises(AssertionError):
+            self.validate({"user": "n@x.org", "ip": "192.0.2.9",
+                           "ref": "has space"},
+                          "/components/schemas/LoginCheck", "a bad ref")
+
     def test_a_request_turned_away_while_draining_fits_the_description(self):
         # The drain's 503, on a kept-alive connection opened before the
         # SIGTERM, while a check waits on a paused Redis.
