@@ -23,8 +23,9 @@ const (
 	BreachBreached Breach = "breached"
 	// BreachClean: the corpus was asked and does not hold it.
 	BreachClean Breach = "clean"
-	// BreachUnknown: no corpus loaded (a 404), no answer in time, or
-	// the breaker open. Treat it as not breached, but do not say so.
+	// BreachUnknown: no corpus loaded (a 404), any other answer but
+	// 200, no answer in time, or the breaker open. Treat it as not
+	// breached, but do not say so.
 	BreachUnknown Breach = "unknown"
 )
 
@@ -35,10 +36,12 @@ const (
 // hash never leave the process. Padding lines (count 0) never match.
 //
 // It takes at most the client's Timeout, like every call; give ctx an
-// earlier deadline to wait less. Without an answer it is BreachUnknown,
-// never an error. The error, a
-// *UsageError beside BreachUnknown, is for a 4xx other than 404: the
-// route refused (a BaseURL that reaches something else, say).
+// earlier deadline to wait less. Without a usable answer (a 404: no
+// corpus loaded; any other status but 200, which cannot be the
+// caller's mistake, the prefix being computed here; a timeout; the
+// breaker open) it is BreachUnknown, with a nil error. The only error is
+// the caller's context error, beside BreachUnknown, when ctx was
+// cancelled or its deadline came before the client's own.
 func (c *Client) Breached(ctx context.Context, password string) (Breach, error) {
 	sum := sha1.Sum([]byte(password))
 	digest := strings.ToUpper(hex.EncodeToString(sum[:]))
@@ -48,12 +51,9 @@ func (c *Client) Breached(ctx context.Context, password string) (Breach, error) 
 		header: http.Header{"Add-Padding": {"true"}},
 	})
 	switch {
-	case ex.failed != "" || ex.status == http.StatusNotFound:
-		return BreachUnknown, nil
-	case ex.status != http.StatusOK:
-		if err := usageOf(ex); err != nil {
-			return BreachUnknown, err
-		}
+	case ex.cancelled != nil:
+		return BreachUnknown, ex.cancelled
+	case ex.failed != "" || ex.status != http.StatusOK:
 		return BreachUnknown, nil
 	case rangeHolds(ex.raw, digest[5:]):
 		return BreachBreached, nil

@@ -4,7 +4,6 @@ package abuseguard
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -81,12 +80,15 @@ func TestBreachedWithoutCorpusOrAnswerIsUnknown(t *testing.T) {
 	}
 }
 
-func TestBreachedRefusedRouteIsUsageError(t *testing.T) {
-	f := newFake(t, reply(405, `{"error":"method not allowed"}`))
-	b, err := newClient(t, f.URL, Options{}).Breached(context.Background(), "pw")
-	var ue *UsageError
-	if b != BreachUnknown || !errors.As(err, &ue) || ue.Status != 405 {
-		t.Fatalf("got %v, %v", b, err)
+// The prefix is computed here, so no answer of the range route can be
+// the caller's mistake: anything but 200 is unknown, with no error.
+func TestBreachedAnyOtherAnswerIsUnknownWithoutError(t *testing.T) {
+	for _, status := range []int{204, 302, 400, 401, 403, 405, 429} {
+		f := newFake(t, reply(status, `{"error":"no","field":"prefix"}`))
+		b, err := newClient(t, f.URL, Options{}).Breached(context.Background(), "pw")
+		if b != BreachUnknown || err != nil {
+			t.Fatalf("%d: got %v, %v", status, b, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ package abuseguard
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -157,27 +158,38 @@ func TestCallerCancellationDoesNotCountForTheBreaker(t *testing.T) {
 	cancel()
 	for i := 0; i < 3; i++ {
 		v, err := c.CheckLogin(cancelled, login)
-		if err != nil || v.Failed != FailedTimeout || !v.Allowed {
+		if !errors.Is(err, context.Canceled) || v.Allowed || v.Failed != "" {
 			t.Fatalf("got %+v, %v", v, err)
 		}
 	}
-	// Open it, then abandon the half-open trial: the next call tries.
-	mustCheck(t, c, login)
-	clock.advance(DefaultBreakerOpen)
-	c.CheckLogin(cancelled, login)
-	up.Store(true)
-	if v := mustCheck(t, c, login); v.Failed != "" {
-		t.Fatalf("after an abandoned trial: got %+v", v)
+	if v := mustCheck(t, c, login); v.Failed != FailedUnavailable {
+		t.Fatalf("the cancelled calls opened the breaker: got %+v", v)
 	}
 }
 
-func TestContextDeadlineCountsForTheBreaker(t *testing.T) {
-	f := newFake(t, hang)
-	c := newClient(t, f.URL, Options{BreakerFailures: 1, Timeout: time.Hour})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	c.CheckLogin(ctx, login)
-	if v := mustCheck(t, c, login); v.Failed != FailedBreakerOpen {
-		t.Fatalf("got %+v", v)
+// The half-open trial's caller hangs up mid-call: that decided nothing,
+// so the next call is the trial, at once.
+func TestAbandonedHalfOpenTrialFreesItsSlot(t *testing.T) {
+	entered := make(chan struct{})
+	f := newFake(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		switch n {
+		case 0:
+			write(w, 500, "")
+		case 1:
+			enteredThenHang(entered)(n, w, r)
+		default:
+			write(w, 200, allowBody)
+		}
+	})
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	c := newClient(t, f.URL, Options{Clock: clock.read, BreakerFailures: 1, Timeout: time.Minute})
+	mustCheck(t, c, login)
+	clock.advance(DefaultBreakerOpen)
+	v, err := c.CheckLogin(cancelOnEntry(entered), login)
+	if !errors.Is(err, context.Canceled) || v.Allowed {
+		t.Fatalf("trial: got %+v, %v", v, err)
+	}
+	if v := mustCheck(t, c, login); v.Failed != "" || !v.Allowed {
+		t.Fatalf("after an abandoned trial: got %+v", v)
 	}
 }

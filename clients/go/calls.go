@@ -5,6 +5,7 @@ package abuseguard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -101,56 +102,80 @@ type OTPReport struct {
 	Ref string `json:"ref,omitempty"`
 }
 
+// maxBody is the service's cap on a request body (64 KiB). A body over
+// it would be answered 413 and the connection closed while the client
+// still writes, which looks like an outage and would fail open: such a
+// body is refused here, before anything is sent.
+const maxBody = 64 << 10
+
 // CheckLogin asks whether a login attempt may go on, before the
 // password is verified. Without an answer the verdict is the login fail
-// mode (allowed, by default). The only error is a *UsageError.
+// mode (allowed, by default). err is a *UsageError or the caller's
+// context error; neither is an allow.
 func (c *Client) CheckLogin(ctx context.Context, in LoginCheck) (Verdict, error) {
 	return c.check(ctx, "/check-login", in, c.failOpenLogin)
 }
 
 // CheckOTP asks whether a one-time code may be sent. Without an answer
-// the verdict is the OTP fail mode (denied, by default). The only error
-// is a *UsageError.
+// the verdict is the OTP fail mode (denied, by default). err is a
+// *UsageError or the caller's context error; neither is an allow.
 func (c *Client) CheckOTP(ctx context.Context, in OTPCheck) (Verdict, error) {
 	return c.check(ctx, "/check-otp", in, c.failOpenOTP)
 }
 
 // CheckOTPVerify asks whether a code the person typed may be checked
 // (its own policies limit guessing). Without an answer the verdict is
-// the OTP fail mode (denied, by default). The only error is a
-// *UsageError.
+// the OTP fail mode (denied, by default). err is a *UsageError or the
+// caller's context error; neither is an allow.
 func (c *Client) CheckOTPVerify(ctx context.Context, in OTPCheck) (Verdict, error) {
 	return c.check(ctx, "/check-otp-verify", in, c.failOpenOTP)
 }
 
 // ReportLogin tells abuseguard how a password check went. A success's
 // Report carries the device token to keep. An outage is a Report with
-// Failed set, never an error; the only error is a *UsageError.
+// Failed set, never an error; err is a *UsageError or the caller's
+// context error (the report was then not recorded).
 func (c *Client) ReportLogin(ctx context.Context, in LoginReport) (Report, error) {
 	return c.report(ctx, "/report-login", in)
 }
 
 // ReportOTP tells abuseguard a code sent was verified (or expired). An
-// outage is a Report with Failed set, never an error; the only error is
-// a *UsageError.
+// outage is a Report with Failed set, never an error; err is a
+// *UsageError or the caller's context error (the report was then not
+// recorded).
 func (c *Client) ReportOTP(ctx context.Context, in OTPReport) (Report, error) {
 	return c.report(ctx, "/report-otp", in)
 }
 
 func (c *Client) check(ctx context.Context, path string, in any, failOpen bool) (Verdict, error) {
-	body, err := json.Marshal(in)
+	body, err := marshalBody(in)
 	if err != nil {
-		return Verdict{}, usage("body", "%v", err)
+		return denied(0), err
 	}
 	return verdictOf(c.send(ctx, post(path, body)), failOpen)
 }
 
 func (c *Client) report(ctx context.Context, path string, in any) (Report, error) {
-	body, err := json.Marshal(in)
+	body, err := marshalBody(in)
 	if err != nil {
-		return Report{}, usage("body", "%v", err)
+		return Report{}, err
 	}
 	return reportOf(c.send(ctx, post(path, body)))
+}
+
+// marshalBody is a call's JSON body, or the *UsageError of one the
+// client will not send. Nothing is sent then, so the breaker never
+// hears of it.
+func marshalBody(in any) ([]byte, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, usage("body", "%v", err)
+	}
+	if len(body) > maxBody {
+		return nil, &UsageError{Status: http.StatusRequestEntityTooLarge, Field: "body",
+			Message: fmt.Sprintf("the request body is %d bytes, over abuseguard's %d", len(body), maxBody)}
+	}
+	return body, nil
 }
 
 func post(path string, body []byte) request {

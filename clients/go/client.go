@@ -43,10 +43,14 @@ const maxIdleConns = 64
 // value (or nil pointer) means the default of clients/README.md.
 type Options struct {
 	// BaseURL is where abuseguard listens, such as
-	// "http://127.0.0.1:8080". A path, if any, is kept as a prefix.
+	// "http://127.0.0.1:8080": http only, as abuseguard serves plain
+	// HTTP beside the application. A path, if any, is kept as a prefix.
 	BaseURL string
 	// Timeout is the deadline of one call, retries included (default
-	// 500 ms). A context's earlier deadline bounds a call too.
+	// 500 ms); its passing is FailedTimeout and the fail mode. A
+	// context's earlier deadline bounds a call too, but is the
+	// caller's: the call then returns the context's error, beside a
+	// deny.
 	Timeout time.Duration
 	// FailOpenLogin says whether a login check that got no answer is
 	// allowed (nil: true, so an outage does not lock everyone out).
@@ -121,7 +125,12 @@ func New(o Options) (*Client, error) {
 		clock = time.Now
 	}
 	transport := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
+		// No proxy, whatever HTTP_PROXY says (net/http's default
+		// transport honours it): a proxy would see every user name,
+		// address and fingerprint, and its errors would fail logins
+		// open. abuseguard sits beside the application, reached
+		// directly.
+		Proxy:               nil,
 		DialContext:         newDialer().DialContext,
 		MaxIdleConns:        maxIdleConns,
 		MaxIdleConnsPerHost: maxIdleConns,
@@ -158,15 +167,18 @@ func (c *Client) Close() {
 	c.transport.CloseIdleConnections()
 }
 
-// parseBaseURL accepts an absolute http or https URL without a query or
-// fragment; its path, without the trailing slash, prefixes every route.
+// parseBaseURL accepts an absolute http URL without a query, fragment
+// or credentials; its path, without the trailing slash, prefixes every
+// route. https is refused, as the other clients refuse it: abuseguard
+// serves plain HTTP, so an https URL reaches something else (a proxy in
+// front) or nothing.
 func parseBaseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, usage("BaseURL", "%v", err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, usage("BaseURL", "must be an http:// or https:// URL with a host, got %q", raw)
+	if u.Scheme != "http" || u.Host == "" {
+		return nil, usage("BaseURL", "must be an http:// URL with a host, got %q", raw)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, usage("BaseURL", "must have no query, fragment or credentials, got %q", raw)

@@ -3,9 +3,11 @@
 package abuseguard
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"reflect"
@@ -166,13 +168,152 @@ func TestOtherServerErrorsAreUnavailableAndNotRetried(t *testing.T) {
 	}
 }
 
-func TestRedirectIsNotFollowed(t *testing.T) {
+func TestRedirectIsNotFollowedButAUsageError(t *testing.T) {
 	f := newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 	})
+	v, err := newClient(t, f.URL, Options{}).CheckLogin(context.Background(), login)
+	var ue *UsageError
+	if !errors.As(err, &ue) || ue.Status != 307 || ue.Field != "" || v.Allowed || v.Outcome != OutcomeDeny ||
+		f.hits() != 1 {
+		t.Fatalf("got %+v, %v after %d requests", v, err, f.hits())
+	}
+}
+
+// A status no check or report answers means the BaseURL leads elsewhere:
+// loud, with no field, never the fail mode (a login let through), and an
+// answer all the same, so the breaker does not count it.
+func TestStatusNoCheckOrReportAnswersIsAUsageErrorAndNoFailure(t *testing.T) {
+	for _, status := range []int{201, 202, 204, 206, 300, 301, 302, 303, 304, 307, 308} {
+		f := newFake(t, reply(status, `{"allowed":true,"field":"user"}`))
+		// One failure would open this breaker.
+		c := newClient(t, f.URL, Options{BreakerFailures: 1})
+		v, err := c.CheckLogin(context.Background(), login)
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Status != status || ue.Field != "" || v.Allowed || v.Failed != "" {
+			t.Fatalf("%d: got %+v, %v", status, v, err)
+		}
+		if v, err := c.CheckOTP(context.Background(), otp); !errors.As(err, &ue) || v.Allowed {
+			t.Fatalf("%d: the breaker counted it: got %+v, %v", status, v, err)
+		}
+	}
+	for _, status := range []int{201, 202, 206, 302, 307} {
+		f := newFake(t, reply(status, ""))
+		r, err := newClient(t, f.URL, Options{}).ReportLogin(context.Background(), LoginReport{User: "u", IP: "ip"})
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Status != status || ue.Field != "" || r.Recorded {
+			t.Fatalf("report %d: got %+v, %v", status, r, err)
+		}
+	}
+}
+
+// switchingProtocols answers every request 101, which net/http hands
+// back as the answer (it skips only the other 1xx).
+func switchingProtocols(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n")
+				}
+			}(c)
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+func TestInformationalAnswerIsAUsageError(t *testing.T) {
+	c := newClient(t, switchingProtocols(t), Options{})
+	v, err := c.CheckLogin(context.Background(), login)
+	var ue *UsageError
+	if !errors.As(err, &ue) || ue.Status != 101 || ue.Field != "" || v.Allowed {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	r, err := c.ReportOTP(context.Background(), OTPReport{Phone: "+1", IP: "ip", Verified: true})
+	if !errors.As(err, &ue) || ue.Status != 101 || r.Recorded {
+		t.Fatalf("report: got %+v, %v", r, err)
+	}
+}
+
+// A proxy's refusal page is still a refusal: a 403 or 429 denies (or
+// challenges) whatever its body, with the wait from Retry-After.
+func TestRefusalWhoseBodyIsNotJSONStillDenies(t *testing.T) {
+	for _, status := range []int{403, 429} {
+		f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(status)
+			io.WriteString(w, "<html>slow down</html>")
+		})
+		v := mustCheck(t, newClient(t, f.URL, Options{}), login)
+		if v.Outcome != OutcomeDeny || v.Allowed || v.Failed != "" || v.Status != status || v.RetryAfter != 30 ||
+			v.Policy != "" || v.Body != nil {
+			t.Fatalf("%d: got %+v", status, v)
+		}
+	}
+	f := newFake(t, reply(429, `{"action":"challenge","challenge_nonce":"c1.n","policy":"p"}`))
 	v := mustCheck(t, newClient(t, f.URL, Options{}), login)
-	if v.Failed != FailedUnavailable || f.hits() != 1 {
-		t.Fatalf("got %+v after %d requests", v, f.hits())
+	if v.Outcome != OutcomeChallenge || v.ChallengeNonce != "c1.n" || v.RetryAfter != 0 {
+		t.Fatalf("challenge without retry_after: got %+v", v)
+	}
+}
+
+func TestReportRefusedWith403Or429IsAUsageError(t *testing.T) {
+	for _, status := range []int{403, 429} {
+		f := newFake(t, reply(status, `{"error":"no"}`))
+		r, err := newClient(t, f.URL, Options{}).ReportLogin(context.Background(), LoginReport{User: "u", IP: "ip"})
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Status != status || r.Recorded {
+			t.Fatalf("%d: got %+v, %v", status, r, err)
+		}
+	}
+}
+
+// bodyOfSize is a login check whose JSON body is exactly n bytes.
+func bodyOfSize(t *testing.T, n int) LoginCheck {
+	in := LoginCheck{IP: "203.0.113.7"}
+	empty, _ := json.Marshal(in)
+	in.User = strings.Repeat("a", n-len(empty))
+	if b, _ := json.Marshal(in); len(b) != n {
+		t.Fatalf("built %d bytes, want %d", len(b), n)
+	}
+	return in
+}
+
+// The service answers a body over its 64 KiB cap 413 and closes the
+// connection mid-write, which would look like an outage and fail open:
+// the client refuses it before sending, and the breaker never hears.
+func TestBodyOverTheServiceCapIsRefusedBeforeSending(t *testing.T) {
+	f := newFake(t, reply(200, allowBody))
+	c := newClient(t, f.URL, Options{BreakerFailures: 1})
+	for i := 0; i < 3; i++ {
+		v, err := c.CheckLogin(context.Background(), bodyOfSize(t, 65537))
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Status != 413 || ue.Field != "body" || v.Allowed || v.Outcome != OutcomeDeny {
+			t.Fatalf("check: got %+v, %v", v, err)
+		}
+	}
+	r, err := c.ReportLogin(context.Background(), LoginReport{User: strings.Repeat("a", 70000), IP: "ip"})
+	var ue *UsageError
+	if !errors.As(err, &ue) || ue.Status != 413 || ue.Field != "body" || r.Recorded {
+		t.Fatalf("report: got %+v, %v", r, err)
+	}
+	if f.hits() != 0 {
+		t.Fatalf("sent %d requests", f.hits())
+	}
+	// At the cap exactly it is sent, and the breaker is still closed.
+	if v := mustCheck(t, c, bodyOfSize(t, 65536)); !v.Allowed || v.Failed != "" || f.hits() != 1 {
+		t.Fatalf("at the cap: got %+v after %d requests", v, f.hits())
 	}
 }
 
@@ -243,17 +384,6 @@ func TestFailModesAreOptions(t *testing.T) {
 	}
 	if v, _ := c.CheckOTP(context.Background(), otp); !v.Allowed || v.Failed != FailedUnavailable {
 		t.Fatalf("otp: got %+v", v)
-	}
-}
-
-func TestEarlierContextDeadlineBoundsTheCall(t *testing.T) {
-	f := newFake(t, hang)
-	c := newClient(t, f.URL, Options{Timeout: time.Hour})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	v, err := c.CheckLogin(ctx, login)
-	if err != nil || v.Failed != FailedTimeout || !v.Allowed {
-		t.Fatalf("got %+v, %v", v, err)
 	}
 }
 
@@ -408,6 +538,8 @@ func TestNewRefusesOptionsItCannotUse(t *testing.T) {
 		{},
 		{BaseURL: "127.0.0.1:8080"},
 		{BaseURL: "ftp://h"},
+		{BaseURL: "https://h"},
+		{BaseURL: "HTTPS://h:443"},
 		{BaseURL: "http://h?x=1"},
 		{BaseURL: "http://h", Timeout: -1},
 		{BaseURL: "http://h", Retries: Int(-1)},

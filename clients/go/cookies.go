@@ -24,49 +24,68 @@ func DeviceCookieName(user string) string {
 // HttpOnly, SameSite=Lax, and Secure unless secure is false (a plain
 // HTTP demo). Send it with http.SetCookie, or send DeviceSetCookie's
 // header, the same cookie.
-func DeviceCookie(user, token string, maxAge int, secure bool) *http.Cookie {
-	if maxAge <= 0 {
+//
+// A token that is not a cookie value (empty, or holding a byte RFC 6265
+// does not allow in one, such as ";" or a space) or a negative maxAge
+// is a *UsageError (Field "token" or "maxAge"), as the other clients
+// raise it: altered quietly, the cookie would carry another token than
+// the one abuseguard issued, or none.
+func DeviceCookie(user, token string, maxAge int, secure bool) (*http.Cookie, error) {
+	if err := checkCookie(token, maxAge); err != nil {
+		return nil, err
+	}
+	if maxAge == 0 {
 		// net/http leaves out Max-Age 0 (a session cookie) and writes
 		// Max-Age=0 for a negative one: keep "expire now" meaning that.
 		maxAge = -1
 	}
 	return &http.Cookie{
 		Name:     DeviceCookieName(user),
-		Value:    strings.Map(cookieOctet, token),
+		Value:    token,
 		MaxAge:   maxAge,
 		Path:     "/",
 		HttpOnly: true,
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
-	}
+	}, nil
 }
 
 // DeviceSetCookie is DeviceCookie's Set-Cookie header value as every
 // abuseguard client writes it, byte for byte: "<name>=<token>;
 // Max-Age=<maxAge>; Path=/; HttpOnly; SameSite=Lax", and "; Secure"
 // unless secure is false. (http.Cookie's String method writes the same
-// attributes in another order.)
-func DeviceSetCookie(user, token string, maxAge int, secure bool) string {
-	c := DeviceCookie(user, token, maxAge, secure)
-	if maxAge < 0 {
-		maxAge = 0
+// attributes in another order.) Its errors are DeviceCookie's.
+func DeviceSetCookie(user, token string, maxAge int, secure bool) (string, error) {
+	if err := checkCookie(token, maxAge); err != nil {
+		return "", err
 	}
-	header := fmt.Sprintf("%s=%s; Max-Age=%d; Path=%s; HttpOnly; SameSite=Lax", c.Name, c.Value, maxAge, c.Path)
-	if c.Secure {
+	header := fmt.Sprintf("%s=%s; Max-Age=%d; Path=/; HttpOnly; SameSite=Lax", DeviceCookieName(user), token, maxAge)
+	if secure {
 		header += "; Secure"
 	}
-	return header
+	return header, nil
 }
 
-// cookieOctet keeps the bytes RFC 6265 allows in a cookie value and
-// drops the rest, as net/http does: a token is base64url and loses
-// nothing, while a ";" could never smuggle in an attribute.
-func cookieOctet(r rune) rune {
-	if r == 0x21 || r >= 0x23 && r <= 0x2B || r >= 0x2D && r <= 0x3A ||
-		r >= 0x3C && r <= 0x5B || r >= 0x5D && r <= 0x7E {
-		return r
+// checkCookie refuses a token that is not a cookie value and a negative
+// maxAge.
+func checkCookie(token string, maxAge int) error {
+	if token == "" || strings.IndexFunc(token, notCookieOctet) >= 0 {
+		return usage("token", "must be a non-empty cookie value (RFC 6265 cookie-octets), got %q", token)
 	}
-	return -1
+	if maxAge < 0 {
+		return usage("maxAge", "must be a whole number of seconds, not negative, got %d", maxAge)
+	}
+	return nil
+}
+
+// notCookieOctet says whether a byte is outside RFC 6265's cookie-octet,
+// what a cookie value may hold unquoted: a device token is base64url and
+// never is, while a ";" would smuggle an attribute into Set-Cookie. (A
+// non-ASCII rune is outside too, as are the bytes of invalid UTF-8,
+// which range over as U+FFFD.)
+func notCookieOctet(r rune) bool {
+	return !(r == 0x21 || r >= 0x23 && r <= 0x2B || r >= 0x2D && r <= 0x3A ||
+		r >= 0x3C && r <= 0x5B || r >= 0x5D && r <= 0x7E)
 }
 
 // DeviceTokenFromRequest is the device token of user's cookie in the

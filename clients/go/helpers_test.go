@@ -125,15 +125,45 @@ func TestDeviceCookie(t *testing.T) {
 		{"v1.tok-en_", 7776000, true, name + "=v1.tok-en_; Max-Age=7776000; Path=/; HttpOnly; SameSite=Lax; Secure"},
 		{"v1.t", 60, false, name + "=v1.t; Max-Age=60; Path=/; HttpOnly; SameSite=Lax"},
 		{"v1.t", 0, true, name + "=v1.t; Max-Age=0; Path=/; HttpOnly; SameSite=Lax; Secure"},
-		{"v1.t; Domain=evil", 60, false, name + "=v1.tDomain=evil; Max-Age=60; Path=/; HttpOnly; SameSite=Lax"},
 	} {
-		if got := DeviceSetCookie("ana@example.com", c.token, c.maxAge, c.secure); got != c.want {
-			t.Errorf("DeviceSetCookie: got %s, want %s", got, c.want)
+		if got, err := DeviceSetCookie("ana@example.com", c.token, c.maxAge, c.secure); err != nil || got != c.want {
+			t.Errorf("DeviceSetCookie: got %s, %v; want %s", got, err, c.want)
 		}
 		// net/http writes the same cookie, in its own order.
-		cookie := DeviceCookie("ana@example.com", c.token, c.maxAge, c.secure)
+		cookie, err := DeviceCookie("ana@example.com", c.token, c.maxAge, c.secure)
+		if err != nil {
+			t.Fatalf("DeviceCookie: %v", err)
+		}
 		if got, want := attributes(cookie.String()), attributes(c.want); got != want {
 			t.Errorf("DeviceCookie: got %s, want %s", got, want)
+		}
+	}
+}
+
+func TestDeviceCookieRefusesATokenThatIsNoCookieValueOrANegativeMaxAge(t *testing.T) {
+	for _, c := range []struct {
+		token  string
+		maxAge int
+		field  string
+	}{
+		{"v1.a;b", 60, "token"},
+		{"v1.t; Domain=evil", 60, "token"},
+		{"", 60, "token"},
+		{"v1 t", 60, "token"},
+		{`v1."t"`, 60, "token"},
+		{"v1.t\r\nX: y", 60, "token"},
+		{"v1.tö", 60, "token"},
+		{"v1.t\xff", 60, "token"},
+		{"v1.t", -1, "maxAge"},
+	} {
+		var ue *UsageError
+		if got, err := DeviceSetCookie("ana@example.com", c.token, c.maxAge, true); !errors.As(err, &ue) ||
+			ue.Field != c.field || ue.Status != 0 || got != "" {
+			t.Errorf("DeviceSetCookie(%q, %d): got %q, %v", c.token, c.maxAge, got, err)
+		}
+		if got, err := DeviceCookie("ana@example.com", c.token, c.maxAge, true); !errors.As(err, &ue) ||
+			ue.Field != c.field || got != nil {
+			t.Errorf("DeviceCookie(%q, %d): got %v, %v", c.token, c.maxAge, got, err)
 		}
 	}
 }
@@ -198,6 +228,12 @@ func TestVerifyWebhook(t *testing.T) {
 		{"empty", body, "", at, 0, false},
 		{"old scheme", body, "sha256=" + mac, at, 0, false},
 		{"huge t", body, "t=99999999999999999999999,v1=" + mac, at, 0, false},
+		{"empty t, then t", body, "t=,t=1700000000,v1=" + mac, at, 0, false},
+		{"any v1 may match", body, "t=1700000000,v1=" + strings.Repeat("0", 64) + ",v1=" + mac, at, 0, true},
+		{"the matching v1 first", body, good + ",v1=" + strings.Repeat("0", 64), at, 0, true},
+		{"several v1, none matching", body, "t=1700000000,v1=00,v1=" + strings.ToUpper(mac), at, 0, false},
+		{"negative tolerance accepts nothing", body, good, at, -time.Second, false},
+		{"negative tolerance, wide", body, good, at, -time.Hour, false},
 	} {
 		if got := VerifyWebhook(secret, c.body, c.header, c.now, c.tol); got != c.want {
 			t.Errorf("%s: got %v", c.name, got)

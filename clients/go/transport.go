@@ -34,9 +34,9 @@ type request struct {
 	path   string
 	body   []byte      // JSON, nil for a GET
 	header http.Header // added to the usual ones
-	// jsonAnswer says the route answers a JSON object with 200, 403
-	// and 429 (every route but /range): without one, it was not
-	// abuseguard that answered.
+	// jsonAnswer says the route answers 200 with a JSON object (every
+	// route but /range): without one, it was not abuseguard that
+	// answered.
 	jsonAnswer bool
 }
 
@@ -48,32 +48,62 @@ type exchange struct {
 	raw    []byte
 	body   map[string]any // the JSON object answered; nil without one
 	failed Failure
+	// cancelled is the caller's context error when the caller gave up
+	// (see callerGaveUp); every other field is then empty.
+	cancelled error
 }
 
 // send makes one call as clients/README.md rules: past the breaker,
 // under the client's deadline (and the context's, if earlier), retried
 // only when the service cannot have read the request.
+//
+// A call whose caller gave up is not an outage ("The caller's
+// cancellation is not an outage"): it comes back with cancelled set,
+// never with a Failure and so never with the fail mode, and it does not
+// count for the breaker. An attacker who hangs up on a login handler
+// cancels its request's context at will; were that a timeout, each of
+// his guesses would be let through (logins fail open) and, counted for
+// the breaker, would fail everyone's logins open.
 func (c *Client) send(ctx context.Context, r request) exchange {
+	if err := ctx.Err(); err != nil {
+		// Given up already: the breaker's trial, if due, is left for a
+		// call that wants an answer.
+		return exchange{cancelled: err}
+	}
 	p := c.breaker.admit()
 	if !p.ok {
 		return exchange{failed: FailedBreakerOpen}
 	}
-	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	own := time.Now().Add(c.timeout)
+	callCtx, cancel := context.WithDeadline(ctx, own)
 	defer cancel()
 	ex := c.sendWithRetries(callCtx, r)
 	switch {
 	case ex.failed == "":
+		// An answer stands even if the caller gave up as it arrived.
 		c.breaker.record(p, answered)
-	case errors.Is(ctx.Err(), context.Canceled):
-		// The caller gave up (a browser that went away cancels its
-		// request's context): that says nothing of the service, and
-		// an attacker who disconnects at will must not open the
-		// breaker (and so fail logins open) for everyone.
+	case callerGaveUp(ctx, own):
+		// That says nothing of the service; an abandoned half-open
+		// trial frees its slot for the next call.
 		c.breaker.record(p, abandoned)
+		ex = exchange{cancelled: ctx.Err()}
 	default:
 		c.breaker.record(p, noAnswer)
 	}
 	return ex
+}
+
+// callerGaveUp says whether a call that got no answer ended because the
+// caller's context did: it was cancelled, or its deadline came before
+// own, the client's. Once own has passed the timeout is the client's,
+// whatever the context says by then.
+func callerGaveUp(ctx context.Context, own time.Time) bool {
+	err := ctx.Err()
+	if err == nil {
+		return false
+	}
+	deadline, ok := ctx.Deadline()
+	return errors.Is(err, context.Canceled) || !ok || deadline.Before(own)
 }
 
 func (c *Client) sendWithRetries(ctx context.Context, r request) exchange {
@@ -131,12 +161,14 @@ func (c *Client) attempt(ctx context.Context, r request) (ex exchange, unread bo
 		return ex, true
 	case ex.status == http.StatusServiceUnavailable && ex.body["degraded"] == true:
 		// A fail-closed policy while Redis is down: an answer.
-	case ex.status >= 500 || ex.status < 200 || ex.status >= 300 && ex.status < 400:
-		// Not an answer of abuseguard's: a fault, a proxy's error, a
-		// redirect.
+	case ex.status >= 500:
+		// A fault, or a proxy's error: no answer.
 		ex.failed = FailedUnavailable
-	case r.jsonAnswer && ex.body == nil && (ex.status == http.StatusOK ||
-		ex.status == http.StatusForbidden || ex.status == http.StatusTooManyRequests):
+	case r.jsonAnswer && ex.status == http.StatusOK && ex.body == nil:
+		// A 200 that is not a JSON object (a captive portal's page) is
+		// not abuseguard's allow. A 403 or 429 refuses whatever its
+		// body, and any other status is an answer the caller must hear
+		// of (verdictOf, reportOf): neither is an outage.
 		ex.failed = FailedUnavailable
 	}
 	return ex, false

@@ -3,6 +3,7 @@
 package abuseguard
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -28,12 +29,13 @@ type Failure string
 
 // The reasons a call got no answer.
 const (
-	// FailedTimeout: the call's deadline passed (the client's timeout,
-	// or the context's).
+	// FailedTimeout: the client's own Timeout passed. (A context the
+	// caller cancelled, or whose deadline came first, is no Failure:
+	// the call returns the context's error, beside a deny.)
 	FailedTimeout Failure = "timeout"
-	// FailedUnavailable: the connection failed, or an answer was not
-	// abuseguard's (a 5xx, a proxy's page, the connection cap after
-	// the last retry).
+	// FailedUnavailable: the connection failed, or the answer was no
+	// answer (a 5xx, a 200 that is not a JSON object such as a captive
+	// portal's page, the connection cap after the last retry).
 	FailedUnavailable Failure = "unavailable"
 	// FailedBreakerOpen: recent calls got no answer, so this one was
 	// not sent.
@@ -42,6 +44,12 @@ const (
 
 // Verdict is the answer to a check, or the client's own decision when
 // there was none (Failed set).
+//
+// Beside an error (a *UsageError, or the caller's context error) the
+// Verdict is a deny, never an allow: Outcome OutcomeDeny, Allowed
+// false, Failed empty (the error says why), Status the refusing
+// answer's status or 0, and nothing else set. A caller that looks only
+// at the Verdict still refuses.
 type Verdict struct {
 	// Outcome is allow, challenge or deny; when Failed is set, the fail
 	// mode (allow for logins, deny for OTP, by default).
@@ -61,8 +69,8 @@ type Verdict struct {
 	// Degraded says abuseguard answered without Redis, from its
 	// fallback store.
 	Degraded bool
-	// Failed is empty when abuseguard answered, else why the client
-	// decided alone.
+	// Failed is empty when abuseguard answered (or the call returned
+	// an error), else why the client decided alone.
 	Failed Failure
 	// Status is the HTTP status of the answer; 0 without one.
 	Status int
@@ -71,7 +79,8 @@ type Verdict struct {
 	Body map[string]any
 }
 
-// Report is the answer to a report.
+// Report is the answer to a report. Beside an error it is not
+// recorded, with only Status set (the refusing answer's, or 0).
 type Report struct {
 	// Recorded says abuseguard took the report (it answered 200 or 204).
 	Recorded bool
@@ -89,22 +98,25 @@ type Report struct {
 // verdictOf reads a check's exchange. failOpen is the fail mode of the
 // check's kind, used when there was no answer.
 func verdictOf(ex exchange, failOpen bool) (Verdict, error) {
+	if ex.cancelled != nil {
+		return denied(0), ex.cancelled
+	}
 	v := Verdict{Status: ex.status, Body: ex.body}
 	if ex.failed == "" {
 		switch ex.status {
 		case http.StatusOK:
 			v.Outcome = OutcomeAllow
-		case http.StatusTooManyRequests:
+		case http.StatusTooManyRequests, http.StatusForbidden:
+			// Rate-limited (429) or deny-listed (403), whatever the body:
+			// a proxy's refusal page refuses too, and its Retry-After
+			// still says when to come back.
 			v.Outcome = OutcomeDeny
-			if ex.body["action"] == string(OutcomeChallenge) {
+			if ex.status == http.StatusTooManyRequests && ex.body["action"] == string(OutcomeChallenge) {
 				v.Outcome = OutcomeChallenge
 				v.ChallengeNonce = stringField(ex.body, "challenge_nonce")
 			}
 			v.Policy = stringField(ex.body, "policy")
 			v.RetryAfter = retryAfter(ex)
-		case http.StatusForbidden:
-			// Deny-listed: no policy, and nothing to wait for.
-			v.Outcome = OutcomeDeny
 		case http.StatusServiceUnavailable:
 			// A fail-closed policy while Redis is down (attempt let only
 			// the degraded 503 through).
@@ -112,11 +124,9 @@ func verdictOf(ex exchange, failOpen bool) (Verdict, error) {
 			v.Policy = stringField(ex.body, "policy")
 			v.RetryAfter = retryAfter(ex)
 		default:
-			if err := usageOf(ex); err != nil {
-				return Verdict{}, err
-			}
-			// A 2xx no check answers: not abuseguard's.
-			ex.failed = FailedUnavailable
+			// Another 4xx, or no status a check answers (1xx, 3xx, a
+			// 2xx but 200).
+			return denied(ex.status), notAnAnswer(ex)
 		}
 	}
 	if ex.failed != "" {
@@ -132,8 +142,17 @@ func verdictOf(ex exchange, failOpen bool) (Verdict, error) {
 	return v, nil
 }
 
+// denied is the verdict returned beside an error: a deny, so that a
+// caller who reads only the verdict refuses too.
+func denied(status int) Verdict {
+	return Verdict{Outcome: OutcomeDeny, Status: status}
+}
+
 // reportOf reads a report's exchange.
 func reportOf(ex exchange) (Report, error) {
+	if ex.cancelled != nil {
+		return Report{}, ex.cancelled
+	}
 	r := Report{Status: ex.status, Failed: ex.failed}
 	if ex.failed != "" {
 		return r, nil
@@ -145,27 +164,35 @@ func reportOf(ex exchange) (Report, error) {
 		if r.DeviceToken != "" {
 			r.ExpiresIn = intField(ex.body, "expires_in")
 		}
-	default:
-		if err := usageOf(ex); err != nil {
-			return Report{}, err
-		}
-		// A status no report answers (a 403, a 429, a degraded 503):
-		// not recorded, and not abuseguard's rules at work.
+	case http.StatusServiceUnavailable:
+		// The degraded 503 attempt lets through, which no report
+		// answers: not recorded, and not an answer to act on.
 		r.Failed = FailedUnavailable
+	default:
+		// A 4xx (no report answers 403 or 429), or a status no report
+		// answers (1xx, 3xx, a 2xx but 200 and 204).
+		return Report{Status: ex.status}, notAnAnswer(ex)
 	}
 	return r, nil
 }
 
-// usageOf is the usage error of a 4xx that is not a verdict, or nil.
-func usageOf(ex exchange) *UsageError {
-	if ex.status < 400 || ex.status >= 500 {
-		return nil
+// notAnAnswer is the usage error of an answer that is neither a verdict
+// nor a report: a 4xx, with the body's field and sentence, or any other
+// status a check or report never gets (a 101, a redirect, a 201), with
+// no field. The latter is a BaseURL that leads elsewhere, which must be
+// loud rather than fail open quietly, and it is an answer all the same
+// (the breaker closes).
+func notAnAnswer(ex exchange) *UsageError {
+	if ex.status >= 400 && ex.status < 500 {
+		msg := errorText(ex.body)
+		if msg == "" {
+			msg = http.StatusText(ex.status)
+		}
+		return &UsageError{Status: ex.status, Field: stringField(ex.body, "field"), Message: msg}
 	}
-	msg := errorText(ex.body)
-	if msg == "" {
-		msg = http.StatusText(ex.status)
-	}
-	return &UsageError{Status: ex.status, Field: stringField(ex.body, "field"), Message: msg}
+	return &UsageError{Status: ex.status, Message: fmt.Sprintf(
+		"%d %s is no answer of abuseguard's to this route: does BaseURL lead elsewhere?",
+		ex.status, http.StatusText(ex.status))}
 }
 
 // retryAfter is a denial's wait in whole seconds: the body's, else the

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -101,7 +102,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) login(w http.ResponseWriter, r *http.Request, in map[string]string, ip string) {
-	ctx, user, password := r.Context(), in["user"], in["password"]
+	// Every abuseguard call takes context.Background(), on purpose not
+	// r.Context(): net/http cancels a request's context when the client
+	// hangs up (half-closing the connection is enough), and a client
+	// that hangs up must not cancel the check, nor lose the report of
+	// its wrong guess. The abuseguard client's own Timeout (500 ms)
+	// bounds each call. (A call cancelled anyway returns the context's
+	// error beside a deny, which this handler refuses like any error.)
+	ctx, user, password := context.Background(), in["user"], in["password"]
 	fp, _ := abuseguard.PasswordFingerprint(s.key, password) // the key was checked at start
 	breach, err := s.ag.Breached(ctx, password)
 	if err != nil {
@@ -144,13 +152,20 @@ func (s *server) login(w http.ResponseWriter, r *http.Request, in map[string]str
 	rep, _ := s.ag.ReportLogin(ctx, abuseguard.LoginReport{User: user, IP: ip, Success: true,
 		PasswordFP: fp, PasswordBreached: breached, DeviceToken: token})
 	if rep.DeviceToken != "" {
-		w.Header().Add("Set-Cookie", abuseguard.DeviceSetCookie(user, rep.DeviceToken, rep.ExpiresIn, s.secure))
+		// An error here is a token that is no cookie value: keep none.
+		if cookie, err := abuseguard.DeviceSetCookie(user, rep.DeviceToken, rep.ExpiresIn, s.secure); err == nil {
+			w.Header().Add("Set-Cookie", cookie)
+		} else {
+			log.Print(err)
+		}
 	}
 	reply(w, 200, map[string]any{"ok": true, "breached": breached})
 }
 
+// The OTP routes call abuseguard with context.Background() too, as
+// login says why: a hang-up must not cancel a check or lose a report.
 func (s *server) otpSend(w http.ResponseWriter, r *http.Request, in map[string]string, ip string) {
-	v, err := s.ag.CheckOTP(r.Context(), abuseguard.OTPCheck{Phone: in["phone"], IP: ip})
+	v, err := s.ag.CheckOTP(context.Background(), abuseguard.OTPCheck{Phone: in["phone"], IP: ip})
 	if !otpAllowed(w, v, err) {
 		return
 	}
@@ -165,7 +180,7 @@ func (s *server) otpSend(w http.ResponseWriter, r *http.Request, in map[string]s
 
 func (s *server) otpVerify(w http.ResponseWriter, r *http.Request, in map[string]string, ip string) {
 	phone := in["phone"]
-	v, err := s.ag.CheckOTPVerify(r.Context(), abuseguard.OTPCheck{Phone: phone, IP: ip})
+	v, err := s.ag.CheckOTPVerify(context.Background(), abuseguard.OTPCheck{Phone: phone, IP: ip})
 	if !otpAllowed(w, v, err) {
 		return
 	}
@@ -180,7 +195,7 @@ func (s *server) otpVerify(w http.ResponseWriter, r *http.Request, in map[string
 		reply(w, 401, map[string]any{"error": "wrong code"})
 		return
 	}
-	s.ag.ReportOTP(r.Context(), abuseguard.OTPReport{Phone: phone, IP: ip, Verified: true})
+	s.ag.ReportOTP(context.Background(), abuseguard.OTPReport{Phone: phone, IP: ip, Verified: true})
 	reply(w, 200, map[string]any{"ok": true})
 }
 

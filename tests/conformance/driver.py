@@ -84,8 +84,10 @@ class Driver:
         try:
             return abuseguard.password_fingerprint(bytes.fromhex(key_hex),
                                                    password)
-        except abuseguard.ArgumentError:
-            return {"error": "key"}
+        except abuseguard.ArgumentError as e:
+            # "key" for a key under 32 bytes, as the protocol says;
+            # "password" for one that is no UTF-8 text (a lone surrogate).
+            return {"error": e.argument}
 
     @staticmethod
     def client_ip(remote_addr, headers, trusted_proxies,

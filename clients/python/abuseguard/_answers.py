@@ -118,8 +118,24 @@ def is_answer(answer: Answer) -> bool:
         answer.status, parse_object(answer.data))
 
 
+def is_check_answer(answer: Answer) -> bool:
+    """``is_answer`` for a check, where a 200 must also carry a JSON
+    object: a 200 of anything else (a proxy's or a captive portal's HTML
+    page, ``[1]``) is no allow of abuseguard's, and is no answer."""
+    if answer.status == 200:
+        return parse_object(answer.data) is not None
+    return is_answer(answer)
+
+
 def usage_error(answer: Answer) -> UsageError:
-    """The exception for an answer that is the caller's mistake."""
+    """The exception for an answer that is the caller's mistake: a 4xx
+    with the body's ``field`` and ``error``, or a status abuseguard never
+    sends to the call (1xx, 3xx, an unexpected 2xx) with neither, since
+    whatever answered is not abuseguard."""
+    if not 400 <= answer.status < 500:
+        return UsageError(answer.status, None,
+                          "HTTP %d is no abuseguard answer: does the base "
+                          "URL lead elsewhere?" % answer.status)
     doc = parse_object(answer.data) or {}
     return UsageError(answer.status, _string(doc.get("field")),
                       _string(doc.get("error")))
@@ -133,15 +149,15 @@ def failed_verdict(reason: Failed, fail_open: bool,
 
 
 def verdict(answer: Answer) -> Verdict:
-    """The verdict of an answer (``is_answer`` true). Raises
-    ``UsageError`` for any status but 200, 403, 429 and a degraded 503:
-    a 4xx, or a redirect (the base URL leads elsewhere)."""
+    """The verdict of an answer (``is_check_answer`` true, so a 200
+    holds a JSON object). Raises ``UsageError`` for any status but 200,
+    403, 429 and a degraded 503: a 4xx, or a status no abuseguard sends
+    (the base URL leads elsewhere)."""
     doc = parse_object(answer.data)
     status = answer.status
-    if status == 200:
-        body = doc or {}
-        return Verdict("allow", device=_device(body),
-                       degraded=body.get("degraded") is True,
+    if status == 200 and doc is not None:
+        return Verdict("allow", device=_device(doc),
+                       degraded=doc.get("degraded") is True,
                        status=status, body=doc)
     if status not in (403, 429) and not _degraded_refusal(status, doc):
         raise usage_error(answer)

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from . import _answers
 from ._answers import Failed, Report, Verdict
 from ._breaker import Breaker
-from ._errors import ArgumentError
+from ._errors import ArgumentError, UsageError
 from ._transport import Answer, Pool, TransportFailure
 from ._version import __version__
 
@@ -31,6 +31,11 @@ Breached = Literal["breached", "clean", "unknown"]
 BACKOFF = 0.020
 """Seconds: a retry waits up to this times 2 to the number of earlier
 retries (full jitter), never past the call's deadline."""
+
+MAX_REQUEST_BODY = 65536
+"""Bytes: the service's body cap. A longer body is refused here, before
+sending: the service would answer 413 and close while it is still being
+written, which looks like an outage and would fail a login open."""
 
 _T = TypeVar("_T")
 _HEADERS = {
@@ -64,13 +69,18 @@ class Client:
     ``idle_timeout`` (5.0): a kept-alive connection idle this long is
     closed, not reused (below the service's ``--conn-timeout-s``).
     ``clock`` (``time.monotonic``): seconds, the breaker's and the idle
-    timeout's time source, so that tests move it instead of sleeping.
+    timeout's time source, so that tests move it instead of sleeping. A
+    call's own deadline (``timeout``) always runs on the real monotonic
+    clock, whatever ``clock`` is given.
 
     Calls never raise for an outage: a check returns its fail mode with
     ``failed`` set, a report ``recorded=False``. A ``UsageError`` is raised
     for an answer that says the request was wrong (a 400 naming the
-    field). ``close()`` (or ``with Client(...) as client:``) closes the
-    idle connections.
+    field), and before sending for a body over ``MAX_REQUEST_BODY`` bytes
+    (status 413, field ``"body"``) or a string that is no UTF-8 text (a
+    lone surrogate: status 0, the field's wire name); neither counts for
+    the breaker. ``close()`` (or ``with Client(...) as client:``) closes
+    the idle connections.
     """
 
     def __init__(self, base_url: str, *, timeout: float = 0.5,
@@ -79,12 +89,16 @@ class Client:
                  retries: int = 2, idle_timeout: float = 5.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         host, port, self._prefix = _parse_base_url(base_url)
-        _require(timeout > 0, "timeout must be above 0")
+        _require(timeout > 0, "timeout", "timeout must be above 0")
         _require(_count(breaker_failures) and breaker_failures >= 1,
+                 "breaker_failures",
                  "breaker_failures must be a whole number from 1")
-        _require(breaker_open >= 0, "breaker_open must be 0 or more")
-        _require(_count(retries), "retries must be a whole number from 0")
-        _require(idle_timeout >= 0, "idle_timeout must be 0 or more")
+        _require(breaker_open >= 0, "breaker_open",
+                 "breaker_open must be 0 or more")
+        _require(_count(retries), "retries",
+                 "retries must be a whole number from 0")
+        _require(idle_timeout >= 0, "idle_timeout",
+                 "idle_timeout must be 0 or more")
         self._timeout = float(timeout)
         self._fail_open_login = bool(fail_open_login)
         self._fail_open_otp = bool(fail_open_otp)
@@ -180,8 +194,13 @@ class Client:
         answer, the breaker open). Only the first 5 hex digits of its
         SHA-1 are sent; the password and its full hash stay here.
         ``timeout``: seconds, the client's by default. Never raises for
-        the service's answer."""
-        digest = hashlib.sha1(password.encode("utf-8")).hexdigest().upper()
+        the service's answer; a password that is no UTF-8 text (a lone
+        surrogate) has no SHA-1 to look up and is ``"unknown"``."""
+        try:
+            utf8 = password.encode("utf-8")
+        except UnicodeEncodeError:
+            return "unknown"
+        digest = hashlib.sha1(utf8).hexdigest().upper()
         prefix, suffix = digest[:5], digest[5:]
 
         def found(answer: Answer) -> Breached:
@@ -189,7 +208,8 @@ class Client:
 
         return self._call("GET", "/range/" + prefix, None, _RANGE_HEADERS,
                           self._timeout if timeout is None else timeout,
-                          found, lambda reason, status: "unknown")
+                          _answers.is_answer, found,
+                          lambda reason, status: "unknown")
 
     def _check(self, path: str, fail_open: bool,
                fields: Dict[str, Any]) -> Verdict:
@@ -197,23 +217,28 @@ class Client:
             return _answers.failed_verdict(reason, fail_open, status)
 
         return self._call("POST", path, _json(fields), _HEADERS,
-                          self._timeout, _answers.verdict, failed)
+                          self._timeout, _answers.is_check_answer,
+                          _answers.verdict, failed)
 
     def _report(self, path: str, fields: Dict[str, Any]) -> Report:
         def failed(reason: Failed, status: int) -> Report:
             return Report(False, failed=reason, status=status)
 
         return self._call("POST", path, _json(fields), _HEADERS,
-                          self._timeout, _answers.report, failed)
+                          self._timeout, _answers.is_answer,
+                          _answers.report, failed)
 
     def _call(self, method: str, path: str, body: Optional[bytes],
               headers: Dict[str, str], timeout: float,
+              is_answer: Callable[[Answer], bool],
               on_answer: Callable[[Answer], _T],
               on_failure: Callable[[Failed, int], _T]) -> _T:
-        """One call through the breaker: ``on_answer`` for an answer
-        (it may raise ``UsageError``), ``on_failure`` with the reason and
-        the status (0 without one) when there was none."""
-        if not self._breaker.allow():
+        """One call through the breaker: ``on_answer`` for what
+        ``is_answer`` takes as abuseguard's answer (it may raise
+        ``UsageError``), ``on_failure`` with the reason and the status (0
+        without one) when there was none."""
+        permit = self._breaker.admit()
+        if permit is None:
             return on_failure("breaker_open", 0)
         answered = False
         try:
@@ -221,14 +246,14 @@ class Client:
                 answer = self._exchange(method, path, body, headers, timeout)
             except TransportFailure as failure:
                 return on_failure(failure.reason, 0)
-            if not _answers.is_answer(answer):
+            if not is_answer(answer):
                 return on_failure("unavailable", answer.status)
             answered = True
             return on_answer(answer)
         finally:
             # Whatever escapes unforeseen (a KeyboardInterrupt) is recorded
-            # as no answer, so that a half-open probe never stays out.
-            self._breaker.record(answered)
+            # as no answer, so that a half-open trial never stays out.
+            self._breaker.record(permit, answered)
 
     def _exchange(self, method: str, path: str, body: Optional[bytes],
                   headers: Dict[str, str], timeout: float) -> Answer:
@@ -248,12 +273,18 @@ class Client:
                 if failure.sent or failure.reason == "timeout":
                     raise
                 last = failure
+            # Decided before sleeping: a pause that would end at or past
+            # the deadline is not taken, and the call ends at once with
+            # the failure it has (unavailable), as in the Go and Node.js
+            # clients. A sleep that overran the deadline ends it the same
+            # way: nothing was sent, and a connect attempted now would
+            # only turn the refusal into a timeout of the client's own.
             pause = random.uniform(0, BACKOFF * 2 ** tries)
             if tries >= self._retries or time.monotonic() + pause >= deadline:
-                if isinstance(last, TransportFailure):
-                    raise last
-                return last
+                return _stop(last)
             time.sleep(pause)
+            if time.monotonic() >= deadline:
+                return _stop(last)
             tries += 1
 
 
@@ -266,13 +297,34 @@ def _otp_fields(phone: str, ip: str, user: Optional[str],
             "challenge_passed": challenge_passed, "ref": ref}
 
 
+def _stop(last: Union[Answer, TransportFailure]) -> Answer:
+    """The end of the retries: the last answer, or its failure raised."""
+    if isinstance(last, TransportFailure):
+        raise last
+    return last
+
+
 def _json(fields: Dict[str, Any]) -> bytes:
     """The request body: the fields the caller set. None is "not set"
     and never sent as null; a required field left None is then missing,
-    and the service's 400 names it."""
-    return json.dumps({k: v for k, v in fields.items() if v is not None},
-                      ensure_ascii=False, allow_nan=False,
+    and the service's 400 names it. Raises ``UsageError`` (nothing sent)
+    for a string that is no UTF-8 text, naming its field, and for a body
+    over ``MAX_REQUEST_BODY``."""
+    sent = {k: v for k, v in fields.items() if v is not None}
+    for name, value in sent.items():
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UsageError(0, name, "%s is no UTF-8 text (it holds a "
+                                 "lone surrogate)" % name) from None
+    body = json.dumps(sent, ensure_ascii=False, allow_nan=False,
                       separators=(",", ":")).encode("utf-8")
+    if len(body) > MAX_REQUEST_BODY:
+        raise UsageError(413, "body", "the body is %d bytes, over the "
+                         "service's cap of %d" % (len(body),
+                                                  MAX_REQUEST_BODY))
+    return body
 
 
 def _range_lookup(answer: Answer, suffix: str) -> Breached:
@@ -299,12 +351,15 @@ def _parse_base_url(base_url: str) -> Tuple[str, int, str]:
         parts = urlsplit(base_url)
         port = parts.port or 80
     except ValueError:
-        raise ArgumentError("base_url %r is no URL" % base_url) from None
+        raise ArgumentError("base_url %r is no URL" % base_url,
+                            "base_url") from None
     host = parts.hostname
     if parts.scheme != "http" or not host:
-        raise ArgumentError("base_url must be http://host[:port][/prefix]")
+        raise ArgumentError("base_url must be http://host[:port][/prefix]",
+                            "base_url")
     _require(not parts.query and not parts.fragment and not parts.username,
-             "base_url must have no query, fragment or credentials")
+             "base_url", "base_url must have no query, fragment or "
+             "credentials")
     return host, port, parts.path.rstrip("/")
 
 
@@ -313,6 +368,6 @@ def _count(value: Any) -> bool:
         and value >= 0
 
 
-def _require(ok: bool, message: str) -> None:
+def _require(ok: bool, argument: str, message: str) -> None:
     if not ok:
-        raise ArgumentError(message)
+        raise ArgumentError(message, argument)

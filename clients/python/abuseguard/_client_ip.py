@@ -18,6 +18,10 @@ from typing import Iterable, List, Mapping, Optional, Sequence, Union
 
 from ._errors import ArgumentError
 
+# ":" and a port: up to 5 digits, or RFC 7239's obfuscated "_name"
+# (obfport), as the Go and Node.js clients take it.
+_PORT = re.compile(r":(?:[0-9]{1,5}|_[A-Za-z0-9._-]+)")
+
 Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 Headers = Union[Mapping[str, Union[str, Sequence[str]]],
@@ -43,11 +47,14 @@ def client_ip(remote_addr: str, headers: Headers,
     Otherwise the header's entries are walked from the right, skipping
     trusted proxies; the first other address is the answer, and if all
     are trusted, the leftmost. An entry that is not an address
-    (``unknown``, an obfuscated ``_name``, garbage) ends the walk at the
-    last trusted address walked. Ports and brackets are stripped, an
-    IPv4-mapped IPv6 address is its IPv4 address, and the answer is the
-    address's canonical spelling. Raises ``ArgumentError`` for a trusted
-    proxy that is no address or CIDR.
+    (``unknown``, an obfuscated ``_name``, an empty ``for=``, garbage)
+    ends the walk at the last trusted address walked; an empty element of
+    ``X-Forwarded-For`` (``a,,b``) is no entry and is skipped. Ports
+    (decimal, or RFC 7239's obfuscated ``_name``), brackets and IPv6 zones
+    (``%eth0``, the proxy's own interface) are stripped, an IPv4-mapped
+    IPv6 address is its IPv4 address (a mapped trusted proxy or range
+    too), and the answer is the address's canonical spelling. Raises
+    ``ArgumentError`` for a trusted proxy that is no address or CIDR.
     """
     nets = [_network(proxy) for proxy in trusted_proxies]
     remote = _address(remote_addr)
@@ -58,12 +65,12 @@ def client_ip(remote_addr: str, headers: Headers,
         return str(last)
     values = _values(headers, header.lower())
     if header.lower() == "forwarded":
+        # An empty for= is a value, and no address: it ends the walk.
         entries = _forwarded_for(values)
     else:
-        entries = [e for v in values for e in v.split(",")]
+        # RFC 9110 5.6.1: empty list elements are no elements.
+        entries = [e for v in values for e in v.split(",") if e.strip()]
     for entry in reversed(entries):
-        if not entry.strip():
-            continue  # RFC 9110 5.6.1: empty list elements are ignored
         addr = _address(entry)
         if addr is None:
             break
@@ -76,16 +83,29 @@ def client_ip(remote_addr: str, headers: Headers,
 @functools.lru_cache(maxsize=256)
 def _parse_network(text: str) -> Network:
     try:
-        return ipaddress.ip_network(text.strip(), strict=False)
+        return _unmapped(ipaddress.ip_network(text.strip(), strict=False))
     except ValueError:
         raise ArgumentError("trusted proxy %r is no address or CIDR"
-                            % text) from None
+                            % text, "trusted_proxies") from None
 
 
 def _network(proxy: Union[str, Network]) -> Network:
     if isinstance(proxy, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
-        return proxy
+        return _unmapped(proxy)
     return _parse_network(proxy)
+
+
+def _unmapped(net: Network) -> Network:
+    """A range inside ``::ffff:0:0/96`` as the IPv4 range it maps
+    (``::ffff:10.0.0.0/104`` is ``10.0.0.0/8``): the addresses it is
+    matched against are unmapped, and an IPv6 range never holds an IPv4
+    address. A wider range keeps its IPv6 form, as in the Go and Node.js
+    clients."""
+    if isinstance(net, ipaddress.IPv6Network) and net.prefixlen >= 96:
+        mapped = net.network_address.ipv4_mapped
+        if mapped is not None:
+            return ipaddress.IPv4Network((mapped, net.prefixlen - 96))
+    return net
 
 
 def _trusted(addr: Address, nets: List[Network]) -> bool:
@@ -95,17 +115,16 @@ def _trusted(addr: Address, nets: List[Network]) -> bool:
 
 def _address(text: str) -> Optional[Address]:
     """The address of an entry (``1.2.3.4``, ``1.2.3.4:80``, ``::1``,
-    ``[2001:db8::1]:4711``), IPv4-mapped made IPv4; None for anything
-    else."""
+    ``[2001:db8::1]:4711``, ``fe80::1%eth0``), IPv4-mapped made IPv4, the
+    zone dropped; None for anything else."""
     text = text.strip()
     if text.startswith("["):
         host, bracket, port = text[1:].partition("]")
-        if not bracket or (port and not (port[0] == ":"
-                                         and _digits(port[1:]))):
+        if not bracket or (port and not _PORT.fullmatch(port)):
             return None
     elif text.count(":") == 1:
         host, _, port = text.partition(":")
-        if not _digits(port):
+        if not _PORT.fullmatch(":" + port):
             return None
     else:
         host = text
@@ -113,13 +132,14 @@ def _address(text: str) -> Optional[Address]:
         addr = ipaddress.ip_address(host)
     except ValueError:
         return None
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped:
-        return addr.ipv4_mapped
+    if isinstance(addr, ipaddress.IPv6Address):
+        if addr.ipv4_mapped:
+            return addr.ipv4_mapped
+        if addr.scope_id is not None:
+            # The zone names the proxy's interface, not the client's
+            # address, and the service refuses an ip that carries one.
+            return ipaddress.IPv6Address(addr.packed)
     return addr
-
-
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()
 
 
 def _values(headers: Headers, name: str) -> List[str]:

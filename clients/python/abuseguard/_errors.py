@@ -18,14 +18,26 @@ class AbuseguardError(Exception):
 class ArgumentError(AbuseguardError, ValueError):
     """An argument refused before anything was sent: a fingerprint key
     under 32 bytes, a trusted proxy that is no CIDR, a client option out of
-    range. Also a ``ValueError``, as the standard library would raise."""
+    range, a string a helper cannot encode as UTF-8. Also a
+    ``ValueError``, as the standard library would raise."""
+
+    argument: str
+    """The parameter at fault, as the function names it (``"key"``,
+    ``"password"``, ``"trusted_proxies"``, ``"timeout"``, ...)."""
+
+    def __init__(self, message: str, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
 
 
 class UsageError(AbuseguardError):
     """abuseguard refused the request as the caller's mistake: a 4xx other
     than a verdict's 403 and 429 (400 bad input, 404 wrong path, 413, ...),
-    or a status no abuseguard sends (a redirect: the base URL leads
-    elsewhere).
+    or a status no abuseguard sends to the call (a 1xx, a redirect, an
+    unexpected 2xx: the base URL leads elsewhere). Also raised before
+    anything is sent, with ``status`` 0 and the field that cannot be
+    encoded (a lone surrogate), or 413 and ``"body"`` for a body over the
+    service's 64 KiB cap, which it would refuse mid-write.
 
     Never turned into a fail open: an attacker can provoke a 400 at will
     (a user name of 300 bytes, say), and a 400 that allowed the login
@@ -33,7 +45,7 @@ class UsageError(AbuseguardError):
     """
 
     status: int
-    """The HTTP status."""
+    """The HTTP status; 0 when refused before sending."""
     field: Optional[str]
     """The request field at fault, as the answer's ``field`` names it
     (``"body"`` for the body as a whole); None when the answer names none."""

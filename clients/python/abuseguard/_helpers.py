@@ -36,13 +36,14 @@ def password_fingerprint(key: bytes, password: str) -> str:
     user (the same password must give the same fingerprint for everyone,
     or a spray is not seen) and never the service's secret. No Unicode
     normalisation: the password is matched as typed, as your own password
-    check matches it. Raises ``ArgumentError`` for a shorter key.
+    check matches it. Raises ``ArgumentError`` for a shorter key, or a
+    password that is no UTF-8 text (a lone surrogate).
     """
     if not isinstance(key, (bytes, bytearray)) \
             or len(key) < MIN_FINGERPRINT_KEY:
         raise ArgumentError("the fingerprint key must be at least %d bytes"
-                            % MIN_FINGERPRINT_KEY)
-    return hmac.new(bytes(key), password.encode("utf-8"),
+                            % MIN_FINGERPRINT_KEY, "key")
+    return hmac.new(bytes(key), _utf8(password, "password"),
                     hashlib.sha256).hexdigest()
 
 
@@ -50,8 +51,9 @@ def device_cookie_name(user_id: str) -> str:
     """The device cookie's name for one account: ``"ag_device_"`` and the
     first 16 hex digits of SHA-256 of ``"abuseguard-device:" + user_id``.
     One cookie per account, so that two accounts used in one browser do
-    not overwrite each other's token."""
-    digest = hashlib.sha256(("abuseguard-device:" + user_id).encode("utf-8"))
+    not overwrite each other's token. Raises ``ArgumentError`` for a
+    ``user_id`` that is no UTF-8 text (a lone surrogate)."""
+    digest = hashlib.sha256(_utf8("abuseguard-device:" + user_id, "user_id"))
     return "ag_device_" + digest.hexdigest()[:16]
 
 
@@ -64,10 +66,12 @@ def device_cookie(user_id: str, token: str, max_age: int,
     ``max_age`` is the report's ``expires_in``. Raises ``ArgumentError``
     for a token that is no cookie value or a negative ``max_age``."""
     if not _COOKIE_VALUE.fullmatch(token):
-        raise ArgumentError("the device token is not a cookie value")
+        raise ArgumentError("the device token is not a cookie value",
+                            "token")
     if isinstance(max_age, bool) or not isinstance(max_age, int) \
             or max_age < 0:
-        raise ArgumentError("max_age must be a whole number of seconds")
+        raise ArgumentError("max_age must be a whole number of seconds",
+                            "max_age")
     name = device_cookie_name(user_id)
     header = "%s=%s; Max-Age=%d; Path=/; HttpOnly; SameSite=Lax" % (
         name, token, max_age)
@@ -109,13 +113,18 @@ def verify_webhook(secret: bytes, body: Union[bytes, str], header: str,
     ``id`` too: a delivery may be replayed within the tolerance.
     """
     if isinstance(body, str):
-        body = body.encode("utf-8")
+        try:
+            body = body.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no signed body has one
+            return False
     if not isinstance(header, str) or not isinstance(body, bytes):
         return False
     signed_at = None
     macs = []
+    # Exactly as the service writes it: no space around the commas or the
+    # equals signs, as the Go and Node.js clients read it too.
     for part in header.split(","):
-        key, eq, value = part.strip().partition("=")
+        key, eq, value = part.partition("=")
         if not eq:
             return False
         if key == "t":
@@ -141,3 +150,13 @@ def verify_webhook(secret: bytes, body: Union[bytes, str], header: str,
     # time taken does not say which matched.
     matches = [hmac.compare_digest(want, mac) for mac in macs]
     return any(matches)
+
+
+def _utf8(text: str, argument: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (which a str may hold, and
+    which no UTF-8 has) is the caller's ``ArgumentError``."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ArgumentError("%s is no UTF-8 text (it holds a lone surrogate)"
+                            % argument, argument) from None

@@ -102,21 +102,117 @@ class BreakerThroughTheClient(unittest.TestCase):
         self.assertEqual(self.login().failed, "unavailable")
         self.assertEqual(self.login().failed, "breaker_open")
 
+    def test_a_redirect_or_unexpected_2xx_is_an_answer_that_resets_it(self):
+        for answer in (reply(302, raw=b"", headers={"Location": "/x"}),
+                       reply(201, ALLOWED)):
+            for _ in range(2):
+                self.handler.action = FAILING
+                self.assertEqual(self.login().failed, "unavailable")
+            self.handler.action = answer
+            with self.assertRaises(UsageError) as caught:
+                self.login()
+            self.assertIsNone(caught.exception.field)
+        self.handler.action = FAILING
+        for _ in range(2):
+            self.assertEqual(self.login().failed, "unavailable")
+        self.assertEqual(self.login().failed, "unavailable")
+        self.assertEqual(self.login().failed, "breaker_open")
+
+    def test_a_200_that_is_no_json_object_counts_as_no_answer(self):
+        self.handler.action = reply(200, raw=b"<html>portal</html>")
+        for _ in range(3):
+            self.assertEqual(self.login().failed, "unavailable")
+        self.assertEqual(self.login().failed, "breaker_open")
+        self.assertEqual(len(self.fake.requests), 3)
+
+    def test_what_is_refused_before_sending_does_not_count(self):
+        for _ in range(2):
+            self.assertEqual(self.login().failed, "unavailable")
+        for user in ("a" * 70000, "\ud800"):
+            with self.assertRaises(UsageError):
+                self.client.check_login(user, "203.0.113.7")
+        self.assertEqual(self.client.breached("\ud800"), "unknown")
+        # Neither reset the count nor added to it: one more failure opens.
+        self.assertEqual(self.login().failed, "unavailable")
+        self.assertEqual(self.login().failed, "breaker_open")
+        # Open or not, such a call is still the caller's mistake.
+        with self.assertRaises(UsageError) as caught:
+            self.client.check_login("a" * 70000, "203.0.113.7")
+        self.assertEqual(caught.exception.status, 413)
+        self.assertEqual(len(self.fake.requests), 3)
+
 
 class BreakerAlone(unittest.TestCase):
+    """The breaker object driven directly: calls interleaved by hand (a
+    pass taken, its outcome recorded later), time moved by the clock."""
 
-    def test_lets_one_probe_through_while_half_open(self):
-        clock = FakeClock()
-        breaker = Breaker(1, 5.0, clock)
-        self.assertTrue(breaker.allow())
-        breaker.record(False)
-        self.assertFalse(breaker.allow())
-        clock.now += 5.0
-        self.assertTrue(breaker.allow())   # the probe
-        self.assertFalse(breaker.allow())  # another thread meanwhile
-        breaker.record(True)
-        self.assertTrue(breaker.allow())
-        self.assertTrue(breaker.allow())
+    def setUp(self):
+        self.clock = FakeClock()
+
+    def test_lets_one_trial_through_while_half_open(self):
+        breaker = Breaker(1, 5.0, self.clock)
+        breaker.record(breaker.admit(), False)
+        self.assertIsNone(breaker.admit())
+        self.clock.now += 5.0
+        trial = breaker.admit()
+        self.assertTrue(trial.trial)
+        self.assertIsNone(breaker.admit())  # another thread meanwhile
+        breaker.record(trial, True)
+        self.assertFalse(breaker.admit().trial)
+        self.assertIsNotNone(breaker.admit())
+
+    def test_a_late_failure_while_open_does_not_push_the_period_back(self):
+        breaker = Breaker(2, 10.0, self.clock)
+        first, second, slow = (breaker.admit() for _ in range(3))
+        breaker.record(first, False)
+        breaker.record(second, False)  # opens at 1000.0
+        self.assertIsNone(breaker.admit())
+        self.clock.now += 5.0
+        breaker.record(slow, False)  # in flight since before it opened
+        self.clock.now += 4.999
+        self.assertIsNone(breaker.admit())
+        self.clock.now += 0.001  # 10 s after it opened, not after `slow`
+        self.assertTrue(breaker.admit().trial)
+
+    def test_a_late_failure_while_half_open_starts_no_second_trial(self):
+        breaker = Breaker(1, 10.0, self.clock)
+        first, slow = breaker.admit(), breaker.admit()
+        breaker.record(first, False)
+        self.clock.now += 10.0
+        trial = breaker.admit()
+        self.assertTrue(trial.trial)
+        breaker.record(slow, False)  # not the trial: decides nothing
+        self.assertIsNone(breaker.admit())
+        self.clock.now += 10.0  # a period later, the trial is still out
+        self.assertIsNone(breaker.admit())
+        breaker.record(trial, True)  # the trial's own outcome decides
+        self.assertFalse(breaker.admit().trial)
+
+    def test_the_trials_failure_opens_it_for_a_new_period(self):
+        breaker = Breaker(1, 10.0, self.clock)
+        breaker.record(breaker.admit(), False)
+        self.clock.now += 10.0
+        trial = breaker.admit()
+        self.clock.now += 3.0
+        breaker.record(trial, False)  # a new period from now, 1013.0
+        self.clock.now += 9.999
+        self.assertIsNone(breaker.admit())
+        self.clock.now += 0.001
+        self.assertTrue(breaker.admit().trial)
+
+    def test_a_late_answer_closes_it_and_the_trial_then_counts_as_a_call(self):
+        breaker = Breaker(2, 10.0, self.clock)
+        first, second, slow = (breaker.admit() for _ in range(3))
+        breaker.record(first, False)
+        breaker.record(second, False)
+        self.clock.now += 10.0
+        trial = breaker.admit()
+        breaker.record(slow, True)  # the service answers again
+        self.assertFalse(breaker.admit().trial)
+        breaker.record(trial, False)  # one failure in a row, of two
+        self.assertIsNotNone(breaker.admit())
+        breaker.record(breaker.admit(), False)
+        self.assertIsNone(breaker.admit())
 
 
 if __name__ == "__main__":

@@ -117,6 +117,37 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((caught.exception.status, caught.exception.field),
                          (431, None))
 
+    def test_a_200_that_is_no_json_object_is_unavailable_never_allow(self):
+        # A proxy's or a captive portal's page, or a JSON array: not
+        # abuseguard's allow. OTP fails closed, logins open (the default).
+        for raw in (b"<html>welcome</html>", b"[1]", b"", b"null",
+                    b'"allow"', b"{", b"\xff"):
+            with self.subTest(raw=raw):
+                with FakeService(answering(reply(200, raw=raw))) as fake:
+                    with Client(fake.url) as client:
+                        otp = client.check_otp("+14155550100", "203.0.113.7")
+                        login = client.check_login("ana@example.com",
+                                                   "203.0.113.7")
+                self.assertEqual((otp.outcome, otp.failed, otp.status,
+                                  otp.device, otp.degraded),
+                                 ("deny", "unavailable", 200, None, False))
+                self.assertEqual((login.outcome, login.failed, login.status),
+                                 ("allow", "unavailable", 200))
+
+    def test_a_redirect_or_an_unexpected_2xx_raises_without_a_field(self):
+        # Not abuseguard's answer (the base URL leads elsewhere): loud,
+        # with the status kept, and no field even if its body names one.
+        for status in (301, 302, 307, 201, 204):
+            with self.subTest(status=status):
+                with self.assertRaises(UsageError) as caught:
+                    self.check(reply(status, {"error": "moved",
+                                              "field": "user"},
+                                     headers={"Location": "/elsewhere"}))
+                self.assertEqual((caught.exception.status,
+                                  caught.exception.field,
+                                  caught.exception.error is None),
+                                 (status, None, False))
+
     def test_500_is_unavailable_and_the_fail_mode(self):
         v = self.check(reply(500, {"error": "internal"}))
         self.assertEqual((v.outcome, v.failed, v.status, v.policy, v.device),
@@ -156,6 +187,57 @@ class Requests(unittest.TestCase):
             with self.assertRaises(UsageError) as caught:
                 client.check_login(None, "203.0.113.7")
         self.assertEqual(caught.exception.field, "user")
+
+    def test_a_body_over_64_kib_is_refused_before_sending(self):
+        head = len('{"user":"","ip":"203.0.113.7"}')
+        with FakeService(answering(reply(200, ALLOWED))) as fake:
+            with Client(fake.url) as client:
+                # The service's cap is 65536 bytes: that many still go.
+                at_cap = "a" * (65536 - head)
+                self.assertTrue(client.check_login(at_cap,
+                                                   "203.0.113.7").allowed)
+                self.assertEqual(len(fake.requests[0].body), 65536)
+                for call in (
+                        lambda: client.check_login(at_cap + "a",
+                                                   "203.0.113.7"),
+                        lambda: client.check_login("a" * 8_000_000,
+                                                   "203.0.113.7"),
+                        # UTF-8 bytes count, not characters: 2 each.
+                        lambda: client.check_otp("+14155550100",
+                                                 "203.0.113.7",
+                                                 user="\u00e5" * 40000),
+                        lambda: client.report_login("ana@example.com",
+                                                    "203.0.113.7", False,
+                                                    password_fp="f" * 70000)):
+                    with self.assertRaises(UsageError) as caught:
+                        call()
+                    self.assertEqual((caught.exception.status,
+                                      caught.exception.field), (413, "body"))
+        self.assertEqual(len(fake.requests), 1)
+
+    def test_a_lone_surrogate_is_refused_before_sending(self):
+        with FakeService(answering(reply(200, ALLOWED))) as fake:
+            with Client(fake.url) as client:
+                for field, call in (
+                        ("user", lambda: client.check_login(
+                            "\ud800", "203.0.113.7")),
+                        ("ref", lambda: client.check_otp(
+                            "+14155550100", "203.0.113.7", ref="r\udfff")),
+                        ("challenge_passed", lambda: client.check_otp_verify(
+                            "+14155550100", "203.0.113.7",
+                            challenge_passed="\udc80")),
+                        ("device_token", lambda: client.report_login(
+                            "ana@example.com", "203.0.113.7", True,
+                            device_token="v1.\ud800")),
+                        ("phone", lambda: client.report_otp(
+                            "+1\ud800", "203.0.113.7", True))):
+                    with self.subTest(field=field):
+                        with self.assertRaises(UsageError) as caught:
+                            call()
+                        self.assertEqual((caught.exception.status,
+                                          caught.exception.field),
+                                         (0, field))
+        self.assertEqual(fake.requests, [])
 
     def test_each_call_has_its_path_and_fields(self):
         with FakeService(answering(reply(204), reply(200, ALLOWED))) as fake:
@@ -326,16 +408,65 @@ class Failures(unittest.TestCase):
         self.assertEqual((v.outcome, v.failed), ("deny", "unavailable"))
         self.assertEqual(len(fake.requests), 1)
 
-    def test_retries_never_pass_the_deadline(self):
-        with mock.patch.object(socket, "create_connection",
-                               side_effect=ConnectionRefusedError(111, "no")):
-            with Client("http://127.0.0.1:9", timeout=0.05,
-                        retries=1000) as client:
-                started = time.monotonic()
+    def refused_with_fake_time(self, overrun=0.0, **options):
+        """A check against a refusing address, the deadline's clock (the
+        real monotonic one in the client) replaced by a fake that only
+        ``sleep`` moves, by the pause plus ``overrun``: the outcome then
+        never depends on the scheduler. Returns the verdict, the fake
+        seconds spent, and the connects tried."""
+        fake_time = FakeTime()
+        calls = []
+
+        def refuse(*args, **kwargs):
+            calls.append(fake_time.now)
+            raise ConnectionRefusedError(111, "refused")
+        fake_time.overrun = overrun
+        with mock.patch.object(socket, "create_connection", refuse), \
+                mock.patch("abuseguard._client.time", fake_time), \
+                mock.patch("abuseguard._transport.time", fake_time):
+            with Client("http://127.0.0.1:9", **options) as client:
+                started = fake_time.now
                 v = client.check_login("ana@example.com", "203.0.113.7")
-                took = time.monotonic() - started
+        return v, fake_time.now - started, calls
+
+    def test_retries_never_pass_the_deadline(self):
+        v, spent, calls = self.refused_with_fake_time(timeout=0.05,
+                                                      retries=1000)
         self.assertEqual(v.failed, "unavailable")
-        self.assertLess(took, 0.5)
+        self.assertLess(spent, 0.05)
+        self.assertGreater(len(calls), 1)
+
+    def test_a_backoff_that_would_end_past_the_deadline_is_not_slept(self):
+        # 20 ms times 2 to the try: some pause soon exceeds what is left
+        # of 0.05 s, and the call ends then, unavailable, without it.
+        with mock.patch("random.uniform", lambda low, high: high):
+            v, spent, calls = self.refused_with_fake_time(timeout=0.05,
+                                                          retries=1000)
+        self.assertEqual((v.failed, calls), ("unavailable", [0.0, 0.02]))
+        self.assertEqual(spent, 0.02)  # 0.02 + 0.04 would pass 0.05
+
+    def test_a_sleep_that_overran_the_deadline_is_still_unavailable(self):
+        # The scheduler woke the client late, past the deadline: nothing
+        # was sent, and the refusal, not a timeout, is why.
+        v, spent, calls = self.refused_with_fake_time(overrun=1.0,
+                                                      timeout=0.05,
+                                                      retries=1000)
+        self.assertEqual((v.failed, len(calls)), ("unavailable", 1))
+
+
+class FakeTime:
+    """Stands in for the ``time`` module of the client and transport:
+    ``monotonic`` moves only when the client sleeps."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.overrun = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds + self.overrun
 
 
 class Connections(unittest.TestCase):
@@ -453,6 +584,12 @@ class Breached(unittest.TestCase):
                                                      "corpus is loaded",
                                             "field": "mode"}))
         self.assertEqual(result, "unknown")
+
+    def test_a_lone_surrogate_password_is_unknown_and_sends_nothing(self):
+        with FakeService(answering(reply(200, raw=b""))) as fake:
+            with Client(fake.url) as client:
+                self.assertEqual(client.breached("pw\ud800"), "unknown")
+        self.assertEqual(fake.requests, [])
 
     def test_no_answer_is_unknown(self):
         result, _ = self.lookup(HANG, timeout=0.1)

@@ -5,6 +5,7 @@ file), client_ip, the device cookie, webhook signatures."""
 import email
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import unittest
@@ -39,8 +40,17 @@ class PasswordFingerprint(unittest.TestCase):
     def test_a_key_under_32_bytes_is_refused(self):
         for key_hex in self.vectors["short_keys"]:
             with self.subTest(key_hex=key_hex):
-                with self.assertRaises(ArgumentError):
+                with self.assertRaises(ArgumentError) as caught:
                     password_fingerprint(bytes.fromhex(key_hex), "pw")
+                self.assertEqual(caught.exception.argument, "key")
+
+    def test_a_password_with_a_lone_surrogate_is_an_argument_error(self):
+        for password in ("\ud800", "pw\udfff", "\udc80x"):
+            with self.subTest(password=password):
+                with self.assertRaises(ArgumentError) as caught:
+                    password_fingerprint(bytes(range(32)), password)
+                self.assertEqual(caught.exception.argument, "password")
+                self.assertIsInstance(caught.exception, ValueError)
 
 
 class ClientIp(unittest.TestCase):
@@ -86,6 +96,70 @@ class ClientIp(unittest.TestCase):
     def test_empty_list_elements_are_skipped(self):
         self.assertEqual(self.ip("10.0.0.1", {
             "x-forwarded-for": "198.51.100.9,, 10.1.1.1,"}), "198.51.100.9")
+        self.assertEqual(self.ip("10.0.0.1", {
+            "x-forwarded-for": ["198.51.100.9", " ", "10.1.1.1"]}),
+            "198.51.100.9")
+
+    def test_an_empty_forwarded_for_ends_the_walk(self):
+        # An empty for= is a value that is no address, as "unknown" is:
+        # the Go and Node.js clients stop there too.
+        for empty in ("", '""', " "):
+            with self.subTest(empty=empty):
+                self.assertEqual(self.ip("10.0.0.1", {
+                    "forwarded": "for=198.51.100.9, for=%s, for=10.1.1.1"
+                    % empty}, header="forwarded"), "10.1.1.1")
+        self.assertEqual(self.ip("10.0.0.1", {"forwarded": "for="},
+                                 header="forwarded"), "10.0.0.1")
+        # An element without for= adds no entry: the walk goes on.
+        self.assertEqual(self.ip("10.0.0.1", {
+            "forwarded": "for=198.51.100.9, proto=https, for=10.1.1.1"},
+            header="forwarded"), "198.51.100.9")
+
+    def test_a_zone_is_stripped(self):
+        self.assertEqual(self.ip("10.0.0.1", {
+            "x-forwarded-for": "fe80::1%eth0"}), "fe80::1")
+        self.assertEqual(self.ip("10.0.0.1", {
+            "x-forwarded-for": "[fe80::1%eth0]:4711"}), "fe80::1")
+        self.assertEqual(self.ip("fe80::7%eth0", {}), "fe80::7")
+        self.assertEqual(self.ip("fe80::7%eth0", {
+            "x-forwarded-for": "198.51.100.9"}, trusted=["fe80::/64"]),
+            "198.51.100.9")
+        self.assertEqual(self.ip("10.0.0.1", {
+            "x-forwarded-for": "198.51.100.9, fe80::1%eth0, 10.1.1.1"},
+            trusted=["10.0.0.0/8", "fe80::/64"]), "198.51.100.9")
+
+    def test_a_trusted_proxy_written_ipv4_mapped_matches_ipv4(self):
+        for trusted in (["::ffff:10.0.0.1"], ["::ffff:10.0.0.0/104"],
+                        ["::ffff:a00:1/128"], ["::ffff:0:0/96"],
+                        [ipaddress.ip_network("::ffff:10.0.0.0/104")]):
+            with self.subTest(trusted=trusted):
+                self.assertEqual(self.ip("10.0.0.1", {
+                    "x-forwarded-for": "198.51.100.9"}, trusted=trusted),
+                    "198.51.100.9")
+                self.assertEqual(self.ip("::ffff:10.0.0.1", {
+                    "x-forwarded-for": "198.51.100.9"}, trusted=trusted),
+                    "198.51.100.9")
+        # Walking: a mapped trusted range skips the IPv4 proxies in it.
+        self.assertEqual(self.ip("10.0.0.1", {
+            "x-forwarded-for": "198.51.100.9, 10.1.1.1"},
+            trusted=["::ffff:10.0.0.0/104"]), "198.51.100.9")
+        # Not a mapped range: no IPv4 address is in it.
+        self.assertEqual(self.ip("10.0.0.1", {
+            "x-forwarded-for": "198.51.100.9"}, trusted=["::/0"]),
+            "10.0.0.1")
+
+    def test_ports_are_decimal_up_to_5_digits_or_obfuscated(self):
+        for entry, want in {"198.51.100.9:_hidden": "198.51.100.9",
+                            "[2001:db8::1]:_a.b-c": "2001:db8::1",
+                            "198.51.100.9:65535": "198.51.100.9"}.items():
+            with self.subTest(entry=entry):
+                self.assertEqual(self.ip("10.0.0.1",
+                                         {"x-forwarded-for": entry}), want)
+        for entry in ("198.51.100.9:123456", "[2001:db8::1]:_",
+                      "198.51.100.9:_a b", "198.51.100.9:"):
+            with self.subTest(entry=entry):
+                self.assertEqual(self.ip("10.0.0.1", {
+                    "x-forwarded-for": "6.6.6.6, " + entry}), "10.0.0.1")
 
     def test_ports_brackets_and_mapped_ipv4_are_stripped(self):
         cases = {"198.51.100.9:4711": "198.51.100.9",
@@ -145,8 +219,9 @@ class ClientIp(unittest.TestCase):
             "198.51.100.9")
 
     def test_a_trusted_proxy_that_is_no_cidr_is_refused(self):
-        with self.assertRaises(ArgumentError):
+        with self.assertRaises(ArgumentError) as caught:
             self.ip("10.0.0.1", {}, trusted=["10.0.0.0/33"])
+        self.assertEqual(caught.exception.argument, "trusted_proxies")
 
 
 class DeviceCookie(unittest.TestCase):
@@ -167,6 +242,14 @@ class DeviceCookie(unittest.TestCase):
         _, plain = device_cookie(self.USER, "v1.x", 60, secure=False)
         self.assertEqual(plain, self.NAME + "=v1.x; Max-Age=60; Path=/; "
                          "HttpOnly; SameSite=Lax")
+
+    def test_a_user_id_with_a_lone_surrogate_is_an_argument_error(self):
+        for call in (lambda: device_cookie_name("ana\ud800"),
+                     lambda: device_cookie("\udfff", "v1.x", 60),
+                     lambda: device_token_from_cookies("a=b", "\ud800")):
+            with self.assertRaises(ArgumentError) as caught:
+                call()
+            self.assertEqual(caught.exception.argument, "user_id")
 
     def test_a_token_that_would_inject_attributes_is_refused(self):
         for token in ("v1.x; Domain=evil", "v1.x\r\nX: y", "", "a b"):
@@ -235,6 +318,21 @@ class VerifyWebhook(unittest.TestCase):
             with self.subTest(header=header):
                 self.assertFalse(verify_webhook(self.SECRET, self.BODY,
                                                 header, now=self.NOW))
+
+    def test_spaces_around_the_commas_are_malformed(self):
+        # The service writes none, and the Go and Node.js clients take
+        # the header byte for byte: so does this one.
+        t, mac = self.NOW, self.sign(self.NOW).split("v1=")[1]
+        for header in ("t=%d, v1=%s" % (t, mac), "t=%d ,v1=%s" % (t, mac),
+                       " t=%d,v1=%s" % (t, mac), "t=%d,v1=%s " % (t, mac),
+                       "t= %d,v1=%s" % (t, mac)):
+            with self.subTest(header=header):
+                self.assertFalse(verify_webhook(self.SECRET, self.BODY,
+                                                header, now=self.NOW))
+
+    def test_a_str_body_with_a_lone_surrogate_is_false(self):
+        self.assertFalse(verify_webhook(self.SECRET, "{\ud800}",
+                                        self.sign(self.NOW), now=self.NOW))
 
     def test_upper_case_hex_and_another_v1_beside_it(self):
         t, mac = self.NOW, self.sign(self.NOW).split("v1=")[1]

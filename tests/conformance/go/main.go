@@ -165,10 +165,11 @@ func (d *driver) run(op string, a args) (any, error) {
 		}
 		return abuseguard.ClientIP(a.RemoteAddr, h, trusted, a.Header), nil
 	case "device_cookie":
-		return map[string]string{
-			"name":       abuseguard.DeviceCookieName(a.UserID),
-			"set_cookie": abuseguard.DeviceSetCookie(a.UserID, a.Token, a.MaxAge, a.Secure == nil || *a.Secure),
-		}, nil
+		header, err := abuseguard.DeviceSetCookie(a.UserID, a.Token, a.MaxAge, a.Secure == nil || *a.Secure)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"name": abuseguard.DeviceCookieName(a.UserID), "set_cookie": header}, nil
 	case "device_cookie_name":
 		return abuseguard.DeviceCookieName(a.UserID), nil
 	case "device_token_from_cookies":
@@ -196,12 +197,18 @@ func (d *driver) call(ctx context.Context, op string, a args) (any, error) {
 	c := d.client
 	switch op {
 	case "breached":
-		if a.TimeoutMS != nil {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(*a.TimeoutMS)*time.Millisecond)
-			defer cancel()
+		if a.TimeoutMS == nil {
+			return c.Breached(ctx, a.Password)
 		}
+		// Go spells the lookup's own timeout as a context deadline.
+		// When it passes first, Breached returns the context's error
+		// beside BreachUnknown: the "unknown" of a timeout.
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(*a.TimeoutMS)*time.Millisecond)
+		defer cancel()
 		b, err := c.Breached(ctx, a.Password)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil
+		}
 		return b, err
 	case "report_login":
 		r, err := c.ReportLogin(ctx, abuseguard.LoginReport{User: a.User, IP: a.IP, Success: a.Success,
