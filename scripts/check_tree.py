@@ -28,14 +28,14 @@ from check_calls import circles
 
 SPDX = "SPDX-License-Identifier: Apache-2.0"
 SOURCE_EXT = {"c", "h", "py", "sh", "lua", "sql", "cmake", "awk", "js",
-              "mjs", "css", "html", "go", "ts"}
+              "mjs", "css", "html", "go", "ts", "pl"}
 SOURCE_NAMES = {"CMakeLists.txt", ".ci/run", "packaging/postinst",
                 "packaging/postrm", "packaging/prerm",
                 "packaging/abuseguard.service"}
 MAX_LINES = 750
 # Lowest first; "" is service/ itself: main.c, configuration, CLI.
-LAYERS = ["base", "pwned", "engine", "redis", "db", "events", "fleet", "check",
-          "http", "admin", ""]
+LAYERS = ["base", "pwned", "engine", "network", "redis", "db", "events",
+          "fleet", "check", "http", "admin", ""]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

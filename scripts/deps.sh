@@ -19,7 +19,8 @@ done
 # redis-server scripts/dev.sh starts.
 packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
           libsqlite3-dev libsodium-dev libjansson-dev libunistring-dev
-          libidn2-dev libssl-dev libcurl4-openssl-dev redis-server)
+          libidn2-dev libssl-dev libcurl4-openssl-dev libmaxminddb-dev
+          redis-server)
 if [ "$test" = 1 ]; then
     # The unit tests (cmocka), the integration tests (python3 and its
     # jsonschema, curl, openssl for TLS certificates and the fingerprint
@@ -28,10 +29,12 @@ if [ "$test" = 1 ]; then
     # systemd-sysusers and systemd-analyze, strace for the system call
     # filter); the clients' conformance suite (Go; Python installed into
     # a venv from Debian's setuptools and wheel; node comes with the
-    # machine).
+    # machine); the network tests' MMDB files, written by Debian's
+    # MaxMind::DB::Writer and read back with mmdblookup.
     packages+=(libcmocka-dev python3 python3-jsonschema curl openssl
                clang-format chromium dpkg-dev systemd strace golang-go
-               python3-venv python3-setuptools python3-wheel)
+               python3-venv python3-setuptools python3-wheel
+               libmaxmind-db-writer-perl mmdb-bin)
 fi
 if [ "$list" = 1 ]; then
     printf '%s\n' "${packages[@]}"
