@@ -159,11 +159,17 @@ export class Client {
   close(): void;
 }
 
-/** A request abuseguard refused as malformed (status 4xx), or an argument refused before sending (status 0). */
+/**
+ * A request abuseguard refused as malformed (status 4xx), an answer that
+ * is not abuseguard's (a 1xx, 3xx or unexpected 2xx: the base URL leads
+ * elsewhere; field null), or an input refused before sending: status 0
+ * for an argument or option (a string with a lone surrogate too, field
+ * its wire name), 413 with field "body" for a body over 64 KiB.
+ */
 export class UsageError extends Error {
   constructor(status: number, field: string | null, message: string);
   readonly name: 'UsageError';
-  /** The HTTP status; 0 when refused locally. */
+  /** The HTTP status; 0 when refused locally (413 for the body's size). */
   status: number;
   /** The field at fault, as the service named it; null when not named. */
   field: string | null;
@@ -178,8 +184,11 @@ export function passwordFingerprint(key: Uint8Array, password: string): string;
 
 /**
  * The address to send as `ip`: the peer, or behind trusted proxies the
- * first untrusted address of `header`, walked from the right.
- * @param header "x-forwarded-for" (default) or "forwarded" (RFC 7239)
+ * first untrusted address of `header`, walked from the right. Entries
+ * are read as the Go client reads them (ports and brackets stripped,
+ * "[1.2.3.4]" too; space around an entry, quoted or not, ignored).
+ * @param header "x-forwarded-for" (default, also for "") or "forwarded" (RFC 7239)
+ * @param trustedProxies blank entries are skipped
  * @throws {UsageError} field "trustedProxies" for an entry that is no CIDR or address.
  */
 export function clientIp(

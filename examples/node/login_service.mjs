@@ -100,11 +100,16 @@ async function otpVerify(req, res, body, ip) {
     return refuse(res, 'try later', verdict);
   }
   const want = otpCodes.get(body.phone);
+  // Compared as UTF-8 bytes, lengths first: timingSafeEqual throws on
+  // buffers of different lengths, and a code of six characters is not
+  // six bytes when one of them is not ASCII ("12345\u00e9").
+  const given = Buffer.from(typeof body.code === 'string' ? body.code : '', 'utf8');
+  const wanted = Buffer.from(want ?? '', 'utf8');
   const right =
     typeof want === 'string' &&
     typeof body.code === 'string' &&
-    body.code.length === want.length &&
-    timingSafeEqual(Buffer.from(body.code), Buffer.from(want));
+    given.length === wanted.length &&
+    timingSafeEqual(given, wanted);
   if (!right) {
     return send(res, 401, { error: 'wrong code' });
   }
@@ -156,5 +161,6 @@ const server = http.createServer(async (req, res) => {
 });
 
 server.listen(Number(env.PORT), '127.0.0.1', () => {
-  process.stdout.write(`listening on 127.0.0.1:${env.PORT}\n`);
+  // The port bound: the one asked for, or the system's pick for PORT=0.
+  process.stdout.write(`listening on 127.0.0.1:${server.address().port}\n`);
 });

@@ -23,7 +23,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BINARY, ServiceTest, make_secret, wait_until
+from harness import BINARY, ServiceTest, _tcp_table, make_secret, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -162,7 +162,9 @@ class ConformanceTest(ServiceTest):
                     "/check-login", {"user": "probe@example.com",
                                      "ip": "192.0.2.251"}).json.get(
                     "decisions", [])), 10.0))
-        variables = {"base_url": "http://127.0.0.1:%d" % svc.port}
+        # A username of 70 000 bytes: over the service's 64 KiB body cap.
+        variables = {"base_url": "http://127.0.0.1:%d" % svc.port,
+                     "huge": "x" * 70000 + "@example.com"}
         if spec.get("corpus"):
             bare = self.service(name="bare")
             variables["bare_url"] = "http://127.0.0.1:%d" % bare.port
@@ -198,7 +200,13 @@ class ConformanceTest(ServiceTest):
         elif what == "hold_cap":
             # The cap's worth of kept-alive connections from the drivers'
             # own address, each answered once so that the service counts
-            # it.
+            # it; first, the service has closed every connection of the
+            # harness's own (its start's probes), which would count too.
+            def server_side():
+                return [k for k in _tcp_table()
+                        if k[0] == ("127.0.0.1", svc.port) and k[1][1]]
+            self.assertTrue(wait_until(lambda: not server_side(), 10.0),
+                            server_side())
             for _ in range(4):
                 conn = http.client.HTTPConnection("127.0.0.1", svc.port,
                                                   timeout=10)

@@ -14,28 +14,36 @@ import { UsageError } from './errors.js';
  * @param {string} remoteAddr the TCP peer (req.socket.remoteAddress)
  * @param {object} headers name to value (string or string[]), names in any
  *   case, as Node's req.headers; or a WHATWG Headers
- * @param {string[]} trustedProxies CIDRs or single addresses of your proxies
- * @param {string} [header] "x-forwarded-for" (default) or "forwarded"
- *   (RFC 7239): only the header your own proxy sets
+ * @param {string[]} trustedProxies CIDRs or single addresses of your
+ *   proxies; blank entries are skipped
+ * @param {string} [header] "x-forwarded-for" (the default, for "" too)
+ *   or "forwarded" (RFC 7239): only the header your own proxy sets
  * @returns {string}
  * @throws {UsageError} status 0 for a trusted proxy that is no CIDR or address
  */
-export function clientIp(remoteAddr, headers, trustedProxies, header = 'x-forwarded-for') {
+export function clientIp(remoteAddr, headers, trustedProxies, header) {
   if (typeof remoteAddr !== 'string') {
     throw new UsageError(0, 'remoteAddr', 'remoteAddr must be a string');
   }
-  const trusted = (trustedProxies ?? []).map(parseCidr);
+  const trusted = [];
+  for (const text of trustedProxies ?? []) {
+    // Blank entries are skipped, as Go's ParseTrustedProxies does, so
+    // that an empty or comma-separated setting can be passed as split.
+    if (typeof text !== 'string' || trimSpace(text) !== '') {
+      trusted.push(parseCidr(text));
+    }
+  }
   const isTrusted = (ip) => trusted.some((net) => inNet(ip, net));
-  const remote = parseEntry(remoteAddr.trim());
+  const remote = parseHostPort(remoteAddr);
   if (remote === null || !isTrusted(remote)) {
     return remote === null ? remoteAddr : formatIp(remote);
   }
-  const name = header.toLowerCase();
-  const value = headerValue(headers, name);
-  const entries = value === null ? [] : name === 'forwarded' ? forwardedFor(value) : forwardedList(value);
+  const name = (header || 'x-forwarded-for').toLowerCase();
+  const value = headerValue(headers, name) ?? '';
+  const entries = name === 'forwarded' ? forwardedFor(value) : forwardedList(value);
   let last = remote;
   for (let i = entries.length - 1; i >= 0; i--) {
-    const ip = parseEntry(entries[i]);
+    const ip = parseHostPort(entries[i]);
     if (ip === null) {
       // "unknown", an obfuscated name or garbage: nothing left of it can
       // be believed, so the last address a trusted proxy vouched for.
@@ -48,6 +56,15 @@ export function clientIp(remoteAddr, headers, trustedProxies, header = 'x-forwar
   }
   return formatIp(last);
 }
+
+/*
+ * What follows reads entries exactly as the Go client's clientip.go does
+ * (the reference the three clients are held to by tests/conformance):
+ * the same trimming, splitting, unquoting and address syntax, so that
+ * one request is one address whichever client reads it. Where Go's
+ * net/netip is laxer than the RFCs (more than 4 hex digits in an IPv6
+ * group), this file keeps to the RFC.
+ */
 
 /** All lines of one header joined with commas, or null when absent. */
 function headerValue(headers, name) {
@@ -66,87 +83,158 @@ function headerValue(headers, name) {
   return values.length === 0 ? null : values.join(',');
 }
 
-/** X-Forwarded-For: comma-separated entries; empty ones are skipped. */
+/** X-Forwarded-For: comma-separated entries; an empty one is no entry
+ * (RFC 9110's #rule). */
 function forwardedList(value) {
   return value
     .split(',')
-    .map((s) => s.trim())
+    .map(trimSpace)
     .filter((s) => s !== '');
 }
 
 /** Every `for=` of every element of an RFC 7239 Forwarded value, left to
- * right, unquoted. Commas and semicolons inside quotes do not split. */
+ * right, unquoted; an element without one adds nothing. Commas and
+ * semicolons inside quotes do not split. */
 function forwardedFor(value) {
   const found = [];
-  let pair = '';
-  let quoted = false;
-  const endPair = () => {
-    const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq).trim().toLowerCase() === 'for') {
-      found.push(unquote(pair.slice(eq + 1).trim()));
+  for (const element of splitUnquoted(value, ',')) {
+    for (const pair of splitUnquoted(element, ';')) {
+      const text = trimSpace(pair);
+      const eq = text.indexOf('=');
+      if (eq >= 0 && trimSpace(text.slice(0, eq)).toLowerCase() === 'for') {
+        found.push(unquote(trimSpace(text.slice(eq + 1))));
+      }
     }
-    pair = '';
-  };
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i];
-    if (quoted && c === '\\' && i + 1 < value.length) {
-      pair += c + value[++i];
-      continue;
-    }
-    if (c === '"') {
-      quoted = !quoted;
-    } else if (!quoted && (c === ',' || c === ';')) {
-      endPair();
-      continue;
-    }
-    pair += c;
   }
-  endPair();
   return found;
 }
 
-function unquote(s) {
-  if (s.length >= 2 && s[0] === '"' && s[s.length - 1] === '"') {
-    return s.slice(1, -1).replace(/\\(.)/g, '$1');
+/** `s` split at `sep` outside quoted strings; an escaped character is
+ * never a separator or a quote. */
+function splitUnquoted(s, sep) {
+  const parts = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (quoted && c === '\\') {
+      i++;
+    } else if (c === '"') {
+      quoted = !quoted;
+    } else if (!quoted && c === sep) {
+      parts.push(s.slice(start, i));
+      start = i + 1;
+    }
   }
-  return s;
+  parts.push(s.slice(start));
+  return parts;
+}
+
+/** Undoes an RFC 9110 quoted-string; a bare token is kept. */
+function unquote(s) {
+  if (s.length < 2 || s[0] !== '"' || s[s.length - 1] !== '"') {
+    return s;
+  }
+  let out = '';
+  for (let i = 1; i < s.length - 1; i++) {
+    if (s[i] === '\\' && i + 1 < s.length - 1) {
+      i++;
+    }
+    out += s[i];
+  }
+  return out;
 }
 
 /**
- * One address as proxies and sockets write it: IPv4, IPv6, either with a
- * port ("1.2.3.4:80", "[2001:db8::1]:4711"), IPv6 in brackets, an IPv6
- * zone (dropped: it names the proxy's interface, not the client).
+ * Space as Go's strings.TrimSpace sees it (Unicode White_Space): not
+ * String.prototype.trim's, which also strips U+FEFF and keeps U+0085.
+ * A loop, not a regular expression: /\s+$/ is quadratic on a header
+ * of spaces.
+ */
+function isSpace(c) {
+  return (
+    (c >= 0x09 && c <= 0x0d) ||
+    c === 0x20 ||
+    c === 0x85 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000
+  );
+}
+
+function trimSpace(s) {
+  let start = 0;
+  let end = s.length;
+  while (start < end && isSpace(s.charCodeAt(start))) {
+    start++;
+  }
+  while (end > start && isSpace(s.charCodeAt(end - 1))) {
+    end--;
+  }
+  return s.slice(start, end);
+}
+
+/**
+ * One address as proxies and sockets write it: IPv4 or IPv6, either
+ * with a port ("1.2.3.4:80", "[2001:db8::1]:4711") or in brackets
+ * ("[1.2.3.4]" too, as some proxies write IPv4 in Forwarded), an IPv6 zone
+ * dropped (it names the proxy's interface, not the client), space
+ * around it ignored.
  * @returns {{v4: boolean, bytes: number[]}|null} null when not an address
  */
-function parseEntry(s) {
+function parseHostPort(input) {
+  const s = trimSpace(input);
   let host = s;
-  if (host.startsWith('[')) {
-    const close = host.indexOf(']');
-    if (close < 0 || !isPortSuffix(host.slice(close + 1))) {
+  if (s.startsWith('[')) {
+    const end = s.indexOf(']');
+    if (end < 0) {
       return null;
     }
-    const ip = parseV6(host.slice(1, close));
-    return ip && mapped(ip);
-  }
-  const colons = host.split(':').length - 1;
-  if (colons === 1) {
-    const colon = host.indexOf(':');
-    if (!isPortSuffix(host.slice(colon))) {
+    host = s.slice(1, end);
+    const rest = s.slice(end + 1);
+    if (rest !== '' && !(rest[0] === ':' && isPort(rest.slice(1)))) {
       return null;
     }
-    host = host.slice(0, colon);
+  } else {
+    // One colon is a port; more are IPv6's own.
+    const colon = s.indexOf(':');
+    if (colon >= 0 && !s.includes(':', colon + 1)) {
+      if (!isPort(s.slice(colon + 1))) {
+        return null;
+      }
+      host = s.slice(0, colon);
+    }
   }
-  if (colons <= 1) {
-    const bytes = parseV4(host);
-    return bytes && { v4: true, bytes };
-  }
-  const ip = parseV6(host);
+  const ip = parseAddr(host);
   return ip && mapped(ip);
 }
 
-/** "", or ":" and a port: digits, or RFC 7239's obfuscated "_name". */
-function isPortSuffix(s) {
-  return s === '' || /^:([0-9]{1,5}|_[A-Za-z0-9._-]+)$/.test(s);
+/** A decimal port, or RFC 7239's obfuscated one ("_" and a token). */
+function isPort(s) {
+  return /^([0-9]{1,5}|_[A-Za-z0-9._-]+)$/.test(s);
+}
+
+/** An address without port or brackets, as netip.ParseAddr reads it: the
+ * first of ".", ":" and "%" says which syntax it must be. */
+function parseAddr(s) {
+  const kind = /[.:%]/.exec(s);
+  if (kind === null || kind[0] === '%') {
+    return null;
+  }
+  if (kind[0] === '.') {
+    const bytes = parseV4(s);
+    return bytes && { v4: true, bytes };
+  }
+  const zone = s.indexOf('%');
+  if (zone === s.length - 1) {
+    return null;
+  }
+  return parseV6(zone < 0 ? s : s.slice(0, zone));
 }
 
 function parseV4(s) {
@@ -166,9 +254,9 @@ function parseV4(s) {
   return bytes;
 }
 
-/** @returns {{v4: false, bytes: number[]}|null} 16 bytes */
-function parseV6(input) {
-  const s = input.replace(/%[^%]+$/, '');
+/** IPv6 without a zone: 1 to 4 hex digits a group (RFC 4291 2.2).
+ * @returns {{v4: false, bytes: number[]}|null} 16 bytes */
+function parseV6(s) {
   const halves = s.split('::');
   if (halves.length > 2) {
     return null;
@@ -254,10 +342,11 @@ function parseCidr(text) {
   if (typeof text !== 'string') {
     throw bad();
   }
-  const [addr, len, extra] = text.trim().split('/');
-  const v4 = addr.includes(':') ? null : parseV4(addr);
-  const raw = v4 ? { v4: true, bytes: v4 } : parseV6(addr);
-  if (!raw || extra !== undefined || (len !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(len))) {
+  const [addr, len, extra] = trimSpace(text).split('/');
+  const raw = parseAddr(addr);
+  // A zone names one interface's address, never a range (netip's rule).
+  const zoned = len !== undefined && addr.includes('%');
+  if (!raw || zoned || extra !== undefined || (len !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(len))) {
     throw bad();
   }
   const bits = len === undefined ? (raw.v4 ? 32 : 128) : Number(len);

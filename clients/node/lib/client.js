@@ -7,8 +7,9 @@
  *
  * Every call resolves for an outage (a Verdict or Report with `failed`
  * set) and rejects only with a UsageError (the request was refused as
- * malformed, here or by the service) or with the caller's own
- * AbortSignal reason; it never throws synchronously.
+ * malformed, here or by the service, or the base URL answered as
+ * abuseguard never does) or with the caller's own AbortSignal reason; it
+ * never throws synchronously.
  */
 import { performance } from 'node:perf_hooks';
 import { Breaker } from './breaker.js';
@@ -174,7 +175,7 @@ export class Client {
     if (result.failed) {
       this.#breaker.failed(ticket);
     } else {
-      this.#breaker.answered(ticket);
+      this.#breaker.answered();
     }
     if (result.error) {
       throw result.error;
@@ -198,11 +199,23 @@ function callOptions(options, names) {
   return options ?? {};
 }
 
+/** The service's body cap (64 KiB, its AG_BODY_MAX): past it the service
+ * answers 413 and closes the connection while the client still writes,
+ * which would look like an outage and count for the breaker. */
+const MAX_BODY_BYTES = 65536;
+
+/** A UTF-16 surrogate that is not half of a pair: no UTF-8 encodes it.
+ * With the u flag a well-formed pair is one code point, never \p{Cs}. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
 /**
  * The JSON body of a call: each argument given under its wire name.
  * null and undefined are left out (the service reads null as absent, and
  * a client never sends it); an unknown name is refused, because a typo
- * such as `deviceTokn` would otherwise be dropped in silence.
+ * such as `deviceTokn` would otherwise be dropped in silence. So is a
+ * string that has no UTF-8 form (field: its argument's wire name) and a
+ * body over the service's cap (status 413, field "body"): both refused
+ * here, before the breaker, as the service would refuse them.
  */
 function encode(names, args) {
   if (args === null || typeof args !== 'object') {
@@ -217,7 +230,26 @@ function encode(names, args) {
       body[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
     }
   }
-  return JSON.stringify(body);
+  // JSON.stringify would write a lone surrogate as a \ud800 escape, which
+  // the service refuses. The replacer sees every string it writes, keys
+  // included; its calls for the top-level arguments (this === body) come
+  // in order, each before the values nested in it, so `field` names the
+  // argument a nested string belongs to.
+  let field = null;
+  const text = JSON.stringify(body, function refuseLoneSurrogates(key, value) {
+    if (this === body) {
+      field = key;
+    }
+    if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
+      throw new UsageError(0, field, `${field} holds a lone surrogate, which has no UTF-8 form`);
+    }
+    return value;
+  });
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > MAX_BODY_BYTES) {
+    throw new UsageError(413, 'body', `the request body is ${size} bytes, over the service's ${MAX_BODY_BYTES}`);
+  }
+  return text;
 }
 
 function parseBaseUrl(text) {

@@ -95,11 +95,15 @@ export class Transport {
     // in flight is destroyed, a backoff pause cut short. A plain object
     // and one timer, not an AbortController per call: the signal option
     // of http.request costs more CPU than the rest of the client.
-    const call = { stopped: null, req: null, wake: null };
+    const call = { stopped: null, req: null, settle: null, wake: null };
     const stop = (reason) => {
       if (call.stopped === null) {
         call.stopped = reason;
         call.req?.destroy();
+        // The attempt ends here too: a request whose socket Node already
+        // gave up on (an unhandled upgrade, say) emits nothing more when
+        // destroyed, and the deadline must hold whatever the request does.
+        call.settle?.({ error: new Error('stopped'), written: true });
         call.wake?.();
       }
     };
@@ -110,6 +114,7 @@ export class Transport {
       for (let attempt = 0; ; attempt++) {
         const got = await this.#attempt(method, path, body, headers, call);
         call.req = null;
+        call.settle = null;
         if (got.status !== undefined && !isCapRefusal(got)) {
           return { kind: 'answer', ...got };
         }
@@ -173,15 +178,33 @@ export class Transport {
           method,
           headers,
         },
-        (res) => readAnswer(res, resolve),
+        (res) => {
+          if (res.statusCode < 200) {
+            // A 101 without an Upgrade header: nothing after it on this
+            // connection is HTTP, so it must not go back to the pool.
+            res.socket.destroy();
+            resolve({ status: res.statusCode, headers: res.headers, text: '' });
+            return;
+          }
+          readAnswer(res, resolve);
+        },
       );
       call.req = req;
+      call.settle = resolve;
       req.on('socket', (socket) => {
         if (socket.connecting) {
           socket.once('connect', () => (connected = true));
         } else {
           connected = true;
         }
+      });
+      // A 101 ends HTTP on the connection: Node hands it over as an
+      // upgrade (and would destroy the socket as an error without this
+      // listener). It is an answer, though not abuseguard's, and
+      // verdicts.js makes it the usage error it is; the socket goes.
+      req.on('upgrade', (res, socket) => {
+        socket.destroy();
+        resolve({ status: res.statusCode, headers: res.headers, text: '' });
       });
       req.on('error', (error) => resolve({ error, written: connected }));
       req.end(body);

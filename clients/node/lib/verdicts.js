@@ -20,20 +20,23 @@ export function checkVerdict(got, failOpen) {
   }
   const body = parseBody(got.text);
   const { status } = got;
-  // A 200 that is not JSON is no allow of abuseguard's (a proxy's page,
-  // say); a 403 or 429 denies whatever its body, as a proxy's would.
-  if (status === 200 && body !== null) {
-    return { verdict: answered('allow', status, body, got.headers), failed: false };
+  if (status === 200) {
+    // A 200 that is no JSON object is no allow of abuseguard's (a proxy's
+    // page, say): no answer, and the fail mode decides.
+    return body !== null
+      ? { verdict: answered('allow', status, body, got.headers), failed: false }
+      : failedVerdict('unavailable', failOpen, status, null);
   }
+  // A 403 or 429 denies whatever its body, as a proxy's would.
   if (status === 429 || status === 403) {
     const outcome = status === 429 && body?.action === 'challenge' ? 'challenge' : 'deny';
     return { verdict: answered(outcome, status, body, got.headers), failed: false };
   }
   // A fail-closed policy while Redis is down: the service's own deny.
-  if (body !== null && status === 503 && body.degraded === true) {
+  if (isDegradedRefusal(status, body)) {
     return { verdict: answered('deny', status, body, got.headers), failed: false };
   }
-  if (isUsage(status)) {
+  if (status < 500) {
     return { error: usageError(status, body, got.text) };
   }
   return failedVerdict('unavailable', failOpen, status, body);
@@ -74,8 +77,8 @@ export function reportResult(got) {
     return failedReport(got.kind, got.status ?? 0);
   }
   const { status } = got;
+  const body = parseBody(got.text);
   if (status === 200 || status === 204) {
-    const body = parseBody(got.text);
     const token = typeof body?.device_token === 'string' ? body.device_token : null;
     return {
       report: {
@@ -88,8 +91,14 @@ export function reportResult(got) {
       failed: false,
     };
   }
-  if (isUsage(status)) {
-    return { error: usageError(status, parseBody(got.text), got.text) };
+  // The degraded 503 is the service's own answer (it is there, Redis is
+  // not): nothing recorded, but the breaker hears an answer, as from a
+  // check.
+  if (isDegradedRefusal(status, body)) {
+    return { report: failedReport('unavailable', status).report, failed: false };
+  }
+  if (status < 500) {
+    return { error: usageError(status, body, got.text) };
   }
   return failedReport('unavailable', status);
 }
@@ -153,12 +162,26 @@ function retryAfter(body, headers) {
   return typeof header === 'string' && /^[0-9]+$/.test(header) ? Number(header) : 0;
 }
 
-/** Every 4xx but the two that are verdicts: the caller's mistake. */
-function isUsage(status) {
-  return status >= 400 && status < 500;
+/** The 503 of a fail-closed policy while Redis is down. */
+function isDegradedRefusal(status, body) {
+  return status === 503 && body !== null && body.degraded === true;
 }
 
+/**
+ * The error of a status below 500 that is no verdict or report: a 4xx
+ * the service refused the request with (its body names the field), or
+ * a status abuseguard never gives a check or report (a 1xx, a 3xx, an
+ * unexpected 2xx: the base URL leads elsewhere), which must be loud and
+ * names no field.
+ */
 function usageError(status, body, text) {
+  if (status < 400) {
+    return new UsageError(
+      status,
+      null,
+      `the base URL answered ${status}, which abuseguard never does: does it lead to abuseguard?`,
+    );
+  }
   const field = typeof body?.field === 'string' ? body.field : null;
   const message =
     typeof body?.error === 'string' ? body.error : `abuseguard answered ${status}: ${text.slice(0, 200)}`;

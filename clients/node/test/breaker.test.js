@@ -7,6 +7,7 @@ import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, UsageError } from '../index.js';
 import { HANG, startFake } from './fake.js';
+import { Breaker } from '../lib/breaker.js';
 
 const ALLOW = () => ({ status: 200, body: { allowed: true, device: 'untrusted', decisions: [] } });
 const DOWN = () => ({ status: 500, body: { error: 'down' } });
@@ -101,6 +102,9 @@ test('any answer resets the count: a usage error, a deny and a degraded answer t
     () => ({ status: 400, body: { error: 'user is required', field: 'user' } }),
     () => ({ status: 200, body: { allowed: true, degraded: true, device: 'untrusted', decisions: [] } }),
     () => ({ status: 429, body: { allowed: false, action: 'deny', policy: 'p', retry_after: 1, decisions: [] } }),
+    // Not abuseguard's answers, but answers: loud usage errors, no outage.
+    () => ({ status: 302, body: 'moved', headers: { location: '/login' } }),
+    () => ({ status: 202, body: { accepted: true } }),
   ]) {
     fake.handler = DOWN;
     await ag.checkLogin(login);
@@ -114,7 +118,51 @@ test('any answer resets the count: a usage error, a deny and a degraded answer t
     fake.handler = ALLOW;
     assert.equal((await ag.checkLogin(login)).failed, null);
   }
-  assert.equal(fake.requests.length, 18);
+  assert.equal(fake.requests.length, 30);
+});
+
+test("a report's degraded 503 is an answer: it resets the count", async () => {
+  const otp = { phone: '+14155550100', ip: '203.0.113.7' };
+  await ag.checkLogin(login);
+  await ag.checkLogin(login);
+  fake.handler = () => ({ status: 503, body: { allowed: false, reason: 'store_unavailable', degraded: true } });
+  assert.equal((await ag.reportOtp({ ...otp, verified: true })).recorded, false);
+  fake.handler = DOWN;
+  await ag.checkLogin(login);
+  await ag.checkLogin(login);
+  fake.handler = ALLOW;
+  assert.equal((await ag.checkLogin(login)).failed, null);
+  assert.equal(fake.requests.length, 6);
+});
+
+test("a trial that fails after another call's late answer closed the breaker is one failure, no reopening", async () => {
+  // A call in flight from before the breaker opened answers while the
+  // half-open trial is still out: the service is back, the breaker
+  // closes, and the trial's own failure then is one failure in a row,
+  // not the end of a trial that no longer exists.
+  const held = new Map();
+  const hold = (who) => new Promise((resolve) => held.set(who, resolve));
+  fake.handler = (req, body) => (body.user === 'late' || body.user === 'trial' ? hold(body.user) : DOWN());
+  const settle = async (who, answer) => {
+    while (!held.has(who)) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    held.get(who)(answer);
+  };
+  const late = ag.checkLogin({ ...login, user: 'late' });
+  await failThrice();
+  assert.equal((await ag.checkLogin(login)).failed, 'breaker_open');
+  now += 1000;
+  const trial = ag.checkLogin({ ...login, user: 'trial' });
+  await settle('late', ALLOW());
+  assert.equal((await late).failed, null);
+  await settle('trial', DOWN());
+  assert.equal((await trial).failed, 'unavailable');
+  // Closed, with one failure counted: two more open it, not fewer.
+  assert.equal((await ag.checkLogin(login)).failed, 'unavailable');
+  assert.equal((await ag.checkLogin(login)).failed, 'unavailable');
+  assert.equal((await ag.checkLogin(login)).failed, 'breaker_open');
+  assert.equal(fake.requests.length, 7);
 });
 
 test('timeouts count as failures', async () => {
@@ -148,4 +196,43 @@ test('an aborted half-open trial hands the trial back', async () => {
   fake.handler = ALLOW;
   assert.equal((await ag.checkLogin(login)).failed, null);
   ag.close();
+});
+
+/** The Breaker alone, on its own clock: a first trial is still out when
+ * a late answer closes the breaker and failures open it again; a second
+ * trial is out when the first one ends. */
+function staleTrial() {
+  const clock = { t: 0 };
+  const b = new Breaker(2, 100, () => clock.t);
+  const before = b.admit();
+  b.failed(b.admit());
+  b.failed(b.admit());
+  clock.t += 100;
+  const oldTrial = b.admit();
+  assert.equal(oldTrial.trial, true);
+  b.answered(before);
+  b.failed(b.admit());
+  b.failed(b.admit());
+  assert.equal(b.admit(), null);
+  clock.t += 100;
+  const newTrial = b.admit();
+  assert.equal(newTrial.trial, true);
+  return { b, clock, oldTrial, newTrial };
+}
+
+test('a trial that outlived its opening does not decide the later one', () => {
+  const { b, clock, oldTrial, newTrial } = staleTrial();
+  b.failed(oldTrial);
+  clock.t += 100;
+  assert.equal(b.admit(), null, 'the old trial ended the new one');
+  b.answered(newTrial);
+  assert.equal(b.admit().trial, false);
+});
+
+test('a trial that outlived its opening, abandoned, frees no trial slot', () => {
+  const { b, oldTrial, newTrial } = staleTrial();
+  b.abandoned(oldTrial);
+  assert.equal(b.admit(), null, 'the old trial handed back a slot it no longer held');
+  b.failed(newTrial);
+  assert.equal(b.admit(), null);
 });

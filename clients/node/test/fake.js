@@ -15,7 +15,9 @@ export const RESET = Symbol('reset');
 /**
  * Starts a fake service. `handler(req, body)` returns {status, body,
  * headers} (body: an object sent as JSON, or a string sent as is), or
- * HANG, or RESET; it may be changed later through `fake.handler`.
+ * {raw} (bytes written as they are, then the connection ends: answers
+ * Node's server will not write, such as a 101), or HANG, or RESET; it
+ * may be changed later through `fake.handler`.
  */
 export async function startFake(handler) {
   const fake = {
@@ -46,6 +48,10 @@ export async function startFake(handler) {
     }
     if (answer === RESET) {
       req.socket.resetAndDestroy?.() ?? req.socket.destroy();
+      return;
+    }
+    if (answer.raw !== undefined) {
+      req.socket.end(answer.raw);
       return;
     }
     const body = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body ?? {});
@@ -86,7 +92,28 @@ const CAP_503 =
   'HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n' +
   `Retry-After: 1\r\nConnection: close\r\nContent-Length: ${CAP_BODY.length}\r\n\r\n${CAP_BODY}`;
 
-/** A port nothing listens on (bound, then released). */
+/**
+ * A port that refuses connections until `release()`: the local port of a
+ * connection this process holds open. Nothing listens on it, and while
+ * it is held nothing else can bind it, as a port bound and released
+ * (freePort) may be taken by another process before the test uses it.
+ */
+export async function refusingPort() {
+  const server = net.createServer((socket) => socket.on('error', () => {}));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const holder = net.connect(server.address().port, '127.0.0.1');
+  await new Promise((resolve, reject) => holder.once('connect', resolve).once('error', reject));
+  return {
+    port: holder.localPort,
+    release: () => {
+      holder.destroy();
+      server.close();
+    },
+  };
+}
+
+/** A port nothing listens on (bound, then released): only for a test
+ * that must then listen on it itself; it may be taken meanwhile. */
 export async function freePort() {
   const probe = net.createServer();
   await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));

@@ -110,6 +110,40 @@ test('Forwarded (RFC 7239): every for= of every element', () => {
   assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.5' }, 'forwarded'), '10.0.0.1');
 });
 
+test('an IPv4 address in brackets is an address, as in Go and Python', () => {
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '[198.51.100.4]' }), '198.51.100.4');
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '[198.51.100.4]:8080' }), '198.51.100.4');
+  assert.equal(ip('10.0.0.1', { forwarded: 'for="[198.51.100.4]"' }, 'forwarded'), '198.51.100.4');
+  assert.equal(ip('[10.0.0.1]:443', { forwarded: 'for="[198.51.100.4]:_x"' }, 'forwarded'), '198.51.100.4');
+  // Trusted in brackets is trusted: the walk goes on past it.
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4, [10.0.0.2]' }), '198.51.100.4');
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4, [1.2.3.4' }), '10.0.0.1');
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4, [1.2.3.4]x' }), '10.0.0.1');
+});
+
+test("entries are read as Go's clientip.go reads them: space inside quotes, zones, escapes", () => {
+  const fwd = (v) => ip('10.0.0.1', { forwarded: v }, 'forwarded');
+  // Space inside the quotes is trimmed as around a bare entry (RFC 7239
+  // would call it no node; Go trims it, and the three clients agree).
+  assert.equal(fwd('for=" 198.51.100.4 "'), '198.51.100.4');
+  assert.equal(fwd('for="\t[2001:db8::4]:80 "'), '2001:db8::4');
+  assert.equal(fwd('for = "198.51.100.4" ; proto=https'), '198.51.100.4');
+  // A quoted-pair is its character, even a line feed.
+  assert.equal(fwd('for="\\1\\98.51.100.4"'), '198.51.100.4');
+  assert.equal(fwd('for="\\\n198.51.100.4"'), '198.51.100.4');
+  // Go's white space: U+0085 is, U+FEFF (which trim() strips) is not.
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '\u0085198.51.100.4\u3000' }), '198.51.100.4');
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '\ufeff198.51.100.4' }), '10.0.0.1');
+  // A zone runs to the end of the address, "%" and all.
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': 'fe80::9%a%b' }), 'fe80::9');
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4, fe80::9%' }), '10.0.0.1');
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4, 1.2.3.4%eth0' }), '10.0.0.1');
+  // RFC 4291: 1 to 4 hex digits a group (Go's net/netip takes more).
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4, 00001::1' }), '10.0.0.1');
+  // No header named is X-Forwarded-For, as in Go.
+  assert.equal(ip('10.0.0.1', { 'x-forwarded-for': '198.51.100.4' }, ''), '198.51.100.4');
+});
+
 test('header names in any case, arrays of lines and WHATWG Headers', () => {
   assert.equal(ip('10.0.0.1', { 'X-Forwarded-For': '198.51.100.1' }), '198.51.100.1');
   assert.equal(ip('10.0.0.1', { 'x-forwarded-for': ['198.51.100.1', '10.0.0.9'] }), '198.51.100.1');
@@ -118,10 +152,13 @@ test('header names in any case, arrays of lines and WHATWG Headers', () => {
 });
 
 test('a trusted proxy that is no CIDR or address is a usage error', () => {
-  for (const bad of ['10.0.0.0/33', 'nope', '10.0.0.0/8/1', '::/129', '10.0.0.0/08']) {
+  for (const bad of ['10.0.0.0/33', 'nope', '10.0.0.0/8/1', '::/129', '10.0.0.0/08', 'fe80::%eth0/64', 42]) {
     assert.throws(() => clientIp('1.2.3.4', {}, [bad]), (e) => e instanceof UsageError && e.field === 'trustedProxies');
   }
   assert.throws(() => clientIp(undefined, {}, []), (e) => e.field === 'remoteAddr');
+  // Blank entries are skipped (a split empty setting), a zone dropped.
+  assert.equal(clientIp('10.0.0.1', { 'x-forwarded-for': '198.51.100.1' }, ['', ' 10.0.0.0/8 ']), '198.51.100.1');
+  assert.equal(clientIp('fe80::1', { 'x-forwarded-for': '198.51.100.1' }, ['fe80::1%eth0']), '198.51.100.1');
   // A mapped prefix is the IPv4 range it maps.
   assert.equal(clientIp('10.1.2.3', { 'x-forwarded-for': '198.51.100.1' }, ['::ffff:10.0.0.0/104']), '198.51.100.1');
 });

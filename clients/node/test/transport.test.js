@@ -7,7 +7,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Client } from '../index.js';
-import { HANG, RESET, countingSockets, freePort, startFake } from './fake.js';
+import { HANG, RESET, countingSockets, freePort, refusingPort, startFake } from './fake.js';
 
 const ALLOW = { status: 200, body: { allowed: true, device: 'untrusted', decisions: [] } };
 const login = { user: 'ana@example.com', ip: '203.0.113.7' };
@@ -77,6 +77,35 @@ test('a timeout is failed "timeout": login fails open, OTP closed, nothing retri
   ag.close();
 });
 
+test('the deadline holds even over a request that goes silent when destroyed', async () => {
+  // Node emits nothing more from a request whose socket it already gave
+  // up on (an upgrade nobody handles was one): destroying it at the
+  // deadline then ends nothing. Here destroy() is made a no-op, and the
+  // call must still end at its deadline.
+  const f = await fake(() => HANG);
+  const ag = new Client({ baseUrl: f.url, timeoutMs: 100 });
+  const destroy = http.ClientRequest.prototype.destroy;
+  http.ClientRequest.prototype.destroy = function silent() {
+    return this;
+  };
+  // Without the guard the call would never end: a net far past the
+  // deadline turns that into a failure instead of a suite that hangs.
+  let net;
+  const never = new Promise((resolve) => {
+    net = setTimeout(resolve, 10_000, { failed: 'never ended' });
+  });
+  let v;
+  try {
+    v = await Promise.race([ag.checkLogin(login), never]);
+  } finally {
+    clearTimeout(net);
+    http.ClientRequest.prototype.destroy = destroy;
+  }
+  assert.equal(v.failed, 'timeout');
+  assert.equal(v.outcome, 'allow');
+  ag.close();
+});
+
 test('the fail modes can be turned around', async () => {
   const f = await fake(() => HANG);
   const ag = new Client({ baseUrl: f.url, timeoutMs: 50, failOpenLogin: false, failOpenOtp: true });
@@ -130,30 +159,46 @@ test('a refused connection is retried, then succeeds', async () => {
 });
 
 test('refused connections: retries at most `retries` times, then unavailable', async () => {
-  const port = await freePort();
-  for (const retries of [0, 2]) {
-    const ag = new Client({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 2000, retries });
-    const { result, count } = await countingSockets(() => ag.checkLogin(login));
-    assert.equal(result.failed, 'unavailable');
-    assert.equal(result.outcome, 'allow');
-    assert.equal(result.status, 0);
-    assert.equal(count, retries + 1);
-    ag.close();
+  const { port, release } = await refusingPort();
+  try {
+    for (const retries of [0, 2]) {
+      const ag = new Client({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 2000, retries });
+      const { result, count } = await countingSockets(() => ag.checkLogin(login));
+      assert.equal(result.failed, 'unavailable');
+      assert.equal(result.outcome, 'allow');
+      assert.equal(result.status, 0);
+      assert.equal(count, retries + 1);
+      ag.close();
+    }
+  } finally {
+    release();
   }
 });
 
 test('retries never run past the deadline', async () => {
-  const port = await freePort();
-  const ag = new Client({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300, retries: 1000 });
-  const started = performance.now();
-  const { result, count } = await countingSockets(() => ag.checkLogin(login));
-  const took = performance.now() - started;
-  // The backoff doubles from 20 ms and a pause that would end past the
-  // deadline is not taken: the call ends unavailable, or at the deadline
-  // when the last try's connect was still under way; never later.
-  assert.ok(['unavailable', 'timeout'].includes(result.failed), result.failed);
-  assert.ok(took < 300 + 100, `took ${took} ms`);
-  assert.ok(count >= 1 && count < 20, `${count} connects`);
+  // Every try is turned away unread (the connection cap's 503) and the
+  // retries are many: only the deadline can stop them. The jitter is
+  // pinned: no pause until the 8th try, then the whole of 20 ms times
+  // 2^7, 2.56 s, which would end past the 2 s deadline. The client must
+  // not take it: it ends at once, unavailable. Taking it would have run
+  // into the deadline ("timeout"). No wall clock is judged.
+  const f = await fake(() => ALLOW);
+  f.capRefusals = Infinity;
+  const ag = new Client({ baseUrl: f.url, timeoutMs: 2000, retries: 1000 });
+  const random = Math.random;
+  // Keyed on the tries the fake has seen, not on calls to Math.random,
+  // which anything else in the process may make too.
+  Math.random = () => (f.sockets.length < 8 ? 0 : 1 - Number.EPSILON);
+  let v;
+  try {
+    v = await ag.checkLogin(login);
+  } finally {
+    Math.random = random;
+  }
+  assert.equal(v.failed, 'unavailable');
+  assert.equal(v.status, 503);
+  assert.equal(f.sockets.length, 8);
+  assert.equal(f.requests.length, 0);
   ag.close();
 });
 

@@ -177,6 +177,75 @@ test('other 4xx are usage errors too, never a fail open; no JSON, no field', asy
   await assert.rejects(ag.reportOtp({ ...otp, verified: true }), (e) => e.status === 400 && e.field === 'user');
 });
 
+test('a status abuseguard never gives a check (1xx, 3xx, another 2xx) is a usage error without field', async () => {
+  // A base URL that leads elsewhere must be loud: never the fail mode.
+  for (const status of [201, 202, 206, 301, 302, 304, 307, 308]) {
+    answer(status, { error: 'elsewhere', field: 'user' }, status >= 300 ? { location: '/elsewhere' } : {});
+    await assert.rejects(ag.checkLogin(login), (e) => {
+      assert.ok(e instanceof UsageError, `${status}: ${e}`);
+      assert.equal(e.status, status);
+      assert.equal(e.field, null);
+      return true;
+    });
+  }
+  fake.handler = () => ({ raw: 'HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: h2c\r\n\r\n' });
+  await assert.rejects(ag.checkOtp(otp), (e) => e instanceof UsageError && e.status === 101 && e.field === null);
+  fake.handler = () => ({ raw: 'HTTP/1.1 101 Switching Protocols\r\n\r\n' });
+  await assert.rejects(ag.checkOtp(otp), (e) => e instanceof UsageError && e.status === 101 && e.field === null);
+});
+
+test('a status abuseguard never gives a report is a usage error without field', async () => {
+  for (const status of [201, 202, 302]) {
+    answer(status, { error: 'elsewhere', field: 'user' });
+    await assert.rejects(
+      ag.reportLogin({ ...login, success: true }),
+      (e) => e instanceof UsageError && e.status === status && e.field === null,
+    );
+  }
+});
+
+test('a degraded 503 to a report: nothing recorded, no throw', async () => {
+  answer(503, { allowed: false, reason: 'store_unavailable', degraded: true });
+  const r = await ag.reportOtp({ ...otp, verified: true });
+  assert.deepEqual(r, { recorded: false, deviceToken: null, expiresIn: 0, failed: 'unavailable', status: 503 });
+});
+
+test('a body over 64 KiB (UTF-8 bytes) is refused with 413 "body" and never sent', async () => {
+  answer(200, { allowed: true, device: 'untrusted', decisions: [] });
+  fake.requests.length = 0;
+  const refused = (e) => e instanceof UsageError && e.status === 413 && e.field === 'body';
+  for (const size of [2 << 20, 8 << 20]) {
+    await assert.rejects(ag.checkLogin({ ...login, user: 'a'.repeat(size) }), refused);
+    await assert.rejects(ag.reportLogin({ ...login, success: false, user: 'a'.repeat(size) }), refused);
+  }
+  // The cap is the service's: 65 536 bytes of body pass, one more does not.
+  const frame = JSON.stringify({ user: '', ip: login.ip }).length;
+  const exact = { user: 'a'.repeat(65536 - frame), ip: login.ip };
+  assert.equal((await ag.checkLogin(exact)).outcome, 'allow');
+  await assert.rejects(ag.checkLogin({ ...exact, user: `${exact.user}a` }), refused);
+  // Bytes, not UTF-16 units: a "\u00e9" is two of them.
+  const accented = { user: `${'a'.repeat(65536 - frame - 1)}\u00e9`, ip: login.ip };
+  assert.equal(JSON.stringify(accented).length, 65536);
+  await assert.rejects(ag.checkLogin(accented), refused);
+  assert.equal(fake.requests.length, 1);
+  assert.equal(Buffer.byteLength(fake.requests[0].text), 65536);
+});
+
+test('a string without a UTF-8 form (a lone surrogate) is refused under its wire name, never sent', async () => {
+  answer(200, { allowed: true, device: 'untrusted', decisions: [] });
+  fake.requests.length = 0;
+  const refusedAs = (field) => (e) => e instanceof UsageError && e.status === 0 && e.field === field;
+  await assert.rejects(ag.checkLogin({ ...login, user: 'ana\ud800' }), refusedAs('user'));
+  await assert.rejects(ag.checkLogin({ ...login, deviceToken: '\udc00v1.x' }), refusedAs('device_token'));
+  await assert.rejects(ag.reportOtp({ ...otp, verified: true, ref: 'r\ude00\ud83d' }), refusedAs('ref'));
+  // Inside a value that is no string, the argument it is in is named.
+  await assert.rejects(ag.checkOtp({ ...otp, user: { ['\ud800']: 1 } }), refusedAs('user'));
+  assert.equal(fake.requests.length, 0);
+  // A surrogate pair is one character, with a UTF-8 form: sent.
+  assert.equal((await ag.checkLogin({ ...login, user: 'ana\ud83d\ude00' })).outcome, 'allow');
+  assert.equal(fake.requests[0].json.user, 'ana\u{1f600}');
+});
+
 test('report-login success returns the device token', async () => {
   answer(200, { device_token: 'v1.abc', expires_in: 7776000, extra: true });
   const r = await ag.reportLogin({ ...login, success: true });
