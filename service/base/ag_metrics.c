@@ -9,6 +9,7 @@
 #include "ag_clock.h"
 #include "ag_error.h"
 #include "ag_log.h"
+#include "ag_metrics_impl.h"
 
 /* Upper bounds of the latency buckets, in microseconds. */
 static const uint64_t bucket_us[AG_METRICS_BUCKETS] = {
@@ -106,6 +107,8 @@ _Static_assert(AG_METRICS_EVENTS >= AG_METRICS_ENDPOINTS,
                "struct labels holds either table");
 
 struct ag_metrics {
+    /* First: ag_metrics_network.c reaches it by a cast (ag_metrics_impl.h). */
+    struct ag_metrics_network net;
     struct labels endpoints; /* n <= AG_METRICS_ENDPOINTS */
     struct labels types;     /* the event types */
     atomic_uint_fast64_t checks[AG_METRICS_ENDPOINTS][AG_OUT_COUNT];
@@ -687,6 +690,7 @@ int ag_metrics_render(struct ag_metrics *m, struct ag_buf *b)
     rc = rc ? rc : render_passes(m, b);
     rc = rc ? rc : render_shields(m, b);
     rc = rc ? rc : render_pwned(m, b);
+    rc = rc ? rc : ag_metrics_network_render(&m->net, b);
     return rc ? rc
               : ag_buf_printf(
                     b,

@@ -157,6 +157,46 @@ void ag_metrics_pwned_lookup(struct ag_metrics *m, enum ag_metrics_pwned mode);
  * then not listed). */
 void ag_metrics_pwned_corpus(struct ag_metrics *m, enum ag_metrics_pwned mode,
                              bool loaded, uint64_t entries, int64_t created_s);
+/* The network files (ag_network): the two databases, labelled
+ * database="country" and "asn" (their reload failures file="geoip" and
+ * "asn"), and the operator's named IP lists, list="<name>" and
+ * file="<name>". The list names are named once, at start, as the
+ * endpoints are; they are the operator's flags, so the labels are
+ * bounded. */
+enum ag_metrics_netdb {
+    AG_METRICS_NETDB_COUNTRY,
+    AG_METRICS_NETDB_ASN,
+    AG_METRICS_NETDBS
+};
+#define AG_METRICS_NETWORK_LISTS 32    /* lists named at most */
+#define AG_METRICS_NETWORK_NAME_MAX 32 /* bytes of a list's name */
+/* Names the lists: names[i] labels list i. The names are copied. AG_OK;
+ * AG_EINVAL if n is over AG_METRICS_NETWORK_LISTS or a name is longer
+ * than AG_METRICS_NETWORK_NAME_MAX. m == NULL does nothing. */
+int ag_metrics_network_name_lists(struct ag_metrics *m,
+                                  const char *const *names, size_t n);
+/* One lookup of an address in db; found false: no record holds it (a
+ * miss, counted as a lookup too). */
+void ag_metrics_network_lookup(struct ag_metrics *m, enum ag_metrics_netdb db,
+                               bool found);
+/* The database of db now served, built at build_epoch (unix seconds),
+ * whose age /metrics shows; loaded false: none (no age listed). */
+void ag_metrics_network_database(struct ag_metrics *m, enum ag_metrics_netdb db,
+                                 bool loaded, uint64_t build_epoch);
+/* List i now served, of entries entries; loaded false: none (its gauge
+ * is then not listed). */
+void ag_metrics_network_list(struct ag_metrics *m, size_t i, bool loaded,
+                             uint64_t entries);
+/* One lookup that list i matched in its special ranges only (a private,
+ * loopback, link-local or CGNAT address: the integrator sends the wrong
+ * one). */
+void ag_metrics_network_special_only(struct ag_metrics *m, size_t i);
+/* A replacement of db's file, or of list i's, that could not be loaded
+ * (the last good one stays). */
+void ag_metrics_network_db_failure(struct ag_metrics *m,
+                                   enum ag_metrics_netdb db);
+void ag_metrics_network_list_failure(struct ag_metrics *m, size_t i);
+
 /* One login reported successful with a password the caller found
  * breached (/report-login "password_breached": true), in the trusted lane
  * or the untrusted one. */
