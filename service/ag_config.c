@@ -131,9 +131,9 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
     /* The command line first, so that a flag given there makes the
      * environment's value for it irrelevant, even a bad one. */
     const char *given[AG_CONFIG__FLAGS_MAX] = {0};
-    /* The values of a repeated --webhook-url, and of a repeated
-     * --pwned-file, joined by spaces. */
-    char repeated[2][(AG_CONFIG_WEBHOOK_URL + 1) * AG_CONFIG_WEBHOOKS_MAX];
+    /* The values of a repeated --webhook-url, --pwned-file and
+     * --ip-list, joined by spaces. */
+    char repeated[3][(AG_CONFIG_WEBHOOK_URL + 1) * AG_CONFIG_WEBHOOKS_MAX];
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0)
@@ -156,10 +156,13 @@ int ag_config_parse(struct ag_config *c, int argc, char **argv,
                 return ag_error_set(err, AG_EINVAL, f->name,
                                     "--%s needs a value", f->name);
         }
-        bool many = f->kind == AG_CONFIG__URLS || f->kind == AG_CONFIG__PATHS;
+        int many = f->kind == AG_CONFIG__URLS      ? 1
+                   : f->kind == AG_CONFIG__PATHS   ? 2
+                   : f->kind == AG_CONFIG__IPLISTS ? 3
+                                                   : 0;
         if (many && given[f - ag_config__flags]) {
             /* A repeated flag adds to the values before it. */
-            char *joined = repeated[f->kind == AG_CONFIG__PATHS];
+            char *joined = repeated[many - 1];
             if (given[f - ag_config__flags] != joined)
                 snprintf(joined, sizeof repeated[0], "%s",
                          given[f - ag_config__flags]);

@@ -31,6 +31,7 @@
 #define AG_CONFIG_WEBHOOKS_MAX 8   /* --webhook-url given at most */
 #define AG_CONFIG_WEBHOOK_URL 1024 /* bytes of one, with its NUL */
 #define AG_CONFIG_PWNED_FILES 2    /* --pwned-file given at most */
+#define AG_CONFIG_IP_LISTS 32      /* --ip-list given at most */
 
 /* Where to serve: a numeric TCP address and port, or a unix socket. */
 struct ag_listen_addr {
@@ -82,6 +83,13 @@ struct ag_config {
      * value separated by spaces, like --webhook-url). */
     char pwned_files[AG_CONFIG_PWNED_FILES][1024];
     unsigned n_pwned_files;
+    /* The network files (ag_network): a country and an ASN database, and
+     * named IP sets, each "NAME=PATH" or "NAME:FORMAT=PATH" as given
+     * (--ip-list, repeatable; checked when the files are loaded). */
+    char geoip_file[1024];
+    char asn_file[1024];
+    char ip_lists[AG_CONFIG_IP_LISTS][1100];
+    unsigned n_ip_lists;
     bool help;              /* --help was given */
     bool version;           /* --version was given */
     char config_file[1024]; /* --config; empty: none */

@@ -144,6 +144,17 @@ const struct ag_config__flag ag_config__flags[] = {
     {"pwned-file", AG_CONFIG__PATHS, F(pwned_files), 0, 0, 0, "",
      "breached-password corpus (abuseguard pwned import) served at GET "
      "/range/{prefix}; repeatable: one SHA-1 and one NTLM file at most"},
+    {"geoip-file", AG_CONFIG__STR, F(geoip_file), S(geoip_file), 0, 0, "",
+     "MMDB country or city database (GeoLite2, DB-IP Lite): the address's "
+     "country for ip_country keys and the answers' network; reloaded "
+     "when another file is renamed over it"},
+    {"asn-file", AG_CONFIG__STR, F(asn_file), S(asn_file), 0, 0, "",
+     "MMDB ASN database (GeoLite2-ASN, DB-IP ASN Lite, IPinfo Lite): the "
+     "address's autonomous system for asn keys; reloaded like geoip-file"},
+    {"ip-list", AG_CONFIG__IPLISTS, F(ip_lists), 0, 0, 0, "",
+     "NAME=PATH or NAME:FORMAT=PATH (plain, spamhaus, aws, gcp; detected "
+     "by default): a named IP set (a Tor exit list, a FireHOL netset, "
+     "cloud ranges), repeatable up to " STR(AG_CONFIG_IP_LISTS)},
     {"config", AG_CONFIG__STR, F(config_file), S(config_file), 0, 0, "",
      "file of key = value lines (the flags' names, # comments); flags and "
      "the environment win over it"},
@@ -308,6 +319,31 @@ static int set_paths(struct ag_config *c, const struct ag_config__flag *f,
         s += n;
     }
 }
+/* Adds each space-separated NAME=PATH of val to c's IP lists. */
+static int set_ip_lists(struct ag_config *c, const struct ag_config__flag *f,
+                        const char *val, const char *origin,
+                        struct ag_error *err)
+{
+    const char *s = val;
+    for (;;) {
+        s += strspn(s, " \t");
+        size_t n = strcspn(s, " \t");
+        if (!n)
+            return AG_OK;
+        if (n >= sizeof c->ip_lists[0])
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s is longer than %zu bytes", origin,
+                                f->name, sizeof c->ip_lists[0] - 1);
+        if (c->n_ip_lists == AG_CONFIG_IP_LISTS)
+            return ag_error_set(err, AG_EINVAL, f->name,
+                                "%s: --%s is given more than %d times", origin,
+                                f->name, AG_CONFIG_IP_LISTS);
+        memcpy(c->ip_lists[c->n_ip_lists], s, n);
+        c->ip_lists[c->n_ip_lists++][n] = '\0';
+        s += n;
+    }
+}
+
 bool ag_config__holds_credential(const struct ag_config__flag *f,
                                  const char *val)
 {
@@ -405,6 +441,8 @@ int ag_config__set_value(struct ag_config *c, const struct ag_config__flag *f,
         return set_urls(c, f, val, origin, err);
     case AG_CONFIG__PATHS:
         return set_paths(c, f, val, origin, err);
+    case AG_CONFIG__IPLISTS:
+        return set_ip_lists(c, f, val, origin, err);
     case AG_CONFIG__ONOFF:
         if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
             return ag_error_set(err, AG_EINVAL, f->name,

@@ -33,6 +33,8 @@ enum ag_config__kind {
     AG_CONFIG__URLS,
     /* Repeatable; each value is one or more space-separated paths. */
     AG_CONFIG__PATHS,
+    /* Repeatable; each value one or more space-separated NAME=PATH. */
+    AG_CONFIG__IPLISTS,
 };
 
 struct ag_config__flag {

@@ -28,6 +28,7 @@
 #include "ag_http.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_network.h"
 #include "ag_policy.h"
 #include "ag_pwned.h"
 #include "ag_pwned_live.h"
@@ -102,6 +103,31 @@ static void fleet_live(void *fleet, bool live)
 /* The operator files this instance serves, for its fleet heartbeat: each
  * corpus's mode, size and checksum, so that an instance that loaded
  * another shows. */
+/* The network files of cfg (--geoip-file, --asn-file, --ip-list). */
+static int start_network(struct ag_config *cfg, struct ag_metrics *metrics,
+                         struct ag_network **out, struct ag_error *err)
+{
+    struct ag_network_list_opt lists[AG_CONFIG_IP_LISTS];
+    for (unsigned i = 0; i < cfg->n_ip_lists; i++)
+        if (ag_network_list_opt_parse(cfg->ip_lists[i], &lists[i], err))
+            return AG_EINVAL;
+    return ag_network_start(
+        &(struct ag_network_opts){
+            .geoip_path = cfg->geoip_file[0] ? cfg->geoip_file : NULL,
+            .asn_path = cfg->asn_file[0] ? cfg->asn_file : NULL,
+            .lists = lists,
+            .nlists = cfg->n_ip_lists,
+            .metrics = metrics,
+            .interval_ms = AG_NETWORK_INTERVAL_MS},
+        out, err);
+}
+
+static void stop_files(struct ag_pwned_live *pwned, struct ag_network *network)
+{
+    ag_network_stop(network);
+    ag_pwned_live_stop(pwned);
+}
+
 static json_t *loaded_files(void *pwned)
 {
     json_t *out = json_array();
@@ -242,13 +268,23 @@ int main(int argc, char **argv)
         ag_metrics_free(metrics);
         return rc == AG_ENOMEM ? 1 : EXIT_CONFIG;
     }
+    /* The network files, loaded now so that a missing or damaged one
+     * stops the start; the watcher follows replacements. */
+    struct ag_network *network = NULL;
+    rc = start_network(&cfg, metrics, &network, &cerr);
+    if (rc) {
+        fprintf(stderr, "abuseguard: %s\n", cerr.msg);
+        ag_pwned_live_stop(pwned);
+        ag_metrics_free(metrics);
+        return rc == AG_ENOMEM ? 1 : EXIT_CONFIG;
+    }
 
     /* Create, migrate and seed the database, then let the watcher load
      * the first policy set and follow later edits. */
     struct ag_db *db = NULL;
     if (ag_db_open_seeded(cfg.db_path, cfg.seed_dir, &db, &cerr)) {
         fprintf(stderr, "abuseguard: %s\n", cerr.msg);
-        ag_pwned_live_stop(pwned);
+        stop_files(pwned, network);
         ag_metrics_free(metrics);
         return 1;
     }
@@ -282,7 +318,7 @@ int main(int argc, char **argv)
                                                .max_len = cfg.events_max_len},
                       &events)) {
         fprintf(stderr, "abuseguard: out of memory\n");
-        ag_pwned_live_stop(pwned);
+        stop_files(pwned, network);
         return 1;
     }
     struct ag_store_redis_opts ropts = {
@@ -316,7 +352,7 @@ int main(int argc, char **argv)
                                 &sub, &cerr))) {
             fprintf(stderr, "abuseguard: deny cache: %s\n",
                     deny_cache ? cerr.msg : "out of memory");
-            ag_pwned_live_stop(pwned);
+            stop_files(pwned, network);
             return 1;
         }
     }
@@ -343,7 +379,7 @@ int main(int argc, char **argv)
     };
     if (store && ag_fleet_start(&fopts, &fleet, &cerr)) {
         fprintf(stderr, "abuseguard: fleet: %s\n", cerr.msg);
-        ag_pwned_live_stop(pwned);
+        stop_files(pwned, network);
         return 1;
     }
     if (cfg.fleet) {
@@ -360,7 +396,7 @@ int main(int argc, char **argv)
         if (ag_redis_sub_start(&cfg.redis, cfg.redis_timeout_ms, &sub_opts,
                                &fleet_sub, &cerr)) {
             fprintf(stderr, "abuseguard: fleet: %s\n", cerr.msg);
-            ag_pwned_live_stop(pwned);
+            stop_files(pwned, network);
             return 1;
         }
     }
@@ -370,7 +406,7 @@ int main(int argc, char **argv)
         ag_store_mem_new(AG_MEM_KEYS, AG_MEM_MEMBERS, NULL, NULL);
     if (!metrics || !store || !fallback) {
         fprintf(stderr, "abuseguard: out of memory\n");
-        ag_pwned_live_stop(pwned);
+        stop_files(pwned, network);
         return 1;
     }
     ag_events_attach(events, store);
@@ -391,12 +427,13 @@ int main(int argc, char **argv)
         .tagged_keys = cluster,
         .events = events,
         .deny_cache = deny_cache,
+        .network = network,
         .shield_sync_ms = AG_SHIELDS_SYNC_MS,
     };
     struct ag_service *svc = NULL;
     if (ag_service_new(&sopts, &svc)) {
         fprintf(stderr, "abuseguard: out of memory\n");
-        ag_pwned_live_stop(pwned);
+        stop_files(pwned, network);
         return 1;
     }
 
@@ -460,8 +497,9 @@ int main(int argc, char **argv)
     ag_store_destroy(fallback);
     /* Last of the threads' users: every recv(2) reads its table. */
     ag_http_free(http);
-    /* After the server: no request holds a corpus any more. */
-    ag_pwned_live_stop(pwned);
+    /* After the server: no request holds a corpus or a network file any
+     * more. */
+    stop_files(pwned, network);
     ag_metrics_free(metrics);
     ag_hasher_wipe(&hasher);
     sodium_memzero(admin_token, sizeof admin_token);

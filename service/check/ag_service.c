@@ -21,6 +21,7 @@
 #include "ag_lists.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_network.h"
 #include "ag_otp_stats.h"
 #include "ag_overview.h"
 #include "ag_request.h"
@@ -290,12 +291,28 @@ static void judge_pass(struct ag_service *s, struct ag_request *req,
                             : AG_METRICS_PASS_FORGED);
 }
 
+/* The address's country, autonomous system and lists, for the policies
+ * keyed on them and the answer; no lookup without network files. */
+static void look_up_network(struct ag_service *s, struct ag_request *req)
+{
+    if (!ag_network_active(s->o.network) || !(req->have & 1u << AG_KEY_IP))
+        return;
+    struct ag_netinfo ni;
+    ag_network_lookup(s->o.network, &req->ip, &ni);
+    ag_request_network(req, ni.country, ni.asn, ni.lists, ni.lists_special);
+}
+
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_request *req, struct ag_digests *d,
                      struct ag_ruleset **set, struct ag_shield_table **shields,
                      struct ag_plan *p, struct ag_verdict *v)
 {
     ag_service__trust_device(s, req, d);
+    look_up_network(s, req);
+    if (v) {
+        v->net = req->net;
+        v->network = s->o.network;
+    }
     char pass_id[AG_CHALLENGE_ID_HEX + 1] = "";
     if (kind == AG_PLAN_CHECK || kind == AG_PLAN_PEEK)
         judge_pass(s, req, d, kind == AG_PLAN_CHECK, pass_id);

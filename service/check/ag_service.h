@@ -76,6 +76,10 @@ struct ag_service_opts {
      * Redis Cluster store needs. */
     bool tagged_keys;
     struct ag_events *events; /* security events; may be NULL */
+    /* The network files (ag_network): each request's address is looked
+     * up in them before its plan (the asn and ip_country keys) and the
+     * answer says what was seen. NULL, or one without files: no lookup. */
+    struct ag_network *network;
     /* The local deny cache (issue 20); NULL: off. Denials Redis gives
      * are remembered in it until Redis could allow again, and later
      * checks they cover are answered from it; a new ruleset clears it,

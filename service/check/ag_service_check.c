@@ -394,6 +394,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
              * charges and judges it as any check. */
             if (ag_limiter_signals_deny(c->signals, c->nsignals))
                 ag_limiter_charge_nothing(&c->plan);
+            c->net = v->net; /* for the answer ag_service_check_finish makes */
             *out = c;
             start_store(s, c); /* the store decides */
             return AG_EPENDING;
@@ -436,7 +437,7 @@ int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
 {
     struct ag_service *s = c->svc;
     settled(c);
-    *v = (struct ag_verdict){0};
+    *v = (struct ag_verdict){.net = c->net, .network = s->o.network};
     enum ag_outcome outcome;
     bool degraded = c->store_rc != AG_OK;
     const struct ag_limit_op *closed = degraded ? fails_closed(&c->plan) : NULL;

@@ -66,6 +66,7 @@ struct ag_service {
  * its verdict borrows from it (struct ag_verdict's owner). */
 struct ag_check {
     struct ag_service *svc;
+    struct ag_request_net net; /* what the network files saw: the answer's */
     enum ag_endpoint endpoint;
     uint64_t start;         /* microseconds, for the latency histogram */
     struct ag_ruleset *set; /* the plan borrows from it */

@@ -27,6 +27,9 @@
 #include "ag_device.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
+#include "ag_request.h"
+
+struct ag_network;
 
 struct ag_check;
 struct ag_list_entry;
@@ -72,6 +75,11 @@ struct ag_verdict {
     const struct ag_limit_op *closed;    /* STORE_DOWN; borrowed */
     char token[AG_DEVICE_TOKEN_LEN + 1]; /* TOKEN */
     uint32_t ttl_s;                      /* TOKEN: seconds it lives */
+    /* What the network files saw of the request's address (net.looked:
+     * a lookup was made), and the network whose list names its bits
+     * index; a check's answer carries it as "network". */
+    struct ag_request_net net;
+    const struct ag_network *network;
     /* What the borrowed parts live in; NULL when nothing is borrowed.
      * The service's own: read it through the fields above. */
     struct ag_check *owner;

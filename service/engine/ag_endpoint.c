@@ -42,7 +42,7 @@ enum ag_key_kind ag_endpoint_subject(enum ag_endpoint e)
 
 enum ag_key_kind ag_key_kind_source(enum ag_key_kind k)
 {
-    if (k == AG_KEY_IP_PREFIX)
+    if (k == AG_KEY_IP_PREFIX || k == AG_KEY_ASN || k == AG_KEY_IP_COUNTRY)
         return AG_KEY_IP;
     if (k == AG_KEY_PHONE_PREFIX || k == AG_KEY_COUNTRY)
         return AG_KEY_PHONE;

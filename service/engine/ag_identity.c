@@ -492,11 +492,18 @@ void ag_hasher_digest(const struct ag_hasher *h,
 }
 
 const char *const ag_key_kind_names[AG_KEY_COUNT] = {
-    [AG_KEY_USER] = "user",           [AG_KEY_IP] = "ip",
-    [AG_KEY_PHONE] = "phone",         [AG_KEY_DEVICE] = "device",
-    [AG_KEY_IP_PREFIX] = "ip_prefix", [AG_KEY_PHONE_PREFIX] = "phone_prefix",
-    [AG_KEY_COUNTRY] = "country",     [AG_KEY_DEVICE_TOKEN] = "device_token",
-    [AG_KEY_SITE] = "site",           [AG_KEY_PASSWORD_FP] = "password_fp",
+    [AG_KEY_USER] = "user",
+    [AG_KEY_IP] = "ip",
+    [AG_KEY_PHONE] = "phone",
+    [AG_KEY_DEVICE] = "device",
+    [AG_KEY_IP_PREFIX] = "ip_prefix",
+    [AG_KEY_PHONE_PREFIX] = "phone_prefix",
+    [AG_KEY_COUNTRY] = "country",
+    [AG_KEY_DEVICE_TOKEN] = "device_token",
+    [AG_KEY_SITE] = "site",
+    [AG_KEY_PASSWORD_FP] = "password_fp",
+    [AG_KEY_ASN] = "asn",
+    [AG_KEY_IP_COUNTRY] = "ip_country",
 };
 
 const char *ag_key_kind_name(enum ag_key_kind k)

@@ -48,6 +48,13 @@ enum ag_key_kind {
      * /check-login and on a failure report), hashed again like any
      * identifier: password spraying is one fingerprint across users. */
     AG_KEY_PASSWORD_FP,
+    /* The address's autonomous system (--asn-file) and its country
+     * (--geoip-file; ISO 3166-1 alpha-2, not the phone's calling code,
+     * AG_KEY_COUNTRY): derived from ip by the service's lookup
+     * (ag_request_network); an address the database does not know has
+     * none, and a policy keyed on it skips the request. */
+    AG_KEY_ASN,
+    AG_KEY_IP_COUNTRY,
     AG_KEY_COUNT
 };
 

@@ -143,7 +143,7 @@ static int get_keys(const json_t *obj, struct ag_policy *p,
                                 json_string_value(k))
                        : -1;
         if (kind < 0) {
-            char msg[160];
+            char msg[256];
             size_t len = (size_t)snprintf(msg, sizeof msg, "entries must be");
             for (int n = 0; n < AG_KEY_COUNT; n++)
                 len +=

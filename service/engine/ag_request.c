@@ -59,6 +59,8 @@ static int read_field(const json_t *root, const struct ag_endpoint_field *f,
     case AG_KEY_PHONE_PREFIX:
     case AG_KEY_COUNTRY:
     case AG_KEY_SITE:
+    case AG_KEY_ASN:
+    case AG_KEY_IP_COUNTRY:
         break; /* derived, never read from the body */
     case AG_KEY_DEVICE_TOKEN:
         break; /* the service's to set (ag_request_trust) */
@@ -336,6 +338,24 @@ int ag_request_parse_otp_report(const char *body, size_t len,
     return parse(AG_REQ_OTP_REPORT, AG_EP_OTP, body, len, opts, out, err);
 }
 
+void ag_request_network(struct ag_request *req, const char *country,
+                        uint32_t asn, uint32_t lists, uint32_t lists_special)
+{
+    struct ag_request_net *n = &req->net;
+    n->looked = true;
+    n->lists = lists;
+    n->lists_special = lists_special;
+    n->country[0] = n->asn[0] = '\0';
+    if (country && country[0]) {
+        snprintf(n->country, sizeof n->country, "%s", country);
+        req->have |= 1u << AG_KEY_IP_COUNTRY;
+    }
+    if (asn) {
+        snprintf(n->asn, sizeof n->asn, "%u", (unsigned)asn);
+        req->have |= 1u << AG_KEY_ASN;
+    }
+}
+
 void ag_request_trust(struct ag_request *req, const unsigned char *id)
 {
     sodium_bin2hex(req->device_id, sizeof req->device_id, id,
@@ -370,6 +390,10 @@ const char *ag_request_value(const struct ag_request *req,
         return "site";
     case AG_KEY_PASSWORD_FP:
         return req->password_fp;
+    case AG_KEY_ASN:
+        return req->net.asn;
+    case AG_KEY_IP_COUNTRY:
+        return req->net.country;
     case AG_KEY_COUNT:
         break;
     }

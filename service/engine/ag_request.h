@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ag_challenge.h"
 #include "ag_country.h"
@@ -75,6 +76,16 @@ struct ag_request {
      * the request causes, so that a backend can tell whose they are
      * without knowing how abuseguard derives its keys. */
     char ref[AG_REF_MAX + 1];
+    /* What the service's lookup of ip found (ag_request_network; all
+     * empty until then, and without network files): the address's
+     * country and autonomous system, and the named IP sets holding it. */
+    struct ag_request_net {
+        bool looked;            /* a lookup was made */
+        char country[3];        /* ISO 3166-1 alpha-2; "" unknown */
+        char asn[11];           /* the AS number in decimal; "" unknown */
+        uint32_t lists;         /* bit i: the service's list i holds it */
+        uint32_t lists_special; /* ... only in private or CGNAT ranges */
+    } net;
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */
@@ -122,6 +133,12 @@ int ag_request_parse_otp_report(const char *body, size_t len,
 
 /* Puts req in the trusted lane: its device token verified for its user,
  * and id (AG_DEVICE_ID_BYTES) becomes its device_token identifier. */
+/* Records what the service's lookup of the request's ip found (country
+ * "" and asn 0 when unknown): the asn and ip_country identifiers are then
+ * present for the policies keyed on them. */
+void ag_request_network(struct ag_request *req, const char *country,
+                        uint32_t asn, uint32_t lists, uint32_t lists_special);
+
 void ag_request_trust(struct ag_request *req, const unsigned char *id);
 
 /* The normalised text of one identifier, or NULL if the request lacks it:

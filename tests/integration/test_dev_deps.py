@@ -11,7 +11,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # Packages that only a test, a check or the Debian package's test uses.
 TEST_ONLY = {"libcmocka-dev", "chromium", "clang-format", "strace",
              "python3-jsonschema", "dpkg-dev", "systemd", "golang-go",
-             "python3-venv", "python3-setuptools", "python3-wheel"}
+             "python3-venv", "python3-setuptools", "python3-wheel",
+             "libmaxmind-db-writer-perl", "mmdb-bin"}
 
 
 def listed(*flags):
