@@ -14,7 +14,8 @@
 #
 # Environment: DURATION (default 10), TOP (functions listed, default 25),
 # SHARED_BENCH (the folder holding wrk-login.lua; default ../shared/bench
-# beside the repository), SHIELDS (1: the default site-wide shields too).
+# beside the repository), SHIELDS (1: the default site-wide shields too),
+# EXTRA_ARGS (more flags for the service, split on spaces).
 # Needs valgrind and wrk (installed if missing).
 # A benchmark, not a test.
 set -euo pipefail
@@ -29,7 +30,8 @@ bench_need valgrind valgrind
 bench_setup
 valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$work/service.cg" \
-    build-bench/abuseguard "${service_args[@]}" 2> "$work/service.log" &
+    build-bench/abuseguard "${service_args[@]}" ${EXTRA_ARGS:-} \
+    2> "$work/service.log" &
 spid=$!
 pids+=($spid)
 bench_service_ready 120 # valgrind starts slowly

@@ -109,6 +109,14 @@ class NetworkTest(PolicyTest):
         # OTP answers too.
         r = self.otp(svc, "+447911123456", "11.9.9.9")
         self.assertEqual(r.json["network"], {"country": "DE", "asn": 64501})
+        # The description names every field the answers carry.
+        with open(os.path.join(HERE, "..", "..", "api", "openapi.json")) as f:
+            schemas = json.load(f)["components"]["schemas"]
+        for name in ("CheckAllowed", "CheckDenied", "InspectAllowed"):
+            self.assertEqual(schemas[name]["properties"]["network"],
+                             {"$ref": "#/components/schemas/Network"})
+        self.assertEqual(set(schemas["Network"]["properties"]),
+                         {"country", "asn", "lists"})
         self.assertGreaterEqual(
             metric(svc, "abuseguard_network_lookups_total",
                    database="asn"), 5)
