@@ -1,72 +1,92 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "ag_http_verdict.h"
 
+#include <stdbool.h>
+#include <string.h>
+
 #include "ag_buf.h"
 #include "ag_error.h"
 #include "ag_http_response.h"
 #include "ag_network.h"
 #include "ag_verdict.h"
 
+/* Appends s to t (cap bytes) at at; returns the new length, past cap
+ * when it did not fit (the caller checks once). */
+static size_t put(char *t, size_t at, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (at + n < cap)
+        memcpy(t + at, s, n);
+    return at + n;
+}
+
 /* "network": what the network files saw of the address, only what is
  * known ({} when nothing is): country, asn, and the lists that hold it in
  * a range that is not private or CGNAT (a match of those alone is the
  * integrator's load balancer, counted by ag_network, not a signal). No
  * address, city or coordinates. Country codes, digits and list names
- * ([a-z0-9_-]) need no escaping. */
-static void network_json(struct ag_buf *b, const struct ag_verdict *v)
+ * ([a-z0-9_-]) need no escaping. Into t; returns its length, or cap or
+ * more if it did not fit. */
+static size_t network_text(char *t, size_t cap, const struct ag_verdict *v)
 {
     const struct ag_request_net *n = &v->net;
-    ag_buf_puts(b, "\"network\":{");
+    size_t at = put(t, 0, cap, "\"network\":{");
     const char *sep = "";
     if (n->country[0]) {
-        ag_buf_puts(b, "\"country\":\"");
-        ag_buf_puts(b, n->country);
-        ag_buf_puts(b, "\"");
+        at = put(t, at, cap, "\"country\":\"");
+        at = put(t, at, cap, n->country);
+        at = put(t, at, cap, "\"");
         sep = ",";
     }
     if (n->asn[0]) {
-        ag_buf_puts(b, sep);
-        ag_buf_puts(b, "\"asn\":");
-        ag_buf_puts(b, n->asn);
+        at = put(t, at, cap, sep);
+        at = put(t, at, cap, "\"asn\":");
+        at = put(t, at, cap, n->asn);
         sep = ",";
     }
     if (n->lists) {
-        ag_buf_puts(b, sep);
-        ag_buf_puts(b, "\"lists\":[");
+        at = put(t, at, cap, sep);
+        at = put(t, at, cap, "\"lists\":[");
         const char *lsep = "";
         size_t nl = ag_network_nlists(v->network);
         for (size_t i = 0; i < nl && i < 32; i++) {
             if (!(n->lists & 1u << i))
                 continue;
-            ag_buf_puts(b, lsep);
-            ag_buf_puts(b, "\"");
-            ag_buf_puts(b, ag_network_list_name(v->network, i));
-            ag_buf_puts(b, "\"");
+            at = put(t, at, cap, lsep);
+            at = put(t, at, cap, "\"");
+            at = put(t, at, cap, ag_network_list_name(v->network, i));
+            at = put(t, at, cap, "\"");
             lsep = ",";
         }
-        ag_buf_puts(b, "]");
+        at = put(t, at, cap, "]");
     }
-    ag_buf_puts(b, "}");
+    return put(t, at, cap, "}");
 }
 
-/* Puts "network" first in r's JSON object body. */
+/* Puts "network" first in r's JSON object body: made beside it, then the
+ * body is moved up in place (no allocation once the body's buffer has
+ * room, as it has after the first answers of a connection). */
 static int add_network(struct ag_http_response *r, const struct ag_verdict *v)
 {
-    if (!v->net.looked || !v->network || r->body.len < 2 || r->body.p[0] != '{')
+    struct ag_buf *b = &r->body;
+    if (!v->net.looked || !v->network || b->len < 2 || b->p[0] != '{')
         return AG_OK;
-    struct ag_buf rest;
-    ag_buf_init(&rest, r->body.max);
-    ag_buf_append(&rest, r->body.p + 1, r->body.len - 1);
-    ag_buf_reset(&r->body);
-    ag_buf_puts(&r->body, "{");
-    network_json(&r->body, v);
-    /* "{}" stays an object with network alone. */
-    if (rest.len > 1)
-        ag_buf_puts(&r->body, ",");
-    ag_buf_append(&r->body, rest.p, rest.len);
-    int rc = ag_buf_error(&rest) ? ag_buf_error(&rest) : ag_buf_error(&r->body);
-    ag_buf_free(&rest);
-    return rc;
+    /* At most 32 list names of 32 bytes, quoted: under 1.3 KiB. */
+    char text[2048];
+    size_t n = network_text(text, sizeof text, v);
+    if (n >= sizeof text)
+        return AG_ETOOBIG;
+    /* "{" + network + "," + the rest, or "{" + network + "}" for "{}". */
+    bool comma = b->len > 2;
+    size_t old = b->len;
+    if (comma)
+        text[n++] = ',';
+    int rc = ag_buf_append(b, text, n); /* room for it, moved below */
+    if (rc)
+        return rc;
+    memmove(b->p + 1 + n, b->p + 1, old - 1);
+    memcpy(b->p + 1, text, n);
+    return AG_OK;
 }
 
 static int render(struct ag_http_response *r, const struct ag_verdict *v)
