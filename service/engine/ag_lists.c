@@ -17,6 +17,19 @@ static const char *const kind_names[] = {
     [AG_LK_PHONE] = "phone",
     [AG_LK_COUNTRY] = "country",
     [AG_LK_PHONE_PREFIX] = "phone_prefix",
+    [AG_LK_ASN] = "asn",
+    [AG_LK_IP_COUNTRY] = "ip_country",
+};
+
+/* The refusal of a malformed value of each kind kept in plain text. */
+static const char *const plain_refusal[] = {
+    [AG_LK_COUNTRY] = "must be an assigned country calling code such as +44",
+    [AG_LK_PHONE_PREFIX] = "must be + and 2 to 15 digits, such as +4479",
+    [AG_LK_ASN] = "must be an AS number from 1 to 4294967295, such as AS174 "
+                  "or 174",
+    [AG_LK_IP_COUNTRY] = "must be a two-letter country code such as FR (the "
+                         "address's country; a phone's calling code is kind "
+                         "country)",
 };
 
 /* "+" and min to 15 digits, the first not 0. */
@@ -27,10 +40,64 @@ static bool plus_digits(const char *s, size_t min)
            s[1] != '0';
 }
 
-/* Whether a country or phone_prefix entry's value is well formed. */
-static bool plain_value_ok(enum ag_list_kind k, const char *s)
+/* An AS number from 1 to 2^32 - 1, "AS" (either case, as IPinfo writes
+ * it) and its digits or the digits alone, into its decimal text. No sign,
+ * space or leading zero: one number, one spelling. */
+static bool asn_value(const char *s, char *out)
 {
-    return k == AG_LK_COUNTRY ? ag_country_code_valid(s) : plus_digits(s, 2);
+    if ((s[0] == 'A' || s[0] == 'a') && (s[1] == 'S' || s[1] == 's'))
+        s += 2;
+    size_t n = strspn(s, "0123456789");
+    if (n < 1 || n > 10 || s[n] != '\0' || s[0] == '0' ||
+        strtoull(s, NULL, 10) > UINT32_MAX)
+        return false;
+    memcpy(out, s, n + 1);
+    return true;
+}
+
+/* Two ASCII letters, into upper case. Any pair, not only the assigned
+ * ISO 3166-1 codes: a database may write a user-assigned one (MaxMind's
+ * XK for Kosovo), and an entry must be able to name what a lookup gives. */
+static bool ip_country_value(const char *s, char *out)
+{
+    for (int i = 0; i < 2; i++) {
+        char c = s[i];
+        if (c >= 'a' && c <= 'z')
+            c = (char)(c - 'a' + 'A');
+        if (c < 'A' || c > 'Z')
+            return false;
+        out[i] = c;
+    }
+    out[2] = '\0';
+    return s[2] == '\0';
+}
+
+#define PLAIN_MAX 16 /* bytes: "+" and 15 digits, the longest */
+_Static_assert(sizeof((struct ag_list_entry *)0)->value > PLAIN_MAX,
+               "a plain value fits an entry");
+
+/* The canonical text of a value of a kind kept in plain text (country,
+ * phone_prefix, asn, ip_country) in out (PLAIN_MAX + 1 bytes), or
+ * false if s is no such value. Calling codes and prefixes are kept as
+ * written: they have one spelling already. */
+static bool plain_value(enum ag_list_kind k, const char *s, char *out)
+{
+    if (strlen(s) > PLAIN_MAX)
+        return false;
+    switch (k) {
+    case AG_LK_COUNTRY:
+    case AG_LK_PHONE_PREFIX:
+        if (k == AG_LK_COUNTRY ? !ag_country_code_valid(s) : !plus_digits(s, 2))
+            return false;
+        strcpy(out, s);
+        return true;
+    case AG_LK_ASN:
+        return asn_value(s, out);
+    case AG_LK_IP_COUNTRY:
+        return ip_country_value(s, out);
+    default:
+        return false;
+    }
 }
 
 const char *ag_list_name(enum ag_list l)
@@ -171,7 +238,8 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
     if (kind < 0)
         return ag_error_refuse(err, "kind",
                                "must be \"ip\", \"user\", \"phone\", "
-                               "\"country\" or \"phone_prefix\"");
+                               "\"country\", \"phone_prefix\", \"asn\" "
+                               "or \"ip_country\"");
     e.kind = (enum ag_list_kind)kind;
     /* "*" is every endpoint, as an entry read back says, and the same as
      * leaving the field out. */
@@ -233,15 +301,16 @@ int ag_list_entry_from_json(const json_t *obj, enum ag_list list,
                            norm, e.value);
         sodium_memzero(norm, sizeof norm);
         break;
+    /* No allow entry of these needs "force": each names one thing (a
+     * calling code, a number range, an AS such as a corporate VPN's, a
+     * country) by name, not a network whose prefix may be a slip for a
+     * longer one. */
     case AG_LK_COUNTRY:
     case AG_LK_PHONE_PREFIX:
-        if (len >= sizeof e.value || !plain_value_ok(e.kind, s))
-            return ag_error_refuse(
-                err, "value",
-                e.kind == AG_LK_COUNTRY
-                    ? "must be an assigned country calling code such as +44"
-                    : "must be + and 2 to 15 digits, such as +4479");
-        memcpy(e.value, s, len + 1);
+    case AG_LK_ASN:
+    case AG_LK_IP_COUNTRY:
+        if (!plain_value(e.kind, s, e.value))
+            return ag_error_refuse(err, "value", plain_refusal[e.kind]);
         break;
     }
     *out = e;
@@ -269,10 +338,10 @@ int ag_list_entry_from_row(int64_t id, const char *list, const char *kind,
     if (e.kind == AG_LK_IP) {
         if (parse_network(value, &e))
             return AG_EINVAL;
-    } else if (e.kind == AG_LK_COUNTRY || e.kind == AG_LK_PHONE_PREFIX) {
-        if (strlen(value) >= sizeof e.value || !plain_value_ok(e.kind, value))
+    } else if (e.kind != AG_LK_USER && e.kind != AG_LK_PHONE) {
+        /* Stored canonical: another spelling was not written by us. */
+        if (!plain_value(e.kind, value, e.value) || strcmp(e.value, value) != 0)
             return AG_EINVAL;
-        strcpy(e.value, value);
     } else {
         if (strlen(value) != AG_DIGEST_HEX)
             return AG_EINVAL;
@@ -339,6 +408,11 @@ static bool matches(const struct ag_list_entry *e, const struct ag_request *req,
     case AG_LK_PHONE_PREFIX:
         return (req->have & 1u << AG_KEY_PHONE) &&
                strncmp(e->value, req->phone, strlen(e->value)) == 0;
+    /* What the lookup found; "" (unknown, or no lookup) matches nothing. */
+    case AG_LK_ASN:
+        return req->net.asn[0] && strcmp(e->value, req->net.asn) == 0;
+    case AG_LK_IP_COUNTRY:
+        return req->net.country[0] && strcmp(e->value, req->net.country) == 0;
     }
     return false;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ag_lists: parsing admin entries (canonical networks, hashed users and
- * phones) and matching requests, deny before allow.
+ * phones, AS numbers and countries) and matching requests, deny before
+ * allow.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -362,6 +363,8 @@ static void an_entry_written_as_json_is_read_back_the_same(void **state)
         "{\"kind\": \"ip\", \"value\": \"2001:db8::/32\"}",
         "{\"kind\": \"phone_prefix\", \"value\": \"+4479\", \"note\": "
         "\"QA\", \"endpoint\": \"*\"}",
+        "{\"kind\": \"asn\", \"value\": \"174\", \"endpoint\": \"login\"}",
+        "{\"kind\": \"ip_country\", \"value\": \"FR\"}",
     };
     for (size_t i = 0; i < sizeof read / sizeof read[0]; i++) {
         assert_int_equal(entry(AG_LIST_ALLOW, read[i], &e, &err), AG_OK);
@@ -417,6 +420,219 @@ static void an_entry_written_as_json_is_read_back_the_same(void **state)
     }
 }
 
+static void as_numbers_and_ip_countries_are_kept_canonical(void **state)
+{
+    (void)state;
+    static const char *const good[][3] = {
+        {"asn", "AS174", "174"},    {"asn", "as174", "174"},
+        {"asn", "174", "174"},      {"asn", "4294967295", "4294967295"},
+        {"asn", "AS1", "1"},        {"ip_country", "FR", "FR"},
+        {"ip_country", "fr", "FR"}, {"ip_country", "xK", "XK"},
+    };
+    struct ag_list_entry e;
+    struct ag_error err;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"kind\":\"%s\",\"value\":\"%s\"}",
+                 good[i][0], good[i][1]);
+        assert_int_equal(entry(AG_LIST_DENY, json, &e, &err), AG_OK);
+        assert_string_equal(e.value, good[i][2]);
+        assert_string_equal(ag_list_kind_name(e.kind), good[i][0]);
+        /* Named in plain text: an AS or a country names no one. */
+        json_t *o = ag_list_entry_to_json(&e);
+        assert_string_equal(json_string_value(json_object_get(o, "value")),
+                            good[i][2]);
+        assert_null(json_object_get(o, "hash"));
+        json_decref(o);
+    }
+    static const char *const bad[][2] = {
+        {"asn", "0"},
+        {"asn", "AS0"},
+        {"asn", "AS"},
+        {"asn", ""},
+        {"asn", "4294967296"},
+        {"asn", "99999999999"},
+        {"asn", "AS 174"},
+        {"asn", "+174"},
+        {"asn", "-1"},
+        {"asn", "0174"},
+        {"asn", "174 "},
+        {"asn", "AS174x"},
+        {"asn", "ASN174"},
+        {"asn", "AS-174"},
+        {"ip_country", "F"},
+        {"ip_country", "FRA"},
+        {"ip_country", "F1"},
+        {"ip_country", ""},
+        {"ip_country", "+33"},
+        {"ip_country", "fr "},
+        {"ip_country", "\\u00e9\\u00e9"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"kind\":\"%s\",\"value\":\"%s\"}",
+                 bad[i][0], bad[i][1]);
+        assert_int_equal(entry(AG_LIST_DENY, json, &e, &err), AG_EINVAL);
+        assert_string_equal(err.field, "value");
+    }
+    /* A number is no value: values are strings, as every kind's are. */
+    assert_int_equal(
+        entry(AG_LIST_DENY, "{\"kind\":\"asn\",\"value\":174}", &e, &err),
+        AG_EINVAL);
+    assert_string_equal(err.field, "value");
+    /* The kind refusal names the new kinds. */
+    assert_int_equal(
+        entry(AG_LIST_DENY, "{\"kind\":\"as\",\"value\":\"174\"}", &e, &err),
+        AG_EINVAL);
+    assert_string_equal(err.field, "kind");
+    assert_non_null(strstr(err.msg, "\"ip_country\""));
+    /* A row holds only the canonical spelling: another was not written by
+     * the service. */
+    assert_int_equal(
+        ag_list_entry_from_row(7, "allow", "asn", "174", "*", "", &e), AG_OK);
+    assert_int_equal(e.kind, AG_LK_ASN);
+    assert_int_equal(
+        ag_list_entry_from_row(7, "deny", "ip_country", "FR", "otp", "", &e),
+        AG_OK);
+    assert_int_equal(e.endpoint, AG_EP_OTP);
+    static const char *const bad_rows[][2] = {
+        {"asn", "AS174"}, {"asn", "0174"},      {"asn", "0"},
+        {"asn", "x"},     {"ip_country", "fr"}, {"ip_country", "FRA"},
+        {"asn", ""},      {"ip_country", ""},
+    };
+    for (size_t i = 0; i < sizeof bad_rows / sizeof bad_rows[0]; i++)
+        assert_int_equal(ag_list_entry_from_row(7, "deny", bad_rows[i][0],
+                                                bad_rows[i][1], "*", "", &e),
+                         AG_EINVAL);
+}
+
+static void network_allow_entries_need_no_force(void **state)
+{
+    (void)state;
+    struct ag_list_entry e;
+    struct ag_error err;
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"asn\",\"value\":\"AS64501\","
+                           "\"note\":\"the corporate VPN\"}",
+                           &e, &err),
+                     AG_OK);
+    assert_false(e.force);
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"ip_country\",\"value\":\"de\"}", &e,
+                           &err),
+                     AG_OK);
+    assert_false(e.force);
+}
+
+/* A request of ep from ip, and what the service's lookup found of it
+ * (country NULL: no lookup at all). */
+static void net_request(enum ag_endpoint ep, const char *country, uint32_t asn,
+                        struct ag_request *r)
+{
+    request(ep,
+            ep == AG_EP_LOGIN
+                ? "{\"user\":\"ann\",\"ip\":\"198.51.100.7\"}"
+                : "{\"phone\":\"+48600100200\",\"ip\":\"198.51.100.7\"}",
+            r);
+    if (country)
+        ag_request_network(r, country, asn, 0, 0);
+}
+
+static void network_entries_match_what_the_lookup_found(void **state)
+{
+    (void)state;
+    struct ag_list_entry es[3];
+    struct ag_error err;
+    assert_int_equal(entry(AG_LIST_ALLOW,
+                           "{\"kind\":\"asn\",\"value\":\"AS64501\"}", &es[0],
+                           &err),
+                     AG_OK);
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"ip_country\",\"value\":\"fr\"}", &es[1],
+                           &err),
+                     AG_OK);
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"asn\",\"value\":\"64666\","
+                           "\"endpoint\":\"otp_verify\"}",
+                           &es[2], &err),
+                     AG_OK);
+    es[0].id = 1, es[1].id = 2, es[2].id = 3;
+    struct ag_request r;
+    /* Every endpoint, as an ip entry. */
+    static const enum ag_endpoint eps[] = {AG_EP_LOGIN, AG_EP_OTP,
+                                           AG_EP_OTP_VERIFY};
+    for (size_t i = 0; i < 3; i++) {
+        net_request(eps[i], "FR", 64502, &r);
+        assert_int_equal(ag_lists_match(es, 3, &r, NULL, NULL)->id, 2);
+        net_request(eps[i], "DE", 64501, &r);
+        assert_int_equal(ag_lists_match(es, 3, &r, NULL, NULL)->id, 1);
+        /* Deny wins: an allowed AS in a denied country. */
+        net_request(eps[i], "FR", 64501, &r);
+        assert_int_equal(ag_lists_match(es, 3, &r, NULL, NULL)->id, 2);
+        net_request(eps[i], "DE", 64502, &r);
+        assert_null(ag_lists_match(es, 3, &r, NULL, NULL));
+        /* An address the databases do not know, or no lookup at all (no
+         * network files): no entry of these kinds matches. */
+        net_request(eps[i], "", 0, &r);
+        assert_null(ag_lists_match(es, 3, &r, NULL, NULL));
+        net_request(eps[i], NULL, 0, &r);
+        assert_null(ag_lists_match(es, 3, &r, NULL, NULL));
+    }
+    /* An entry for one endpoint matches there only. */
+    net_request(AG_EP_OTP, "DE", 64666, &r);
+    assert_null(ag_lists_match(es, 3, &r, NULL, NULL));
+    net_request(AG_EP_OTP_VERIFY, "DE", 64666, &r);
+    assert_int_equal(ag_lists_match(es, 3, &r, NULL, NULL)->id, 3);
+    /* The country of the address, not the phone's calling code: +48 is
+     * Poland's, and an ip_country entry of PL does not see it. */
+    struct ag_list_entry pl;
+    assert_int_equal(entry(AG_LIST_DENY,
+                           "{\"kind\":\"ip_country\",\"value\":\"PL\"}", &pl,
+                           &err),
+                     AG_OK);
+    net_request(AG_EP_OTP, "DE", 64501, &r);
+    assert_null(ag_lists_match(&pl, 1, &r, NULL, NULL));
+}
+
+/* What the fleet does with an entry: the admin body parsed, written as
+ * JSON (the record and the audit row), read back as a row on another
+ * instance (ag_db_fleet_entry_parse calls ag_list_entry_from_row). */
+static void network_entries_travel_as_rows(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"kind\":\"asn\",\"value\":\"AS174\",\"note\":\"n\"}",
+        "{\"kind\":\"ip_country\",\"value\":\"fr\",\"endpoint\":\"otp\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        struct ag_list_entry e, row;
+        struct ag_error err;
+        assert_int_equal(entry(AG_LIST_DENY, bodies[i], &e, &err), AG_OK);
+        e.id = 9;
+        json_t *o = ag_list_entry_to_json(&e);
+        assert_non_null(o);
+        const char *ep = json_string_value(json_object_get(o, "endpoint"));
+        assert_int_equal(ag_list_entry_from_row(
+                             json_integer_value(json_object_get(o, "id")),
+                             json_string_value(json_object_get(o, "list")),
+                             json_string_value(json_object_get(o, "kind")),
+                             json_string_value(json_object_get(o, "value")), ep,
+                             json_string_value(json_object_get(o, "note")),
+                             &row),
+                         AG_OK);
+        assert_int_equal(row.id, 9);
+        assert_int_equal(row.list, e.list);
+        assert_int_equal(row.kind, e.kind);
+        assert_int_equal(row.endpoint, e.endpoint);
+        assert_string_equal(row.value, e.value);
+        assert_string_equal(row.note, e.note);
+        json_t *again = ag_list_entry_to_json(&row);
+        assert_true(json_equal(o, again));
+        json_decref(again);
+        json_decref(o);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +648,10 @@ int main(void)
         cmocka_unit_test(an_entry_written_as_json_is_read_back_the_same),
         cmocka_unit_test(
             countries_and_number_ranges_match_the_phone_as_written),
+        cmocka_unit_test(as_numbers_and_ip_countries_are_kept_canonical),
+        cmocka_unit_test(network_allow_entries_need_no_force),
+        cmocka_unit_test(network_entries_match_what_the_lookup_found),
+        cmocka_unit_test(network_entries_travel_as_rows),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
