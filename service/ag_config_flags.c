@@ -295,53 +295,51 @@ static int set_urls(struct ag_config *c, const struct ag_config__flag *f,
     }
 }
 
-/* Adds each space-separated path of val to c's corpora. */
-static int set_paths(struct ag_config *c, const struct ag_config__flag *f,
+/* Adds each space-separated word of val to a repeatable flag's slots:
+ * max of slot_size bytes at slots, *n of them used; why_max follows the
+ * refusal past max. */
+static int add_words(char *slots, size_t slot_size, unsigned *n, unsigned max,
+                     const char *why_max, const struct ag_config__flag *f,
                      const char *val, const char *origin, struct ag_error *err)
 {
     const char *s = val;
     for (;;) {
         s += strspn(s, " \t");
-        size_t n = strcspn(s, " \t");
-        if (!n)
+        size_t len = strcspn(s, " \t");
+        if (!len)
             return AG_OK;
-        if (n >= sizeof c->pwned_files[0])
+        if (len >= slot_size)
             return ag_error_set(err, AG_EINVAL, f->name,
                                 "%s: --%s is longer than %zu bytes", origin,
-                                f->name, sizeof c->pwned_files[0] - 1);
-        if (c->n_pwned_files == AG_CONFIG_PWNED_FILES)
+                                f->name, slot_size - 1);
+        if (*n == max)
             return ag_error_set(err, AG_EINVAL, f->name,
-                                "%s: --%s is given more than %d times (one "
-                                "SHA-1 and one NTLM corpus at most)",
-                                origin, f->name, AG_CONFIG_PWNED_FILES);
-        memcpy(c->pwned_files[c->n_pwned_files], s, n);
-        c->pwned_files[c->n_pwned_files++][n] = '\0';
-        s += n;
+                                "%s: --%s is given more than %u times%s",
+                                origin, f->name, max, why_max);
+        char *slot = slots + (size_t)(*n)++ * slot_size;
+        memcpy(slot, s, len);
+        slot[len] = '\0';
+        s += len;
     }
 }
+
+/* Adds each space-separated path of val to c's corpora. */
+static int set_paths(struct ag_config *c, const struct ag_config__flag *f,
+                     const char *val, const char *origin, struct ag_error *err)
+{
+    return add_words(c->pwned_files[0], sizeof c->pwned_files[0],
+                     &c->n_pwned_files, AG_CONFIG_PWNED_FILES,
+                     " (one SHA-1 and one NTLM corpus at most)", f, val, origin,
+                     err);
+}
+
 /* Adds each space-separated NAME=PATH of val to c's IP lists. */
 static int set_ip_lists(struct ag_config *c, const struct ag_config__flag *f,
                         const char *val, const char *origin,
                         struct ag_error *err)
 {
-    const char *s = val;
-    for (;;) {
-        s += strspn(s, " \t");
-        size_t n = strcspn(s, " \t");
-        if (!n)
-            return AG_OK;
-        if (n >= sizeof c->ip_lists[0])
-            return ag_error_set(err, AG_EINVAL, f->name,
-                                "%s: --%s is longer than %zu bytes", origin,
-                                f->name, sizeof c->ip_lists[0] - 1);
-        if (c->n_ip_lists == AG_CONFIG_IP_LISTS)
-            return ag_error_set(err, AG_EINVAL, f->name,
-                                "%s: --%s is given more than %d times", origin,
-                                f->name, AG_CONFIG_IP_LISTS);
-        memcpy(c->ip_lists[c->n_ip_lists], s, n);
-        c->ip_lists[c->n_ip_lists++][n] = '\0';
-        s += n;
-    }
+    return add_words(c->ip_lists[0], sizeof c->ip_lists[0], &c->n_ip_lists,
+                     AG_CONFIG_IP_LISTS, "", f, val, origin, err);
 }
 
 bool ag_config__holds_credential(const struct ag_config__flag *f,
