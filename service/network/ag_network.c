@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "ag_network.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ag_clock.h"
 #include "ag_log.h"
 #include "ag_metrics.h"
+#include "ag_replaceable.h"
 
 _Static_assert(AG_NETWORK_LISTS_MAX <= AG_METRICS_NETWORK_LISTS,
                "every list has its metrics");
@@ -24,51 +21,22 @@ enum { COUNTRY, ASN, LISTS, SLOTS = LISTS + AG_NETWORK_LISTS_MAX };
 
 #define LIST_FIELD "ip-list"
 
-/* A file as served: what was loaded from it and its readers. */
-struct hold {
-    struct ag_geo *geo;    /* a database slot's */
-    struct ag_iplist *set; /* a list slot's */
-    /* Lookups holding it. Only ever raised under the lock while it is
-     * served, so that once replaced it only goes down, and 0 then stays 0:
-     * the watcher may free it. */
-    atomic_uint readers;
-    struct hold *next; /* on the retired list */
-};
-
-/* What a path named when it was last looked at. */
-struct ident {
-    int missing; /* stat's errno; 0: the rest is the file's */
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    int64_t mtime_ns;
-};
-
-/* One file and where it comes from. */
+/* What one slot's file is; the holder has its path and what it loaded
+ * (a struct ag_geo for a database, a struct ag_iplist for a list). */
 struct slot {
-    char *path;       /* NULL: none configured */
     const char *flag; /* "geoip-file", "asn-file" or "ip-list" */
     char name[AG_NETWORK_LIST_NAME_MAX + 1]; /* a list's; "" otherwise */
     enum ag_iplist_format format;
-    struct hold *cur;    /* served; swapped under the lock */
-    struct ident loaded; /* the file cur came from */
-    struct ident failed; /* the last file that failed to load */
-    bool has_failed;     /* watcher only, like loaded */
 };
 
+/* The files, held by ag_replaceable, copied (a database into a private
+ * copy, a list into tables): slot i of the holder is slots[i]. */
 struct ag_network {
     struct slot slots[SLOTS];
     size_t nlists;
     bool active;
     struct ag_metrics *metrics;
-    pthread_mutex_t lock; /* guards the slots' cur */
-    struct hold *retired; /* replaced, still held; watcher only */
-    unsigned interval_ms;
-    pthread_t thread;
-    bool running;
-    pthread_mutex_t stop_lock; /* guards stopping */
-    pthread_cond_t wake;
-    bool stopping;
+    struct ag_replaceable *files;
 };
 
 /* ---- --ip-list ---------------------------------------------------------- */
@@ -122,119 +90,95 @@ int ag_network_list_opt_parse(char *text, struct ag_network_list_opt *out,
 
 /* ---- files -------------------------------------------------------------- */
 
-static struct ident look(const char *path)
+static bool is_list(size_t slot)
 {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return (struct ident){.missing = errno ? errno : ENOENT};
-    return (struct ident){
-        .dev = st.st_dev,
-        .ino = st.st_ino,
-        .size = st.st_size,
-        .mtime_ns =
-            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
-    };
+    return slot >= LISTS;
 }
 
-static bool same(const struct ident *a, const struct ident *b)
+static enum ag_metrics_netdb netdb(size_t slot)
 {
-    if (a->missing || b->missing)
-        return a->missing == b->missing;
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime_ns == b->mtime_ns;
-}
-
-static bool is_list(const struct ag_network *n, const struct slot *s)
-{
-    return s >= &n->slots[LISTS];
-}
-
-static size_t list_of(const struct ag_network *n, const struct slot *s)
-{
-    return (size_t)(s - &n->slots[LISTS]);
+    return slot == ASN ? AG_METRICS_NETDB_ASN : AG_METRICS_NETDB_COUNTRY;
 }
 
 /* The list's own refusal in *e ("ip-list line 7: ...", "ip-list PATH:
  * ...") as "ip-list NAME=PATH: line 7: ..." in err. */
-static int name_list(const struct slot *s, const struct ag_error *e,
-                     struct ag_error *err)
+static int name_list(const struct slot *s, const char *path,
+                     const struct ag_error *e, struct ag_error *err)
 {
     const char *rest = e->msg;
-    size_t f = strlen(LIST_FIELD), p = strlen(s->path);
+    size_t f = strlen(LIST_FIELD), p = strlen(path);
     const char *sep = "";
     if (strncmp(rest, LIST_FIELD, f) == 0)
         rest += f;
-    if (rest[0] == ' ' && strncmp(rest + 1, s->path, p) == 0) {
+    if (rest[0] == ' ' && strncmp(rest + 1, path, p) == 0) {
         rest += 1 + p; /* its path, which the head names already */
     } else if (rest[0] == ' ') {
         rest++;
         sep = ": ";
     }
     return ag_error_set(err, e->code, LIST_FIELD, "%s %s=%s%s%s", LIST_FIELD,
-                        s->name, s->path, sep, rest);
+                        s->name, path, sep, rest);
 }
 
-/* Loads the file at s's path as a new hold; err says what went wrong,
- * naming the flag and the path. */
-static int open_hold(const struct ag_network *n, const struct slot *s,
-                     struct hold **out, struct ag_error *err)
+/* The holder's load: the file at path, a database or a list by its slot;
+ * err says what went wrong, naming the flag and the path. */
+static int load(void *ctx, size_t slot, const char *path, void **obj,
+                struct ag_error *err)
 {
-    struct hold *h = calloc(1, sizeof *h);
-    if (!h)
-        return ag_error_set(err, AG_ENOMEM, s->flag, "%s %s: out of memory",
-                            s->flag, s->path);
+    const struct ag_network *n = ctx;
+    const struct slot *s = &n->slots[slot];
     int rc;
-    if (is_list(n, s)) {
+    if (is_list(slot)) {
         struct ag_error e = {0};
-        rc = ag_iplist_load(s->path, s->format, &h->set, &e);
+        struct ag_iplist *set;
+        rc = ag_iplist_load(path, s->format, &set, &e);
         if (rc)
-            name_list(s, &e, err);
+            return name_list(s, path, &e, err);
+        *obj = set;
     } else { /* "geoip-file PATH is damaged: ...", its own */
-        rc = ag_geo_open(s->path,
-                         s == &n->slots[ASN] ? AG_GEO_ASN : AG_GEO_COUNTRY,
-                         &h->geo, err);
+        struct ag_geo *geo;
+        rc = ag_geo_open(path, slot == ASN ? AG_GEO_ASN : AG_GEO_COUNTRY, &geo,
+                         err);
+        if (rc)
+            return rc;
+        *obj = geo;
     }
-    if (rc) {
-        free(h);
-        return rc;
-    }
-    atomic_init(&h->readers, 0);
-    *out = h;
     return AG_OK;
 }
 
-static void close_hold(struct hold *h)
+static void close_file(void *ctx, size_t slot, void *obj)
 {
-    ag_geo_close(h->geo);
-    ag_iplist_free(h->set);
-    free(h);
+    (void)ctx;
+    if (is_list(slot))
+        ag_iplist_free(obj);
+    else
+        ag_geo_close(obj);
 }
 
 /* Its gauges, and its lines: what it is and, for a list holding special
  * ranges, a warning naming the list and the count (never an address: no
  * log line carries one, ag_log.h). */
-static void publish(struct ag_network *n, const struct slot *s,
-                    const struct hold *h, const char *event)
+static void publish(struct ag_network *n, size_t slot, const char *path,
+                    const void *obj, const char *event)
 {
-    if (!is_list(n, s)) {
-        uint64_t built = ag_geo_build_epoch(h->geo);
+    const struct slot *s = &n->slots[slot];
+    if (!is_list(slot)) {
+        const struct ag_geo *geo = obj;
+        uint64_t built = ag_geo_build_epoch(geo);
         char made[AG_CLOCK_RFC3339_MAX];
         ag_clock_rfc3339(built * 1000, made);
         ag_log(AG_LOG_INFO, event, "%s %s: %s database built %s, %zu KiB",
-               s->flag, s->path,
-               ag_geo_type(h->geo)[0] ? ag_geo_type(h->geo) : "an untyped",
-               made, ag_geo_bytes(h->geo) / 1024);
-        ag_metrics_network_database(n->metrics,
-                                    s == &n->slots[ASN]
-                                        ? AG_METRICS_NETDB_ASN
-                                        : AG_METRICS_NETDB_COUNTRY,
-                                    true, built);
+               s->flag, path,
+               ag_geo_type(geo)[0] ? ag_geo_type(geo) : "an untyped", made,
+               ag_geo_bytes(geo) / 1024);
+        ag_metrics_network_database(n->metrics, netdb(slot), true, built);
         return;
     }
-    size_t entries = ag_iplist_entries(h->set);
-    size_t special = ag_iplist_special(h->set);
+    const struct ag_iplist *set = obj;
+    size_t entries = ag_iplist_entries(set);
+    size_t special = ag_iplist_special(set);
     ag_log(AG_LOG_INFO, event, "%s %s=%s: %zu entries, %zu KiB", s->flag,
-           s->name, s->path, entries, ag_iplist_bytes(h->set) / 1024);
+           s->name, path, entries, ag_iplist_bytes(set) / 1024);
     if (special > 0)
         ag_log(AG_LOG_WARN, "ip_list_special",
                "%s %s: %zu of its entries are private, loopback, "
@@ -242,18 +186,58 @@ static void publish(struct ag_network *n, const struct slot *s,
                "proxy's or the network's own, not a client's (counted in "
                "abuseguard_network_list_special_only_total)",
                s->flag, s->name, special);
-    ag_metrics_network_list(n->metrics, list_of(n, s), true, entries);
+    ag_metrics_network_list(n->metrics, slot - LISTS, true, entries);
 }
+
+/* A file renamed in (or rewritten in place: lookups read a private copy
+ * or tables, never the file) is loaded and about to be served. */
+static void replaced(void *ctx, size_t slot, const char *path, const void *obj)
+{
+    publish(ctx, slot, path, obj, "network_reloaded");
+}
+
+/* A replacement that cannot be served: logged and counted once a file. */
+static void refused(void *ctx, size_t slot, const struct ag_error *why,
+                    bool serving)
+{
+    struct ag_network *n = ctx;
+    (void)serving; /* always: a file is served from start to stop */
+    /* The line first: whoever sees the count finds it written. */
+    ag_log(AG_LOG_ERROR, "network_reload_failed",
+           "%s; keeping the file loaded before", why->msg);
+    if (is_list(slot))
+        ag_metrics_network_list_failure(n->metrics, slot - LISTS);
+    else
+        ag_metrics_network_db_failure(n->metrics, netdb(slot));
+}
+
+static void name(void *ctx, size_t slot, const char *path, char *out,
+                 size_t outlen)
+{
+    const struct slot *s = &((const struct ag_network *)ctx)->slots[slot];
+    if (is_list(slot))
+        snprintf(out, outlen, "%s %s=%s", s->flag, s->name, path);
+    else
+        snprintf(out, outlen, "%s %s", s->flag, path);
+}
+
+static const struct ag_replaceable_ops ops = {
+    .load = load,
+    .free = close_file,
+    .replaced = replaced,
+    .refused = refused,
+    .name = name,
+};
 
 /* ---- lookups ------------------------------------------------------------ */
 
-static void geo_lookup(struct ag_network *n, const struct hold *h,
+static void geo_lookup(struct ag_network *n, const struct ag_geo *geo,
                        enum ag_metrics_netdb db, const struct ag_ip *ip,
                        struct ag_netinfo *out)
 {
     struct ag_geo_result r;
     /* A database libmaxminddb finds corrupt at this address is a miss. */
-    bool found = ag_geo_lookup(h->geo, ip, &r) == AG_OK && r.found;
+    bool found = ag_geo_lookup(geo, ip, &r) == AG_OK && r.found;
     ag_metrics_network_lookup(n->metrics, db, found);
     if (!found)
         return;
@@ -269,25 +253,21 @@ void ag_network_lookup(struct ag_network *n, const struct ag_ip *ip,
     memset(out, 0, sizeof *out);
     if (!n || !n->active)
         return;
-    struct hold *held[SLOTS];
+    struct ag_replaceable_hold *held[SLOTS];
     size_t end = LISTS + n->nlists;
-    pthread_mutex_lock(&n->lock);
-    for (size_t i = 0; i < end; i++) {
-        held[i] = n->slots[i].cur;
-        if (held[i])
-            atomic_fetch_add_explicit(&held[i]->readers, 1,
-                                      memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&n->lock);
+    ag_replaceable_hold_all(n->files, end, held);
 
     if (held[COUNTRY])
-        geo_lookup(n, held[COUNTRY], AG_METRICS_NETDB_COUNTRY, ip, out);
+        geo_lookup(n, ag_replaceable_obj(held[COUNTRY]),
+                   AG_METRICS_NETDB_COUNTRY, ip, out);
     if (held[ASN])
-        geo_lookup(n, held[ASN], AG_METRICS_NETDB_ASN, ip, out);
+        geo_lookup(n, ag_replaceable_obj(held[ASN]), AG_METRICS_NETDB_ASN, ip,
+                   out);
     for (size_t i = 0; i < n->nlists; i++) {
         if (!held[LISTS + i])
             continue;
-        enum ag_iplist_hit hit = ag_iplist_match(held[LISTS + i]->set, ip);
+        enum ag_iplist_hit hit =
+            ag_iplist_match(ag_replaceable_obj(held[LISTS + i]), ip);
         if (hit == AG_IPLIST_HIT) {
             out->lists |= UINT32_C(1) << i;
         } else if (hit == AG_IPLIST_HIT_SPECIAL) {
@@ -295,164 +275,33 @@ void ag_network_lookup(struct ag_network *n, const struct ag_ip *ip,
             ag_metrics_network_special_only(n->metrics, i);
         }
     }
-
-    /* Release: the lookup's last read of a file happens before the
-     * watcher, which reads 0 with acquire, frees it. */
-    for (size_t i = 0; i < end; i++)
-        if (held[i])
-            atomic_fetch_sub_explicit(&held[i]->readers, 1,
-                                      memory_order_release);
-}
-
-/* ---- the watcher -------------------------------------------------------- */
-
-/* Frees the replaced files no lookup holds any more. */
-static void sweep(struct ag_network *n)
-{
-    struct hold **pp = &n->retired;
-    while (*pp) {
-        struct hold *h = *pp;
-        if (atomic_load_explicit(&h->readers, memory_order_acquire) == 0) {
-            *pp = h->next;
-            close_hold(h);
-        } else {
-            pp = &h->next;
-        }
-    }
-}
-
-/* A replacement of s that cannot be served: logged and counted once for
- * the file now at the path, which is not tried again. */
-static void refuse(struct ag_network *n, struct slot *s,
-                   const struct ident *now, const char *why)
-{
-    s->failed = *now;
-    s->has_failed = true;
-    /* The line first: whoever sees the count finds it written. */
-    ag_log(AG_LOG_ERROR, "network_reload_failed",
-           "%s; keeping the file loaded before", why);
-    if (is_list(n, s))
-        ag_metrics_network_list_failure(n->metrics, list_of(n, s));
-    else
-        ag_metrics_network_db_failure(
-            n->metrics, s == &n->slots[ASN] ? AG_METRICS_NETDB_ASN
-                                            : AG_METRICS_NETDB_COUNTRY);
-}
-
-/* Looks at one path and swaps in the file now there if it is another,
- * or the same one rewritten in place: lookups read a private copy (the
- * databases) or tables (the lists), never the file, so a rewrite is just
- * another file to load. */
-static void follow(struct ag_network *n, struct slot *s)
-{
-    struct ident now = look(s->path);
-    if (same(&now, &s->loaded))
-        return;
-    if (s->has_failed && same(&now, &s->failed))
-        return;
-    struct ag_error why = {0};
-    struct hold *h = NULL;
-    if (now.missing) {
-        if (is_list(n, s))
-            ag_error_fill(&why, AG_EIO, s->flag, "%s %s=%s: %s", s->flag,
-                          s->name, s->path, strerror(now.missing));
-        else
-            ag_error_fill(&why, AG_EIO, s->flag, "%s %s: %s", s->flag, s->path,
-                          strerror(now.missing));
-        refuse(n, s, &now, why.msg);
-        return;
-    }
-    int rc = open_hold(n, s, &h, &why);
-    /* Written to while it was read (a copy in place still going): what
-     * was read may be a part, refused or, worse, one that parses. Taken at
-     * the next look, once the writer is done; nothing said or counted. */
-    struct ident after = look(s->path);
-    if (!same(&after, &now)) {
-        if (!rc)
-            close_hold(h);
-        return;
-    }
-    if (rc) {
-        refuse(n, s, &now, why.msg);
-        return;
-    }
-    /* Said and counted first: whoever is answered from the new file finds
-     * its line written and its gauges set. */
-    publish(n, s, h, "network_reloaded");
-    pthread_mutex_lock(&n->lock);
-    struct hold *old = s->cur;
-    s->cur = h;
-    pthread_mutex_unlock(&n->lock);
-    if (old) {
-        old->next = n->retired;
-        n->retired = old;
-    }
-    s->loaded = now;
-    s->has_failed = false;
+    ag_replaceable_release_all(held, end);
 }
 
 void ag_network_tick(struct ag_network *n)
 {
-    if (!n)
-        return;
-    for (size_t i = 0; i < SLOTS; i++)
-        if (n->slots[i].path)
-            follow(n, &n->slots[i]);
-    sweep(n);
-}
-
-static void *watch(void *arg)
-{
-    struct ag_network *n = arg;
-    pthread_mutex_lock(&n->stop_lock);
-    while (!n->stopping) {
-        struct timespec until = ag_clock_deadline(n->interval_ms);
-        while (!n->stopping && pthread_cond_timedwait(&n->wake, &n->stop_lock,
-                                                      &until) != ETIMEDOUT)
-            ;
-        if (n->stopping)
-            break;
-        pthread_mutex_unlock(&n->stop_lock);
-        ag_network_tick(n);
-        pthread_mutex_lock(&n->stop_lock);
-    }
-    pthread_mutex_unlock(&n->stop_lock);
-    return NULL;
+    if (n)
+        ag_replaceable_tick(n->files);
 }
 
 /* ---- start and stop ----------------------------------------------------- */
 
 static void free_network(struct ag_network *n)
 {
-    for (size_t i = 0; i < SLOTS; i++) {
-        if (n->slots[i].cur)
-            close_hold(n->slots[i].cur);
-        free(n->slots[i].path);
-    }
-    while (n->retired) {
-        struct hold *h = n->retired;
-        n->retired = h->next;
-        close_hold(h);
-    }
-    pthread_mutex_destroy(&n->lock);
-    pthread_mutex_destroy(&n->stop_lock);
-    pthread_cond_destroy(&n->wake);
+    ag_replaceable_free(n->files);
     free(n);
 }
 
-/* Sets slot s up for path and loads it. */
-static int load_first(struct ag_network *n, struct slot *s, const char *flag,
+/* Sets slot i up for path and loads it. */
+static int load_first(struct ag_network *n, size_t i, const char *flag,
                       const char *path, struct ag_error *err)
 {
+    struct slot *s = &n->slots[i];
     s->flag = flag;
     if (!path || !path[0])
         return ag_error_set(err, AG_EINVAL, flag, "%s %s%shas no path", flag,
                             s->name, s->name[0] ? " " : "");
-    s->path = strdup(path);
-    if (!s->path)
-        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
-    s->loaded = look(path);
-    return open_hold(n, s, &s->cur, err);
+    return ag_replaceable_add(n->files, i, path, err);
 }
 
 /* The lists of o, checked: names well formed and distinct. */
@@ -482,15 +331,14 @@ static int load_all(struct ag_network *n, const struct ag_network_opts *o,
 {
     int rc = AG_OK;
     if (o->geoip_path)
-        rc =
-            load_first(n, &n->slots[COUNTRY], "geoip-file", o->geoip_path, err);
+        rc = load_first(n, COUNTRY, "geoip-file", o->geoip_path, err);
     if (!rc && o->asn_path)
-        rc = load_first(n, &n->slots[ASN], "asn-file", o->asn_path, err);
+        rc = load_first(n, ASN, "asn-file", o->asn_path, err);
     for (size_t i = 0; !rc && i < o->nlists; i++) {
         struct slot *s = &n->slots[LISTS + i];
         snprintf(s->name, sizeof s->name, "%s", o->lists[i].name);
         s->format = o->lists[i].format;
-        rc = load_first(n, s, LIST_FIELD, o->lists[i].path, err);
+        rc = load_first(n, LISTS + i, LIST_FIELD, o->lists[i].path, err);
     }
     return rc;
 }
@@ -506,11 +354,16 @@ int ag_network_start(const struct ag_network_opts *o, struct ag_network **out,
     if (!n)
         return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
     n->metrics = o->metrics;
-    n->interval_ms = o->interval_ms;
     n->nlists = o->nlists;
-    pthread_mutex_init(&n->lock, NULL);
-    pthread_mutex_init(&n->stop_lock, NULL);
-    ag_clock_cond_init(&n->wake);
+    if (ag_replaceable_new(
+            &(struct ag_replaceable_opts){.ops = &ops,
+                                          .ctx = n,
+                                          .slots = SLOTS,
+                                          .read = AG_REPLACEABLE_COPIED},
+            &n->files)) {
+        free(n);
+        return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
+    }
     rc = load_all(n, o, err);
     if (rc) {
         free_network(n);
@@ -522,18 +375,16 @@ int ag_network_start(const struct ag_network_opts *o, struct ag_network **out,
     ag_metrics_network_name_lists(n->metrics, names, n->nlists);
     /* Said once every file is in: a refusal is the start's one line. */
     for (size_t i = 0; i < SLOTS; i++)
-        if (n->slots[i].cur) {
-            publish(n, &n->slots[i], n->slots[i].cur, "network_loaded");
+        if (ag_replaceable_served(n->files, i)) {
+            publish(n, i, ag_replaceable_path(n->files, i),
+                    ag_replaceable_served(n->files, i), "network_loaded");
             n->active = true;
         }
-    if (n->interval_ms && n->active) {
-        if (pthread_create(&n->thread, NULL, watch, n) != 0) {
-            free_network(n);
-            return ag_error_set(err, AG_ENOMEM, NULL,
-                                "cannot start the network files' watcher "
-                                "thread");
-        }
-        n->running = true;
+    if (ag_replaceable_watch(n->files, o->interval_ms)) {
+        free_network(n);
+        return ag_error_set(err, AG_ENOMEM, NULL,
+                            "cannot start the network files' watcher "
+                            "thread");
     }
     *out = n;
     return AG_OK;
@@ -543,17 +394,11 @@ void ag_network_stop(struct ag_network *n)
 {
     if (!n)
         return;
-    if (n->running) {
-        pthread_mutex_lock(&n->stop_lock);
-        n->stopping = true;
-        pthread_cond_signal(&n->wake);
-        pthread_mutex_unlock(&n->stop_lock);
-        pthread_join(n->thread, NULL);
-    }
-    if (n->slots[COUNTRY].cur)
+    ag_replaceable_stop(n->files);
+    if (ag_replaceable_served(n->files, COUNTRY))
         ag_metrics_network_database(n->metrics, AG_METRICS_NETDB_COUNTRY, false,
                                     0);
-    if (n->slots[ASN].cur)
+    if (ag_replaceable_served(n->files, ASN))
         ag_metrics_network_database(n->metrics, AG_METRICS_NETDB_ASN, false, 0);
     for (size_t i = 0; i < n->nlists; i++)
         ag_metrics_network_list(n->metrics, i, false, 0);
@@ -569,12 +414,13 @@ bool ag_network_active(const struct ag_network *n)
 
 bool ag_network_has_country(const struct ag_network *n)
 {
-    return n && n->slots[COUNTRY].path; /* served from start to stop */
+    /* Served from start to stop. */
+    return n && ag_replaceable_path(n->files, COUNTRY);
 }
 
 bool ag_network_has_asn(const struct ag_network *n)
 {
-    return n && n->slots[ASN].path;
+    return n && ag_replaceable_path(n->files, ASN);
 }
 
 int ag_network_list_index(const struct ag_network *n, const char *name)
