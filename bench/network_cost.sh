@@ -8,8 +8,10 @@
 # together (bench/network_lookup.c, Release, every file of a check:
 # country, ASN, the list); (2) instructions per login check in the service
 # under callgrind (bench/service_cost.sh) without files and with them,
-# the answers carrying network.
-# A benchmark, not a test. Environment: N, DURATION (service_cost's).
+# the answers carrying network; (3) what they cost in memory, the
+# service's RSS without and with them (bench/network_rss.sh).
+# A benchmark, not a test. Environment: N, DURATION (service_cost's),
+# ROUNDS (network_rss's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${N:-4000000}
@@ -49,3 +51,5 @@ echo "== instructions per login check, without and with the files"
 DURATION=${DURATION:-8} TOP=0 bench/service_cost.sh 2>/dev/null | grep -i "per check" || true
 EXTRA_ARGS="--geoip-file $dir/geo.mmdb --asn-file $dir/geo.mmdb --ip-list bench=$dir/list.txt" \
     DURATION=${DURATION:-8} TOP=0 bench/service_cost.sh 2>/dev/null | grep -i "per check" || true
+echo "== the service's RSS, without and with the files"
+DURATION=5 bench/network_rss.sh "$dir/geo.mmdb" "$dir/list.txt"
