@@ -131,9 +131,15 @@ function refusal(err, form) {
 
 // A 202 answer: committed or done, with a message saying what is not.
 function accepted(res, done) {
+  let text = done;
   if (res.status === 202 && res.body && res.body.message)
-    return done + ' (' + res.body.message + ')';
-  return done;
+    text += ' (' + res.body.message + ')';
+  // A policy that needs a network file this instance lacks is kept but
+  // skipped here: say so beside the success.
+  const warnings = res.body && res.body.warnings;
+  if (Array.isArray(warnings) && warnings.length)
+    text += '. Warning: ' + warnings.join('; ');
+  return text;
 }
 
 // ---- sign in ----

@@ -116,6 +116,29 @@ int ag_admin__policies(struct ag_admin *a, const struct ag_admin_request *req,
         json_pack("{s:o, s:o}", "policies", list, "versions", versions));
 }
 
+/* Puts "warnings" into out (NULL: out of memory, then nothing) for each
+ * of the n policies that needs a network file this instance has not
+ * loaded: accepted, since a policy set travels between hosts, but
+ * skipped wherever the file is missing, this instance included. */
+static json_t *warn_missing(struct ag_admin *a, const struct ag_policy *ps,
+                            size_t n, json_t *out)
+{
+    json_t *list = NULL;
+    for (size_t i = 0; out && i < n; i++) {
+        char why[AG_SERVICE_NET_WHY];
+        if (!ag_service_net_missing(a->svc, &ps[i], why, sizeof why))
+            continue;
+        if (!list && !(list = json_array()))
+            break;
+        json_array_append_new(list, json_string(why));
+    }
+    if (out && list && json_object_set_new(out, "warnings", list)) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* A policy's change through the fleet: ops (taken over), If-Match. */
 static int change(struct ag_admin *a, json_t *ops, const char *name,
                   int64_t match, struct ag_fleet_result *res,
@@ -203,12 +226,16 @@ int ag_admin__one_policy(struct ag_admin *a, const struct ag_admin_request *req,
     etag(a, name, r);
     return ag_admin__answer_change(
         r, created ? 201 : 200,
-        json_pack("{s:o}", "policy", ag_policy_to_json(&p)), why);
+        warn_missing(a, &p, 1,
+                     json_pack("{s:o}", "policy", ag_policy_to_json(&p))),
+        why);
 }
 
 /* The records of a request's "policies", validated as a file's are:
- * a new array, or NULL with r answered. */
-static json_t *file_policies(const json_t *body, struct ag_http_response *r)
+ * a new array, or NULL with r answered; and their warnings
+ * (warn_missing) put into *warned, a new object. */
+static json_t *file_policies(struct ag_admin *a, const json_t *body,
+                             struct ag_http_response *r, json_t **warned)
 {
     json_t *file =
         json_pack("{s:O?}", "policies", json_object_get(body, "policies"));
@@ -227,7 +254,12 @@ static json_t *file_policies(const json_t *body, struct ag_http_response *r)
     json_t *out = rc ? NULL : json_array();
     for (size_t i = 0; out && i < n; i++)
         out = ag_admin__append_or_drop(out, ag_policy_to_json(&ps[i]));
+    *warned = out ? warn_missing(a, ps, n, json_object()) : NULL;
     free(ps);
+    if (out && !*warned) {
+        json_decref(out);
+        out = NULL;
+    }
     if (!out)
         ag_http_response_error(r, 500, "out of memory");
     return out;
@@ -270,7 +302,8 @@ int ag_admin__apply(struct ag_admin *a, const struct ag_admin_request *req,
         json_decref(body);
         return rc;
     }
-    json_t *records = file_policies(body, r);
+    json_t *warned = NULL;
+    json_t *records = file_policies(a, body, r, &warned);
     bool pruning = !prune || json_is_true(prune);
     bool dry_run = json_is_true(dry);
     json_decref(body);
@@ -282,8 +315,10 @@ int ag_admin__apply(struct ag_admin *a, const struct ag_admin_request *req,
     int rc = ag_fleet_apply_policies(a->fleet, records, pruning, dry_run,
                                      AG_ADMIN_ACTOR, &diff, &res, &err);
     json_decref(records);
-    if (rc)
+    if (rc) {
+        json_decref(warned);
         return ag_admin__refused(r, rc, &err);
+    }
     bool same = !json_array_size(json_object_get(diff, "added")) &&
                 !json_array_size(json_object_get(diff, "changed")) &&
                 !json_array_size(json_object_get(diff, "removed"));
@@ -307,6 +342,11 @@ int ag_admin__apply(struct ag_admin *a, const struct ag_admin_request *req,
     const char *why = changed ? ag_admin__changed(a, text, sizeof text) : NULL;
     json_t *out = json_pack("{s:o, s:b, s:I}", "diff", diff, "changed", changed,
                             "version", (json_int_t)res.version);
+    if (out && json_object_update(out, warned)) {
+        json_decref(out);
+        out = NULL;
+    }
+    json_decref(warned);
     if (why)
         return ag_admin__answer_change(r, 200, out, why);
     return ag_admin__send_json(r, 200, out);

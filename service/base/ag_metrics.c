@@ -29,6 +29,8 @@ enum policy_counter {
     PC_SHADOW_DENIALS,
     PC_CHALLENGES,
     PC_CHALLENGES_PASSED,
+    PC_SKIPPED_NOT_LOADED,
+    PC_SKIPPED_ADDRESS_UNKNOWN,
     PC_COUNT
 };
 
@@ -43,6 +45,13 @@ static const struct {
     [PC_CHALLENGES_PASSED] = {"challenges_passed",
                               "Challenge policies tripped by requests that "
                               "had passed one"},
+    [PC_SKIPPED_NOT_LOADED] = {"skipped_not_loaded",
+                               "Requests a policy was left out of because "
+                               "this instance lacks a network file it names"},
+    [PC_SKIPPED_ADDRESS_UNKNOWN] = {"skipped_address_unknown",
+                                    "Requests a policy was left out of "
+                                    "because the network files do not know "
+                                    "the address's country or ASN"},
 };
 
 /* A shield's gauges (struct ag_metrics_shield), each an atomic: a
@@ -363,6 +372,17 @@ void ag_metrics_challenge(struct ag_metrics *m, const char *policy, bool passed)
     atomic_fetch_add_explicit(
         &c->n[passed ? PC_CHALLENGES_PASSED : PC_CHALLENGES], 1,
         memory_order_relaxed);
+}
+
+void ag_metrics_skipped(struct ag_metrics *m, const char *policy,
+                        bool not_loaded)
+{
+    if (!m)
+        return;
+    struct policy_counters *c = counters_of(m, policy);
+    atomic_fetch_add_explicit(
+        &c->n[not_loaded ? PC_SKIPPED_NOT_LOADED : PC_SKIPPED_ADDRESS_UNKNOWN],
+        1, memory_order_relaxed);
 }
 
 void ag_metrics_shield(struct ag_metrics *m, const char *policy,

@@ -126,6 +126,11 @@ void ag_metrics_denial(struct ag_metrics *m, const char *policy, bool shadow);
  * request had passed one and went on. Counted apart from denials. */
 void ag_metrics_challenge(struct ag_metrics *m, const char *policy,
                           bool passed);
+/* One request a policy was left out of for the network files: this
+ * instance lacks a file it names (not_loaded), or they do not know the
+ * address. */
+void ag_metrics_skipped(struct ag_metrics *m, const char *policy,
+                        bool not_loaded);
 /* A site-wide shield's state as its gauges show it. */
 struct ag_metrics_shield {
     bool raised;

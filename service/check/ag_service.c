@@ -29,6 +29,21 @@
 #include "ag_store.h"
 #include "ag_verdict.h"
 
+/* What the network files are, for the policies that need them. */
+static void know_network(struct ag_service *s)
+{
+    const struct ag_network *n = s->o.network;
+    size_t nl = ag_network_nlists(n);
+    for (size_t i = 0; i < nl && i < AG_NETWORK_LISTS_MAX; i++)
+        s->net_lists[i] = ag_network_list_name(n, i);
+    s->net_avail = (struct ag_net_avail){
+        .country = ag_network_has_country(n),
+        .asn = ag_network_has_asn(n),
+        .lists = s->net_lists,
+        .nlists = nl < AG_NETWORK_LISTS_MAX ? nl : AG_NETWORK_LISTS_MAX,
+    };
+}
+
 int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
 {
     struct ag_service *s = calloc(1, sizeof *s);
@@ -41,6 +56,7 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out)
     ag_otp_stats_init(&s->stats, opts->hasher);
     s->device_ttl_s = opts->device_token_ttl_s ? opts->device_token_ttl_s
                                                : AG_DEVICE_TTL_DEFAULT_S;
+    know_network(s);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->pending_lock, NULL);
     atomic_init(&s->npending, 0);
@@ -86,6 +102,66 @@ void ag_service_free(struct ag_service *s)
     free(s);
 }
 
+/* Did old's policy of p's name, if any, lack the same file? */
+static bool lacked_before(const struct ag_ruleset *old,
+                          const struct ag_policy *p, const char *flag,
+                          const char *list, const struct ag_net_avail *avail)
+{
+    for (size_t i = 0; old && i < old->count; i++) {
+        const struct ag_policy *q = &old->policies[i];
+        if (strcmp(q->name, p->name) != 0)
+            continue;
+        const char *qlist;
+        const char *was =
+            q->enabled ? ag_limiter_net_missing(q, avail, &qlist) : NULL;
+        return was && strcmp(was, flag) == 0 &&
+               (!list || (qlist && strcmp(qlist, list) == 0));
+    }
+    return false;
+}
+
+bool ag_service_net_missing(const struct ag_service *s,
+                            const struct ag_policy *p, char *why, size_t cap)
+{
+    const char *list;
+    const char *flag =
+        p->enabled ? ag_limiter_net_missing(p, &s->net_avail, &list) : NULL;
+    if (!flag)
+        return false;
+    if (list)
+        snprintf(why, cap,
+                 "policy %s names the IP list %s, which this instance has "
+                 "not loaded (--ip-list %s=PATH): it is skipped here",
+                 p->name, list, list);
+    else
+        snprintf(why, cap,
+                 "policy %s needs the %s database, which this instance has "
+                 "not loaded (%s): it is skipped here",
+                 p->name, strcmp(flag, "--asn-file") == 0 ? "ASN" : "country",
+                 flag);
+    return true;
+}
+
+/* Says once, when set brings it, that an enabled policy needs a network
+ * file this instance has not loaded: it is skipped here (a policy set
+ * travels between hosts, so it is accepted), and each request it is
+ * skipped in says so and counts (abuseguard_skipped_not_loaded_total). */
+static void say_missing_files(const struct ag_service *s,
+                              const struct ag_ruleset *old,
+                              const struct ag_ruleset *set)
+{
+    for (size_t i = 0; set && i < set->count; i++) {
+        const struct ag_policy *p = &set->policies[i];
+        char why[AG_SERVICE_NET_WHY];
+        if (!ag_service_net_missing(s, p, why, sizeof why))
+            continue;
+        const char *list;
+        const char *flag = ag_limiter_net_missing(p, &s->net_avail, &list);
+        if (!lacked_before(old, p, flag, list, &s->net_avail))
+            ag_log(AG_LOG_WARN, "policies", "%s", why);
+    }
+}
+
 void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
 {
     /* Out of memory for the table: no shield until the next set, which
@@ -99,6 +175,7 @@ void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set)
     pthread_mutex_lock(&s->lock);
     struct ag_ruleset *old = s->set;
     struct ag_shield_table *old_table = s->shield_table;
+    say_missing_files(s, old, set);
     s->set = set;
     s->shield_table = table;
     pthread_mutex_unlock(&s->lock);
@@ -295,11 +372,25 @@ static void judge_pass(struct ag_service *s, struct ag_request *req,
  * keyed on them and the answer; no lookup without network files. */
 static void look_up_network(struct ag_service *s, struct ag_request *req)
 {
+    req->net.avail = &s->net_avail;
     if (!ag_network_active(s->o.network) || !(req->have & 1u << AG_KEY_IP))
         return;
     struct ag_netinfo ni;
     ag_network_lookup(s->o.network, &req->ip, &ni);
-    ag_request_network(req, ni.country, ni.asn, ni.lists, ni.lists_special);
+    ag_request_network(req, &s->net_avail, ni.country, ni.asn, ni.lists,
+                       ni.lists_special);
+}
+
+/* Counts the skips of p from the from-th on (ag_plan_skip); an inspect's
+ * are no request's. */
+static void count_skips(const struct ag_service *s, const struct ag_plan *p,
+                        size_t from)
+{
+    if (p->kind == AG_PLAN_PEEK)
+        return;
+    for (size_t i = from; i < p->nskipped && i < AG_PLAN_SKIPS_MAX; i++)
+        ag_metrics_skipped(s->o.metrics, p->skipped[i].policy->name,
+                           p->skipped[i].why == AG_SKIP_NOT_LOADED);
 }
 
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
@@ -322,6 +413,8 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
         return AG_ENOTFOUND;
     }
     int rc = ag_limiter_plan(*set, kind, d, p);
+    if (!rc)
+        count_skips(s, p, 0);
     /* A pass is used once: its nonce is charged beside the policies. */
     if (!rc && pass_id[0])
         rc = ag_limiter_plan_pass(p, pass_id, d->tagged);
@@ -342,8 +435,10 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
 int ag_service__plan_signals(struct ag_check *c, struct ag_digests *d,
                              struct ag_verdict *v)
 {
+    size_t from = c->plan.nskipped;
     int rc =
         ag_limiter_plan_signals(c->set, &c->plan, d, c->signals, &c->nsignals);
+    count_skips(c->svc, &c->plan, from);
     if (rc) {
         ag_log(AG_LOG_ERROR, "plan",
                "more than %d signal policies, or %d policies in all, apply "

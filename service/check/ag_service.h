@@ -103,6 +103,16 @@ int ag_service_new(const struct ag_service_opts *opts, struct ag_service **out);
  * caller's. NULL is allowed. */
 void ag_service_free(struct ag_service *s);
 
+/* Room for ag_service_net_missing's sentence. */
+#define AG_SERVICE_NET_WHY 256
+/* Does p need a network file this instance has not loaded? True, with a
+ * sentence for people in why (cap bytes) naming the flag that loads it;
+ * false for a policy that needs none, or a disabled one. The service
+ * logs it once when a set brings such a policy, and the admin API warns
+ * with it when an edit writes one. */
+bool ag_service_net_missing(const struct ag_service *s,
+                            const struct ag_policy *p, char *why, size_t cap);
+
 /* Publishes set as the active one; takes over the caller's reference. */
 void ag_service_set_ruleset(struct ag_service *s, struct ag_ruleset *set);
 /* A new reference to the active set (NULL if none); unref when done. */

@@ -75,9 +75,12 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
                          const struct ag_limit_result *res)
 {
     uint64_t now_ms = 0;
+    char net[AG_REQUEST_NET_TEXT] = "";
     for (size_t i = 0; i < p->n; i++) {
         if (res[i].allowed)
             continue;
+        if (!net[0] && p->net.looked)
+            ag_request_net_text(&p->net, net, sizeof net);
         const struct ag_limit_op *op = &p->ops[i];
         if (op->policy == ag_challenge_policy())
             ag_metrics_pass(s->o.metrics, AG_METRICS_PASS_NONCE,
@@ -91,9 +94,9 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
             now_ms = ag_clock_wall_ms();
         ag_overview_trip(s->overview, now_ms, op->policy->name, trip_of(op));
         ag_log(AG_LOG_INFO, tripped_event(op),
-               "policy=%s key=%s retry_after=%u", op->policy->name,
+               "policy=%s key=%s retry_after=%u%s", op->policy->name,
                strrchr(op->key, ':') + 1,
-               (unsigned)ag_limiter_seconds(res[i].retry_after_ms));
+               (unsigned)ag_limiter_seconds(res[i].retry_after_ms), net);
     }
 }
 
@@ -550,6 +553,7 @@ static void note_recovered(struct ag_service *s, struct ag_digests *d)
     e.endpoint = (int)AG_EP_LOGIN;
     snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
     memcpy(e.ref, d->req->ref, sizeof e.ref);
+    ag_event_network(&e, &d->req->net);
     ag_events_raise(s->o.events, &e);
 }
 /* A login succeeded with a password the caller found breached: the
@@ -565,6 +569,7 @@ static void note_breached_login(struct ag_service *s,
     e.endpoint = (int)AG_EP_LOGIN;
     snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
     memcpy(e.ref, req->ref, sizeof e.ref);
+    ag_event_network(&e, &req->net);
     snprintf(e.lane, sizeof e.lane, "%s",
              req->trusted ? "trusted" : "untrusted");
     ag_events_raise(s->o.events, &e);

@@ -23,6 +23,7 @@
 #include "ag_challenge.h"
 #include "ag_device.h"
 #include "ag_limiter.h"
+#include "ag_network.h"
 #include "ag_otp_stats.h"
 #include "ag_request.h"
 #include "ag_service.h"
@@ -59,6 +60,10 @@ struct ag_service {
     /* When a check last passed with true (CLOCK_MONOTONIC ms; 0: never),
      * for the deprecation line, said once a minute at most. */
     atomic_uint_fast64_t pass_true_said_ms;
+    /* The network files loaded (o.network's), as every request carries
+     * them (ag_request_net), and the list names it points to. */
+    struct ag_net_avail net_avail;
+    const char *net_lists[AG_NETWORK_LISTS_MAX];
 };
 
 /* A check between its two halves: the plan for the store, and where the

@@ -73,20 +73,39 @@ enum ag_method { AG_METHOD_PASSWORD, AG_METHOD_RECOVERY, AG_METHOD_COUNT };
 const char *ag_method_name(enum ag_method m);
 /* Returns the method named s, or -1. */
 int ag_method_parse(const char *s);
-/* A signal: what the caller found out about an attempt by itself and
- * sends as a boolean field of its body, named as the signal (true: the
- * attempt carries it). abuseguard judges nothing of it, it only acts on
- * it: a signal policy (algorithm "signal") trips on every check that
- * carries its signal. password_breached (login checks and reports): the
- * caller's own range lookup (GET /range, or HIBP's) found the password
- * tried in a breach corpus. */
-enum ag_signal { AG_SIGNAL_PASSWORD_BREACHED, AG_SIGNAL_COUNT };
-/* The signal's name: its body field and a signal policy's "signal". */
+/* A signal: a fact about an attempt that a signal policy (algorithm
+ * "signal") trips on. abuseguard judges nothing of the caller's own: it
+ * only acts on them. Two kinds:
+ *   - sent: the caller found it out by itself and sends it as a boolean
+ *     field of its body, named as the signal (true: the attempt carries
+ *     it). password_breached (login checks and reports): the caller's own
+ *     range lookup (GET /range, or HIBP's) found the password tried in a
+ *     breach corpus.
+ *   - computed: the service finds it out from the request's address and
+ *     its network files (ag_request_net), never from a body field of
+ *     that name. ip_listed: one of the policy's "lists" (--ip-list names)
+ *     holds the address; ip_country: the address's country (--geoip-file)
+ *     is one of the policy's "countries".
+ */
+enum ag_signal {
+    AG_SIGNAL_PASSWORD_BREACHED,
+    AG_SIGNAL_IP_LISTED,
+    AG_SIGNAL_IP_COUNTRY,
+    AG_SIGNAL_COUNT
+};
+/* The signal's name: a signal policy's "signal", and a sent one's body
+ * field. */
 const char *ag_signal_name(enum ag_signal s);
 /* Returns the signal named s, or -1. */
 int ag_signal_parse(const char *s);
-/* The endpoint whose bodies carry the signal. */
-enum ag_endpoint ag_signal_endpoint(enum ag_signal s);
+/* Can a policy of endpoint e use the signal: a sent one on the endpoint
+ * whose bodies carry it, a computed one on every endpoint that knows the
+ * address. */
+bool ag_signal_on(enum ag_signal s, enum ag_endpoint e);
+/* The endpoints of the signal, in words for a refusal ("login, otp"). */
+const char *ag_signal_endpoints_text(enum ag_signal s);
+/* Does the service compute it (true) or the caller send it (false)? */
+bool ag_signal_computed(enum ag_signal s);
 
 /* Returns the endpoint named s, or -1. */
 int ag_endpoint_parse(const char *s);

@@ -517,3 +517,17 @@ void ag_identity_digest(const struct ag_hasher *h, enum ag_key_kind kind,
     struct ag_ident_part part = {ag_key_kind_name(kind), value};
     ag_hasher_digest(h, &part, 1, out);
 }
+
+bool ag_identity_ip_country(const char *s, char *out)
+{
+    for (int i = 0; i < 2; i++) {
+        char c = s[i];
+        if (c >= 'a' && c <= 'z')
+            c = (char)(c - 'a' + 'A');
+        if (c < 'A' || c > 'Z')
+            return false;
+        out[i] = c;
+    }
+    out[2] = '\0';
+    return s[2] == '\0';
+}

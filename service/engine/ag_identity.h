@@ -14,6 +14,7 @@
 #ifndef AG_IDENTITY_H
 #define AG_IDENTITY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <sodium.h>
@@ -109,6 +110,12 @@ int ag_identity_device(const char *in, size_t len, char *out, const char *field,
  * it back. out holds AG_PHONE_MAX + 1 bytes. */
 int ag_identity_phone(const char *in, size_t len, char *out, const char *field,
                       struct ag_error *err);
+/* An address's country as a list entry or a policy names it: two ASCII
+ * letters, either case, into upper case in out (3 bytes). Any pair, not
+ * only the assigned ISO 3166-1 codes: a database may write a
+ * user-assigned one (MaxMind's XK for Kosovo), and an entry or a policy
+ * must be able to name what a lookup gives. */
+bool ag_identity_ip_country(const char *s, char *out);
 /* IP: what inet_pton accepts for IPv4 or IPv6, printed canonically; an
  * IPv4-mapped IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address. */
 int ag_identity_ip(const char *in, struct ag_ip *out, const char *field,

@@ -132,6 +132,63 @@ bool ag_limiter_in_lane(const struct ag_policy *p, bool trusted)
     return false;
 }
 
+const char *ag_limiter_net_missing(const struct ag_policy *p,
+                                   const struct ag_net_avail *avail,
+                                   const char **list)
+{
+    *list = NULL;
+    if ((p->needs & AG_POLICY_NEEDS_COUNTRY) && !(avail && avail->country))
+        return "--geoip-file";
+    if ((p->needs & AG_POLICY_NEEDS_ASN) && !(avail && avail->asn))
+        return "--asn-file";
+    if (!(p->needs & AG_POLICY_NEEDS_LISTS))
+        return NULL;
+    for (size_t i = 0; i < p->nlists; i++) {
+        size_t j = 0;
+        while (avail && j < avail->nlists &&
+               strcmp(avail->lists[j], p->lists[i]) != 0)
+            j++;
+        if (!avail || j == avail->nlists) {
+            *list = p->lists[i];
+            return "--ip-list";
+        }
+    }
+    return NULL;
+}
+
+/* Records that p was left out of plan, and why. */
+static void skip(struct ag_plan *plan, const struct ag_policy *p,
+                 enum ag_skip_why why, const char *flag, const char *list)
+{
+    if (plan->nskipped < AG_PLAN_SKIPS_MAX)
+        plan->skipped[plan->nskipped] = (struct ag_plan_skip){
+            .policy = p, .why = why, .flag = flag, .list = list};
+    plan->nskipped++;
+}
+
+/* Can p, which needs the network files (p->needs), judge the request:
+ * true, or false with the skip recorded in plan. A request whose address
+ * was not looked up (an inspect without one) has nothing to skip for: its
+ * keys are simply missing. */
+static bool net_ready(const struct ag_policy *p, const struct ag_request *req,
+                      struct ag_plan *plan)
+{
+    const char *list;
+    const char *flag = ag_limiter_net_missing(p, req->net.avail, &list);
+    if (flag) {
+        skip(plan, p, AG_SKIP_NOT_LOADED, flag, list);
+        return false;
+    }
+    if (!req->net.looked)
+        return true;
+    if (((p->needs & AG_POLICY_NEEDS_COUNTRY) && !req->net.country[0]) ||
+        ((p->needs & AG_POLICY_NEEDS_ASN) && !req->net.asn[0])) {
+        skip(plan, p, AG_SKIP_ADDRESS_UNKNOWN, NULL, NULL);
+        return false;
+    }
+    return true;
+}
+
 int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
                     struct ag_digests *d, struct ag_plan *plan)
 {
@@ -149,6 +206,8 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     plan->nonce[0] = '\0';
     plan->asking = false;
     memcpy(plan->ref, d->req->ref, sizeof plan->ref);
+    plan->net = d->req->net;
+    plan->nskipped = 0;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint ||
@@ -164,6 +223,8 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
         if (selecting == AG_PLAN_FAILURE && p->reasons &&
             !(p->reasons & 1u << d->req->reason))
             continue;
+        if (p->needs && !net_ready(p, d->req, plan))
+            continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, kind, d, &op))
             continue;
@@ -177,8 +238,9 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
 int ag_limiter_plan_verified_clear(const struct ag_ruleset *set,
                                    struct ag_digests *d, struct ag_plan *plan)
 {
-    *plan =
-        (struct ag_plan){.kind = AG_PLAN_SUCCESS, .trusted = d->req->trusted};
+    *plan = (struct ag_plan){.kind = AG_PLAN_SUCCESS,
+                             .trusted = d->req->trusted,
+                             .net = d->req->net};
     memcpy(plan->ref, d->req->ref, sizeof plan->ref);
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
@@ -197,9 +259,38 @@ int ag_limiter_plan_verified_clear(const struct ag_ruleset *set,
     return AG_OK;
 }
 
-int ag_limiter_plan_signals(const struct ag_ruleset *set,
-                            const struct ag_plan *plan, struct ag_digests *d,
-                            struct ag_limit_op *ops, size_t *n)
+/* Does the request carry p's signal: sent by the caller, or found in
+ * the address by the service's files? */
+static bool carries(const struct ag_policy *p, const struct ag_request *req)
+{
+    const struct ag_request_net *n = &req->net;
+    switch (p->signal) {
+    case AG_SIGNAL_PASSWORD_BREACHED:
+        return req->signals & 1u << p->signal;
+    case AG_SIGNAL_IP_LISTED:
+        /* A match in a private or CGNAT range only is the integrator's
+         * own address, not a signal (n->lists leaves it out). */
+        for (size_t i = 0; n->lists && i < p->nlists; i++)
+            for (size_t j = 0; j < n->avail->nlists && j < 32; j++)
+                if ((n->lists & 1u << j) &&
+                    strcmp(n->avail->lists[j], p->lists[i]) == 0)
+                    return true;
+        return false;
+    case AG_SIGNAL_IP_COUNTRY: {
+        if (!n->country[0])
+            return false;
+        unsigned bit = AG_POLICY_COUNTRY_BIT(n->country[0], n->country[1]);
+        return p->countries[bit / 8] & 1u << bit % 8;
+    }
+    case AG_SIGNAL_COUNT:
+        break;
+    }
+    return false;
+}
+
+int ag_limiter_plan_signals(const struct ag_ruleset *set, struct ag_plan *plan,
+                            struct ag_digests *d, struct ag_limit_op *ops,
+                            size_t *n)
 {
     *n = 0;
     if (plan->kind != AG_PLAN_CHECK && plan->kind != AG_PLAN_PEEK)
@@ -208,8 +299,11 @@ int ag_limiter_plan_signals(const struct ag_ruleset *set,
         const struct ag_policy *p = &set->policies[i];
         if (p->algorithm != AG_ALG_SIGNAL || !p->enabled ||
             p->endpoint != d->req->endpoint ||
-            !(d->req->signals & 1u << p->signal) ||
             !ag_limiter_in_lane(p, d->req->trusted))
+            continue;
+        if (p->needs && !net_ready(p, d->req, plan))
+            continue;
+        if (!carries(p, d->req))
             continue;
         struct ag_limit_op op;
         if (!ag_limiter_plan_policy(p, plan->kind, d, &op))

@@ -109,6 +109,25 @@ enum ag_plan_kind {
     AG_PLAN_PEEK,
 };
 
+/* Why a policy of the endpoint and lane was left out of a plan although
+ * enabled: this instance lacks a network file it needs (a policy set
+ * travels between hosts; the answer says so), or the files do not know
+ * the request's address (its country or ASN), which no shared "unknown"
+ * key may stand in for. */
+enum ag_skip_why { AG_SKIP_NOT_LOADED, AG_SKIP_ADDRESS_UNKNOWN };
+/* Skips a plan keeps (the first ones; nskipped counts them all). */
+#define AG_PLAN_SKIPS_MAX 8
+
+struct ag_plan_skip {
+    const struct ag_policy *policy; /* borrowed from the set */
+    enum ag_skip_why why;
+    /* NOT_LOADED: the flag of the file it lacks (ag_limiter_net_missing),
+     * and for "--ip-list" the list's name (borrowed from the policy);
+     * NULL otherwise. */
+    const char *flag;
+    const char *list;
+};
+
 struct ag_plan {
     enum ag_plan_kind kind;
     bool trusted; /* the lane it was planned for */
@@ -136,6 +155,14 @@ struct ag_plan {
     /* The request's ref (ag_request), for the events the plan's denials
      * raise; "" for none. */
     char ref[AG_REF_MAX + 1];
+    /* The policies ag_limiter_plan and ag_limiter_plan_signals left out
+     * for the network files (struct ag_plan_skip): the first
+     * AG_PLAN_SKIPS_MAX, and how many in all. Stores never read them. */
+    struct ag_plan_skip skipped[AG_PLAN_SKIPS_MAX];
+    size_t nskipped;
+    /* What the network files saw of the request's address (ag_request),
+     * for the log lines and events its denials raise. */
+    struct ag_request_net net;
 };
 
 /* What one policy said about one check. */
@@ -211,16 +238,27 @@ bool ag_limiter_plan_policy(const struct ag_policy *p, enum ag_plan_kind kind,
 
 /* The signal policies (AG_ALG_SIGNAL) that judge d's request when
  * planned as plan (a check or a peek; any other kind has none): those of
- * its endpoint and lane whose signal it carries and whose key it can
- * fill, enabled, in the set's order, into ops (AG_SIGNALS_MAX of them),
- * and their count into *n. Each trips, so each is planned as any policy
- * (its key names the digest a log line shows, never a store key; a
+ * its endpoint and lane whose signal it carries (a computed one: its
+ * address is in one of the policy's lists, or its country one of the
+ * policy's countries) and whose key it can fill, enabled, in the set's
+ * order, into ops (AG_SIGNALS_MAX of them), and their count into *n. One
+ * that needs a network file or a fact of the address the service lacks
+ * is skipped and added to plan's skips. Each trips, so each is planned as any
+ * policy (its key names the digest a log line shows, never a store key; a
  * challenge the request passed is waived), but charges nothing: no store
  * ever sees one. ops borrow from set. AG_ETOOBIG if more than
  * AG_SIGNALS_MAX apply, or they and the plan's more than AG_PLAN_MAX. */
-int ag_limiter_plan_signals(const struct ag_ruleset *set,
-                            const struct ag_plan *plan, struct ag_digests *d,
-                            struct ag_limit_op *ops, size_t *n);
+int ag_limiter_plan_signals(const struct ag_ruleset *set, struct ag_plan *plan,
+                            struct ag_digests *d, struct ag_limit_op *ops,
+                            size_t *n);
+
+/* The network file p needs that avail lacks (avail NULL: none loaded),
+ * as the flag that loads it: "--geoip-file" for a country (an ip_country
+ * key or signal), "--asn-file" for an asn key, or "--ip-list" with *list
+ * the first of its lists not loaded; NULL when it lacks none. */
+const char *ag_limiter_net_missing(const struct ag_policy *p,
+                                   const struct ag_net_avail *avail,
+                                   const char **list);
 
 /* Does one of the n signal ops deny the check (an enforcing one whose
  * action is deny)? A check one denies is denied whatever the store says,

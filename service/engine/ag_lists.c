@@ -55,23 +55,6 @@ static bool asn_value(const char *s, char *out)
     return true;
 }
 
-/* Two ASCII letters, into upper case. Any pair, not only the assigned
- * ISO 3166-1 codes: a database may write a user-assigned one (MaxMind's
- * XK for Kosovo), and an entry must be able to name what a lookup gives. */
-static bool ip_country_value(const char *s, char *out)
-{
-    for (int i = 0; i < 2; i++) {
-        char c = s[i];
-        if (c >= 'a' && c <= 'z')
-            c = (char)(c - 'a' + 'A');
-        if (c < 'A' || c > 'Z')
-            return false;
-        out[i] = c;
-    }
-    out[2] = '\0';
-    return s[2] == '\0';
-}
-
 #define PLAIN_MAX 16 /* bytes: "+" and 15 digits, the longest */
 _Static_assert(sizeof((struct ag_list_entry *)0)->value > PLAIN_MAX,
                "a plain value fits an entry");
@@ -94,7 +77,7 @@ static bool plain_value(enum ag_list_kind k, const char *s, char *out)
     case AG_LK_ASN:
         return asn_value(s, out);
     case AG_LK_IP_COUNTRY:
-        return ip_country_value(s, out);
+        return ag_identity_ip_country(s, out);
     default:
         return false;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ag_error.h"
+#include "ag_policy_impl.h"
 
 /* Names indexed by the enums; each table must name every value. */
 static const char *const algorithm_names[AG_ALG_COUNT] = {
@@ -202,19 +203,12 @@ static int get_ratio(const json_t *obj, struct ag_policy *p,
     return AG_OK;
 }
 
-/* A field that reads null as absent (a row's empty column). */
-static const json_t *get_present(const json_t *obj, const char *field)
-{
-    const json_t *v = json_object_get(obj, field);
-    return v && json_is_null(v) ? NULL : v;
-}
-
 /* Refuses each of surge's own fields in a policy of another algorithm. */
 static int refuse_surge_fields(const json_t *obj, struct ag_error *err)
 {
     static const char *const own[] = {"factor", "baseline_s"};
     for (size_t i = 0; i < COUNT(own); i++)
-        if (get_present(obj, own[i]))
+        if (ag_policy__field(obj, own[i]))
             return ag_error_refuse(err, own[i],
                                    "is only for the surge algorithm");
     return AG_OK;
@@ -225,7 +219,7 @@ static int refuse_surge_fields(const json_t *obj, struct ag_error *err)
 static int get_reasons(const json_t *obj, struct ag_policy *p,
                        struct ag_error *err)
 {
-    const json_t *v = get_present(obj, "reasons");
+    const json_t *v = ag_policy__field(obj, "reasons");
     if (!v)
         return AG_OK;
     if (p->counts != AG_COUNTS_FAILURES)
@@ -273,7 +267,7 @@ static int get_surge(const json_t *obj, struct ag_policy *p,
         return ag_error_refuse(err, "block_growth",
                                "must be 1 for surge: a shield's hold does not "
                                "grow");
-    const json_t *v = get_present(obj, "factor");
+    const json_t *v = ag_policy__field(obj, "factor");
     double f = AG_SURGE_FACTOR_DEFAULT / (double)AG_FACTOR_ONE;
     if (v && !json_is_number(v))
         f = 0;
@@ -291,65 +285,12 @@ static int get_surge(const json_t *obj, struct ag_policy *p,
                        ? AG_SURGE_BASELINE_DEFAULT
                        : min_baseline;
     int rc;
-    if (get_present(obj, "baseline_s"))
+    if (ag_policy__field(obj, "baseline_s"))
         rc = get_uint(obj, "baseline_s", min_baseline, AG_WINDOW_MAX, def,
                       &p->baseline_s, err);
     else
         p->baseline_s = def, rc = AG_OK;
     return rc;
-}
-
-/* signal's field, refused for the others, and its shape: the signal it
- * trips on, one its endpoint's bodies carry, and nothing that counts,
- * holds or asks the store. */
-static int get_signal(const json_t *obj, struct ag_policy *p,
-                      struct ag_error *err)
-{
-    const json_t *v = get_present(obj, "signal");
-    if (p->algorithm != AG_ALG_SIGNAL)
-        return v ? ag_error_refuse(err, "signal",
-                                   "is only for the signal algorithm")
-                 : AG_OK;
-    if (!v)
-        return ag_error_refuse(err, "signal", "is required for signal");
-    int s = json_is_string(v) ? ag_signal_parse(json_string_value(v)) : -1;
-    if (s < 0) {
-        char msg[128];
-        size_t len = (size_t)snprintf(msg, sizeof msg, "must be one of");
-        for (int k = 0; k < AG_SIGNAL_COUNT; k++)
-            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s \"%s\"",
-                                    k ? "," : "",
-                                    ag_signal_name((enum ag_signal)k));
-        return ag_error_refuse(err, "signal", msg);
-    }
-    p->signal = (enum ag_signal)s;
-    if (ag_signal_endpoint(p->signal) != p->endpoint)
-        return ag_error_set(err, AG_EINVAL, "signal",
-                            "signal \"%s\" is only sent to the %s "
-                            "endpoint",
-                            ag_signal_name(p->signal),
-                            ag_endpoint_name(ag_signal_endpoint(p->signal)));
-    if (p->limit != 1)
-        return ag_error_refuse(err, "limit",
-                               "must be 1 for signal (or left out): a signal "
-                               "counts nothing");
-    if (p->window_s != 1)
-        return ag_error_refuse(err, "window_s",
-                               "must be 1 for signal (or left out): a signal "
-                               "counts nothing");
-    if (p->block_s || p->block_max_s)
-        return ag_error_refuse(err, p->block_s ? "block_s" : "block_max_s",
-                               "must be 0 for signal: a signal holds nothing, "
-                               "it trips on each check that carries it");
-    if (p->counts != AG_COUNTS_ATTEMPTS)
-        return ag_error_refuse(err, "counts",
-                               "must be \"attempts\" for signal: it judges "
-                               "checks, never reports");
-    if (p->fail != AG_FAIL_OPEN)
-        return ag_error_refuse(err, "fail",
-                               "must be \"open\" for signal: it never asks "
-                               "the store, so cannot fail");
-    return AG_OK;
 }
 
 int ag_policy_from_json(const json_t *obj, const char *name,
@@ -359,7 +300,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         "name",         "endpoint",    "key",        "algorithm", "limit",
         "window_s",     "block_s",     "counts",     "fail",      "mode",
         "block_growth", "block_max_s", "applies_to", "action",    "enabled",
-        "min_ratio",    "factor",      "baseline_s", "reasons",   "signal"};
+        "min_ratio",    "factor",      "baseline_s", "reasons",   "signal",
+        "lists",        "countries"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -502,8 +444,16 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         return rc;
     if ((rc = get_surge(obj, &p, err)))
         return rc;
-    if ((rc = get_signal(obj, &p, err)))
+    if ((rc = ag_policy__read_signal(obj, &p, err)))
         return rc;
+    for (size_t i = 0; i < p.nkeys; i++)
+        p.needs |= p.key[i] == AG_KEY_ASN          ? AG_POLICY_NEEDS_ASN
+                   : p.key[i] == AG_KEY_IP_COUNTRY ? AG_POLICY_NEEDS_COUNTRY
+                                                   : 0;
+    if (p.algorithm == AG_ALG_SIGNAL)
+        p.needs |= p.signal == AG_SIGNAL_IP_LISTED    ? AG_POLICY_NEEDS_LISTS
+                   : p.signal == AG_SIGNAL_IP_COUNTRY ? AG_POLICY_NEEDS_COUNTRY
+                                                      : 0;
     *out = p;
     return AG_OK;
 }
@@ -564,9 +514,7 @@ json_t *ag_policy_to_json(const struct ag_policy *p)
         json_decref(o);
         return NULL;
     }
-    if (o && p->algorithm == AG_ALG_SIGNAL &&
-        json_object_set_new(o, "signal",
-                            json_string(ag_signal_name(p->signal)))) {
+    if (o && ag_policy__write_signal(o, p)) {
         json_decref(o);
         return NULL;
     }

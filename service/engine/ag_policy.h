@@ -46,6 +46,20 @@
 #define AG_SURGE_BASELINE_DEFAULT 604800u /* 7 days, in seconds */
 /* min_ratio is kept in parts per million: 1 = 0.000001. */
 #define AG_RATIO_ONE 1000000u
+/* An ip_listed signal policy's "lists": at most this many names, each an
+ * --ip-list NAME ([a-z0-9_-], 1 to AG_POLICY_LIST_NAME_MAX). */
+#define AG_POLICY_LISTS_MAX 8
+#define AG_POLICY_LIST_NAME_MAX 32
+/* An ip_country signal policy's "countries", ISO 3166-1 alpha-2 codes
+ * ("AA" to "ZZ"), kept as one bit each: AG_POLICY_COUNTRY_BIT. */
+#define AG_POLICY_COUNTRY_BITS (26 * 26)
+#define AG_POLICY_COUNTRY_BIT(a, b) (((a) - 'A') * 26 + ((b) - 'A'))
+
+/* A policy's needs: the country database (an ip_country key or signal),
+ * the ASN database (an asn key), the IP lists (ip_listed). */
+#define AG_POLICY_NEEDS_COUNTRY 1u
+#define AG_POLICY_NEEDS_ASN 2u
+#define AG_POLICY_NEEDS_LISTS 4u
 
 /* Each value is also the algorithm's code in the Lua driver's specs:
  * service/redis/ag_redis_code.c registers lua/<name>.lua's table under it. */
@@ -116,6 +130,17 @@ struct ag_policy {
     unsigned reasons;
     /* signal only (0 for the others): the signal it trips on. */
     enum ag_signal signal;
+    /* ip_listed only (none for the others): the --ip-list names it trips
+     * on, distinct, in the record's order. */
+    char lists[AG_POLICY_LISTS_MAX][AG_POLICY_LIST_NAME_MAX + 1];
+    size_t nlists;
+    /* ip_country only (all 0 for the others): bit AG_POLICY_COUNTRY_BIT
+     * of each country it trips on. */
+    uint8_t countries[(AG_POLICY_COUNTRY_BITS + 7) / 8];
+    /* What it needs of the service's network files (AG_POLICY_NEEDS_*
+     * bits), derived from its key and signal: the planner looks no
+     * further into a policy that needs none. */
+    unsigned needs;
     enum ag_counts counts;
     enum ag_fail fail;
     enum ag_mode mode;
@@ -135,11 +160,14 @@ struct ag_policy {
  * two fields the others refuse: factor (1.5 to 100, kept to thousandths;
  * default 5) and baseline_s (2 x window_s to 30 days; default 7 days). A
  * policy that counts failures takes reasons (a list of failure reasons it
- * counts; default all), which the others refuse. signal takes a field
- * the others refuse, signal (an
- * ag_signal sent to the policy's endpoint; required), limit and window_s
- * of 1 (their default for it: a signal counts nothing), no block, counts
- * "attempts" and fail "open" (it never asks the store). null reads as
+ * counts; default all), which the others refuse. signal takes fields
+ * the others refuse: signal (an ag_signal its endpoint may use;
+ * required); for ip_listed, lists (1 to AG_POLICY_LISTS_MAX distinct
+ * --ip-list names; required); for ip_country, countries (1 or more
+ * distinct ISO 3166-1 alpha-2 codes, upper or lower case, kept upper;
+ * required). Its limit and window_s are 1 (their default for it: a
+ * signal counts nothing), no block, counts "attempts" and fail "open"
+ * (it never asks the store). null reads as
  * absent (a row's empty column). If name is not
  * NULL it is the name from elsewhere (an admin URL): the body's "name" may
  * then be omitted but must equal it if present. */
@@ -147,7 +175,8 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                         struct ag_policy *out, struct ag_error *err);
 /* Returns a new JSON object for p (every field, min_ratio only for
  * conversion, factor and baseline_s only for surge, reasons only when
- * a policy names them, signal only for signal); caller owns
+ * a policy names them, signal only for signal, lists and countries
+ * only for the signals that take them, countries sorted); caller owns
  * (json_decref).
  * NULL only when out of memory. */
 json_t *ag_policy_to_json(const struct ag_policy *p);

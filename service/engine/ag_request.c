@@ -140,7 +140,9 @@ static int read_signals(const json_t *root, struct ag_request *out,
 {
     for (int k = 0; k < AG_SIGNAL_COUNT; k++) {
         enum ag_signal sig = (enum ag_signal)k;
-        if (ag_signal_endpoint(sig) != out->endpoint)
+        /* A computed signal is the service's to find out: a body field of
+         * its name is not read (unknown fields are ignored). */
+        if (!ag_signal_on(sig, out->endpoint) || ag_signal_computed(sig))
             continue;
         const char *name = ag_signal_name(sig);
         const json_t *v = json_object_get(root, name);
@@ -338,10 +340,12 @@ int ag_request_parse_otp_report(const char *body, size_t len,
     return parse(AG_REQ_OTP_REPORT, AG_EP_OTP, body, len, opts, out, err);
 }
 
-void ag_request_network(struct ag_request *req, const char *country,
+void ag_request_network(struct ag_request *req,
+                        const struct ag_net_avail *avail, const char *country,
                         uint32_t asn, uint32_t lists, uint32_t lists_special)
 {
     struct ag_request_net *n = &req->net;
+    n->avail = avail;
     n->looked = true;
     n->lists = lists;
     n->lists_special = lists_special;
@@ -354,6 +358,31 @@ void ag_request_network(struct ag_request *req, const char *country,
         snprintf(n->asn, sizeof n->asn, "%u", (unsigned)asn);
         req->have |= 1u << AG_KEY_ASN;
     }
+}
+
+void ag_request_net_lists(const struct ag_request_net *n, const char *sep,
+                          char *out, size_t cap)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0; n->avail && i < n->avail->nlists && i < 32; i++) {
+        if (!(n->lists & 1u << i))
+            continue;
+        const char *name = n->avail->lists[i];
+        size_t need = (at ? strlen(sep) : 0) + strlen(name);
+        if (at + need >= cap)
+            break; /* whole names only */
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", at ? sep : "", name);
+    }
+}
+
+void ag_request_net_text(const struct ag_request_net *n, char *out, size_t cap)
+{
+    char lists[AG_REQUEST_NET_TEXT];
+    ag_request_net_lists(n, ",", lists, sizeof lists);
+    snprintf(out, cap, "%s%s%s%s%s%s", n->country[0] ? " country=" : "",
+             n->country, n->asn[0] ? " asn=" : "", n->asn,
+             lists[0] ? " lists=" : "", lists);
 }
 
 void ag_request_trust(struct ag_request *req, const unsigned char *id)

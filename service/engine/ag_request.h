@@ -80,12 +80,28 @@ struct ag_request {
      * empty until then, and without network files): the address's
      * country and autonomous system, and the named IP sets holding it. */
     struct ag_request_net {
+        /* The service's files (NULL: none, as without a service); set
+         * whether or not a lookup was made. Borrowed. */
+        const struct ag_net_avail *avail;
         bool looked;            /* a lookup was made */
         char country[3];        /* ISO 3166-1 alpha-2; "" unknown */
         char asn[11];           /* the AS number in decimal; "" unknown */
         uint32_t lists;         /* bit i: the service's list i holds it */
         uint32_t lists_special; /* ... only in private or CGNAT ranges */
     } net;
+};
+
+/* The network files a service has loaded (ag_network), as the engine
+ * needs to know them: a policy that needs one it lacks is skipped
+ * (ag_limiter_net_missing). Fixed for the life of the service: files are
+ * replaced while it runs, never added or dropped. */
+struct ag_net_avail {
+    bool country; /* a country database (--geoip-file) */
+    bool asn;     /* an ASN database (--asn-file) */
+    /* The --ip-list names, in the order given: bit i of a lookup's
+     * lists is lists[i]. */
+    const char *const *lists;
+    size_t nlists;
 };
 
 /* What a body is for: a check of an endpoint, or a login report. */
@@ -131,12 +147,29 @@ int ag_request_parse_otp_report(const char *body, size_t len,
                                 const struct ag_request_opts *opts,
                                 struct ag_request *out, struct ag_error *err);
 
+/* Room for ag_request_net_text's words: each field and every list name
+ * (AG_NETWORK_LISTS_MAX of 32 bytes, ag_network.h). */
+#define AG_REQUEST_NET_TEXT 1200
+/* What n saw, as words for a log line: " country=DE asn=3320
+ * lists=tor,hosting", each only if known (the lists only those that hold
+ * the address outside the private and CGNAT ranges); "" if nothing.
+ * Into out (cap bytes, cut short if it must). No address, city or
+ * coordinates. */
+void ag_request_net_text(const struct ag_request_net *n, char *out, size_t cap);
+/* The names of the lists that hold n's address (outside the private and
+ * CGNAT ranges), joined by sep, into out (cap bytes: the names that fit
+ * whole); "" for none. */
+void ag_request_net_lists(const struct ag_request_net *n, const char *sep,
+                          char *out, size_t cap);
+
 /* Puts req in the trusted lane: its device token verified for its user,
  * and id (AG_DEVICE_ID_BYTES) becomes its device_token identifier. */
 /* Records what the service's lookup of the request's ip found (country
- * "" and asn 0 when unknown): the asn and ip_country identifiers are then
- * present for the policies keyed on them. */
-void ag_request_network(struct ag_request *req, const char *country,
+ * "" and asn 0 when unknown) in the files avail describes: the asn and
+ * ip_country identifiers are then present for the policies keyed on
+ * them. */
+void ag_request_network(struct ag_request *req,
+                        const struct ag_net_avail *avail, const char *country,
                         uint32_t asn, uint32_t lists, uint32_t lists_special);
 
 void ag_request_trust(struct ag_request *req, const unsigned char *id);

@@ -6,6 +6,7 @@
 #include "ag_events.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -87,6 +88,42 @@ static int set_fleet(json_t *o, const struct ag_event_fleet *f)
     return bad || set_new(o, "reason", json_string(f->reason));
 }
 
+void ag_event_network(struct ag_event *e, const struct ag_request_net *n)
+{
+    if (!n->looked)
+        return;
+    memcpy(e->net.country, n->country, sizeof e->net.country);
+    memcpy(e->net.asn, n->asn, sizeof e->net.asn);
+    ag_request_net_lists(n, ",", e->net.lists, sizeof e->net.lists);
+}
+
+/* "network": what is known of the address; non-zero when out of
+ * memory. */
+static int set_network(json_t *o, const struct ag_event_network *n)
+{
+    json_t *net = json_object();
+    int bad = !net;
+    if (!bad && n->country[0])
+        bad = set_new(net, "country", json_string(n->country));
+    if (!bad && n->asn[0])
+        bad = set_new(net, "asn",
+                      json_integer((json_int_t)strtoull(n->asn, NULL, 10)));
+    json_t *lists = n->lists[0] ? json_array() : NULL;
+    for (const char *at = n->lists; !bad && lists && *at;) {
+        size_t len = strcspn(at, ",");
+        bad = json_array_append_new(lists, json_stringn(at, len));
+        at += len + (at[len] == ',');
+    }
+    if (!bad && lists)
+        bad = set_new(net, "lists", lists), lists = NULL;
+    json_decref(lists);
+    if (bad) {
+        json_decref(net);
+        return 1;
+    }
+    return set_new(o, "network", net);
+}
+
 char *ag_event_json(const struct ag_event *e)
 {
     char when[AG_CLOCK_RFC3339_MAX];
@@ -120,6 +157,8 @@ char *ag_event_json(const struct ag_event *e)
         bad = set_new(o, "lane", json_string(e->lane));
     if (!bad && e->ref[0])
         bad = set_new(o, "ref", json_string(e->ref));
+    if (!bad && (e->net.country[0] || e->net.asn[0] || e->net.lists[0]))
+        bad = set_network(o, &e->net);
     if (!bad &&
         (e->type == AG_EV_SHIELD_RAISED || e->type == AG_EV_SHIELD_LOWERED ||
          e->type == AG_EV_SHIELD_LONG))

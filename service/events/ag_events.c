@@ -277,6 +277,7 @@ void ag_events_denied(struct ag_events *ev, const struct ag_plan *plan,
                              : AG_EV_LOCKOUT);
         snprintf(e->policy, sizeof e->policy, "%s", p->name);
         memcpy(e->ref, plan->ref, sizeof e->ref);
+        ag_event_network(e, &plan->net);
         e->endpoint = (int)p->endpoint;
         ag_event_key_digest(op->key, e->key);
         snprintf(e->action, sizeof e->action, "%s",

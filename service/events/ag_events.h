@@ -143,6 +143,16 @@ struct ag_event_fleet {
 
 /* One event. What does not apply is left empty (""), 0 or -1, and is
  * left out of its JSON. */
+/* What the network files saw of the causing request's address
+ * (ag_request_net): its country, AS number and the lists holding it
+ * (names joined by ","; those that fit), each "" when unknown. */
+#define AG_EVENT_LISTS_TEXT 200
+struct ag_event_network {
+    char country[3];
+    char asn[11];
+    char lists[AG_EVENT_LISTS_TEXT];
+};
+
 struct ag_event {
     enum ag_event_type type;
     char policy[AG_POLICY_NAME_MAX + 1];
@@ -156,6 +166,7 @@ struct ag_event {
     char lane[12]; /* breached_password_login: "trusted", "untrusted" */
     int64_t entry; /* list_changed: the entry's id, or 0 */
     char ref[AG_REF_MAX + 1];      /* the causing request's ref (ag_request) */
+    struct ag_event_network net;   /* the causing request's network */
     struct ag_event_shield shield; /* shield_raised, _lowered and _long */
     struct ag_event_fleet fleet;   /* the fleet_* events */
     /* Set by ag_events_raise: */
@@ -165,10 +176,14 @@ struct ag_event {
 
 /* An event with nothing set but its type. */
 void ag_event_init(struct ag_event *e, enum ag_event_type type);
+/* Sets e's network from what a lookup saw (n->looked; nothing
+ * otherwise). */
+void ag_event_network(struct ag_event *e, const struct ag_request_net *n);
 
 /* The event as compact JSON: {"id", "type", "time" (RFC 3339, UTC, ms),
  * then what applies of "policy", "endpoint", "key", "action",
- * "retry_after", "level", "list", "change", "entry", "lane", "ref"}, and for a
+ * "retry_after", "level", "list", "change", "entry", "lane", "ref",
+ * "network" ({"country", "asn" (a number), "lists"}: what is known)}, and for a
  * shield's events its figures: "rate", "current", "baseline" (a number),
  * "threshold", "since", "until" (RFC 3339), "source" ("shared" or
  * "local"), "operator" (true or false) and, only when true, "resumed".

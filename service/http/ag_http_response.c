@@ -234,6 +234,33 @@ static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
     ag_buf_puts(b, "}");
 }
 
+/* "skipped": the policies the plan left out for the network files
+ * (struct ag_plan_skip), each with why: "not_loaded" with the flag that
+ * loads what it lacks (and the list's name for --ip-list), or
+ * "address_unknown". Policy and list names, and the flags, need no
+ * escaping. */
+static void skipped_json(struct ag_buf *b, const struct ag_plan *plan)
+{
+    ag_buf_puts(b, ",\"skipped\":[");
+    for (size_t i = 0; i < plan->nskipped && i < AG_PLAN_SKIPS_MAX; i++) {
+        const struct ag_plan_skip *k = &plan->skipped[i];
+        ag_buf_puts(b, i ? ",{\"policy\":\"" : "{\"policy\":\"");
+        ag_buf_puts(b, k->policy->name);
+        if (k->why == AG_SKIP_ADDRESS_UNKNOWN) {
+            ag_buf_puts(b, "\",\"why\":\"address_unknown\"}");
+            continue;
+        }
+        ag_buf_puts(b, "\",\"why\":\"not_loaded\",\"flag\":\"");
+        ag_buf_puts(b, k->flag);
+        if (k->list) {
+            ag_buf_puts(b, "\",\"list\":\"");
+            ag_buf_puts(b, k->list);
+        }
+        ag_buf_puts(b, "\"}");
+    }
+    ag_buf_puts(b, "]");
+}
+
 /* An enforcing policy that fails closed, in an inspect while the store
  * cannot answer: what it would say is unknown, and a check would be
  * refused for it. */
@@ -299,7 +326,10 @@ static void check_body(struct ag_buf *b, const struct ag_plan *plan,
             decision_json(b, &plan->ops[i], &res[i], peek, cached);
         }
     }
-    ag_buf_puts(b, "]}");
+    ag_buf_puts(b, "]");
+    if (plan->nskipped)
+        skipped_json(b, plan);
+    ag_buf_puts(b, "}");
 }
 
 static int check_response(struct ag_http_response *r,

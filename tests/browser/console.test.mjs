@@ -221,6 +221,33 @@ describe('the admin console', () => {
                         .body.policy.limit, 33);
      });
 
+  it('edits a signal policy\'s lists and says when a file is not loaded',
+     async () => {
+       // Issue 39: this service has no --ip-list, so a policy on the tor
+       // list is kept and skipped here; the save says so.
+       const tor = {endpoint: 'login', key: ['ip'], algorithm: 'signal',
+                    signal: 'ip_listed', lists: ['tor'],
+                    applies_to: 'untrusted', action: 'challenge'};
+       const put = await adminApi('PUT', 'policies/net.tor', tor);
+       assert.equal(put.status, 201);
+       assert.match(put.body.warnings[0], /--ip-list tor=PATH/);
+       await page.reload();
+       await policyRow('net.tor').getByRole('button', {name: 'Edit'}).click();
+       const form = page.getByRole('form', {name: 'Edit net.tor'});
+       const lists = form.getByLabel('lists', {exact: true});
+       assert.equal(await lists.inputValue(), 'tor');
+       await lists.fill('tor, hosting');
+       await form.getByRole('button', {name: 'Save'}).click();
+       const text = await waitText(page.getByRole('status'),
+                                   /Saved net\.tor.*Warning/);
+       assert.match(text, /names the IP list tor, which this instance has not loaded/);
+       assert.deepEqual((await adminApi('GET', 'policies/net.tor'))
+                            .body.policy.lists, ['tor', 'hosting']);
+       assert.equal((await adminApi('DELETE', 'policies/net.tor')).status,
+                    204);
+       await page.reload();
+     });
+
   it('switches shadow and enforce, and enabled, with one click each',
      async () => {
        const row = policyRow('otp.ip');

@@ -43,7 +43,10 @@ def metric(svc, name, **labels):
     return None
 
 
-class NetworkTest(PolicyTest):
+class NetworkFiles(PolicyTest):
+    """A test's country and ASN databases and its Tor list (no tests of
+    its own: other files' classes build on it)."""
+
     def write_mmdb(self, path, kind, networks, ip_version=6):
         spec = {"ip_version": ip_version, "ipv4_aliases": True,
                 "database_type": ("Test-Country" if kind == "country"
@@ -71,6 +74,8 @@ class NetworkTest(PolicyTest):
         (svc,) = self.seeded(policies, extra=self.files())
         return svc
 
+
+class NetworkTest(NetworkFiles):
     def test_an_asn_policy_stops_addresses_rotating_over_one_asn(self):
         svc = self.start([ASN_POLICY, OPEN])
         # Six failures, each from a new /16 of AS64501 and for a new user:

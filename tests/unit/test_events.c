@@ -181,6 +181,47 @@ static void breached_login_json_names_the_users_digest_and_lane(void **state)
     json_decref(o);
 }
 
+static void an_event_says_what_the_network_files_saw(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"hosting", "tor", "vpn"};
+    static const struct ag_net_avail avail = {
+        .country = true, .asn = true, .lists = names, .nlists = 3};
+    struct ag_request_net n = {.avail = &avail,
+                               .looked = true,
+                               .country = "DE",
+                               .asn = "3320",
+                               .lists = 1u << 0 | 1u << 2,
+                               .lists_special = 1u << 1};
+    struct ag_event e;
+    ag_event_init(&e, AG_EV_LOCKOUT);
+    ag_event_network(&e, &n);
+    json_t *o = parsed(&e);
+    char *net = json_dumps(json_object_get(o, "network"), JSON_COMPACT);
+    /* The AS number is a number; a list that holds the address only in a
+     * private or CGNAT range is none of its lists. */
+    assert_string_equal(net, "{\"country\":\"DE\",\"asn\":3320,"
+                             "\"lists\":[\"hosting\",\"vpn\"]}");
+    free(net);
+    json_decref(o);
+    /* Only what is known; nothing at all without a lookup. */
+    n.country[0] = '\0';
+    n.lists = 0;
+    ag_event_init(&e, AG_EV_LOCKOUT);
+    ag_event_network(&e, &n);
+    o = parsed(&e);
+    net = json_dumps(json_object_get(o, "network"), JSON_COMPACT);
+    assert_string_equal(net, "{\"asn\":3320}");
+    free(net);
+    json_decref(o);
+    n.looked = false;
+    ag_event_init(&e, AG_EV_LOCKOUT);
+    ag_event_network(&e, &n);
+    o = parsed(&e);
+    assert_null(json_object_get(o, "network"));
+    json_decref(o);
+}
+
 static void every_type_has_its_name(void **state)
 {
     (void)state;
@@ -450,6 +491,7 @@ int main(void)
         cmocka_unit_test(breaker_json_has_only_id_type_and_time),
         cmocka_unit_test(shield_events_carry_their_figures_and_who_did_it),
         cmocka_unit_test(breached_login_json_names_the_users_digest_and_lane),
+        cmocka_unit_test(an_event_says_what_the_network_files_saw),
         cmocka_unit_test(every_type_has_its_name),
         cmocka_unit_test(level_is_read_from_the_level_key),
         cmocka_unit_test(key_digest_comes_from_plain_and_tagged_keys),

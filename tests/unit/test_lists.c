@@ -534,8 +534,9 @@ static void net_request(enum ag_endpoint ep, const char *country, uint32_t asn,
                 ? "{\"user\":\"ann\",\"ip\":\"198.51.100.7\"}"
                 : "{\"phone\":\"+48600100200\",\"ip\":\"198.51.100.7\"}",
             r);
+    static const struct ag_net_avail both = {.country = true, .asn = true};
     if (country)
-        ag_request_network(r, country, asn, 0, 0);
+        ag_request_network(r, &both, country, asn, 0, 0);
 }
 
 static void network_entries_match_what_the_lookup_found(void **state)

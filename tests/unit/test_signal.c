@@ -38,15 +38,24 @@ static const char signal_base[] =
 static void the_signal_table_names_password_breached_on_login(void **state)
 {
     (void)state;
-    assert_int_equal(AG_SIGNAL_COUNT, 1);
+    assert_int_equal(AG_SIGNAL_COUNT, 3);
     assert_string_equal(ag_signal_name(AG_SIGNAL_PASSWORD_BREACHED),
                         "password_breached");
     assert_int_equal(ag_signal_parse("password_breached"),
                      AG_SIGNAL_PASSWORD_BREACHED);
     assert_int_equal(ag_signal_parse("Password_breached"), -1);
     assert_int_equal(ag_signal_parse(""), -1);
-    assert_int_equal(ag_signal_endpoint(AG_SIGNAL_PASSWORD_BREACHED),
-                     AG_EP_LOGIN);
+    assert_true(ag_signal_on(AG_SIGNAL_PASSWORD_BREACHED, AG_EP_LOGIN));
+    assert_false(ag_signal_on(AG_SIGNAL_PASSWORD_BREACHED, AG_EP_OTP));
+    assert_false(ag_signal_computed(AG_SIGNAL_PASSWORD_BREACHED));
+    /* The service's own: on every endpoint that knows the address. */
+    for (int s = AG_SIGNAL_IP_LISTED; s <= AG_SIGNAL_IP_COUNTRY; s++) {
+        assert_true(ag_signal_computed((enum ag_signal)s));
+        for (int e = 0; e < AG_EP_COUNT; e++)
+            assert_true(ag_signal_on((enum ag_signal)s, (enum ag_endpoint)e));
+    }
+    assert_int_equal(ag_signal_parse("ip_listed"), AG_SIGNAL_IP_LISTED);
+    assert_int_equal(ag_signal_parse("ip_country"), AG_SIGNAL_IP_COUNTRY);
 }
 
 /* Parses body as kind (0: a check of ep, 1: a login report) into r:
