@@ -183,6 +183,9 @@ json_t *ag_policy_to_json(const struct ag_policy *p);
 
 const char *ag_algorithm_name(enum ag_algorithm a);
 bool ag_policy_name_valid(const char *s);
+/* Is s (len bytes) a list name, as --ip-list takes it and an ip_listed
+ * policy's lists hold: 1 to AG_POLICY_LIST_NAME_MAX of [a-z0-9_-]? */
+bool ag_policy_list_name_valid(const char *s, size_t len);
 /* AG_OK for a valid name, else AG_EINVAL with err saying what one is. */
 int ag_policy_name_check(const char *s, struct ag_error *err);
 

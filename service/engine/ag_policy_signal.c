@@ -17,9 +17,7 @@ const json_t *ag_policy__field(const json_t *obj, const char *field)
     return v && json_is_null(v) ? NULL : v;
 }
 
-/* A list name as --ip-list takes it: [a-z0-9_-], 1 to
- * AG_POLICY_LIST_NAME_MAX. */
-static bool list_name_valid(const char *s, size_t len)
+bool ag_policy_list_name_valid(const char *s, size_t len)
 {
     if (len < 1 || len > AG_POLICY_LIST_NAME_MAX)
         return false;
@@ -45,7 +43,7 @@ static int read_lists(const json_t *v, struct ag_policy *p,
         const json_t *e = json_array_get(v, i);
         const char *s = json_is_string(e) ? json_string_value(e) : "";
         size_t len = json_is_string(e) ? json_string_length(e) : 0;
-        if (!list_name_valid(s, len) || strlen(s) != len)
+        if (!ag_policy_list_name_valid(s, len) || strlen(s) != len)
             return ag_error_set(err, AG_EINVAL, "lists",
                                 "lists must hold --ip-list names, each 1 to "
                                 "%d of [a-z0-9_-]",

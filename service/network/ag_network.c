@@ -41,17 +41,6 @@ struct ag_network {
 
 /* ---- --ip-list ---------------------------------------------------------- */
 
-static bool name_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > AG_NETWORK_LIST_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-              s[i] == '_' || s[i] == '-'))
-            return false;
-    return true;
-}
-
 int ag_network_list_opt_parse(char *text, struct ag_network_list_opt *out,
                               struct ag_error *err)
 {
@@ -62,7 +51,7 @@ int ag_network_list_opt_parse(char *text, struct ag_network_list_opt *out,
                             LIST_FIELD, text);
     char *colon = memchr(text, ':', (size_t)(eq - text));
     size_t n = (size_t)((colon ? colon : eq) - text);
-    if (!name_ok(text, n))
+    if (!ag_policy_list_name_valid(text, n))
         return ag_error_set(err, AG_EINVAL, LIST_FIELD,
                             "%s name '%.*s' is not 1 to %d of a-z, 0-9, _ "
                             "and -",
@@ -313,7 +302,7 @@ static int check_lists(const struct ag_network_opts *o, struct ag_error *err)
                             AG_NETWORK_LISTS_MAX);
     for (size_t i = 0; i < o->nlists; i++) {
         const char *name = o->lists[i].name ? o->lists[i].name : "";
-        if (!name_ok(name, strlen(name)))
+        if (!ag_policy_list_name_valid(name, strlen(name)))
             return ag_error_set(err, AG_EINVAL, LIST_FIELD,
                                 "%s name '%s' is not 1 to %d of a-z, 0-9, _ "
                                 "and -",

@@ -34,9 +34,11 @@
 #include "ag_geo.h"
 #include "ag_identity.h"
 #include "ag_iplist.h"
+#include "ag_policy.h"
 
 #define AG_NETWORK_LISTS_MAX 32 /* --ip-list flags at most */
-#define AG_NETWORK_LIST_NAME_MAX 32
+/* A list's name: the names a policy's lists hold (ag_policy.h). */
+#define AG_NETWORK_LIST_NAME_MAX AG_POLICY_LIST_NAME_MAX
 /* How often the watcher looks at the paths. */
 #define AG_NETWORK_INTERVAL_MS 1000
 

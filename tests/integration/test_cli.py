@@ -10,16 +10,18 @@ import unittest
 from harness import BINARY, ServiceTest
 
 
-def undo_migration_11(c):
-    """Takes 011_fleet's tables, triggers and columns out of the database
-    on c, so that a test can make it as it was before an older migration
-    and open it again."""
+def undo_migrations_from_11(c):
+    """Takes 011_fleet's tables, triggers and columns, and 013's columns,
+    out of the database on c, so that a test can make it as it was before
+    an older migration and open it again (012 copies the lists table,
+    which it can do again)."""
     for what, name in c.execute("SELECT type, name FROM sqlite_master "
                                 "WHERE name LIKE 'fleet%'").fetchall():
         if what in ("table", "trigger"):
             c.execute('DROP %s "%s"' % (what.upper(), name))
     for table, column in (("audit", "fleet_version"), ("audit", "instance"),
-                          ("policies", "version"), ("lists", "version")):
+                          ("policies", "version"), ("lists", "version"),
+                          ("policies", "lists"), ("policies", "countries")):
         c.execute('ALTER TABLE %s DROP COLUMN "%s"' % (table, column))
 
 
@@ -51,7 +53,7 @@ class CliTest(ServiceTest):
         applied, nor any after it (011's tables, columns and triggers
         undone)."""
         with sqlite3.connect(self.db) as c:
-            undo_migration_11(c)
+            undo_migrations_from_11(c)
             c.execute("UPDATE policies SET reasons = NULL "
                       "WHERE name = 'login.password_spray'")
             for column, value in row.items():
@@ -104,7 +106,7 @@ class CliTest(ServiceTest):
             c.execute("INSERT INTO policies (name, endpoint, key, algorithm, "
                       '"limit", window_s) VALUES (\'challenge_pass\', '
                       "'login', '[\"user\"]', 'sliding_log', 5, 60)")
-            undo_migration_11(c)
+            undo_migrations_from_11(c)
             c.execute("DELETE FROM schema_version WHERE version >= 10")
         names = [json.loads(line)["name"]
                  for line in self.cli("list").stdout.splitlines()]
