@@ -187,6 +187,32 @@ class NetworkListsFleetTest(FleetTest):
             r = self.login(s, "fe@example.com", DE)
             self.assertEqual((r.status, r.json["list"]), (200, "allow"))
 
+    def test_signal_policies_travel_with_their_lists_and_countries(self):
+        files = self.files()
+        a, b = self.fleet(2, extra=files)
+        tor = {"endpoint": "login", "key": ["ip"], "algorithm": "signal",
+               "signal": "ip_listed", "lists": ["tor"],
+               "applies_to": "untrusted", "action": "challenge"}
+        fr = {"endpoint": "otp", "key": ["phone"], "algorithm": "signal",
+              "signal": "ip_country", "countries": ["fr", "KP"]}
+        for name, rec in (("net.tor", tor), ("otp.fr", fr)):
+            r = self.admin(a, "PUT", "/policies/" + name, rec)
+            self.assertEqual(r.status, 201, r.raw)
+        self.until_all([b], lambda s: self.login(
+            s, "ft@example.com", "12.1.2.3").status == 429, "net.tor")
+        (c,) = self.fleet(1, extra=files)
+        self.wait_versions_equal([a, b, c])
+        for name in ("net.tor", "otp.fr"):
+            want = self.admin(a, "GET", "/policies/" + name).json["policy"]
+            for s in (b, c):
+                self.assertEqual(
+                    self.admin(s, "GET", "/policies/" + name).json["policy"],
+                    want)
+        self.assertEqual(want["countries"], ["FR", "KP"])
+        r = c.post("/check-otp", {"phone": "+447911123456",
+                                  "ip": "12.9.9.9"})
+        self.assertEqual((r.status, r.json["policy"]), (429, "otp.fr"), r.raw)
+
 
 if __name__ == "__main__":
     unittest.main()
