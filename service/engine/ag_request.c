@@ -350,12 +350,19 @@ void ag_request_network(struct ag_request *req,
     n->lists = lists;
     n->lists_special = lists_special;
     n->country[0] = n->asn[0] = '\0';
-    if (country && country[0]) {
-        snprintf(n->country, sizeof n->country, "%s", country);
+    /* On every check's path: no printf. A country is two letters. */
+    if (country && country[0] && country[1] && !country[2]) {
+        memcpy(n->country, country, 3);
         req->have |= 1u << AG_KEY_IP_COUNTRY;
     }
     if (asn) {
-        snprintf(n->asn, sizeof n->asn, "%u", (unsigned)asn);
+        char digits[10];
+        size_t k = 0;
+        for (uint32_t v = asn; v; v /= 10)
+            digits[k++] = (char)('0' + v % 10);
+        for (size_t i = 0; i < k; i++)
+            n->asn[i] = digits[k - 1 - i];
+        n->asn[k] = '\0';
         req->have |= 1u << AG_KEY_ASN;
     }
 }

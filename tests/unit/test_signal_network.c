@@ -356,6 +356,19 @@ static void log_words_name_what_was_seen(void **state)
     ag_request_network(&r, &all_files, "", 0, 0, 1u << 1);
     ag_request_net_text(&r.net, text, sizeof text);
     assert_string_equal(text, "");
+    /* AS numbers in decimal, from 1 to 2^32 - 1, zeros inside kept. */
+    static const struct {
+        uint32_t asn;
+        const char *text;
+    } asns[] = {{1, " asn=1"},
+                {10, " asn=10"},
+                {3320, " asn=3320"},
+                {4294967295u, " asn=4294967295"}};
+    for (size_t i = 0; i < sizeof asns / sizeof *asns; i++) {
+        ag_request_network(&r, &all_files, "", asns[i].asn, 0, 0);
+        ag_request_net_text(&r.net, text, sizeof text);
+        assert_string_equal(text, asns[i].text);
+    }
     /* Whole names only when room runs out. */
     ag_request_network(&r, &all_files, "", 0, 7, 0);
     char small[12];
