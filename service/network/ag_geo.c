@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,8 +168,11 @@ static bool has_value(enum ag_geo_kind kind, const struct ag_geo_result *r)
     return kind == AG_GEO_ASN ? r->asn != 0 : r->country[0] != '\0';
 }
 
-int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
-                  struct ag_geo_result *out)
+/* Finds ip's record in g: AG_OK with *r (r->found_entry false on a
+ * miss, an IPv6 address in an IPv4-only database among them), or AG_EIO
+ * if libmaxminddb reports the database corrupt. */
+static int find(const struct ag_geo *g, const struct ag_ip *ip,
+                MMDB_lookup_result_s *r)
 {
     union {
         struct sockaddr sa;
@@ -176,7 +180,7 @@ int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
         struct sockaddr_in6 in6;
     } a;
 
-    memset(out, 0, sizeof(*out));
+    memset(r, 0, sizeof(*r));
     memset(&a, 0, sizeof(a));
     if (ip->family == AF_INET) {
         a.in.sin_family = AF_INET;
@@ -190,15 +194,87 @@ int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
     } else {
         return AG_OK;
     }
-
     int st;
-    MMDB_lookup_result_s r = MMDB_lookup_sockaddr(&g->mmdb, &a.sa, &st);
-    if (st != MMDB_SUCCESS)
+    *r = MMDB_lookup_sockaddr(&g->mmdb, &a.sa, &st);
+    return st == MMDB_SUCCESS ? AG_OK : AG_EIO;
+}
+
+int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
+                  struct ag_geo_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    MMDB_lookup_result_s r;
+    if (find(g, ip, &r) != AG_OK)
         return AG_EIO;
     if (!r.found_entry)
         return AG_OK;
     out->found = true;
     if (read_field(&r.entry, g->kind, g->layout, out) != AG_OK) {
+        memset(out, 0, sizeof(*out));
+        return AG_EIO;
+    }
+    return AG_OK;
+}
+
+/* One number of the record's location at path: AG_OK with *v (NAN if
+ * absent or of another type), or AG_EIO. */
+static int read_number(MMDB_entry_s *entry, const char *const *path, double *v)
+{
+    MMDB_entry_data_s d;
+    int st = MMDB_aget_value(entry, &d, path);
+    *v = NAN;
+    if (st == MMDB_LOOKUP_PATH_DOES_NOT_MATCH_DATA_ERROR)
+        return AG_OK;
+    if (st != MMDB_SUCCESS)
+        return AG_EIO;
+    if (!d.has_data)
+        return AG_OK;
+    if (d.type == MMDB_DATA_TYPE_DOUBLE)
+        *v = d.double_value;
+    else if (d.type == MMDB_DATA_TYPE_FLOAT)
+        *v = d.float_value;
+    else if (d.type == MMDB_DATA_TYPE_UINT16)
+        *v = d.uint16;
+    else if (d.type == MMDB_DATA_TYPE_UINT32)
+        *v = d.uint32;
+    return AG_OK;
+}
+
+static const char *const latitude_path[] = {"location", "latitude", NULL};
+static const char *const longitude_path[] = {"location", "longitude", NULL};
+static const char *const radius_path[] = {"location", "accuracy_radius", NULL};
+
+/* The record's location into out, if it has one in range. */
+static int read_location(MMDB_entry_s *entry, struct ag_geo_result *out)
+{
+    double lat, lon, radius;
+    if (read_number(entry, latitude_path, &lat) != AG_OK ||
+        read_number(entry, longitude_path, &lon) != AG_OK ||
+        read_number(entry, radius_path, &radius) != AG_OK)
+        return AG_EIO;
+    if (!(lat >= -90.0 && lat <= 90.0 && lon >= -180.0 && lon <= 180.0))
+        return AG_OK; /* NAN fails every comparison */
+    out->located = true;
+    out->latitude = lat;
+    out->longitude = lon;
+    out->accuracy_km =
+        radius >= 1.0 && radius <= 65535.0 ? (uint16_t)radius : 0;
+    return AG_OK;
+}
+
+int ag_geo_locate(const struct ag_geo *g, const struct ag_ip *ip,
+                  struct ag_geo_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    MMDB_lookup_result_s r;
+    if (find(g, ip, &r) != AG_OK)
+        return AG_EIO;
+    if (!r.found_entry)
+        return AG_OK;
+    out->found = true;
+    if (read_field(&r.entry, g->kind, g->layout, out) != AG_OK ||
+        (g->kind == AG_GEO_COUNTRY && g->layout == LAYOUT_MAXMIND &&
+         read_location(&r.entry, out) != AG_OK)) {
         memset(out, 0, sizeof(*out));
         return AG_EIO;
     }

@@ -52,6 +52,13 @@ struct ag_geo_result {
     bool found;                           /* a record for the address */
     char country[AG_GEO_COUNTRY_LEN + 1]; /* upper case; "" if none */
     uint32_t asn;                         /* 0 if none */
+    /* ag_geo_locate only, of a City database in MaxMind's layout
+     * (location.latitude, .longitude, .accuracy_radius): located when the
+     * record has both coordinates, in range; accuracy_km 0 when it has
+     * no radius. Country databases and IPinfo Lite have none. */
+    bool located;
+    double latitude, longitude;
+    uint16_t accuracy_km;
 };
 
 struct ag_geo;
@@ -76,6 +83,12 @@ void ag_geo_close(struct ag_geo *g);
  * AG_OK, or AG_EIO if libmaxminddb reports the database corrupt (a miss
  * for the caller, counted). */
 int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
+                  struct ag_geo_result *out);
+
+/* ag_geo_lookup, and for a country database in MaxMind's layout the
+ * record's location too (struct ag_geo_result): the same walk of the
+ * tree, three more reads of the record. Nothing allocated. */
+int ag_geo_locate(const struct ag_geo *g, const struct ag_ip *ip,
                   struct ag_geo_result *out);
 
 /* The database's build time (Unix seconds, its metadata's build_epoch),

@@ -20,7 +20,9 @@
 #    "build_epoch": 1700000000,                default now
 #    "networks": [{"cidr": "81.2.69.0/24", "country": "GB",
 #                  "asn": 20712, "as_org": "Andrews & Arnold",
-#                  "city": "London", "country_name": "United Kingdom"},
+#                  "city": "London", "country_name": "United Kingdom",
+#                  "latitude": 51.5, "longitude": -0.13,
+#                  "accuracy_radius": 20},
 #                 ...]}
 #
 # Layout "maxmind" writes {"country": {"iso_code": "GB"}} when a network
@@ -28,7 +30,9 @@
 # has a registered_country), {"autonomous_system_number": 20712,
 # "autonomous_system_organization": "..."} when it has an asn, and
 # {"city": {"names": {"en": "London"}}} when it has a city (a City
-# database). Layout "ipinfo" writes IPinfo Lite's flat record:
+# database), and {"location": {"latitude": 51.5, "longitude": -0.13,
+# "accuracy_radius": 20}} when it has a latitude (the radius only when
+# given). Layout "ipinfo" writes IPinfo Lite's flat record:
 # {"asn": "AS20712", "as_name": "...", "country_code": "GB",
 # "country": "United Kingdom"} (IPinfo's "country" is the country's
 # name, country_name or else the code: a string,
@@ -100,6 +104,10 @@ my %types = (
         city                           => 'map',
         names                          => 'map',
         en                             => 'utf8_string',
+        location                       => 'map',
+        latitude                       => 'double',
+        longitude                      => 'double',
+        accuracy_radius                => 'uint16',
     },
     ipinfo => {
         asn          => 'utf8_string',
@@ -142,6 +150,14 @@ sub record {
                 if defined $n->{as_org};
         }
         $r{city} = { names => { en => $n->{city} } } if defined $n->{city};
+        if ( defined $n->{latitude} ) {
+            $r{location} = {
+                latitude  => $n->{latitude} + 0,
+                longitude => $n->{longitude} + 0,
+            };
+            $r{location}{accuracy_radius} = $n->{accuracy_radius}
+                if defined $n->{accuracy_radius};
+        }
     }
     else {
         if ( defined $n->{country} ) {

@@ -157,7 +157,12 @@ static const struct db dbs[] = {
     {"city", "{\"ip_version\": 6, \"database_type\": \"GeoLite2-City\","
              " \"ipv4_aliases\": true, \"networks\": ["
              " {\"cidr\": \"81.2.69.0/24\", \"country\": \"GB\","
-             "  \"city\": \"London\"}]}"},
+             "  \"city\": \"London\", \"latitude\": 51.5142,"
+             "  \"longitude\": -0.0931, \"accuracy_radius\": 20},"
+             " {\"cidr\": \"2001:db8::/32\", \"country\": \"DE\","
+             "  \"latitude\": 52.5, \"longitude\": 13.4},"
+             " {\"cidr\": \"192.0.2.0/24\", \"country\": \"FR\","
+             "  \"latitude\": 95.0, \"longitude\": 2.0}]}"},
 };
 
 #define NDBS (sizeof(dbs) / sizeof(dbs[0]))
@@ -502,6 +507,64 @@ static void file_rewritten_in_place_after_open_leaves_lookups_alone(void **s)
     ag_geo_close(g);
 }
 
+/* issue 40: a City record's location, read in the same walk as its
+ * country; a radius where it has one; none out of range, none of a
+ * country database or IPinfo Lite, and nothing of it from
+ * ag_geo_lookup. */
+static void a_city_database_locates_an_address(void **s)
+{
+    (void)s;
+    struct ag_geo *city = open_db("city", AG_GEO_COUNTRY);
+    struct ag_ip ip = ip_of("81.2.69.7");
+    struct ag_geo_result r;
+    memset(&r, 0x5a, sizeof(r));
+    assert_int_equal(ag_geo_locate(city, &ip, &r), AG_OK);
+    assert_true(r.found && r.located);
+    assert_string_equal(r.country, "GB");
+    assert_true(r.latitude == 51.5142 && r.longitude == -0.0931);
+    assert_int_equal(r.accuracy_km, 20);
+    /* No radius: 0, for the caller's default. IPv6 too. */
+    ip = ip_of("2001:db8::9");
+    assert_int_equal(ag_geo_locate(city, &ip, &r), AG_OK);
+    assert_true(r.located && r.latitude == 52.5 && r.longitude == 13.4);
+    assert_int_equal(r.accuracy_km, 0);
+    /* A latitude past the pole is no place; the country still stands. */
+    ip = ip_of("192.0.2.1");
+    assert_int_equal(ag_geo_locate(city, &ip, &r), AG_OK);
+    assert_true(r.found && !r.located);
+    assert_string_equal(r.country, "FR");
+    /* ag_geo_lookup reads no location. */
+    ip = ip_of("81.2.69.7");
+    assert_int_equal(ag_geo_lookup(city, &ip, &r), AG_OK);
+    assert_false(r.located);
+    /* Neither a country database nor IPinfo Lite has coordinates; a miss
+     * is empty. */
+    struct ag_geo *country = open_db("country", AG_GEO_COUNTRY);
+    struct ag_geo *ipinfo = open_db("ipinfo", AG_GEO_COUNTRY);
+    assert_int_equal(ag_geo_locate(country, &ip, &r), AG_OK);
+    assert_true(r.found && !r.located);
+    assert_int_equal(ag_geo_locate(ipinfo, &ip, &r), AG_OK);
+    assert_true(r.found && !r.located);
+    ip = ip_of("8.8.8.8");
+    memset(&r, 0x5a, sizeof(r));
+    assert_int_equal(ag_geo_locate(city, &ip, &r), AG_OK);
+    assert_true(!r.found && !r.located && r.accuracy_km == 0);
+    /* Nothing allocated, hit or miss. */
+    struct ag_ip hit = ip_of("81.2.69.7");
+    unsigned located = 0;
+    allocs = 0;
+    counting = 1;
+    for (int n = 0; n < 100; n++)
+        if (ag_geo_locate(city, n % 2 ? &hit : &ip, &r) == AG_OK && r.located)
+            located++;
+    counting = 0;
+    assert_int_equal(allocs, 0);
+    assert_int_equal(located, 50);
+    ag_geo_close(city);
+    ag_geo_close(country);
+    ag_geo_close(ipinfo);
+}
+
 /* Proves the lookups below make no allocation call (malloc, calloc,
  * realloc; under ASan every allocation); first proves the counter sees
  * libmaxminddb's own: MMDB_get_value callocs its path. It does not cover
@@ -643,6 +706,7 @@ int main(void)
             a_database_of_the_other_kind_is_refused_naming_the_field),
         cmocka_unit_test(
             file_rewritten_in_place_after_open_leaves_lookups_alone),
+        cmocka_unit_test(a_city_database_locates_an_address),
         cmocka_unit_test(lookups_make_no_allocation_call),
         cmocka_unit_test(build_epoch_type_and_size_read_back),
         cmocka_unit_test(answers_agree_with_mmdblookup),
