@@ -5,6 +5,7 @@
  * It calls no other file of the fleet, so that calls go one way.
  */
 #include "ag_fleet_impl.h"
+#include "ag_fleet_set.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,8 +83,8 @@ int ag_fleet__seal(const struct ag_fleet *f, const json_t *body,
     if (!text)
         return AG_ENOMEM;
     memset(rec, 0, sizeof *rec);
-    struct ag_fleet_place place = {f->name, epoch, version, prev,
-                                   AG_FLEET_SCHEMA};
+    unsigned schema = ag_fleet_set_schema(body);
+    struct ag_fleet_place place = {f->name, epoch, version, prev, schema};
     char *blob = NULL;
     int rc =
         ag_fleet_seal(&f->key, &place, text, strlen(text), &blob, rec->hash);
@@ -93,7 +94,7 @@ int ag_fleet__seal(const struct ag_fleet *f, const json_t *body,
     rec->version = version;
     snprintf(rec->epoch, sizeof rec->epoch, "%s", epoch);
     snprintf(rec->prev, sizeof rec->prev, "%s", prev);
-    rec->schema = AG_FLEET_SCHEMA;
+    rec->schema = schema;
     rec->blob = blob;
     rec->blob_len = strlen(blob);
     return AG_OK;

@@ -31,9 +31,11 @@
 
 #include "ag_fleet_ids.h"
 
-/* The record format this binary writes and the newest it can apply. A
- * record that needs a newer one is held, never skipped (ag_fleet.h). */
-#define AG_FLEET_SCHEMA 1
+/* The newest record format this binary applies: 1, the first; 2, issue
+ * 39's network fields (ag_fleet_set_schema). A record is written with
+ * the schema its operations need; one that needs a newer one than a
+ * binary applies is held there, never skipped (ag_fleet.h). */
+#define AG_FLEET_SCHEMA 2
 /* A record's body at most, in bytes: a snapshot of every list entry. */
 #define AG_FLEET_BODY_MAX (8u * 1024 * 1024)
 

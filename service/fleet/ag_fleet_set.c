@@ -300,3 +300,44 @@ json_t *ag_fleet_set_diff(const json_t *a, const json_t *b, bool *same)
     *same = out && psame && added == 0 && removed == 0;
     return out;
 }
+
+/* Does v hold, at any depth, a policy record or an entry row of what
+ * schema 2 brought? */
+static bool needs_network(const json_t *v)
+{
+    if (json_is_array(v)) {
+        size_t i;
+        const json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            if (needs_network(item))
+                return true;
+        }
+        return false;
+    }
+    if (!json_is_object(v))
+        return false;
+    const char *signal = string_of(v, "signal");
+    const char *kind = string_of(v, "kind");
+    if (json_object_get(v, "algorithm") &&
+        (json_object_get(v, "lists") || json_object_get(v, "countries") ||
+         (signal && (strcmp(signal, "ip_listed") == 0 ||
+                     strcmp(signal, "ip_country") == 0))))
+        return true;
+    if (kind && json_object_get(v, "value") &&
+        (strcmp(kind, "asn") == 0 || strcmp(kind, "ip_country") == 0))
+        return true;
+    const char *key;
+    const json_t *item;
+    json_object_foreach((json_t *)v, key, item)
+    {
+        if (needs_network(item))
+            return true;
+    }
+    return false;
+}
+
+unsigned ag_fleet_set_schema(const json_t *body)
+{
+    return needs_network(json_object_get(body, "ops")) ? 2 : 1;
+}

@@ -28,6 +28,15 @@ json_t *ag_fleet_set_new(void);
  * (or out of memory). The caller owns it. */
 json_t *ag_fleet_set_from_snapshot(const json_t *snap);
 
+/* The record schema (ag_fleet_record.h) a change's body needs: 2 when
+ * one of its operations holds what a binary of schema 1 refuses (a
+ * policy with lists or countries, or a computed signal, ip_listed or
+ * ip_country; an asn or ip_country list entry: issue 39's), else 1. A
+ * record is written with the schema it needs, so a member not yet
+ * upgraded applies every other record and holds on these, naming the
+ * upgrade, instead of refusing a field it does not know. */
+unsigned ag_fleet_set_schema(const json_t *body);
+
 /* Applies a change's body ({"ops": [...]}) to set; AG_OK, or AG_EINVAL
  * if an operation is not of a known shape (set is then partly changed:
  * the caller drops it), AG_ENOMEM. */

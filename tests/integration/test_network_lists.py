@@ -10,7 +10,7 @@ and in the snapshot a new instance takes."""
 import unittest
 
 import test_network
-from fleet_harness import FleetTest
+from fleet_harness import FleetTest, keys, pairs
 from harness import PolicyTest, make_secret
 
 TOKEN = "tok-" + "5" * 40
@@ -209,6 +209,21 @@ class NetworkListsFleetTest(FleetTest):
                     self.admin(s, "GET", "/policies/" + name).json["policy"],
                     want)
         self.assertEqual(want["countries"], ["FR", "KP"])
+        # Written as schema 2, which a binary from before them holds on
+        # (naming the upgrade) instead of refusing a field it lacks; a
+        # record without them stays schema 1.
+        def last_schema():
+            log = self.redis.cmd("XREVRANGE", keys()["log"], "+", "-",
+                                 "COUNT", "1")
+            return pairs(log[0][1])["s"]
+        for name, rec, schema in (
+                ("net.tor2", tor, "2"),
+                ("login.plain", {"endpoint": "login", "key": ["user"],
+                                 "algorithm": "sliding_log", "limit": 9,
+                                 "window_s": 60}, "1")):
+            r = self.admin(a, "PUT", "/policies/" + name, rec)
+            self.assertEqual(r.status, 201, r.raw)
+            self.assertEqual(last_schema(), schema, name)
         r = c.post("/check-otp", {"phone": "+447911123456",
                                   "ip": "12.9.9.9"})
         self.assertEqual((r.status, r.json["policy"]), (429, "otp.fr"), r.raw)

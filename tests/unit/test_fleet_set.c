@@ -382,6 +382,54 @@ static void applied_record_diffs_as_its_operations(void **state)
     json_decref(after);
 }
 
+/* Issue 39: a member not yet upgraded must hold on what it would refuse,
+ * and apply everything else. */
+static void a_record_needs_schema_2_for_the_network_fields_only(void **st)
+{
+    (void)st;
+    static const struct {
+        const char *body;
+        unsigned schema;
+    } cases[] = {
+        {"{\"ops\":[{\"op\":\"policy_put\",\"policy\":{\"name\":\"a\","
+         "\"algorithm\":\"sliding_log\",\"key\":[\"asn\"]}}]}",
+         1},
+        {"{\"ops\":[{\"op\":\"policy_put\",\"policy\":{\"name\":\"a\","
+         "\"algorithm\":\"signal\",\"signal\":\"password_breached\"}}]}",
+         1},
+        {"{\"ops\":[{\"op\":\"policy_put\",\"policy\":{\"name\":\"a\","
+         "\"algorithm\":\"signal\",\"signal\":\"ip_listed\","
+         "\"lists\":[\"tor\"]}}]}",
+         2},
+        {"{\"ops\":[{\"op\":\"policy_put\",\"policy\":{\"name\":\"a\","
+         "\"algorithm\":\"signal\",\"countries\":[\"FR\"]}}]}",
+         2},
+        {"{\"ops\":[{\"op\":\"list_add\",\"entry\":{\"list\":\"deny\","
+         "\"kind\":\"ip\",\"value\":\"192.0.2.1\"}}]}",
+         1},
+        {"{\"ops\":[{\"op\":\"list_add\",\"entry\":{\"list\":\"deny\","
+         "\"kind\":\"asn\",\"value\":\"174\"}}]}",
+         2},
+        /* A snapshot's "lists" is its entries, no policy's field. */
+        {"{\"ops\":[{\"op\":\"snapshot\",\"policies\":[],\"lists\":[{"
+         "\"version\":1,\"entry\":{\"kind\":\"user\",\"value\":\"x\"}}]}]}",
+         1},
+        {"{\"ops\":[{\"op\":\"snapshot\",\"policies\":[],\"lists\":[{"
+         "\"version\":1,\"entry\":{\"kind\":\"ip_country\","
+         "\"value\":\"FR\"}}]}]}",
+         2},
+        {"{\"ops\":[]}", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *b = json_loads(cases[i].body, 0, NULL);
+        assert_non_null(b);
+        if (ag_fleet_set_schema(b) != cases[i].schema)
+            fail_msg("case %zu: schema %u, want %u", i, ag_fleet_set_schema(b),
+                     cases[i].schema);
+        json_decref(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +445,7 @@ int main(void)
         cmocka_unit_test(lists_diff_counts_each_entry_once),
         cmocka_unit_test(set_diff_differs_by_policies_alone),
         cmocka_unit_test(applied_record_diffs_as_its_operations),
+        cmocka_unit_test(a_record_needs_schema_2_for_the_network_fields_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
