@@ -60,10 +60,6 @@ struct group {
     size_t idx[AG_PLAN_OPS]; /* each op's index in the parent's plan */
     struct ag_plan plan;
     struct ag_limit_result res[AG_PLAN_OPS];
-    /* The ops' policies, copied: a release (and a reformat of it) may be
-     * built after the check's caller has been answered and has dropped
-     * the ruleset the plan borrowed them from. */
-    struct ag_policy policies[AG_PLAN_OPS];
 };
 
 struct ccheck {
@@ -75,6 +71,11 @@ struct ccheck {
     atomic_size_t pending; /* groups (then releases) not yet back */
     atomic_bool answered;  /* done has been called */
     size_t ngroups;
+    /* The ops' policies, copied, one per op of the plan (after the
+     * groups, in the same allocation): a release (and a reformat of it)
+     * may be built after the check's caller has been answered and has
+     * dropped the ruleset the plan borrowed them from. */
+    struct ag_policy *policies;
     struct group groups[];
 };
 
@@ -237,6 +238,21 @@ static void group_done(void *arg, int rc)
         finish(g->parent);
 }
 
+/* A check of n ops on c: room for n groups and n policies, zeroed; NULL
+ * when out of memory. Free with free(). */
+static struct ccheck *ccheck_new(struct ag_store_cluster__store *c, size_t n)
+{
+    _Static_assert(sizeof(struct group) % _Alignof(struct ag_policy) == 0,
+                   "the policies after the groups are aligned");
+    struct ccheck *k = calloc(
+        1, sizeof *k + n * (sizeof(struct group) + sizeof(struct ag_policy)));
+    if (!k)
+        return NULL;
+    k->policies = (struct ag_policy *)(void *)&k->groups[n];
+    k->c = c;
+    return k;
+}
+
 /* Splits plan by slot into k's groups (k sized for plan->n of them). */
 static size_t split(struct ag_store_cluster__store *c,
                     const struct ag_plan *plan, struct ccheck *k)
@@ -257,9 +273,9 @@ static size_t split(struct ag_store_cluster__store *c,
             g->plan.trusted = plan->trusted;
         }
         g->idx[g->nops] = i;
-        g->policies[g->nops] = *plan->ops[i].policy;
+        k->policies[i] = *plan->ops[i].policy;
         g->plan.ops[g->nops] = plan->ops[i];
-        g->plan.ops[g->nops].policy = &g->policies[g->nops];
+        g->plan.ops[g->nops].policy = &k->policies[i];
         g->nops++;
         g->plan.n = g->nops;
     }
@@ -285,10 +301,9 @@ int ag_store_cluster__check_async(struct ag_store *base,
     struct ag_store_cluster__store *c = (struct ag_store_cluster__store *)base;
     if (plan->n == 0)
         return AG_EINVAL;
-    struct ccheck *k = calloc(1, sizeof *k + plan->n * sizeof(struct group));
+    struct ccheck *k = ccheck_new(c, plan->n);
     if (!k)
         return AG_ENOMEM;
-    k->c = c;
     k->plan = plan;
     k->res = res;
     k->done = done;
@@ -386,11 +401,9 @@ int ag_store_cluster__check(struct ag_store *base, const struct ag_plan *plan,
 int ag_store_cluster__clear(struct ag_store *base, const struct ag_plan *plan)
 {
     struct ag_store_cluster__store *c = (struct ag_store_cluster__store *)base;
-    struct ccheck *k =
-        calloc(1, sizeof *k + (plan->n ? plan->n : 1) * sizeof(struct group));
+    struct ccheck *k = ccheck_new(c, plan->n ? plan->n : 1);
     if (!k)
         return AG_ENOMEM;
-    k->c = c;
     pthread_mutex_lock(&c->lock);
     k->ngroups = split(c, plan, k);
     pthread_mutex_unlock(&c->lock);
