@@ -244,6 +244,11 @@ int ag_cli_remote_main(int argc, char **argv)
         else
             printf("nothing to change (version %lld)\n", (long long)v);
     }
+    /* Policies the instance keeps but skips (a network file it lacks). */
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(out, "warnings"), i, w)
+        fprintf(stderr, "warning: %s\n", json_string_value(w));
     json_decref(out);
     return 0;
 }

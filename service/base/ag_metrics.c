@@ -379,7 +379,7 @@ void ag_metrics_skipped(struct ag_metrics *m, const char *policy,
 {
     if (!m)
         return;
-    struct policy_counters *c = counters_of(m, policy);
+    struct policy_counters *c = policy ? counters_of(m, policy) : &m->other;
     atomic_fetch_add_explicit(
         &c->n[not_loaded ? PC_SKIPPED_NOT_LOADED : PC_SKIPPED_ADDRESS_UNKNOWN],
         1, memory_order_relaxed);

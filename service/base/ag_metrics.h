@@ -128,7 +128,7 @@ void ag_metrics_challenge(struct ag_metrics *m, const char *policy,
                           bool passed);
 /* One request a policy was left out of for the network files: this
  * instance lacks a file it names (not_loaded), or they do not know the
- * address. */
+ * address. policy NULL: one past those a plan names, under "_other". */
 void ag_metrics_skipped(struct ag_metrics *m, const char *policy,
                         bool not_loaded);
 /* A site-wide shield's state as its gauges show it. */

@@ -370,7 +370,7 @@ static void judge_pass(struct ag_service *s, struct ag_request *req,
 
 /* The address's country, autonomous system and lists, for the policies
  * keyed on them and the answer; no lookup without network files. */
-static void look_up_network(struct ag_service *s, struct ag_request *req)
+void ag_service__look_up_network(struct ag_service *s, struct ag_request *req)
 {
     req->net.avail = &s->net_avail;
     if (!ag_network_active(s->o.network) || !(req->have & 1u << AG_KEY_IP))
@@ -381,16 +381,20 @@ static void look_up_network(struct ag_service *s, struct ag_request *req)
                        ni.lists_special);
 }
 
-/* Counts the skips of p from the from-th on (ag_plan_skip); an inspect's
- * are no request's. */
+/* Counts the skips p's planning added since it held from named ones and
+ * more[] past them (struct ag_plan's skipped and skipped_more): those
+ * past the names under "_other". An inspect's are no request's. */
 static void count_skips(const struct ag_service *s, const struct ag_plan *p,
-                        size_t from)
+                        size_t from, const uint32_t more[2])
 {
     if (p->kind == AG_PLAN_PEEK)
         return;
-    for (size_t i = from; i < p->nskipped && i < AG_PLAN_SKIPS_MAX; i++)
+    for (size_t i = from; i < p->nskipped; i++)
         ag_metrics_skipped(s->o.metrics, p->skipped[i].policy->name,
                            p->skipped[i].why == AG_SKIP_NOT_LOADED);
+    for (int why = 0; why < 2; why++)
+        for (uint32_t k = more[why]; k < p->skipped_more[why]; k++)
+            ag_metrics_skipped(s->o.metrics, NULL, why == AG_SKIP_NOT_LOADED);
 }
 
 int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
@@ -399,7 +403,7 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
                      struct ag_plan *p, struct ag_verdict *v)
 {
     ag_service__trust_device(s, req, d);
-    look_up_network(s, req);
+    ag_service__look_up_network(s, req);
     if (v) {
         v->net = req->net;
         v->network = s->o.network;
@@ -414,7 +418,7 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
     }
     int rc = ag_limiter_plan(*set, kind, d, p);
     if (!rc)
-        count_skips(s, p, 0);
+        count_skips(s, p, 0, (const uint32_t[2]){0, 0});
     /* A pass is used once: its nonce is charged beside the policies. */
     if (!rc && pass_id[0])
         rc = ag_limiter_plan_pass(p, pass_id, d->tagged);
@@ -436,9 +440,10 @@ int ag_service__plan_signals(struct ag_check *c, struct ag_digests *d,
                              struct ag_verdict *v)
 {
     size_t from = c->plan.nskipped;
+    uint32_t more[2] = {c->plan.skipped_more[0], c->plan.skipped_more[1]};
     int rc =
         ag_limiter_plan_signals(c->set, &c->plan, d, c->signals, &c->nsignals);
-    count_skips(c->svc, &c->plan, from);
+    count_skips(c->svc, &c->plan, from, more);
     if (rc) {
         ag_log(AG_LOG_ERROR, "plan",
                "more than %d signal policies, or %d policies in all, apply "

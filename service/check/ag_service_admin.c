@@ -35,6 +35,7 @@ int ag_service_inspect(struct ag_service *s, enum ag_endpoint endpoint,
     struct ag_check *c = ag_service__check_new();
     if (!c)
         return AG_ENOMEM;
+    c->svc = s;
     c->shields = NULL;
     c->nsignals = 0;
     c->endpoint = endpoint;
@@ -135,10 +136,25 @@ int ag_service_reset(struct ag_service *s, const struct ag_policy *p,
     /* A device_token is no field of the body but the verified token's
      * id: parsed, then trusted or not like a check's. */
     unsigned token = 1u << AG_KEY_DEVICE_TOKEN;
+    /* An asn or ip_country is the service's lookup of the body's ip. */
+    unsigned looked = 1u << AG_KEY_ASN | 1u << AG_KEY_IP_COUNTRY;
+    unsigned sent = need & ~token & ~looked;
+    if (need & looked)
+        sent |= 1u << AG_KEY_IP;
     struct ag_request req;
-    if (ag_request_parse_for(p->endpoint, need & ~token, body, len,
-                             &s->o.request, &req, err))
+    if (ag_request_parse_for(p->endpoint, sent, body, len, &s->o.request, &req,
+                             err))
         return AG_EINVAL;
+    if (need & looked) {
+        char why[AG_SERVICE_NET_WHY];
+        if (ag_service_net_missing(s, p, why, sizeof why))
+            return ag_error_refuse(err, "policy", why);
+        ag_service__look_up_network(s, &req);
+        if ((need & looked) & ~req.have)
+            return ag_error_refuse(err, "ip",
+                                   "is in no network the databases know: "
+                                   "the policy keeps nothing for it");
+    }
     struct ag_digests d;
     ag_digests_init(&d, s->o.hasher, &req, s->o.tagged_keys);
     ag_service__trust_device(s, &req, &d);

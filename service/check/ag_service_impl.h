@@ -137,6 +137,10 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
 /* Plans c's signal policies for req (whose digests d holds) beside c's
  * plan, which is planned: AG_OK; or AG_ETOOBIG, v the unavailable verdict
  * saying why. */
+/* Looks the request's ip up in the network files, for the policies keyed
+ * on what they say and the answer (req->net); no lookup without files or
+ * an ip. */
+void ag_service__look_up_network(struct ag_service *s, struct ag_request *req);
 int ag_service__plan_signals(struct ag_check *c, struct ag_digests *d,
                              struct ag_verdict *v);
 

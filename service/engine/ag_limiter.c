@@ -158,12 +158,13 @@ const char *ag_limiter_net_missing(const struct ag_policy *p,
 
 /* Records that p was left out of plan, and why. */
 static void skip(struct ag_plan *plan, const struct ag_policy *p,
-                 enum ag_skip_why why, const char *flag, const char *list)
+                 enum ag_skip_why why)
 {
     if (plan->nskipped < AG_PLAN_SKIPS_MAX)
-        plan->skipped[plan->nskipped] = (struct ag_plan_skip){
-            .policy = p, .why = why, .flag = flag, .list = list};
-    plan->nskipped++;
+        plan->skipped[plan->nskipped++] =
+            (struct ag_plan_skip){.policy = p, .why = why};
+    else
+        plan->skipped_more[why]++;
 }
 
 /* Can p, which needs the network files (p->needs), judge the request:
@@ -174,16 +175,15 @@ static bool net_ready(const struct ag_policy *p, const struct ag_request *req,
                       struct ag_plan *plan)
 {
     const char *list;
-    const char *flag = ag_limiter_net_missing(p, req->net.avail, &list);
-    if (flag) {
-        skip(plan, p, AG_SKIP_NOT_LOADED, flag, list);
+    if (ag_limiter_net_missing(p, req->net.avail, &list)) {
+        skip(plan, p, AG_SKIP_NOT_LOADED);
         return false;
     }
     if (!req->net.looked)
         return true;
     if (((p->needs & AG_POLICY_NEEDS_COUNTRY) && !req->net.country[0]) ||
         ((p->needs & AG_POLICY_NEEDS_ASN) && !req->net.asn[0])) {
-        skip(plan, p, AG_SKIP_ADDRESS_UNKNOWN, NULL, NULL);
+        skip(plan, p, AG_SKIP_ADDRESS_UNKNOWN);
         return false;
     }
     return true;
@@ -208,6 +208,7 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     memcpy(plan->ref, d->req->ref, sizeof plan->ref);
     plan->net = d->req->net;
     plan->nskipped = 0;
+    plan->skipped_more[0] = plan->skipped_more[1] = 0;
     for (size_t i = 0; i < set->count; i++) {
         const struct ag_policy *p = &set->policies[i];
         if (!p->enabled || p->endpoint != d->req->endpoint ||

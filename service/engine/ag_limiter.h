@@ -115,17 +115,14 @@ enum ag_plan_kind {
  * the request's address (its country or ASN), which no shared "unknown"
  * key may stand in for. */
 enum ag_skip_why { AG_SKIP_NOT_LOADED, AG_SKIP_ADDRESS_UNKNOWN };
-/* Skips a plan keeps (the first ones; nskipped counts them all). */
-#define AG_PLAN_SKIPS_MAX 8
+/* Skips a plan names (the first ones; skipped_more counts the rest). */
+#define AG_PLAN_SKIPS_MAX 32
 
+/* One skip. NOT_LOADED's file is ag_limiter_net_missing's of the policy
+ * and the plan's net.avail. */
 struct ag_plan_skip {
     const struct ag_policy *policy; /* borrowed from the set */
     enum ag_skip_why why;
-    /* NOT_LOADED: the flag of the file it lacks (ag_limiter_net_missing),
-     * and for "--ip-list" the list's name (borrowed from the policy);
-     * NULL otherwise. */
-    const char *flag;
-    const char *list;
 };
 
 struct ag_plan {
@@ -157,9 +154,11 @@ struct ag_plan {
     char ref[AG_REF_MAX + 1];
     /* The policies ag_limiter_plan and ag_limiter_plan_signals left out
      * for the network files (struct ag_plan_skip): the first
-     * AG_PLAN_SKIPS_MAX, and how many in all. Stores never read them. */
+     * AG_PLAN_SKIPS_MAX, and the rest counted by why. Stores never read
+     * them. */
     struct ag_plan_skip skipped[AG_PLAN_SKIPS_MAX];
-    size_t nskipped;
+    size_t nskipped;          /* of skipped[] */
+    uint32_t skipped_more[2]; /* by enum ag_skip_why */
     /* What the network files saw of the request's address (ag_request),
      * for the log lines and events its denials raise. */
     struct ag_request_net net;

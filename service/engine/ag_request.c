@@ -350,11 +350,13 @@ void ag_request_network(struct ag_request *req,
     n->lists = lists;
     n->lists_special = lists_special;
     n->country[0] = n->asn[0] = '\0';
-    /* On every check's path: no printf. A country is two letters. */
-    if (country && country[0] && country[1] && !country[2]) {
-        memcpy(n->country, country, 3);
+    req->have &= ~(1u << AG_KEY_IP_COUNTRY | 1u << AG_KEY_ASN);
+    /* On every check's path: no printf. A country is two letters, kept
+     * upper case (a policy's countries index by them). */
+    if (country && country[0] && ag_identity_ip_country(country, n->country))
         req->have |= 1u << AG_KEY_IP_COUNTRY;
-    }
+    else
+        n->country[0] = '\0';
     if (asn) {
         char digits[10];
         size_t k = 0;

@@ -242,19 +242,24 @@ static void decision_json(struct ag_buf *b, const struct ag_limit_op *op,
 static void skipped_json(struct ag_buf *b, const struct ag_plan *plan)
 {
     ag_buf_puts(b, ",\"skipped\":[");
-    for (size_t i = 0; i < plan->nskipped && i < AG_PLAN_SKIPS_MAX; i++) {
+    for (size_t i = 0; i < plan->nskipped; i++) {
         const struct ag_plan_skip *k = &plan->skipped[i];
         ag_buf_puts(b, i ? ",{\"policy\":\"" : "{\"policy\":\"");
         ag_buf_puts(b, k->policy->name);
-        if (k->why == AG_SKIP_ADDRESS_UNKNOWN) {
+        const char *list = NULL;
+        const char *flag =
+            k->why == AG_SKIP_NOT_LOADED
+                ? ag_limiter_net_missing(k->policy, plan->net.avail, &list)
+                : NULL;
+        if (!flag) {
             ag_buf_puts(b, "\",\"why\":\"address_unknown\"}");
             continue;
         }
         ag_buf_puts(b, "\",\"why\":\"not_loaded\",\"flag\":\"");
-        ag_buf_puts(b, k->flag);
-        if (k->list) {
+        ag_buf_puts(b, flag);
+        if (list) {
             ag_buf_puts(b, "\",\"list\":\"");
-            ag_buf_puts(b, k->list);
+            ag_buf_puts(b, list);
         }
         ag_buf_puts(b, "\"}");
     }

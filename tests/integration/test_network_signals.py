@@ -10,8 +10,9 @@ the address."""
 import json
 import os
 import re
+import subprocess
 
-from harness import make_secret, wait_until
+from harness import BINARY, make_secret, wait_until
 from test_network import ASN_POLICY, OPEN, NetworkFiles, metric
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -208,3 +209,32 @@ class NetworkSignalsTest(NetworkFiles):
                       {"policies": doc["policies"], "dry_run": True,
                        "prune": False}, headers=AUTH)
         self.assertEqual(len(r.json["warnings"]), len(doc["policies"]), r.raw)
+        # So does the CLI the docs name, on stderr.
+        cli = subprocess.run(
+            [BINARY, "policy", "diff", path, "--url",
+             "http://127.0.0.1:%d" % bare.port, "--token-file",
+             self.token_file], capture_output=True, text=True, timeout=30)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        warned = [ln for ln in cli.stderr.splitlines()
+                  if ln.startswith("warning: policy ")]
+        self.assertEqual(len(warned), len(doc["policies"]), cli.stderr)
+
+    def test_an_as_lockout_is_reset_by_an_address_in_it(self):
+        svc = self.start([ASN_POLICY, OPEN])
+        for i in range(5):
+            ip = "11.%d.0.1" % (i + 1)
+            svc.post("/report-login", {"user": "r%d@example.com" % i,
+                                       "ip": ip, "success": False})
+        self.assertEqual(self.login(svc, "r@example.com", DE_IP).status, 429)
+        # The support desk resets the AS by any address in it.
+        r = svc.post("/admin/reset", {"policy": "login.asn_failures",
+                                      "ip": "11.77.0.1"}, headers=AUTH)
+        self.assertIn(r.status, (204, 202), r.raw)
+        self.assertEqual(self.login(svc, "r@example.com", DE_IP).status, 200)
+        # An address in no AS the database knows names the ip.
+        r = svc.post("/admin/reset", {"policy": "login.asn_failures",
+                                      "ip": "13.0.0.1"}, headers=AUTH)
+        self.assertEqual((r.status, r.json["field"]), (400, "ip"), r.raw)
+        r = svc.post("/admin/reset", {"policy": "login.asn_failures"},
+                     headers=AUTH)
+        self.assertEqual((r.status, r.json["field"]), (400, "ip"), r.raw)

@@ -216,6 +216,15 @@ static size_t trips(const struct ag_ruleset *s, const struct ag_request *r,
     return n;
 }
 
+/* The flag that loads what skip i of plan lacks (NULL: none), and the
+ * list's name into *list. */
+static const char *flag_of(const struct ag_plan *plan, size_t i,
+                           const char **list)
+{
+    return ag_limiter_net_missing(plan->skipped[i].policy, plan->net.avail,
+                                  list);
+}
+
 static const char login_body[] = "{\"user\":\"ana\",\"ip\":\"198.51.100.7\"}";
 
 static void signals_trip_on_what_the_lookup_found(void **state)
@@ -235,8 +244,9 @@ static void signals_trip_on_what_the_lookup_found(void **state)
     assert_int_equal(plan.nskipped, 1);
     assert_string_equal(plan.skipped[0].policy->name, "net.spamhaus");
     assert_int_equal(plan.skipped[0].why, AG_SKIP_NOT_LOADED);
-    assert_string_equal(plan.skipped[0].flag, "--ip-list");
-    assert_string_equal(plan.skipped[0].list, "drop");
+    const char *list;
+    assert_string_equal(flag_of(&plan, 0, &list), "--ip-list");
+    assert_string_equal(list, "drop");
     /* The other lists, or tor in a private range only: no trip. */
     request(AG_EP_LOGIN, login_body, &r);
     ag_request_network(&r, &all_files, "DE", 3320, 1u << 0 | 1u << 2, 1u << 1);
@@ -275,7 +285,8 @@ static void unknown_addresses_and_missing_files_are_skips(void **state)
     assert_int_equal(plan.nskipped, 3);
     assert_string_equal(plan.skipped[0].policy->name, "login.asn_fail");
     assert_int_equal(plan.skipped[0].why, AG_SKIP_ADDRESS_UNKNOWN);
-    assert_null(plan.skipped[0].flag);
+    const char *list;
+    assert_null(flag_of(&plan, 0, &list));
     assert_string_equal(plan.skipped[1].policy->name, "net.country");
     assert_int_equal(plan.skipped[1].why, AG_SKIP_ADDRESS_UNKNOWN);
     assert_string_equal(plan.skipped[2].policy->name, "net.spamhaus");
@@ -300,17 +311,51 @@ static void unknown_addresses_and_missing_files_are_skips(void **state)
     assert_int_equal(trips(s, &r, &plan, names, sizeof names), 0);
     assert_int_equal(plan.nskipped, 4);
     assert_string_equal(plan.skipped[0].policy->name, "login.asn_fail");
-    assert_string_equal(plan.skipped[0].flag, "--asn-file");
+    assert_string_equal(flag_of(&plan, 0, &list), "--asn-file");
     assert_string_equal(plan.skipped[1].policy->name, "net.country");
-    assert_string_equal(plan.skipped[1].flag, "--geoip-file");
+    assert_string_equal(flag_of(&plan, 1, &list), "--geoip-file");
     assert_string_equal(plan.skipped[2].policy->name, "net.spamhaus");
-    assert_string_equal(plan.skipped[2].list, "tor");
+    assert_string_equal(flag_of(&plan, 2, &list), "--ip-list");
+    assert_string_equal(list, "tor");
     assert_string_equal(plan.skipped[3].policy->name, "net.tor");
     for (size_t i = 0; i < 4; i++)
         assert_int_equal(plan.skipped[i].why, AG_SKIP_NOT_LOADED);
     assert_int_equal(plan_of(s, AG_PLAN_FAILURE, &r, &h, &plan), AG_OK);
     assert_int_equal(plan.nskipped, 1);
-    assert_string_equal(plan.skipped[0].flag, "--asn-file");
+    assert_string_equal(flag_of(&plan, 0, &list), "--asn-file");
+    ag_ruleset_unref(s);
+}
+
+static void skips_past_the_names_are_counted_by_why(void **state)
+{
+    (void)state;
+    /* 40 policies keyed on asn with no ASN database: 32 named, 8 more. */
+    struct ag_policy ps[40];
+    for (int i = 0; i < 40; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"name\":\"asn%02d\",\"endpoint\":\"login\","
+                 "\"key\":[\"asn\"],\"algorithm\":\"sliding_window\","
+                 "\"limit\":5,\"window_s\":60}",
+                 i);
+        ps[i] = ag_test_policy(text);
+    }
+    struct ag_ruleset *s = ag_ruleset_new(ps, 40, 1);
+    struct ag_request r;
+    request(AG_EP_LOGIN, login_body, &r);
+    struct ag_plan plan;
+    char names[64];
+    assert_int_equal(trips(s, &r, &plan, names, sizeof names), 0);
+    assert_int_equal(plan.n, 0);
+    assert_int_equal(plan.nskipped, AG_PLAN_SKIPS_MAX);
+    assert_string_equal(plan.skipped[31].policy->name, "asn31");
+    assert_int_equal(plan.skipped_more[AG_SKIP_NOT_LOADED], 8);
+    assert_int_equal(plan.skipped_more[AG_SKIP_ADDRESS_UNKNOWN], 0);
+    /* A new plan starts again. */
+    request(AG_EP_OTP, "{\"phone\":\"+447911123456\",\"ip\":\"1.2.3.4\"}", &r);
+    assert_int_equal(trips(s, &r, &plan, names, sizeof names), 0);
+    assert_int_equal(plan.nskipped, 0);
+    assert_int_equal(plan.skipped_more[AG_SKIP_NOT_LOADED], 0);
     ag_ruleset_unref(s);
 }
 
@@ -369,6 +414,15 @@ static void log_words_name_what_was_seen(void **state)
         ag_request_net_text(&r.net, text, sizeof text);
         assert_string_equal(text, asns[i].text);
     }
+    /* A country that is no two letters is none; lower case is kept
+     * upper. */
+    ag_request_network(&r, &all_files, "d", 0, 0, 0);
+    assert_string_equal(r.net.country, "");
+    assert_false(r.have & 1u << AG_KEY_IP_COUNTRY);
+    ag_request_network(&r, &all_files, "de", 0, 0, 0);
+    assert_string_equal(r.net.country, "DE");
+    ag_request_network(&r, &all_files, "D1", 0, 0, 0);
+    assert_string_equal(r.net.country, "");
     /* Whole names only when room runs out. */
     ag_request_network(&r, &all_files, "", 0, 7, 0);
     char small[12];
@@ -389,6 +443,7 @@ int main(void)
         cmocka_unit_test(a_body_never_carries_a_computed_signal),
         cmocka_unit_test(signals_trip_on_what_the_lookup_found),
         cmocka_unit_test(unknown_addresses_and_missing_files_are_skips),
+        cmocka_unit_test(skips_past_the_names_are_counted_by_why),
         cmocka_unit_test(net_missing_names_the_flag),
         cmocka_unit_test(log_words_name_what_was_seen),
     };
