@@ -54,11 +54,12 @@ static void beat(struct ag_fleet *f)
                          ? (ag_clock_mono_ms() - f->behind_since_ms) / 1000
                          : 0;
     json_t *o = json_pack(
-        "{s:s, s:s, s:I, s:s, s:s, s:I, s:b, s:I, s:o}", "host", f->host,
+        "{s:s, s:s, s:I, s:s, s:s, s:I, s:b, s:I, s:o, s:i}", "host", f->host,
         "binary", f->binary, "version", (json_int_t)f->row.version, "state",
         ag_fleet__state_name(f->state), "reason", f->why, "lag_seconds",
         (json_int_t)lag_s, "channel", atomic_load(&f->channel_live), "poll_ms",
-        (json_int_t)f->poll_ms, "files", files ? files : json_array());
+        (json_int_t)f->poll_ms, "files", files ? files : json_array(), "schema",
+        AG_FLEET_SCHEMA);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     uint64_t now;

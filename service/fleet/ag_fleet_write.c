@@ -155,6 +155,45 @@ static int not_now(struct ag_fleet *f, struct ag_error *err)
                         f->head.settle_left_ms);
 }
 
+/* Refuses a record of schema (ag_fleet_set_schema) above 1 while a
+ * member's heartbeat says it applies less (one from before heartbeats
+ * said it applies 1): written, it would hold that member until upgraded.
+ * AG_OK, AG_ECONFLICT naming the member, or AG_ESTORE. */
+static int every_member_reads(struct ag_fleet *f, unsigned schema,
+                              struct ag_error *err)
+{
+    if (schema <= 1)
+        return AG_OK;
+    struct ag_redis_fleet_members ms;
+    if (ag_redis_fleet_members(f->redis, f->name, &ms) != AG_OK)
+        return ag_error_set(err, AG_ESTORE, NULL,
+                            "the fleet's members cannot be read (Redis did "
+                            "not answer): nothing was changed");
+    int rc = AG_OK;
+    for (size_t i = 0; i < ms.n && !rc; i++) {
+        json_t *m = json_loads(ms.m[i].json, 0, NULL);
+        json_int_t has = json_integer_value(json_object_get(m, "schema"));
+        if ((has ? has : 1) < (json_int_t)schema)
+            rc = ag_error_set(
+                err, AG_ECONFLICT, NULL,
+                "instance %s (%s, %s) applies fleet records of schema %lld "
+                "at most, and this change needs %u (a network field: "
+                "lists, countries, a computed signal, an asn or ip_country "
+                "entry): upgrade it first; nothing was changed",
+                ms.m[i].id,
+                json_string_value(json_object_get(m, "host"))
+                    ? json_string_value(json_object_get(m, "host"))
+                    : "?",
+                json_string_value(json_object_get(m, "binary"))
+                    ? json_string_value(json_object_get(m, "binary"))
+                    : "?",
+                (long long)(has ? has : 1), schema);
+        json_decref(m);
+    }
+    ag_redis_fleet_members_free(&ms);
+    return rc;
+}
+
 /* Makes the operations of a change from the set as it stands (after
  * each step, under f->lock): a new array, or NULL with err filled. */
 typedef json_t *(*build_fn)(struct ag_fleet *f, void *ctx,
@@ -217,6 +256,11 @@ static int record(struct ag_fleet *f, const struct ag_fleet_change *c,
         if (!body)
             return ag_error_set(err, AG_ENOMEM, NULL, "out of memory");
         rc = apply_here(f, body, NULL, true, NULL, err);
+        if (!rc && !c->dry_run &&
+            (rc = every_member_reads(f, ag_fleet_set_schema(body), err))) {
+            json_decref(body); /* nothing sent */
+            return rc;
+        }
         struct ag_redis_fleet_record rec = {0};
         bool write = !rc && !c->dry_run, moved = false;
         if (write) {

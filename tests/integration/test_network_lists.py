@@ -7,6 +7,7 @@ allowed AS (a corporate VPN's) passes checks a policy would deny, an
 address no database knows matches no such entry, and the entries
 survive a restart and travel to every instance of a fleet, as records
 and in the snapshot a new instance takes."""
+import json
 import unittest
 
 import test_network
@@ -227,6 +228,38 @@ class NetworkListsFleetTest(FleetTest):
         r = c.post("/check-otp", {"phone": "+447911123456",
                                   "ip": "12.9.9.9"})
         self.assertEqual((r.status, r.json["policy"]), (429, "otp.fr"), r.raw)
+
+    def test_a_member_that_cannot_read_them_refuses_their_write(self):
+        (a,) = self.fleet(1, extra=self.files())
+        # A member of the version before: its heartbeat names no schema.
+        t = self.redis.cmd("TIME")
+        now_ms = int(t[0]) * 1000 + int(t[1]) // 1000
+        old = "0123456789abcdef"
+        self.redis.cmd("HSET", keys()["members"], old,
+                       "%d %s" % (now_ms, json.dumps(
+                           {"host": "old-host", "binary": "0.0.9"})))
+        tor = {"endpoint": "login", "key": ["ip"], "algorithm": "signal",
+               "signal": "ip_listed", "lists": ["tor"]}
+        r = self.admin(a, "PUT", "/policies/net.tor", tor)
+        self.assertEqual(r.status, 409, r.raw)
+        self.assertIn(old, r.json["error"])
+        self.assertIn("upgrade it first", r.json["error"])
+        self.assertEqual(self.admin(a, "GET", "/policies/net.tor").status,
+                         404)
+        # What the old member reads still goes through.
+        r = self.admin(a, "PUT", "/policies/login.plain",
+                       {"endpoint": "login", "key": ["user"],
+                        "algorithm": "sliding_log", "limit": 9,
+                        "window_s": 60})
+        self.assertEqual(r.status, 201, r.raw)
+        # Upgraded (its heartbeat gone, or naming schema 2): written.
+        self.redis.cmd("HDEL", keys()["members"], old)
+        r = self.admin(a, "PUT", "/policies/net.tor", tor)
+        self.assertEqual(r.status, 201, r.raw)
+        # Every member's heartbeat names the schema it applies.
+        beats = pairs(self.redis.cmd("HGETALL", keys()["members"]))
+        for text in beats.values():
+            self.assertEqual(json.loads(text.split(" ", 1)[1])["schema"], 2)
 
 
 if __name__ == "__main__":
