@@ -107,25 +107,23 @@ int ag_method_parse(const char *s)
     return -1;
 }
 /* The signals: the endpoints (bit 1u << enum ag_endpoint each) whose
- * policies may use each, those endpoints in words, and whether the
- * service computes it. */
+ * policies may use each, and whether the service computes it. */
 #define EP(e) (1u << (e))
 static const struct {
     const char *name;
     unsigned endpoints;
-    const char *endpoints_text;
     bool computed;
 } signals[AG_SIGNAL_COUNT] = {
     [AG_SIGNAL_PASSWORD_BREACHED] = {"password_breached", EP(AG_EP_LOGIN),
-                                     "login", false},
+                                     false},
     [AG_SIGNAL_IP_LISTED] = {"ip_listed",
                              EP(AG_EP_LOGIN) | EP(AG_EP_OTP) |
                                  EP(AG_EP_OTP_VERIFY),
-                             "login, otp, otp_verify", true},
+                             true},
     [AG_SIGNAL_IP_COUNTRY] = {"ip_country",
                               EP(AG_EP_LOGIN) | EP(AG_EP_OTP) |
                                   EP(AG_EP_OTP_VERIFY),
-                              "login, otp, otp_verify", true},
+                              true},
 };
 
 const char *ag_signal_name(enum ag_signal s)
@@ -144,11 +142,6 @@ int ag_signal_parse(const char *s)
 bool ag_signal_on(enum ag_signal s, enum ag_endpoint e)
 {
     return (signals[s].endpoints & EP(e)) != 0;
-}
-
-const char *ag_signal_endpoints_text(enum ag_signal s)
-{
-    return signals[s].endpoints_text;
 }
 
 bool ag_signal_computed(enum ag_signal s)

@@ -102,8 +102,6 @@ int ag_signal_parse(const char *s);
  * whose bodies carry it, a computed one on every endpoint that knows the
  * address. */
 bool ag_signal_on(enum ag_signal s, enum ag_endpoint e);
-/* The endpoints of the signal, in words for a refusal ("login, otp"). */
-const char *ag_signal_endpoints_text(enum ag_signal s);
 /* Does the service compute it (true) or the caller send it (false)? */
 bool ag_signal_computed(enum ag_signal s);
 

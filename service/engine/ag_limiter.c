@@ -272,7 +272,8 @@ static bool carries(const struct ag_policy *p, const struct ag_request *req)
         /* A match in a private or CGNAT range only is the integrator's
          * own address, not a signal (n->lists leaves it out). */
         for (size_t i = 0; n->lists && i < p->nlists; i++)
-            for (size_t j = 0; j < n->avail->nlists && j < 32; j++)
+            for (size_t j = 0; j < n->avail->nlists && j < AG_REQUEST_NET_LISTS;
+                 j++)
                 if ((n->lists & 1u << j) &&
                     strcmp(n->avail->lists[j], p->lists[i]) == 0)
                     return true;

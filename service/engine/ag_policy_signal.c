@@ -161,12 +161,20 @@ int ag_policy__read_signal(const json_t *obj, struct ag_policy *p,
         return ag_error_refuse(err, "signal", msg);
     }
     p->signal = (enum ag_signal)s;
-    if (!ag_signal_on(p->signal, p->endpoint))
-        return ag_error_set(
-            err, AG_EINVAL, "signal",
-            "signal \"%s\" is only for the %s endpoint%s",
-            ag_signal_name(p->signal), ag_signal_endpoints_text(p->signal),
-            strchr(ag_signal_endpoints_text(p->signal), ',') ? "s" : "");
+    if (!ag_signal_on(p->signal, p->endpoint)) {
+        /* The endpoints that may use it, from the signal table. */
+        char eps[64] = "";
+        size_t len = 0, n = 0;
+        for (int e = 0; e < AG_EP_COUNT; e++)
+            if (ag_signal_on(p->signal, (enum ag_endpoint)e) &&
+                len < sizeof eps)
+                len += (size_t)snprintf(eps + len, sizeof eps - len, "%s%s",
+                                        n++ ? ", " : "",
+                                        ag_endpoint_name((enum ag_endpoint)e));
+        return ag_error_set(err, AG_EINVAL, "signal",
+                            "signal \"%s\" is only for the %s endpoint%s",
+                            ag_signal_name(p->signal), eps, n > 1 ? "s" : "");
+    }
     int rc = refuse_others(obj, p, err);
     if (rc)
         return rc;

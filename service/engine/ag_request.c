@@ -374,7 +374,8 @@ void ag_request_net_lists(const struct ag_request_net *n, const char *sep,
 {
     size_t at = 0;
     out[0] = '\0';
-    for (size_t i = 0; n->avail && i < n->avail->nlists && i < 32; i++) {
+    for (size_t i = 0;
+         n->avail && i < n->avail->nlists && i < AG_REQUEST_NET_LISTS; i++) {
         if (!(n->lists & 1u << i))
             continue;
         const char *name = n->avail->lists[i];

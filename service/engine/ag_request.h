@@ -95,6 +95,9 @@ struct ag_request {
  * needs to know them: a policy that needs one it lacks is skipped
  * (ag_limiter_net_missing). Fixed for the life of the service: files are
  * replaced while it runs, never added or dropped. */
+/* Lists a lookup can name: the bits of struct ag_request_net's lists. */
+#define AG_REQUEST_NET_LISTS 32
+
 struct ag_net_avail {
     bool country; /* a country database (--geoip-file) */
     bool asn;     /* an ASN database (--asn-file) */

@@ -49,7 +49,7 @@ static size_t network_text(char *t, size_t cap, const struct ag_verdict *v)
         at = put(t, at, cap, "\"lists\":[");
         const char *lsep = "";
         size_t nl = ag_network_nlists(v->network);
-        for (size_t i = 0; i < nl && i < 32; i++) {
+        for (size_t i = 0; i < nl && i < AG_REQUEST_NET_LISTS; i++) {
             if (!(n->lists & 1u << i))
                 continue;
             at = put(t, at, cap, lsep);

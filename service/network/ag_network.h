@@ -35,8 +35,11 @@
 #include "ag_identity.h"
 #include "ag_iplist.h"
 #include "ag_policy.h"
+#include "ag_request.h"
 
 #define AG_NETWORK_LISTS_MAX 32 /* --ip-list flags at most */
+_Static_assert(AG_NETWORK_LISTS_MAX <= AG_REQUEST_NET_LISTS,
+               "a lookup's lists name every list");
 /* A list's name: the names a policy's lists hold (ag_policy.h). */
 #define AG_NETWORK_LIST_NAME_MAX AG_POLICY_LIST_NAME_MAX
 /* How often the watcher looks at the paths. */
