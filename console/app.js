@@ -11,9 +11,12 @@ const TOKEN_KEY = 'abuseguard.admin_token';
 // a proxy that mounts the service under a prefix.
 const API = '../';
 const AUDIT_PAGE = 20;
-// A field the edit form offers although a record may lack it: min_ratio
-// is in a record only when its algorithm is conversion.
-const OPTIONAL_FIELDS = ['min_ratio'];
+// Fields the edit form offers although a record may lack them: min_ratio
+// is in a record only when its algorithm is conversion, signal only for
+// signal, lists and countries (lists of words) only for the signals that
+// take them. Left empty, they are left out.
+const OPTIONAL_FIELDS = ['min_ratio', 'signal'];
+const OPTIONAL_LISTS = ['lists', 'countries'];
 
 const $ = (id) => document.getElementById(id);
 
@@ -308,6 +311,13 @@ function fieldInput(name, value) {
   return [label, input];
 }
 
+// An optional field of words, absent from the record.
+function optionalListInput(name) {
+  const [label, input] = fieldInput(name, undefined);
+  input.dataset.kind = 'optional-list';
+  return [label, input];
+}
+
 function openEdit(p) {
   editing = p.name;
   clearMsgs();
@@ -317,6 +327,8 @@ function openEdit(p) {
     if (k !== 'name') fields.push(...fieldInput(k, v));
   for (const k of OPTIONAL_FIELDS)
     if (!(k in rec)) fields.push(...fieldInput(k, undefined));
+  for (const k of OPTIONAL_LISTS)
+    if (!(k in rec)) fields.push(...optionalListInput(k));
   $('edit-fields').replaceChildren(...fields);
   $('edit-h').textContent = 'Edit ' + p.name;
   $('edit-form').hidden = false;
@@ -349,6 +361,11 @@ function onSave(ev) {
       break;
     case 'optional':
       if (text) body[input.name] = numberOrText(text);
+      break;
+    case 'optional-list':
+      if (text)
+        body[input.name] = text.split(',').map((s) => s.trim())
+                               .filter((s) => s);
       break;
     default:
       body[input.name] = text;

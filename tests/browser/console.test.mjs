@@ -243,6 +243,33 @@ describe('the admin console', () => {
        assert.match(text, /names the IP list tor, which this instance has not loaded/);
        assert.deepEqual((await adminApi('GET', 'policies/net.tor'))
                             .body.policy.lists, ['tor', 'hosting']);
+       // A policy whose record has no lists becomes a signal on them:
+       // the form offers signal, lists and countries, and leaves out
+       // what is left empty.
+       const plain = {endpoint: 'login', key: ['ip'], algorithm: 'sliding_log',
+                      limit: 5, window_s: 60};
+       assert.equal((await adminApi('PUT', 'policies/net.plain', plain))
+                        .status, 201);
+       await page.reload();
+       await policyRow('net.plain').getByRole('button', {name: 'Edit'})
+           .click();
+       const form2 = page.getByRole('form', {name: 'Edit net.plain'});
+       assert.equal(await form2.getByLabel('countries', {exact: true})
+                        .inputValue(), '');
+       await form2.getByLabel('algorithm', {exact: true}).fill('signal');
+       await form2.getByLabel('limit', {exact: true}).fill('1');
+       await form2.getByLabel('window_s', {exact: true}).fill('1');
+       await form2.getByLabel('signal', {exact: true}).fill('ip_listed');
+       await form2.getByLabel('lists', {exact: true}).fill('vpn');
+       await form2.getByRole('button', {name: 'Save'}).click();
+       await waitText(page.getByRole('status'),
+                      /Saved net\.plain.*names the IP list vpn/);
+       const saved = (await adminApi('GET', 'policies/net.plain')).body.policy;
+       assert.equal(saved.signal, 'ip_listed');
+       assert.deepEqual(saved.lists, ['vpn']);
+       assert.equal('countries' in saved, false);
+       assert.equal((await adminApi('DELETE', 'policies/net.plain')).status,
+                    204);
        assert.equal((await adminApi('DELETE', 'policies/net.tor')).status,
                     204);
        await page.reload();
