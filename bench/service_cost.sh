@@ -15,7 +15,8 @@
 # Environment: DURATION (default 10), TOP (functions listed, default 25),
 # SHARED_BENCH (the folder holding wrk-login.lua; default ../shared/bench
 # beside the repository), SHIELDS (1: the default site-wide shields too),
-# EXTRA_ARGS (more flags for the service, split on spaces).
+# EXTRA_ARGS (more flags for the service, split on spaces). Also prints
+# Redis's time per FCALL, from INFO commandstats.
 # Needs valgrind and wrk (installed if missing).
 # A benchmark, not a test.
 set -euo pipefail
@@ -41,6 +42,11 @@ wrk -t1 -c16 -d"${duration}s" -s "$shared/wrk-login.lua" \
     "http://127.0.0.1:$sport" > "$work/wrk.txt"
 callgrind_control -i off "$spid" >/dev/null 2>&1
 checks=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
+# Redis's own time per check: the top-level FCALL (its nested commands
+# inside), unaffected by valgrind slowing the service.
+redis-cli -p "$rport" info commandstats | tr -d '\r' |
+    awk -F'[:,=]' '/^cmdstat_fcall:/ {
+        printf "redis %.2f usec per FCALL (%d calls)\n", $7, $3}'
 kill -TERM "$spid"
 wait "$spid" 2>/dev/null || true
 

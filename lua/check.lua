@@ -70,7 +70,9 @@
 -- Returns 4n integers, per policy: allowed (1/0), remaining, retry_after_ms,
 -- reset_after_ms; in mode "reserve" 5n, each policy's undo token after
 -- them; in mode "peek" 6n, each policy's blocked_ms and block level after
--- them.
+-- them. In modes "check+h" and "reserve+h" (those modes, with the user's
+-- history key last in KEYS), two strings after the integers: the history
+-- (GET; '' for none) and the check's clock, now_text.
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
@@ -85,6 +87,13 @@ if na % 2 ~= 0 then
   error('bad argument count: ' .. na)
 end
 local mode = ARGV[a0 + 2]
+-- "check+h" and "reserve+h": the mode, and the last key is the user's
+-- history (issue 40), read for the service in this same call.
+local history = false
+if mode == 'check+h' or mode == 'reserve+h' then
+  history = KEYS[k0 + nk]
+  mode = mode == 'check+h' and 'check' or 'reserve'
+end
 local record = mode == 'record'
 recording = record
 local reserve = mode == 'reserve'
@@ -193,5 +202,9 @@ for i = 1, n do
     out[o] = algorithm.reset(key, p[3], now)
   end
   out[o - 3] = allowed and 1 or 0
+end
+if history then
+  out[w * n + 1] = rcall('GET', history) or ''
+  out[w * n + 2] = now_text
 end
 return out

@@ -90,6 +90,13 @@ struct ag_config {
     char asn_file[1024];
     char ip_lists[AG_CONFIG_IP_LISTS][1100];
     unsigned n_ip_lists;
+    /* The user's usual places (issue 40): days a history is kept (0:
+     * none kept or read), the --ip-list names whose addresses are
+     * anonymising ("": every list), the speed beyond which a journey is
+     * impossible. */
+    unsigned history_days;
+    char anonymising_lists[1100];
+    unsigned travel_speed_kmh;
     bool help;              /* --help was given */
     bool version;           /* --version was given */
     char config_file[1024]; /* --config; empty: none */

@@ -155,6 +155,17 @@ const struct ag_config__flag ag_config__flags[] = {
      "NAME=PATH or NAME:FORMAT=PATH (plain, spamhaus, aws, gcp; detected "
      "by default): a named IP set (a Tor exit list, a FireHOL netset, "
      "cloud ranges), repeatable up to " STR(AG_CONFIG_IP_LISTS)},
+    {"history-days", AG_CONFIG__UINT, F(history_days), 0, 0, 400, "90",
+     "days a user's usual places (countries, networks, the last success's "
+     "coarse place and time) are kept in Redis after their last success; "
+     "0: none kept, and no new-place signals"},
+    {"anonymising-lists", AG_CONFIG__STR, F(anonymising_lists),
+     S(anonymising_lists), 0, 0, "",
+     "--ip-list names (comma-separated) of VPN, Tor or hosting ranges: "
+     "their addresses give no travel verdict and are a risk signal; "
+     "empty: every --ip-list"},
+    {"travel-speed-kmh", AG_CONFIG__UINT, F(travel_speed_kmh), 0, 100, 20000,
+     "1000", "the speed beyond which two logins' journey is impossible"},
     {"config", AG_CONFIG__STR, F(config_file), S(config_file), 0, 0, "",
      "file of key = value lines (the flags' names, # comments); flags and "
      "the environment win over it"},

@@ -122,6 +122,33 @@ static int start_network(struct ag_config *cfg, struct ag_metrics *metrics,
         out, err);
 }
 
+/* The lists --anonymising-lists names, as bits of the network's lists
+ * (every list when it names none); a name that is no --ip-list's is
+ * refused on stderr. */
+static int anonymising_mask(const struct ag_config *cfg,
+                            const struct ag_network *network, uint32_t *out)
+{
+    *out = 0;
+    char names[sizeof cfg->anonymising_lists];
+    memcpy(names, cfg->anonymising_lists, sizeof names);
+    char *save = NULL;
+    for (char *w = strtok_r(names, ", ", &save); w;
+         w = strtok_r(NULL, ", ", &save)) {
+        int i = ag_network_list_index(network, w);
+        if (i < 0) {
+            fprintf(stderr,
+                    "abuseguard: anonymising-lists: \"%s\" is no --ip-list "
+                    "name\n",
+                    w);
+            return AG_EINVAL;
+        }
+        *out |= 1u << i;
+    }
+    if (!*out)
+        *out = UINT32_MAX;
+    return AG_OK;
+}
+
 static void stop_files(struct ag_pwned_live *pwned, struct ag_network *network)
 {
     ag_network_stop(network);
@@ -410,6 +437,11 @@ int main(int argc, char **argv)
         return 1;
     }
     ag_events_attach(events, store);
+    uint32_t anonymising;
+    if (anonymising_mask(&cfg, network, &anonymising)) {
+        stop_files(pwned, network);
+        return 2;
+    }
     struct ag_service_opts sopts = {
         .hasher = &hasher,
         .store = store,
@@ -428,6 +460,9 @@ int main(int argc, char **argv)
         .events = events,
         .deny_cache = deny_cache,
         .network = network,
+        .history_days = cfg.history_days,
+        .anonymising_lists = anonymising,
+        .travel_speed_kmh = cfg.travel_speed_kmh,
         .shield_sync_ms = AG_SHIELDS_SYNC_MS,
     };
     struct ag_service *svc = NULL;

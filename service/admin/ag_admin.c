@@ -130,6 +130,27 @@ static int reset(struct ag_admin *a, const struct ag_admin_request *req,
     return AG_OK;
 }
 
+/* An inspect of a login with a user shows the user's usual places
+ * (AG_HISTORY_VIEW: no place) in its answer, as "history"; left out
+ * while Redis does not answer. */
+static int inspect_history(struct ag_admin *a,
+                           const struct ag_admin_request *req,
+                           struct ag_http_response *r)
+{
+    json_t *view;
+    char digest[AG_DIGEST_HEX + 1];
+    struct ag_error err;
+    if (ag_service_history(a->svc, req->body, req->len, AG_HISTORY_VIEW, &view,
+                           digest, &err))
+        return AG_OK;
+    json_t *o = json_loadb(r->body.p, r->body.len, 0, NULL);
+    if (!o || json_object_set_new(o, "history", view)) {
+        json_decref(o);
+        return AG_ENOMEM;
+    }
+    return ag_admin__send_json(r, 200, o);
+}
+
 /* POST /admin/inspect: what a check would be answered now, charging
  * nothing (ag_service_inspect), audited with the keys it read, hashed. */
 static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
@@ -161,6 +182,8 @@ static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
     if (rc == AG_OK)
         rc = ag_http_verdict_render(r, &v);
     ag_verdict_release(&v);
+    if (!rc && r->status == 200 && endpoint == AG_EP_LOGIN)
+        rc = inspect_history(a, req, r);
     if (rc || r->status != 200)
         return rc;
     /* Answered: audited with the keys it read. */
@@ -172,6 +195,35 @@ static int inspect(struct ag_admin *a, const struct ag_admin_request *req,
         list ? json_pack("{s:s,s:o}", "endpoint", ep, "keys", list) : NULL;
     audit_done(a, "inspect", ep, after);
     return AG_OK;
+}
+
+/* POST /admin/history and /admin/history/forget: a user's usual places
+ * exported whole (a data-subject access request) or forgotten (erasure),
+ * audited with the user's keyed digest, never the user. */
+static int history(struct ag_admin *a, const struct ag_admin_request *req,
+                   struct ag_http_response *r, bool forget)
+{
+    if (strcmp(req->method, "POST") != 0)
+        return ag_admin__not_allowed(r, "POST");
+    json_t *out;
+    char digest[AG_DIGEST_HEX + 1];
+    struct ag_error err;
+    int rc = ag_service_history(a->svc, req->body, req->len,
+                                forget ? AG_HISTORY_FORGET : AG_HISTORY_EXPORT,
+                                &out, digest, &err);
+    if (rc == AG_EINVAL)
+        return ag_http_response_refusal(r, 400, &err);
+    if (rc == AG_ESTORE)
+        return ag_http_response_error(r, 503,
+                                      "the limiter store did not answer");
+    if (rc)
+        return rc;
+    audit_done(a, forget ? "history_forget" : "history_export", digest,
+               json_pack("{s:s}", "user_digest", digest));
+    if (forget)
+        return ag_admin__send_json(r, 200, out);
+    return ag_admin__send_json(
+        r, 200, json_pack("{s:s,s:o}", "user_digest", digest, "history", out));
 }
 
 static int audit_page(struct ag_admin *a, const struct ag_admin_request *req,
@@ -288,6 +340,8 @@ int ag_admin_handle(struct ag_admin *a, const struct ag_admin_request *req,
         return reset(a, req, r);
     if (strcmp(path, "/inspect") == 0)
         return inspect(a, req, r);
+    if (strcmp(path, "/history") == 0 || strcmp(path, "/history/forget") == 0)
+        return history(a, req, r, path[8] == '/');
     if (strcmp(path, "/audit") == 0)
         return audit_page(a, req, r);
     if (strncmp(path, "/lists/", 7) == 0)

@@ -180,6 +180,16 @@ enum ag_metrics_netdb {
  * than AG_METRICS_NETWORK_NAME_MAX. m == NULL does nothing. */
 int ag_metrics_network_name_lists(struct ag_metrics *m,
                                   const char *const *names, size_t n);
+/* A login check's risk (issue 40): the signals it carried, by their
+ * index in the engine's enum ag_signal (whose names, in order, are
+ * ag_metrics_risk_signal_name's), and its level (0 low, 1 medium, 2
+ * high); judged false: its history could not be read (Redis out, a
+ * Cluster check with no slot of the key's), so the history's signals
+ * are unknown. */
+#define AG_METRICS_RISK_SIGNALS 7
+void ag_metrics_risk(struct ag_metrics *m, unsigned signals, unsigned level,
+                     bool judged);
+const char *ag_metrics_risk_signal_name(unsigned i);
 /* One lookup of an address in db; found false: no record holds it (a
  * miss, counted as a lookup too). */
 void ag_metrics_network_lookup(struct ag_metrics *m, enum ag_metrics_netdb db,

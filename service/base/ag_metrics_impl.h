@@ -34,6 +34,9 @@ struct ag_metrics_network {
         atomic_uint_fast64_t entries;
     } list[AG_METRICS_NETWORK_LISTS];
     atomic_size_t nlists; /* published (release) after the names */
+    atomic_uint_fast64_t risk[AG_METRICS_RISK_SIGNALS];
+    atomic_uint_fast64_t risk_level[3];
+    atomic_uint_fast64_t history_unread;
 };
 
 /* Appends the network families to b. */

@@ -24,6 +24,13 @@ static const char *const db_files[AG_METRICS_NETDBS] = {
     [AG_METRICS_NETDB_ASN] = "asn",
 };
 
+/* The engine's enum ag_signal, in order (test_metrics holds them equal). */
+static const char *const risk_signals[AG_METRICS_RISK_SIGNALS] = {
+    "password_breached", "ip_listed",  "ip_country",        "new_country",
+    "new_asn",           "no_history", "impossible_travel",
+};
+static const char *const risk_levels[3] = {"low", "medium", "high"};
+
 /* The network part of m: its first member (ag_metrics_impl.h). */
 static struct ag_metrics_network *part(struct ag_metrics *m)
 {
@@ -158,10 +165,59 @@ static int render_databases(struct ag_metrics_network *net, struct ag_buf *b)
     return rc;
 }
 
+const char *ag_metrics_risk_signal_name(unsigned i)
+{
+    return i < AG_METRICS_RISK_SIGNALS ? risk_signals[i] : NULL;
+}
+
+void ag_metrics_risk(struct ag_metrics *m, unsigned signals, unsigned level,
+                     bool judged)
+{
+    if (!m)
+        return;
+    struct ag_metrics_network *net = part(m);
+    for (unsigned i = 0; i < AG_METRICS_RISK_SIGNALS; i++)
+        if (signals & 1u << i)
+            BUMP(net->risk[i]);
+    BUMP(net->risk_level[level < 3 ? level : 2]);
+    if (!judged)
+        BUMP(net->history_unread);
+}
+
+/* The login checks' risk signals and levels, zeros included. */
+static int render_risk(struct ag_metrics_network *net, struct ag_buf *b)
+{
+    int rc = family(b, "abuseguard_risk_signals_total", "counter",
+                    "Login checks that carried each risk signal.");
+    for (unsigned i = 0; !rc && i < AG_METRICS_RISK_SIGNALS; i++)
+        rc = ag_buf_printf(b,
+                           "abuseguard_risk_signals_total{signal=\"%s\"} "
+                           "%" PRIu64 "\n",
+                           risk_signals[i], LOAD(net->risk[i]));
+    rc = rc ? rc
+            : family(b, "abuseguard_risk_levels_total", "counter",
+                     "Login checks judged at each risk level.");
+    for (unsigned i = 0; !rc && i < 3; i++)
+        rc = ag_buf_printf(b,
+                           "abuseguard_risk_levels_total{level=\"%s\"} "
+                           "%" PRIu64 "\n",
+                           risk_levels[i], LOAD(net->risk_level[i]));
+    rc = rc ? rc
+            : family(b, "abuseguard_history_unread_total", "counter",
+                     "Login checks whose user's history could not be read "
+                     "(Redis out, or a Cluster check none of whose slots is "
+                     "the history's), judged without it.");
+    return rc ? rc
+              : ag_buf_printf(b,
+                              "abuseguard_history_unread_total %" PRIu64 "\n",
+                              LOAD(net->history_unread));
+}
+
 int ag_metrics_network_render(struct ag_metrics_network *net, struct ag_buf *b)
 {
     size_t n = atomic_load_explicit(&net->nlists, memory_order_acquire);
-    int rc = render_databases(net, b);
+    int rc = render_risk(net, b);
+    rc = rc ? rc : render_databases(net, b);
     rc = rc ? rc
             : family(b, "abuseguard_network_reload_failures_total", "counter",
                      "Replacement network files that could not be loaded "

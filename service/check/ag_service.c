@@ -379,6 +379,8 @@ void ag_service__look_up_network(struct ag_service *s, struct ag_request *req)
     ag_network_lookup(s->o.network, &req->ip, &ni);
     ag_request_network(req, &s->net_avail, ni.country, ni.asn, ni.lists,
                        ni.lists_special);
+    req->net.placed = ni.placed;
+    req->net.place = ni.place;
 }
 
 /* Counts the skips p's planning added since it held from named ones and
@@ -409,7 +411,8 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
         v->network = s->o.network;
     }
     char pass_id[AG_CHALLENGE_ID_HEX + 1] = "";
-    if (kind == AG_PLAN_CHECK || kind == AG_PLAN_PEEK)
+    if (kind == AG_PLAN_CHECK || kind == AG_PLAN_PEEK ||
+        kind == AG_PLAN_SUCCESS)
         judge_pass(s, req, d, kind == AG_PLAN_CHECK, pass_id);
     *set = ruleset_and_shields(s, shields);
     if (!*set) {
@@ -420,7 +423,7 @@ int ag_service__plan(struct ag_service *s, enum ag_plan_kind kind,
     if (!rc)
         count_skips(s, p, 0, (const uint32_t[2]){0, 0});
     /* A pass is used once: its nonce is charged beside the policies. */
-    if (!rc && pass_id[0])
+    if (!rc && pass_id[0] && kind != AG_PLAN_SUCCESS)
         rc = ag_limiter_plan_pass(p, pass_id, d->tagged);
     if (rc) {
         ag_log(AG_LOG_ERROR, "plan",
@@ -473,10 +476,24 @@ bool ag_service__shielded(struct ag_service *s, struct ag_check *c,
         ag_shields_judge(c->shields, c->endpoint, req->trusted, &ms);
     if (!sh)
         return false;
+    /* A risky-scoped shield judges once the history is read
+     * (ag_service_risk.c); without a history to read, as untrusted. */
+    if (sh->policy->scope_risky && c->plan.history) {
+        c->risky = sh;
+        c->risky_ms = ms;
+        return false;
+    }
+    return ag_service__shield_answer(s, c, sh, ms, req->challenge_passed,
+                                     count);
+}
+
+bool ag_service__shield_answer(struct ag_service *s, struct ag_check *c,
+                               const struct ag_shield *sh, uint64_t ms,
+                               bool passed, bool count)
+{
     struct ag_limit_op op = {
         .policy = sh->policy,
-        .waived =
-            sh->policy->action == AG_ACTION_CHALLENGE && req->challenge_passed,
+        .waived = sh->policy->action == AG_ACTION_CHALLENGE && passed,
     };
     op.shadow = sh->policy->mode == AG_MODE_SHADOW || op.waived;
     memcpy(op.key, sh->key, sizeof op.key);
@@ -506,6 +523,16 @@ bool ag_service__shielded(struct ag_service *s, struct ag_check *c,
     c->res[0] = (struct ag_limit_result){
         .allowed = false, .retry_after_ms = ms, .reset_after_ms = ms};
     return true;
+}
+
+void ag_service__user_event(struct ag_event *e, enum ag_event_type type,
+                            const struct ag_request *req, struct ag_digests *d)
+{
+    ag_event_init(e, type);
+    e->endpoint = (int)AG_EP_LOGIN;
+    snprintf(e->key, sizeof e->key, "%s", ag_digests_get(d, AG_KEY_USER));
+    memcpy(e->ref, req->ref, sizeof e->ref);
+    ag_event_network(e, &req->net);
 }
 
 /* The keys of p were cleared (a reset, a successful login): dropped from

@@ -80,6 +80,13 @@ struct ag_service_opts {
      * up in them before its plan (the asn and ip_country keys) and the
      * answer says what was seen. NULL, or one without files: no lookup. */
     struct ag_network *network;
+    /* The user's usual places (ag_history): days a history is kept (0:
+     * none kept or read), the lists (bit i: network list i) whose
+     * addresses are anonymising, and the impossible speed (0: the
+     * default). */
+    uint32_t history_days;
+    uint32_t anonymising_lists;
+    uint32_t travel_speed_kmh;
     /* The local deny cache (issue 20); NULL: off. Denials Redis gives
      * are remembered in it until Redis could allow again, and later
      * checks they cover are answered from it; a new ruleset clears it,
@@ -218,6 +225,23 @@ struct ag_inspect_keys {
     size_t n;
     char key[AG_PLAN_OPS][AG_STORE_KEY_MAX];
 };
+
+/* The user's usual places (issue 40) for operators. The body names a
+ * login's user ("user"; anything else of a login's is ignored). VIEW:
+ * what inspect shows (the countries and networks remembered, each with
+ * the day last seen, and the last success's time and country, not its
+ * place); EXPORT: everything kept, the coarse place too (a data-subject
+ * access request); FORGET: the history deleted (erasure), *out
+ * {"forgotten": whether there was one}. *out is JSON null when there is
+ * no history; the caller owns it. digest receives the user's keyed
+ * digest (AG_DIGEST_HEX + 1 bytes), for the audit. AG_EINVAL (err names
+ * the field), AG_ESTORE while Redis does not answer, AG_ENOMEM; for VIEW
+ * AG_ENOTFOUND where no history is kept (--history-days 0, no network
+ * files, or a body without the address they need). */
+enum ag_history_op { AG_HISTORY_VIEW, AG_HISTORY_EXPORT, AG_HISTORY_FORGET };
+int ag_service_history(struct ag_service *s, const char *body, size_t len,
+                       enum ag_history_op op, json_t **out, char *digest,
+                       struct ag_error *err);
 
 /* The support desk's "why can't this customer log in?": what a check of
  * endpoint with body would be answered now, from the store's state, with

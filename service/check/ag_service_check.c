@@ -373,7 +373,8 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
         refused(v, &err);
     } else if (ag_service__plan(s, AG_PLAN_CHECK, &req, &d, &c->set,
                                 &c->shields, &c->plan, v) ||
-               ag_service__plan_signals(c, &d, v)) {
+               ag_service__plan_signals(c, &d, v) ||
+               ag_service__risk_plan(s, c, &req, &d, v)) {
         outcome = AG_OUT_UNAVAILABLE;
     } else {
         const char *subject = ag_digests_subject(&d);
@@ -390,7 +391,7 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
             outcome = AG_OUT_DENIED; /* the shield is raised: no store */
         } else if (!listed && c->plan.n > 0 && answer_cached(s, c, v)) {
             outcome = AG_OUT_DENIED; /* Redis denied it a moment ago */
-        } else if (!listed && c->plan.n > 0) {
+        } else if (!listed && (c->plan.n > 0 || c->plan.history)) {
             /* A check a signal denies is denied: the store only judges
              * it, beside the signal, and records nothing. One a signal
              * only challenges goes on to a second factor: the store
@@ -417,6 +418,11 @@ int ag_service_check_begin(struct ag_service *s, enum ag_endpoint endpoint,
             outcome = v->decision.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
         }
     }
+    if (v->kind == AG_VERDICT_DECIDED) {
+        /* Answered without the store: no history read. */
+        ag_service__risk_judge(s, c, false);
+        v->risk = c->risk;
+    }
     if (outcome == AG_OUT_ALLOWED && endpoint == AG_EP_OTP)
         note_send(s, c);
     note_check(s, c, outcome, false);
@@ -436,6 +442,26 @@ static void settled(struct ag_check *c)
         sched_yield();
 }
 
+/* Judges c's risk now that the store answered, and a risky-scoped shield
+ * raised when it began by it: true when that shield answers c (its plan
+ * then the shield's alone). While Redis is out there is no history: the
+ * shield acts as untrusted-scoped, and the answer says so. */
+static bool risky_shielded(struct ag_service *s, struct ag_check *c,
+                           bool degraded)
+{
+    if (degraded)
+        c->hist.read = false;
+    ag_service__risk_judge(s, c, true);
+    if (!c->risky || !ag_service__risky(c))
+        return false;
+    if (!ag_service__shield_answer(s, c, c->risky, c->risky_ms,
+                                   c->challenge_passed, true))
+        return false; /* a shadow or waived shield: the policies answer */
+    c->risk.risky_fallback = !c->risk.judged;
+    c->nsignals = 0;
+    return true;
+}
+
 int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
 {
     struct ag_service *s = c->svc;
@@ -449,11 +475,18 @@ int ag_service_check_finish(struct ag_check *c, struct ag_verdict *v)
         v->kind = AG_VERDICT_STORE_DOWN;
         v->trusted = c->plan.trusted;
         v->closed = closed;
+    } else if (risky_shielded(s, c, degraded)) {
+        /* A risky-scoped shield challenges it: answered as the shield
+         * (ag_service__shielded), not logged one line a check. */
+        decided(v, c, degraded);
+        v->risk = c->risk;
+        outcome = v->decision.allowed ? AG_OUT_ALLOWED : AG_OUT_DENIED;
     } else {
         if (degraded)
             ag_store_check(s->o.fallback, &c->plan, c->res);
         add_signals(c);
         decided(v, c, degraded);
+        v->risk = c->risk;
         const struct ag_decision *d = &v->decision;
         note_denials(s, &c->plan, c->res);
         if (!d->allowed)
@@ -549,11 +582,7 @@ static void plan_password_fp(const struct ag_service *s,
 static void note_recovered(struct ag_service *s, struct ag_digests *d)
 {
     struct ag_event e;
-    ag_event_init(&e, AG_EV_RECOVERED);
-    e.endpoint = (int)AG_EP_LOGIN;
-    snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
-    memcpy(e.ref, d->req->ref, sizeof e.ref);
-    ag_event_network(&e, &d->req->net);
+    ag_service__user_event(&e, AG_EV_RECOVERED, d->req, d);
     ag_events_raise(s->o.events, &e);
 }
 /* A login succeeded with a password the caller found breached: the
@@ -565,11 +594,7 @@ static void note_breached_login(struct ag_service *s,
                                 struct ag_digests *d)
 {
     struct ag_event e;
-    ag_event_init(&e, AG_EV_BREACHED_PASSWORD_LOGIN);
-    e.endpoint = (int)AG_EP_LOGIN;
-    snprintf(e.key, sizeof e.key, "%s", ag_digests_get(d, AG_KEY_USER));
-    memcpy(e.ref, req->ref, sizeof e.ref);
-    ag_event_network(&e, &req->net);
+    ag_service__user_event(&e, AG_EV_BREACHED_PASSWORD_LOGIN, req, d);
     snprintf(e.lane, sizeof e.lane, "%s",
              req->trusted ? "trusted" : "untrusted");
     ag_events_raise(s->o.events, &e);
@@ -626,6 +651,11 @@ int ag_service_report_login(struct ag_service *s, const char *body, size_t len,
         note_recovered(s, &d);
     ag_ruleset_unref(set);
     if (req.success) {
+        /* What proves a new place: a trusted device, or the nonce of a
+         * challenge its check passed (true proves nothing). */
+        ag_service__risk_teach(
+            s, &req, &d,
+            req.trusted || (req.pass == AG_PASS_NONCE && req.challenge_passed));
         issue_token(s, &req, &d, v);
         if (req.signals & 1u << AG_SIGNAL_PASSWORD_BREACHED)
             note_breached_login(s, &req, &d);

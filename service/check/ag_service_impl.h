@@ -22,6 +22,7 @@
 
 #include "ag_challenge.h"
 #include "ag_device.h"
+#include "ag_events.h"
 #include "ag_limiter.h"
 #include "ag_network.h"
 #include "ag_otp_stats.h"
@@ -99,6 +100,22 @@ struct ag_check {
      * then carries one if it asks for a challenge. An inspect leaves it
      * "". */
     char subject[AG_DIGEST_HEX + 1];
+    /* The user's usual places (ag_service_risk.c), a login check's: the
+     * history the store reads beside the policies (plan.history points
+     * here when it is wanted), what this login brings to it, the risk
+     * signals known before it is read (a listed address, a breached
+     * password), the signal policies on its signals (tripped once it is
+     * read), a raised risky-scoped shield left to judge until then, and
+     * the risk judged. */
+    struct ag_plan_history hist;
+    struct ag_login_place at;
+    unsigned early_risk;
+    struct ag_limit_op late[AG_SIGNALS_MAX];
+    size_t nlate;
+    const struct ag_shield *risky;
+    uint64_t risky_ms;
+    bool challenge_passed;
+    struct ag_verdict_risk risk;
 };
 
 /* A check the store holds is WAITING; its answer moves it to RESUMING
@@ -156,6 +173,42 @@ ag_service__match_lists(const struct ag_ruleset *set, struct ag_digests *d);
  * answer nothing, false. */
 bool ag_service__shielded(struct ag_service *s, struct ag_check *c,
                           const struct ag_request *req, bool count);
+/* ag_service__shielded's answer once sh (raised, holding ms) judges c, in
+ * the lane trusted, passed: a challenge of c's was passed. */
+bool ag_service__shield_answer(struct ag_service *s, struct ag_check *c,
+                               const struct ag_shield *sh, uint64_t ms,
+                               bool passed, bool count);
+
+/* The user's usual places (ag_service_risk.c). Before the store: wants
+ * the history of req's user read beside c's plan when it has anything to
+ * judge (a login with a user, network files, --history-days), and plans
+ * the signal policies on its signals; AG_ETOOBIG (v unavailable) past
+ * AG_SIGNALS_MAX of them. */
+int ag_service__risk_plan(struct ag_service *s, struct ag_check *c,
+                          const struct ag_request *req, struct ag_digests *d,
+                          struct ag_verdict *v);
+/* After it: judges c's risk from what the store read (none while it is
+ * out: c->risk.judged false), counts it (asked: the store was asked for
+ * the history, and an unread one is counted as such), and adds the
+ * signal policies it trips to c's signals. Nothing for a check whose
+ * history is not kept. */
+void ag_service__risk_judge(struct ag_service *s, struct ag_check *c,
+                            bool asked);
+/* Does c carry a signal that a risky-scoped shield challenges, or was its
+ * history not read (the shield then acts as untrusted-scoped)? */
+bool ag_service__risky(const struct ag_check *c);
+/* A login success's lesson to its user's history, and the events of a
+ * new country or an impossible journey (ag_service_risk.c). proven: a
+ * trusted device or a passed challenge vouches for it. */
+void ag_service__risk_teach(struct ag_service *s, const struct ag_request *req,
+                            struct ag_digests *d, bool proven);
+
+/* A login event of type naming req's user by its keyed digest (that in
+ * the keys of the policies keyed on the user alone), with req's ref and
+ * network: account_recovered, breached_password_login, the new-place
+ * events. */
+void ag_service__user_event(struct ag_event *e, enum ag_event_type type,
+                            const struct ag_request *req, struct ag_digests *d);
 
 /* The keys of p were cleared (a reset, a successful login): dropped from
  * this instance's deny cache, and, when the store took the clear (told),

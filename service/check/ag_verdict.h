@@ -26,6 +26,7 @@
 #include "ag_challenge.h"
 #include "ag_device.h"
 #include "ag_error.h"
+#include "ag_history.h"
 #include "ag_limiter.h"
 #include "ag_request.h"
 
@@ -55,6 +56,20 @@ enum ag_verdict_kind {
     AG_VERDICT_TOKEN,
 };
 
+/* A login check's risk (issue 40): judged when its user's history was
+ * read; signals (bit 1u << enum ag_signal) the risk signals it carried,
+ * level their level (ag_risk_level), travel what impossible travel's
+ * judgement was (ag_history_travel_name), and risky_fallback when a
+ * risky-scoped shield acted as untrusted-scoped, its history unread. */
+struct ag_verdict_risk {
+    bool wanted; /* a login check the service judges the risk of */
+    bool judged;
+    unsigned signals;
+    enum ag_risk_level level;
+    enum ag_history_travel travel;
+    bool risky_fallback;
+};
+
 struct ag_verdict {
     enum ag_verdict_kind kind;
     /* An inspect's (an AG_PLAN_PEEK plan, nothing charged): DECIDED and
@@ -80,6 +95,7 @@ struct ag_verdict {
      * index; a check's answer carries it as "network". */
     struct ag_request_net net;
     const struct ag_network *network;
+    struct ag_verdict_risk risk; /* a login check's */
     /* What the borrowed parts live in; NULL when nothing is borrowed.
      * The service's own: read it through the fields above. */
     struct ag_check *owner;

@@ -31,6 +31,7 @@ static const struct ag_db_column policy_columns[] = {
     {"factor", AG_DB_REAL, false},      {"baseline_s", AG_DB_INT, false},
     {"reasons", AG_DB_JSON, false},     {"signal", AG_DB_TEXT, false},
     {"lists", AG_DB_JSON, false},       {"countries", AG_DB_JSON, false},
+    {"scope", AG_DB_TEXT, false},
 };
 static const struct ag_db_table policies = {"policies", policy_columns,
                                             sizeof policy_columns /

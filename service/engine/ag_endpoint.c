@@ -124,6 +124,11 @@ static const struct {
                               EP(AG_EP_LOGIN) | EP(AG_EP_OTP) |
                                   EP(AG_EP_OTP_VERIFY),
                               true},
+    [AG_SIGNAL_NEW_COUNTRY] = {"new_country", EP(AG_EP_LOGIN), true},
+    [AG_SIGNAL_NEW_ASN] = {"new_asn", EP(AG_EP_LOGIN), true},
+    [AG_SIGNAL_NO_HISTORY] = {"no_history", EP(AG_EP_LOGIN), true},
+    [AG_SIGNAL_IMPOSSIBLE_TRAVEL] = {"impossible_travel", EP(AG_EP_LOGIN),
+                                     true},
 };
 
 const char *ag_signal_name(enum ag_signal s)
@@ -142,6 +147,12 @@ int ag_signal_parse(const char *s)
 bool ag_signal_on(enum ag_signal s, enum ag_endpoint e)
 {
     return (signals[s].endpoints & EP(e)) != 0;
+}
+
+bool ag_signal_history(enum ag_signal s)
+{
+    return s == AG_SIGNAL_NEW_COUNTRY || s == AG_SIGNAL_NEW_ASN ||
+           s == AG_SIGNAL_NO_HISTORY || s == AG_SIGNAL_IMPOSSIBLE_TRAVEL;
 }
 
 bool ag_signal_computed(enum ag_signal s)

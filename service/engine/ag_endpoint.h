@@ -86,11 +86,18 @@ int ag_method_parse(const char *s);
  *     that name. ip_listed: one of the policy's "lists" (--ip-list names)
  *     holds the address; ip_country: the address's country (--geoip-file)
  *     is one of the policy's "countries".
+ *   - computed from the user's history (ag_history, login checks only,
+ *     once the store has read it): new_country, new_asn, no_history,
+ *     impossible_travel.
  */
 enum ag_signal {
     AG_SIGNAL_PASSWORD_BREACHED,
     AG_SIGNAL_IP_LISTED,
     AG_SIGNAL_IP_COUNTRY,
+    AG_SIGNAL_NEW_COUNTRY,
+    AG_SIGNAL_NEW_ASN,
+    AG_SIGNAL_NO_HISTORY,
+    AG_SIGNAL_IMPOSSIBLE_TRAVEL,
     AG_SIGNAL_COUNT
 };
 /* The signal's name: a signal policy's "signal", and a sent one's body
@@ -104,6 +111,9 @@ int ag_signal_parse(const char *s);
 bool ag_signal_on(enum ag_signal s, enum ag_endpoint e);
 /* Does the service compute it (true) or the caller send it (false)? */
 bool ag_signal_computed(enum ag_signal s);
+/* Is s known only once the user's history is read (new_country,
+ * new_asn, no_history, impossible_travel)? */
+bool ag_signal_history(enum ag_signal s);
 
 /* Returns the endpoint named s, or -1. */
 int ag_endpoint_parse(const char *s);

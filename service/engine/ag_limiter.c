@@ -205,6 +205,7 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     /* The store makes the nonce unless a reserve's caller sets one. */
     plan->nonce[0] = '\0';
     plan->asking = false;
+    plan->history = NULL;
     memcpy(plan->ref, d->req->ref, sizeof plan->ref);
     plan->net = d->req->net;
     plan->nskipped = 0;
@@ -284,10 +285,54 @@ static bool carries(const struct ag_policy *p, const struct ag_request *req)
         unsigned bit = AG_POLICY_COUNTRY_BIT(n->country[0], n->country[1]);
         return p->countries[bit / 8] & 1u << bit % 8;
     }
+    case AG_SIGNAL_NEW_COUNTRY:
+    case AG_SIGNAL_NEW_ASN:
+    case AG_SIGNAL_NO_HISTORY:
+    case AG_SIGNAL_IMPOSSIBLE_TRAVEL:
+        /* Known once the store has read the history: never here
+         * (ag_limiter_plan_history_signals). */
     case AG_SIGNAL_COUNT:
         break;
     }
     return false;
+}
+
+int ag_limiter_plan_history_signals(const struct ag_ruleset *set,
+                                    struct ag_plan *plan, struct ag_digests *d,
+                                    struct ag_limit_op *ops, size_t *n)
+{
+    *n = 0;
+    /* A trusted device is the strongest evidence there is: never judged
+     * by where it logs in from. */
+    if (plan->kind != AG_PLAN_CHECK || d->req->trusted)
+        return AG_OK;
+    for (size_t i = 0; i < set->count; i++) {
+        const struct ag_policy *p = &set->policies[i];
+        if (p->algorithm != AG_ALG_SIGNAL || !p->enabled ||
+            !ag_signal_history(p->signal) || p->endpoint != d->req->endpoint ||
+            !ag_limiter_in_lane(p, d->req->trusted))
+            continue;
+        if (p->needs && !net_ready(p, d->req, plan))
+            continue;
+        struct ag_limit_op op;
+        if (!ag_limiter_plan_policy(p, plan->kind, d, &op))
+            continue;
+        op.charge = false;
+        if (*n == AG_SIGNALS_MAX)
+            return AG_ETOOBIG;
+        ops[(*n)++] = op;
+    }
+    return AG_OK;
+}
+
+size_t ag_limiter_keep_tripped(struct ag_limit_op *ops, size_t n,
+                               unsigned signals)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (signals & 1u << ops[i].policy->signal)
+            ops[kept++] = ops[i];
+    return kept;
 }
 
 int ag_limiter_plan_signals(const struct ag_ruleset *set, struct ag_plan *plan,

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ag_history.h"
 #include "ag_identity.h"
 #include "ag_policy.h"
 #include "ag_request.h"
@@ -162,6 +163,23 @@ struct ag_plan {
     /* What the network files saw of the request's address (ag_request),
      * for the log lines and events its denials raise. */
     struct ag_request_net net;
+    /* A check or reserve only: the history to read beside it, or NULL
+     * (ag_limiter_plan clears it). Not owned. */
+    struct ag_plan_history *history;
+};
+
+/* A user's history (ag_history) for the store to read in the same call
+ * as a check's policies (lua/check.lua's "+h" modes): the caller sets
+ * key; a store that read it sets read, the text (len bytes; 0: none
+ * kept) and its clock at the check. A store that cannot (the in-process
+ * one, a Cluster check none of whose slots is the key's) leaves read
+ * false. */
+struct ag_plan_history {
+    char key[AG_STORE_KEY_MAX];
+    bool read;
+    size_t len;
+    char text[AG_HISTORY_TEXT_MAX];
+    uint64_t now_us;
 };
 
 /* What one policy said about one check. */
@@ -259,6 +277,18 @@ const char *ag_limiter_net_missing(const struct ag_policy *p,
                                    const struct ag_net_avail *avail,
                                    const char **list);
 
+/* The signal policies on a history signal that apply to the request of d
+ * (its endpoint and lane; none for a trusted device, never judged by its
+ * places), tripped or not, into ops (AG_SIGNALS_MAX) and *n: once the
+ * history is read, ag_limiter_keep_tripped keeps those its signals trip.
+ * AG_ETOOBIG past AG_SIGNALS_MAX. */
+int ag_limiter_plan_history_signals(const struct ag_ruleset *set,
+                                    struct ag_plan *plan, struct ag_digests *d,
+                                    struct ag_limit_op *ops, size_t *n);
+/* Keeps, in order, the ops whose signal is in signals (bit 1u << enum
+ * ag_signal); returns how many. */
+size_t ag_limiter_keep_tripped(struct ag_limit_op *ops, size_t n,
+                               unsigned signals);
 /* Does one of the n signal ops deny the check (an enforcing one whose
  * action is deny)? A check one denies is denied whatever the store says,
  * and charges nothing (ag_limiter_charge_nothing). A signal that

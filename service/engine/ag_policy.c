@@ -206,7 +206,7 @@ static int get_ratio(const json_t *obj, struct ag_policy *p,
 /* Refuses each of surge's own fields in a policy of another algorithm. */
 static int refuse_surge_fields(const json_t *obj, struct ag_error *err)
 {
-    static const char *const own[] = {"factor", "baseline_s"};
+    static const char *const own[] = {"factor", "baseline_s", "scope"};
     for (size_t i = 0; i < COUNT(own); i++)
         if (ag_policy__field(obj, own[i]))
             return ag_error_refuse(err, own[i],
@@ -278,6 +278,18 @@ static int get_surge(const json_t *obj, struct ag_policy *p,
         return ag_error_refuse(err, "factor",
                                "must be a number from 1.5 to 100");
     p->factor_milli = (uint32_t)milli;
+    const json_t *sc = ag_policy__field(obj, "scope");
+    const char *scope = json_is_string(sc) ? json_string_value(sc) : "";
+    if (sc && strcmp(scope, "risky") != 0 && strcmp(scope, "untrusted") != 0)
+        return ag_error_refuse(err, "scope",
+                               "must be \"untrusted\" (every untrusted check "
+                               "while raised) or \"risky\" (only those with a "
+                               "risk signal)");
+    p->scope_risky = sc && strcmp(scope, "risky") == 0;
+    if (p->scope_risky && p->endpoint != AG_EP_LOGIN)
+        return ag_error_refuse(err, "scope",
+                               "\"risky\" is only for login shields: the "
+                               "history's signals are a login's");
     /* Two windows at least, or there is nothing typical to learn. */
     uint32_t min_baseline =
         p->window_s > AG_WINDOW_MAX / 2 ? AG_WINDOW_MAX : 2 * p->window_s;
@@ -301,7 +313,7 @@ int ag_policy_from_json(const json_t *obj, const char *name,
         "window_s",     "block_s",     "counts",     "fail",      "mode",
         "block_growth", "block_max_s", "applies_to", "action",    "enabled",
         "min_ratio",    "factor",      "baseline_s", "reasons",   "signal",
-        "lists",        "countries"};
+        "lists",        "countries",   "scope"};
     struct ag_policy p;
     memset(&p, 0, sizeof p);
     memset(err, 0, sizeof *err);
@@ -451,9 +463,14 @@ int ag_policy_from_json(const json_t *obj, const char *name,
                    : p.key[i] == AG_KEY_IP_COUNTRY ? AG_POLICY_NEEDS_COUNTRY
                                                    : 0;
     if (p.algorithm == AG_ALG_SIGNAL)
-        p.needs |= p.signal == AG_SIGNAL_IP_LISTED    ? AG_POLICY_NEEDS_LISTS
-                   : p.signal == AG_SIGNAL_IP_COUNTRY ? AG_POLICY_NEEDS_COUNTRY
-                                                      : 0;
+        p.needs |= p.signal == AG_SIGNAL_IP_LISTED ? AG_POLICY_NEEDS_LISTS
+                   : p.signal == AG_SIGNAL_NEW_ASN ? AG_POLICY_NEEDS_ASN
+                   : p.signal == AG_SIGNAL_IP_COUNTRY ||
+                           p.signal == AG_SIGNAL_NEW_COUNTRY ||
+                           p.signal == AG_SIGNAL_NO_HISTORY ||
+                           p.signal == AG_SIGNAL_IMPOSSIBLE_TRAVEL
+                       ? AG_POLICY_NEEDS_COUNTRY
+                       : 0;
     *out = p;
     return AG_OK;
 }
@@ -464,6 +481,10 @@ static int add_surge_fields(json_t *o, const struct ag_policy *p)
     if (json_object_set_new(
             o, "factor", json_real((double)p->factor_milli / AG_FACTOR_ONE)) ||
         json_object_set_new(o, "baseline_s", json_integer(p->baseline_s)))
+        return AG_ENOMEM;
+    /* Only when risky: a record without it is the default, and reads on
+     * every instance of an older fleet schema. */
+    if (p->scope_risky && json_object_set_new(o, "scope", json_string("risky")))
         return AG_ENOMEM;
     return AG_OK;
 }

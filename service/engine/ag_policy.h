@@ -125,6 +125,10 @@ struct ag_policy {
      * far back the baseline is learned. */
     uint32_t factor_milli;
     uint32_t baseline_s;
+    /* surge only: while raised, the shield challenges only the checks
+     * with a risk signal (scope "risky"), not every one of its lane
+     * ("untrusted", the default). */
+    bool scope_risky;
     /* A policy that counts failures: the failure reasons it counts (bit
      * 1u << enum ag_reason each; 0: all). 0 for the others. */
     unsigned reasons;

@@ -188,6 +188,14 @@ int ag_policy__read_signal(const json_t *obj, struct ag_policy *p,
         rc = read_lists(ov, p, err);
     else if (p->signal == AG_SIGNAL_IP_COUNTRY)
         rc = read_countries(ov, p, err);
+    if (!rc && ag_signal_history(p->signal) &&
+        p->action != AG_ACTION_CHALLENGE && p->mode != AG_MODE_SHADOW)
+        return ag_error_set(err, AG_EINVAL, "action",
+                            "action must be \"challenge\" for %s (or the "
+                            "mode \"shadow\"): it is known only once the "
+                            "check's counts are taken, so it may ask for a "
+                            "second factor, never deny",
+                            ag_signal_name(p->signal));
     return rc ? rc : read_shape(p, err);
 }
 

@@ -290,7 +290,10 @@ static int parse(int kind, enum ag_endpoint endpoint, const char *body,
         else
             out->verified = json_is_true(v);
     }
-    if (!rc && kind == AG_REQ_CHECK)
+    /* A success report may bring the nonce its check passed: the proof
+     * that teaches its user's history a new place (ag_history). */
+    if (!rc &&
+        (kind == AG_REQ_CHECK || (kind == AG_REQ_REPORT && out->success)))
         rc = read_pass(root, opts, out, err);
     if (!rc && (kind == AG_REQ_CHECK || kind == AG_REQ_REPORT))
         rc = read_signals(root, out, err);
@@ -350,6 +353,8 @@ void ag_request_network(struct ag_request *req,
     n->lists = lists;
     n->lists_special = lists_special;
     n->country[0] = n->asn[0] = '\0';
+    n->asn_n = asn;
+    n->placed = false;
     req->have &= ~(1u << AG_KEY_IP_COUNTRY | 1u << AG_KEY_ASN);
     /* On every check's path: no printf. A country is two letters, kept
      * upper case (a policy's countries index by them). */

@@ -18,6 +18,7 @@
 #include "ag_device.h"
 #include "ag_identity.h"
 #include "ag_policy.h"
+#include "ag_travel.h"
 
 #define AG_BODY_MAX_KIB 64 /* larger bodies are a 413 */
 #define AG_BODY_MAX (AG_BODY_MAX_KIB * 1024)
@@ -88,6 +89,11 @@ struct ag_request {
         char asn[11];           /* the AS number in decimal; "" unknown */
         uint32_t lists;         /* bit i: the service's list i holds it */
         uint32_t lists_special; /* ... only in private or CGNAT ranges */
+        uint32_t asn_n;         /* asn as a number; 0 unknown */
+        /* Where a City database places the address, coarse (ag_travel);
+         * for the user's history alone, never logged or answered. */
+        bool placed;
+        struct ag_place place;
     } net;
 };
 

@@ -32,6 +32,8 @@ static const char *const type_names[AG_EV_COUNT] = {
     [AG_EV_FLEET_RECORD_REFUSED] = "fleet_record_refused",
     [AG_EV_FLEET_DIVERGED] = "fleet_diverged",
     [AG_EV_FLEET_HELD] = "fleet_held",
+    [AG_EV_NEW_COUNTRY_LOGIN] = "new_country_login",
+    [AG_EV_IMPOSSIBLE_TRAVEL] = "impossible_travel",
 };
 
 const char *ag_event_type_name(enum ag_event_type t)
@@ -124,6 +126,29 @@ static int set_network(json_t *o, const struct ag_event_network *n)
     return set_new(o, "network", net);
 }
 
+/* "travel": {"from", "to"} and, of an impossible journey, "km" and
+ * "kmh" (null: no time at all). */
+static int set_travel(json_t *o, enum ag_event_type type,
+                      const struct ag_event_travel *t)
+{
+    json_t *v = json_object();
+    int bad = !v;
+    if (!bad && t->from[0])
+        bad = set_new(v, "from", json_string(t->from));
+    if (!bad && t->to[0])
+        bad = set_new(v, "to", json_string(t->to));
+    if (!bad && type == AG_EV_IMPOSSIBLE_TRAVEL) {
+        bad = set_new(v, "km", json_integer(t->km));
+        bad = bad || set_new(v, "kmh",
+                             t->instant ? json_null() : json_integer(t->kmh));
+    }
+    if (bad) {
+        json_decref(v);
+        return 1;
+    }
+    return set_new(o, "travel", v);
+}
+
 char *ag_event_json(const struct ag_event *e)
 {
     char when[AG_CLOCK_RFC3339_MAX];
@@ -165,6 +190,9 @@ char *ag_event_json(const struct ag_event *e)
         bad = set_shield(o, &e->shield);
     if (!bad && e->type >= AG_EV_FLEET_LAGGING && e->type <= AG_EV_FLEET_HELD)
         bad = set_fleet(o, &e->fleet);
+    if (!bad && (e->type == AG_EV_NEW_COUNTRY_LOGIN ||
+                 e->type == AG_EV_IMPOSSIBLE_TRAVEL))
+        bad = set_travel(o, e->type, &e->travel);
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

@@ -107,6 +107,11 @@ enum ag_event_type {
     AG_EV_FLEET_RECORD_REFUSED,
     AG_EV_FLEET_DIVERGED,
     AG_EV_FLEET_HELD,
+    /* A login succeeded from a country not among its user's usual ones,
+     * or after an impossible journey from the last success (issue 40):
+     * the application may tell its user of a new sign-in. */
+    AG_EV_NEW_COUNTRY_LOGIN,
+    AG_EV_IMPOSSIBLE_TRAVEL,
     AG_EV_COUNT
 };
 
@@ -141,6 +146,18 @@ struct ag_event_fleet {
     char instance[AG_FLEET_INSTANCE_HEX + 1]; /* this instance's id */
 };
 
+/* new_country_login and impossible_travel: the last success's country
+ * and this one's, and for a journey its distance (whole km, the radii
+ * not taken off) and the speed it needed (km/h; 0: no time at all). No
+ * place finer than a country. */
+struct ag_event_travel {
+    char from[3];
+    char to[3];
+    uint32_t km;
+    uint32_t kmh;
+    bool instant; /* no time between: an infinite speed */
+};
+
 /* One event. What does not apply is left empty (""), 0 or -1, and is
  * left out of its JSON. */
 /* What the network files saw of the causing request's address
@@ -169,6 +186,7 @@ struct ag_event {
     struct ag_event_network net;   /* the causing request's network */
     struct ag_event_shield shield; /* shield_raised, _lowered and _long */
     struct ag_event_fleet fleet;   /* the fleet_* events */
+    struct ag_event_travel travel; /* new_country_login, impossible_travel */
     /* Set by ag_events_raise: */
     char id[AG_EVENT_ID_MAX]; /* unique across instances: dedupe on it */
     uint64_t time_ms;         /* Unix time in milliseconds */

@@ -32,10 +32,11 @@
 #include "ag_fleet_ids.h"
 
 /* The newest record format this binary applies: 1, the first; 2, issue
- * 39's network fields (ag_fleet_set_schema). A record is written with
+ * 39's network fields; 3, issue 40's risky scope and history signals
+ * (ag_fleet_set_schema). A record is written with
  * the schema its operations need; one that needs a newer one than a
  * binary applies is held there, never skipped (ag_fleet.h). */
-#define AG_FLEET_SCHEMA 2
+#define AG_FLEET_SCHEMA 3
 /* A record's body at most, in bytes: a snapshot of every list entry. */
 #define AG_FLEET_BODY_MAX (8u * 1024 * 1024)
 

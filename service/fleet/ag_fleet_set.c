@@ -301,22 +301,37 @@ json_t *ag_fleet_set_diff(const json_t *a, const json_t *b, bool *same)
     return out;
 }
 
-/* Does v hold, at any depth, a policy record or an entry row of what
- * schema 2 brought? */
-static bool needs_network(const json_t *v)
+/* Does v hold, at any depth, an object that match says yes to? */
+static bool holds(const json_t *v, bool (*match)(const json_t *obj))
 {
     if (json_is_array(v)) {
         size_t i;
         const json_t *item;
         json_array_foreach(v, i, item)
         {
-            if (needs_network(item))
+            if (holds(item, match))
                 return true;
         }
         return false;
     }
     if (!json_is_object(v))
         return false;
+    if (match(v))
+        return true;
+    const char *key;
+    const json_t *item;
+    json_object_foreach((json_t *)v, key, item)
+    {
+        if (holds(item, match))
+            return true;
+    }
+    return false;
+}
+
+/* A policy record or an entry row of what schema 2 brought (issue 39's
+ * network fields)? */
+static bool network_field(const json_t *v)
+{
     const char *signal = string_of(v, "signal");
     const char *kind = string_of(v, "kind");
     if (json_object_get(v, "algorithm") &&
@@ -324,20 +339,25 @@ static bool needs_network(const json_t *v)
          (signal && (strcmp(signal, "ip_listed") == 0 ||
                      strcmp(signal, "ip_country") == 0))))
         return true;
-    if (kind && json_object_get(v, "value") &&
-        (strcmp(kind, "asn") == 0 || strcmp(kind, "ip_country") == 0))
-        return true;
-    const char *key;
-    const json_t *item;
-    json_object_foreach((json_t *)v, key, item)
-    {
-        if (needs_network(item))
-            return true;
-    }
-    return false;
+    return kind && json_object_get(v, "value") &&
+           (strcmp(kind, "asn") == 0 || strcmp(kind, "ip_country") == 0);
+}
+
+/* A policy record of what schema 3 brought (issue 40: a risky scope, a
+ * signal of the user's history)? */
+static bool history_field(const json_t *v)
+{
+    const char *signal = string_of(v, "signal");
+    return json_object_get(v, "algorithm") &&
+           (json_object_get(v, "scope") ||
+            (signal && (strcmp(signal, "new_country") == 0 ||
+                        strcmp(signal, "new_asn") == 0 ||
+                        strcmp(signal, "no_history") == 0 ||
+                        strcmp(signal, "impossible_travel") == 0)));
 }
 
 unsigned ag_fleet_set_schema(const json_t *body)
 {
-    return needs_network(json_object_get(body, "ops")) ? 2 : 1;
+    const json_t *ops = json_object_get(body, "ops");
+    return holds(ops, history_field) ? 3 : holds(ops, network_field) ? 2 : 1;
 }

@@ -177,9 +177,8 @@ static int every_member_reads(struct ag_fleet *f, unsigned schema,
             rc = ag_error_set(
                 err, AG_ECONFLICT, NULL,
                 "instance %s (%s, %s) applies fleet records of schema %lld "
-                "at most, and this change needs %u (a network field: "
-                "lists, countries, a computed signal, an asn or ip_country "
-                "entry): upgrade it first; nothing was changed",
+                "at most, and this change needs %u (%s): upgrade it first; "
+                "nothing was changed",
                 ms.m[i].id,
                 json_string_value(json_object_get(m, "host"))
                     ? json_string_value(json_object_get(m, "host"))
@@ -187,7 +186,11 @@ static int every_member_reads(struct ag_fleet *f, unsigned schema,
                 json_string_value(json_object_get(m, "binary"))
                     ? json_string_value(json_object_get(m, "binary"))
                     : "?",
-                (long long)(has ? has : 1), schema);
+                (long long)(has ? has : 1), schema,
+                schema >= 3 ? "a risky-scoped shield or a signal of the "
+                              "user's history"
+                            : "a network field: lists, countries, a "
+                              "computed signal, an asn or ip_country entry");
         json_decref(m);
     }
     ag_redis_fleet_members_free(&ms);

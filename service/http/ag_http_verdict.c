@@ -63,17 +63,59 @@ static size_t network_text(char *t, size_t cap, const struct ag_verdict *v)
     return put(t, at, cap, "}");
 }
 
-/* Puts "network" first in r's JSON object body: made beside it, then the
- * body is moved up in place (no allocation once the body's buffer has
- * room, as it has after the first answers of a connection). */
+/* "risk", a login check's (ag_verdict_risk): its risk signals, their
+ * level, what impossible travel's judgement was ("unknown" when the
+ * history was not read), whether the history was read, and
+ * "shield_as_untrusted" when a risky-scoped shield challenged it for
+ * want of one. Into t at at; returns the new length (past cap: did not
+ * fit). */
+static size_t risk_text(char *t, size_t at, size_t cap,
+                        const struct ag_verdict_risk *k)
+{
+    at = put(t, at, cap, "\"risk\":{\"signals\":[");
+    const char *sep = "";
+    for (int i = 0; i < AG_SIGNAL_COUNT; i++) {
+        if (!(k->signals & 1u << i))
+            continue;
+        at = put(t, at, cap, sep);
+        at = put(t, at, cap, "\"");
+        at = put(t, at, cap, ag_signal_name((enum ag_signal)i));
+        at = put(t, at, cap, "\"");
+        sep = ",";
+    }
+    at = put(t, at, cap, "],\"level\":\"");
+    at = put(t, at, cap, ag_risk_level_name(k->level));
+    at = put(t, at, cap, "\",\"travel\":\"");
+    at = put(t, at, cap,
+             k->judged ? ag_history_travel_name(k->travel) : "unknown");
+    at = put(t, at, cap, "\",\"history\":\"");
+    at = put(t, at, cap, k->judged ? "read" : "unread");
+    at = put(t, at, cap, "\"");
+    if (k->risky_fallback)
+        at = put(t, at, cap, ",\"shield_as_untrusted\":true");
+    return put(t, at, cap, "}");
+}
+
+/* Puts "network" (when a lookup was made) and "risk" (a login check's)
+ * first in r's JSON object body: made beside it, then the body is moved
+ * up in place (no allocation once the body's buffer has room, as it has
+ * after the first answers of a connection). */
 static int add_network(struct ag_http_response *r, const struct ag_verdict *v)
 {
     struct ag_buf *b = &r->body;
-    if (!v->net.looked || !v->network || b->len < 2 || b->p[0] != '{')
+    bool net = v->net.looked && v->network;
+    bool risk =
+        v->risk.wanted && v->kind == AG_VERDICT_DECIDED && !v->inspected;
+    if ((!net && !risk) || b->len < 2 || b->p[0] != '{')
         return AG_OK;
-    /* At most 32 list names of 32 bytes, quoted: under 1.3 KiB. */
+    /* At most 32 list names of 32 bytes, quoted: under 1.3 KiB; the risk
+     * under 256 bytes. */
     char text[2048];
-    size_t n = network_text(text, sizeof text, v);
+    size_t n = net ? network_text(text, sizeof text, v) : 0;
+    if (net && risk)
+        n = put(text, n, sizeof text, ",");
+    if (risk)
+        n = risk_text(text, n, sizeof text, &v->risk);
     if (n >= sizeof text)
         return AG_ETOOBIG;
     /* "{" + network + "," + the rest, or "{" + network + "}" for "{}". */

@@ -226,13 +226,18 @@ static void geo_lookup(struct ag_network *n, const struct ag_geo *geo,
 {
     struct ag_geo_result r;
     /* A database libmaxminddb finds corrupt at this address is a miss. */
-    bool found = ag_geo_lookup(geo, ip, &r) == AG_OK && r.found;
+    bool country = db == AG_METRICS_NETDB_COUNTRY;
+    bool found = (country ? ag_geo_locate(geo, ip, &r)
+                          : ag_geo_lookup(geo, ip, &r)) == AG_OK &&
+                 r.found;
     ag_metrics_network_lookup(n->metrics, db, found);
     if (!found)
         return;
-    if (db == AG_METRICS_NETDB_COUNTRY)
+    if (country) {
         memcpy(out->country, r.country, sizeof out->country);
-    else
+        out->placed = r.located && ag_place_from(r.latitude, r.longitude,
+                                                 r.accuracy_km, &out->place);
+    } else
         out->asn = r.asn;
 }
 

@@ -78,6 +78,10 @@ struct ag_netinfo {
      * private, loopback or CGNAT range: ag_iplist). */
     uint32_t lists;
     uint32_t lists_special;
+    /* The country database's location of the address (a City database
+     * in MaxMind's layout), coarse; placed false without one. */
+    bool placed;
+    struct ag_place place;
 };
 
 /* Parses one --ip-list value, "NAME=PATH" or "NAME:FORMAT=PATH", into

@@ -290,6 +290,19 @@ static size_t split(struct ag_store_cluster__store *c,
                 k->groups[j].plan.fp_window_s = plan->fp_window_s;
             }
     }
+    /* So does the history, when a group's slot is its key's (tagged keys:
+     * a policy keyed on the user alone): no call more. Otherwise it is
+     * not read, and the check says so. */
+    if (plan->history) {
+        plan->history->read = false;
+        uint16_t slot =
+            ag_redis_slot(plan->history->key, strlen(plan->history->key));
+        for (size_t j = 0; j < ng; j++)
+            if (k->groups[j].slot == slot) {
+                k->groups[j].plan.history = plan->history;
+                break;
+            }
+    }
     return ng;
 }
 

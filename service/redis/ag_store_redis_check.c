@@ -211,7 +211,8 @@ static long long format_check(struct ag_store_redis__store *s,
         ag_redis_pipe_sha(s->pipe, mask, sha);
     bool record = plan->kind == AG_PLAN_FAILURE;
     bool fp = record && plan->fp[0];
-    size_t nkeys = plan->n + fp;
+    bool hist = plan->history && (plan->kind == AG_PLAN_CHECK || reserve);
+    size_t nkeys = plan->n + fp + hist;
     for (size_t i = 0; i < plan->n; i++)
         nkeys += (plan->ops[i].policy->block_s > 0) + grows(&plan->ops[i]);
     /* The nonce: the caller's, or the instance id, then the sequence
@@ -272,10 +273,13 @@ static long long format_check(struct ag_store_redis__store *s,
     }
     if (fp)
         ag_redis_cmd_str(&b, plan->fp_key);
+    if (hist)
+        ag_redis_cmd_str(&b, plan->history->key);
     ag_redis_cmd_arg(&b, nonce, nlen);
-    ag_redis_cmd_str(&b, record                       ? "record"
-                         : reserve                    ? "reserve"
+    ag_redis_cmd_str(&b, record    ? "record"
+                         : reserve ? (hist ? "reserve+h" : "reserve")
                          : plan->kind == AG_PLAN_PEEK ? "peek"
+                         : hist                       ? "check+h"
                                                       : "check");
     if (record) {
         ag_redis_cmd_str(&b, fp ? plan->fp : "");
@@ -344,8 +348,24 @@ static int parse_reply(const redisReply *r, const struct ag_plan *plan,
                    : AG_ESTORE;
     bool peek = plan->kind == AG_PLAN_PEEK;
     size_t w = plan->kind == AG_PLAN_RESERVE ? 5 : peek ? 6 : 4;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != w * plan->n)
+    struct ag_plan_history *h =
+        plan->kind == AG_PLAN_CHECK || plan->kind == AG_PLAN_RESERVE
+            ? plan->history
+            : NULL;
+    if (r->type != REDIS_REPLY_ARRAY ||
+        r->elements != w * plan->n + (h ? 2 : 0))
         return AG_ESTORE;
+    if (h) {
+        /* The history's text, then the check's clock (lua/check.lua). */
+        const redisReply *t = r->element[w * plan->n];
+        const redisReply *now = r->element[w * plan->n + 1];
+        if (t->type != REDIS_REPLY_STRING || now->type != REDIS_REPLY_STRING)
+            return AG_ESTORE;
+        h->read = t->len < sizeof h->text;
+        h->len = h->read ? t->len : 0;
+        memcpy(h->text, t->str, h->len);
+        h->now_us = strtoull(now->str, NULL, 10);
+    }
     for (size_t i = 0; i < w * plan->n; i++)
         if (r->element[i]->type != REDIS_REPLY_INTEGER ||
             r->element[i]->integer < 0)

@@ -498,6 +498,25 @@ CASES = {
         "POST", "/admin/inspect", BIG)),
     **admin_cases("/admin/inspect", "post", {"endpoint": "login"}),
 
+    ("/admin/history", "post", 200): ("up", lambda c: c.admin(
+        "POST", "/admin/history", {"user": c.user()})),
+    ("/admin/history", "post", 400): ("up", lambda c: c.refused(
+        "POST", "/admin/history", {"ip": c.ip()}, "user")),
+    ("/admin/history", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/history", BIG)),
+    ("/admin/history", "post", 503): ("redis_down", lambda c: c.admin(
+        "POST", "/admin/history", {"user": c.user()})),
+    **admin_cases("/admin/history", "post", {"user": "a"}),
+    ("/admin/history/forget", "post", 200): ("up", lambda c: c.admin(
+        "POST", "/admin/history/forget", {"user": c.user()})),
+    ("/admin/history/forget", "post", 400): ("up", lambda c: c.refused(
+        "POST", "/admin/history/forget", {}, "user")),
+    ("/admin/history/forget", "post", 413): ("up", lambda c: c.admin(
+        "POST", "/admin/history/forget", BIG)),
+    ("/admin/history/forget", "post", 503): ("redis_down", lambda c: c.admin(
+        "POST", "/admin/history/forget", {"user": c.user()})),
+    **admin_cases("/admin/history/forget", "post", {"user": "a"}),
+
     ("/admin/audit", "get", 200): [
         ("up", lambda c: c.admin("GET", "/admin/audit?limit=5")),
         ("up", lambda c: c.audited_inspect()),

@@ -11,17 +11,18 @@ from harness import BINARY, ServiceTest
 
 
 def undo_migrations_from_11(c):
-    """Takes 011_fleet's tables, triggers and columns, and 013's columns,
-    out of the database on c, so that a test can make it as it was before
-    an older migration and open it again (012 copies the lists table,
-    which it can do again)."""
+    """Takes 011_fleet's tables, triggers and columns, and 013's and 014's
+    columns, out of the database on c, so that a test can make it as it
+    was before an older migration and open it again (012 copies the lists
+    table, which it can do again)."""
     for what, name in c.execute("SELECT type, name FROM sqlite_master "
                                 "WHERE name LIKE 'fleet%'").fetchall():
         if what in ("table", "trigger"):
             c.execute('DROP %s "%s"' % (what.upper(), name))
     for table, column in (("audit", "fleet_version"), ("audit", "instance"),
                           ("policies", "version"), ("lists", "version"),
-                          ("policies", "lists"), ("policies", "countries")):
+                          ("policies", "lists"), ("policies", "countries"),
+                          ("policies", "scope")):
         c.execute('ALTER TABLE %s DROP COLUMN "%s"' % (table, column))
 
 

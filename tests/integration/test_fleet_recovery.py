@@ -249,14 +249,14 @@ class FleetRecoveryTest(FleetTest):
         self.deny(a, "198.51.100.60")
         entry = {"id": 77, "list": "deny", "kind": "ip",
                  "value": "203.0.113.66", "endpoint": "*", "note": ""}
-        v = self.inject([{"op": "list_add", "entry": entry}], schema=3)
+        v = self.inject([{"op": "list_add", "entry": entry}], schema=4)
         self.assertTrue(wait_until(
             lambda: self.status(a)["instance"]["state"] == "held", FOLLOW_S))
         self.assertTrue(wait_until(
             lambda: self.fleet_events(a, "fleet_held"), FOLLOW_S))
         held = self.fleet_events(a, "fleet_held")
         self.assertEqual([e["record"] for e in held], [v])
-        self.assertIn("schema 3", held[0]["reason"])
+        self.assertIn("schema 4", held[0]["reason"])
         self.assertEqual(self.metric(a, "abuseguard_fleet_held"), 1)
         self.assertTrue(wait_until(
             lambda: self.fleet_events(a, "fleet_lagging"), FOLLOW_S))

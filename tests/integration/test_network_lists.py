@@ -256,10 +256,32 @@ class NetworkListsFleetTest(FleetTest):
         self.redis.cmd("HDEL", keys()["members"], old)
         r = self.admin(a, "PUT", "/policies/net.tor", tor)
         self.assertEqual(r.status, 201, r.raw)
-        # Every member's heartbeat names the schema it applies.
+        # Every member's heartbeat names the schema it applies: 3, issue
+        # 40's.
         beats = pairs(self.redis.cmd("HGETALL", keys()["members"]))
         for text in beats.values():
-            self.assertEqual(json.loads(text.split(" ", 1)[1])["schema"], 2)
+            self.assertEqual(json.loads(text.split(" ", 1)[1])["schema"], 3)
+        # A member of issue 39's version (schema 2) reads the network
+        # fields but not a risky scope or a history signal.
+        self.redis.cmd("HSET", keys()["members"], old,
+                       "%d %s" % (now_ms, json.dumps(
+                           {"host": "old-host", "binary": "0.0.10",
+                            "schema": 2})))
+        for name, rec in (
+                ("login.shield", {"endpoint": "login", "key": ["site"],
+                                  "algorithm": "surge", "limit": 100,
+                                  "window_s": 60, "block_s": 600,
+                                  "counts": "failures", "scope": "risky",
+                                  "action": "challenge"}),
+                ("login.travel", {"endpoint": "login", "key": ["user"],
+                                  "algorithm": "signal",
+                                  "signal": "impossible_travel",
+                                  "action": "challenge"})):
+            r = self.admin(a, "PUT", "/policies/" + name, rec)
+            self.assertEqual(r.status, 409, r.raw)
+            self.assertIn("schema 2", r.json["error"])
+        r = self.admin(a, "PUT", "/policies/net.tor3", tor)
+        self.assertEqual(r.status, 201, r.raw)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,47 @@ static void an_event_says_what_the_network_files_saw(void **state)
     json_decref(o);
 }
 
+/* Issue 40: the new-place events carry two countries, and a journey's
+ * distance and speed (null for no time at all); nothing else of it. */
+static void travel_events_carry_countries_and_speed(void **state)
+{
+    (void)state;
+    struct ag_event e;
+    ag_event_init(&e, AG_EV_NEW_COUNTRY_LOGIN);
+    memcpy(e.travel.from, "FR", 3);
+    memcpy(e.travel.to, "US", 3);
+    e.travel.km = 5837;
+    char *text = ag_event_json(&e);
+    json_t *o = json_loads(text, 0, NULL);
+    json_t *t = json_object_get(o, "travel");
+    assert_string_equal(json_string_value(json_object_get(t, "from")), "FR");
+    assert_string_equal(json_string_value(json_object_get(t, "to")), "US");
+    assert_null(json_object_get(t, "km"));
+    json_decref(o);
+    free(text);
+    e.type = AG_EV_IMPOSSIBLE_TRAVEL;
+    e.travel.kmh = 2890;
+    text = ag_event_json(&e);
+    o = json_loads(text, 0, NULL);
+    t = json_object_get(o, "travel");
+    assert_int_equal(json_integer_value(json_object_get(t, "km")), 5837);
+    assert_int_equal(json_integer_value(json_object_get(t, "kmh")), 2890);
+    json_decref(o);
+    free(text);
+    e.travel.instant = true;
+    text = ag_event_json(&e);
+    o = json_loads(text, 0, NULL);
+    assert_true(
+        json_is_null(json_object_get(json_object_get(o, "travel"), "kmh")));
+    json_decref(o);
+    free(text);
+    /* Another event has none. */
+    e.type = AG_EV_LOCKOUT;
+    text = ag_event_json(&e);
+    assert_null(strstr(text, "travel"));
+    free(text);
+}
+
 static void every_type_has_its_name(void **state)
 {
     (void)state;
@@ -244,6 +285,8 @@ static void every_type_has_its_name(void **state)
         "fleet_record_refused",
         "fleet_diverged",
         "fleet_held",
+        "new_country_login",
+        "impossible_travel",
     };
     for (int t = 0; t < AG_EV_COUNT; t++)
         assert_string_equal(ag_event_type_name((enum ag_event_type)t), want[t]);
@@ -493,6 +536,7 @@ int main(void)
         cmocka_unit_test(breached_login_json_names_the_users_digest_and_lane),
         cmocka_unit_test(an_event_says_what_the_network_files_saw),
         cmocka_unit_test(every_type_has_its_name),
+        cmocka_unit_test(travel_events_carry_countries_and_speed),
         cmocka_unit_test(level_is_read_from_the_level_key),
         cmocka_unit_test(key_digest_comes_from_plain_and_tagged_keys),
         cmocka_unit_test(without_redis_a_lockout_is_raised_once_per_key),

@@ -419,6 +419,19 @@ static void a_record_needs_schema_2_for_the_network_fields_only(void **st)
          "\"value\":\"FR\"}}]}]}",
          2},
         {"{\"ops\":[]}", 1},
+        /* Issue 40: a risky scope, a signal of the user's history. */
+        {"{\"ops\":[{\"op\":\"policy_put\",\"policy\":{\"name\":\"a\","
+         "\"algorithm\":\"surge\",\"scope\":\"risky\"}}]}",
+         3},
+        {"{\"ops\":[{\"op\":\"snapshot\",\"policies\":[{\"name\":\"a\","
+         "\"algorithm\":\"signal\",\"signal\":\"impossible_travel\"}],"
+         "\"lists\":[]}]}",
+         3},
+        {"{\"ops\":[{\"op\":\"policy_put\",\"policy\":{\"name\":\"a\","
+         "\"algorithm\":\"signal\",\"signal\":\"new_asn\"}},"
+         "{\"op\":\"list_add\",\"entry\":{\"list\":\"deny\","
+         "\"kind\":\"asn\",\"value\":\"174\"}}]}",
+         3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *b = json_loads(cases[i].body, 0, NULL);

@@ -189,6 +189,28 @@ static void surge_record_round_trips(void **state)
     json_decref(o);
 }
 
+/* Issue 40: a login shield's scope, untrusted (the default, left out of
+ * its record) or risky (kept). */
+static void surge_scope_is_untrusted_or_risky_on_login(void **state)
+{
+    (void)state;
+    struct ag_policy p;
+    expect_accepted(surge_base, "scope", "\"risky\"", &p);
+    assert_true(p.scope_risky);
+    json_t *back = ag_policy_to_json(&p);
+    assert_string_equal(json_string_value(json_object_get(back, "scope")),
+                        "risky");
+    json_decref(back);
+    expect_accepted(surge_base, "scope", "\"untrusted\"", &p);
+    assert_false(p.scope_risky);
+    back = ag_policy_to_json(&p);
+    assert_null(json_object_get(back, "scope"));
+    json_decref(back);
+    expect_refused_saying(surge_base, "scope", "\"all\"", "scope", "risky");
+    expect_refused_saying(surge_base, "scope", "true", "scope", "risky");
+    expect_refused_saying(login_base, "scope", "\"risky\"", "scope", "surge");
+}
+
 static void site_and_password_fp_keys_follow_their_endpoints(void **state)
 {
     (void)state;
@@ -214,6 +236,7 @@ int main(void)
         cmocka_unit_test(surge_counts_the_site_and_holds),
         cmocka_unit_test(surge_fields_are_refused_elsewhere),
         cmocka_unit_test(surge_record_round_trips),
+        cmocka_unit_test(surge_scope_is_untrusted_or_risky_on_login),
         cmocka_unit_test(site_and_password_fp_keys_follow_their_endpoints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 #include "ag_endpoint.h"
 #include "ag_error.h"
 #include "ag_limiter.h"
+#include "ag_metrics.h"
 #include "ag_policy.h"
 #include "ag_request.h"
 #include "ag_test.h"
@@ -38,7 +39,7 @@ static const char signal_base[] =
 static void the_signal_table_names_password_breached_on_login(void **state)
 {
     (void)state;
-    assert_int_equal(AG_SIGNAL_COUNT, 3);
+    assert_int_equal(AG_SIGNAL_COUNT, 7);
     assert_string_equal(ag_signal_name(AG_SIGNAL_PASSWORD_BREACHED),
                         "password_breached");
     assert_int_equal(ag_signal_parse("password_breached"),
@@ -56,6 +57,40 @@ static void the_signal_table_names_password_breached_on_login(void **state)
     }
     assert_int_equal(ag_signal_parse("ip_listed"), AG_SIGNAL_IP_LISTED);
     assert_int_equal(ag_signal_parse("ip_country"), AG_SIGNAL_IP_COUNTRY);
+    /* Issue 40: the history's, computed on login checks only. */
+    static const char *const history[] = {"new_country", "new_asn",
+                                          "no_history", "impossible_travel"};
+    for (size_t i = 0; i < 4; i++) {
+        int s = ag_signal_parse(history[i]);
+        assert_int_equal(s, AG_SIGNAL_NEW_COUNTRY + (int)i);
+        assert_true(ag_signal_computed((enum ag_signal)s));
+        assert_true(ag_signal_history((enum ag_signal)s));
+        assert_true(ag_signal_on((enum ag_signal)s, AG_EP_LOGIN));
+        assert_false(ag_signal_on((enum ag_signal)s, AG_EP_OTP));
+    }
+    assert_false(ag_signal_history(AG_SIGNAL_IP_LISTED));
+    /* The metrics name them in the same order. */
+    for (int s = 0; s < AG_SIGNAL_COUNT; s++)
+        assert_string_equal(ag_metrics_risk_signal_name((unsigned)s),
+                            ag_signal_name((enum ag_signal)s));
+}
+
+/* A history signal's policy may challenge, or be shadowed, never deny. */
+static void a_history_signal_challenges_and_never_denies(void **state)
+{
+    (void)state;
+    static const char travel[] =
+        "{\"name\":\"login.travel\",\"endpoint\":\"login\","
+        "\"key\":[\"user\"],\"algorithm\":\"signal\","
+        "\"signal\":\"impossible_travel\",\"action\":\"challenge\"}";
+    struct ag_policy p;
+    expect_accepted(travel, "action", "\"challenge\"", &p);
+    assert_int_equal(p.needs, AG_POLICY_NEEDS_COUNTRY);
+    expect_refused_saying(travel, "action", "\"deny\"", "action", "never deny");
+    expect_accepted(travel, "mode", "\"shadow\"", &p);
+    expect_refused_saying(travel, "endpoint", "\"otp\"", "signal", "login");
+    expect_accepted(travel, "signal", "\"new_asn\"", &p);
+    assert_int_equal(p.needs, AG_POLICY_NEEDS_ASN);
 }
 
 /* Parses body as kind (0: a check of ep, 1: a login report) into r:
@@ -476,6 +511,7 @@ int main(void)
         cmocka_unit_test(
             login_checks_and_reports_read_a_boolean_password_breached),
         cmocka_unit_test(otp_bodies_carry_no_password_breached),
+        cmocka_unit_test(a_history_signal_challenges_and_never_denies),
         cmocka_unit_test(signal_takes_its_defaults),
         cmocka_unit_test(signal_names_a_known_signal_its_endpoint_sends),
         cmocka_unit_test(signal_counts_holds_and_asks_nothing),
