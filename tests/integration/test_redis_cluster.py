@@ -222,6 +222,39 @@ class ClusterTest(PolicyTest):
                 answers.append((time.monotonic() - start, repr(e), True))
             i += 1
 
+    def test_the_history_is_read_by_the_slot_group_of_the_users_policies(self):
+        """Issue 40 on Cluster: the user's history shares the slot of the
+        policies keyed on the user alone, whose FCALL reads it (no call
+        more); a check without such a policy says it was not read."""
+        from test_network import NetworkFiles
+        from test_usual_places import NETWORKS, PARIS, PLACES
+        geo = os.path.join(self.workdir, "city.mmdb")
+        asn = os.path.join(self.workdir, "asn.mmdb")
+        NetworkFiles.write_mmdb(self, geo, "country", PLACES)
+        NetworkFiles.write_mmdb(self, asn, "asn", NETWORKS)
+        files = ["--geoip-file", geo, "--asn-file", asn]
+        files += ["--fleet", "off"]
+        (svc,) = self.instances([USER, IP], count=1, extra=files)
+        body = {"user": "ann@example.com", "ip": PARIS}
+        r = svc.post("/check-login", body)
+        self.assertEqual(r.json["risk"]["signals"], ["no_history"], r.raw)
+        self.assertEqual(r.json["risk"]["history"], "read")
+        r = svc.post("/report-login", dict(body, success=True))
+        self.assertEqual(r.status, 200, r.raw)
+        r = svc.post("/check-login", body)
+        self.assertEqual(r.json["risk"], {"signals": [], "level": "low",
+                                          "travel": "possible",
+                                          "history": "read"}, r.raw)
+        user_slot = self.key_slot("c.user", [("user", "ann@example.com")])
+        hist = "ag:hist:{%s}" % digest(self.secret,
+                                       [("user", "ann@example.com")])
+        self.assertEqual(self.cluster.keyslot(hist), user_slot)
+        (other,) = self.instances([IP], count=1, extra=files)
+        r = other.post("/check-login", body)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["risk"]["history"], "unread", r.raw)
+        self.assertEqual(r.json["risk"]["signals"], [])
+
     def test_a_fleet_change_reaches_every_instance_through_a_moved(self):
         """Issue 37 on a cluster: the fleet's keys share one hash tag, so
         one node holds its history; the fleet's name here puts it on a

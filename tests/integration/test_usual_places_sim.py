@@ -70,6 +70,15 @@ class UsualPlacesSimTest(NetworkFiles):
                              0.10 * out["real_new_device_logins"])
         self.assertLessEqual(out["attack_passed"],
                              0.05 * out["attack_attempts"])
+        # A real traveller is never judged impossible at a plausible
+        # speed; an attempt on a real user from another country than
+        # their home is new_country on the first try (but from a country
+        # the user travelled to on a trusted device, which taught it).
+        self.assertGreater(out["real_logins"], 300)
+        self.assertEqual(out["real_impossible_travel"], 0)
+        self.assertGreater(out["foreign_attempts_on_real_users"], 10)
+        self.assertGreaterEqual(out["foreign_flagged_new_country"],
+                                0.95 * out["foreign_attempts_on_real_users"])
         # What passes is what the history cannot see: matched addresses.
         for source in ("hosting", "tor"):
             self.assertEqual(out["by_source"][source]["passed"], 0,

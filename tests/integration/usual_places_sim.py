@@ -98,6 +98,12 @@ class World:
                                "breached": self.rng.random() < 0.03})
         self.days = days
         self.k = 0
+        # Real logins judged impossible_travel (all real users travel at
+        # plausible speeds), and attempts on a real user from another
+        # country than theirs: how many, and how many new_country flagged.
+        self.real_logins = 0
+        self.real_impossible = 0
+        self.foreign = [0, 0]
 
     def svc(self):
         self.k += 1
@@ -140,6 +146,9 @@ class World:
         if not new_device and u["token"]:
             body["device_token"] = u["token"]
         r = svc.post("/check-login", body)
+        self.real_logins += 1
+        self.real_impossible += "impossible_travel" in (
+            r.json.get("risk", {}).get("signals") or [])
         challenged = None
         report = dict(body, success=True)
         if r.status == 429 and r.json.get("action") == "challenge":
@@ -157,10 +166,13 @@ class World:
 
     def day(self, stats=None):
         """Every user logs in once; commuters once more, three hours
-        later, from their other city."""
+        later, from their other city, unless abroad that day."""
+        away = set()
         for u in self.users:
             new_device = self.rng.random() < 0.30
             travel = self.rng.random() < 0.02
+            if travel:
+                away.add(u["user"])
             ip = self.abroad_ip(u) if travel else self.home_ip(u)
             c = self.real_login(u, ip, new_device)
             if stats is not None and new_device:
@@ -171,7 +183,8 @@ class World:
                                          u["breached"]))
         self.advance(3)
         for u in self.users:
-            if len(u["nets"]) == 2 and self.rng.random() < 0.5:
+            if (len(u["nets"]) == 2 and u["user"] not in away and
+                    self.rng.random() < 0.5):
                 self.real_login(u, self.home_ip(u, 1), False)
         self.advance(21)
 
@@ -180,6 +193,15 @@ class World:
             self.day()
 
     # ---- attackers -------------------------------------------------------
+
+    @staticmethod
+    def country_of(ip):
+        a = int(ip.split(".")[0])
+        if a == 40:
+            return HOSTING[0]
+        if a == 41:
+            return TOR[0]
+        return COUNTRIES[a - 20][0]
 
     SOURCES = (("residential", 0.40), ("hosting", 0.20), ("tor", 0.10),
                ("matched", 0.30))
@@ -221,6 +243,11 @@ class World:
         svc = self.svc()
         r = svc.post("/check-login", body)
         passed = r.status == 200
+        if victim and source != "matched" and self.country_of(
+                body["ip"]) != COUNTRIES[victim["ci"]][0]:
+            self.foreign[0] += 1
+            self.foreign[1] += "new_country" in (
+                r.json.get("risk", {}).get("signals") or [])
         if passed:
             reason = "bad_password" if victim else "unknown_user"
             svc.post("/report-login", dict(body, success=False,
@@ -261,6 +288,10 @@ def run(test, svcs, shield, scope, seed, users=100, days=4, attacks=400,
             "real_challenged": stats["challenged"],
             "real_challenged_why": stats["why"],
             "attack_attempts": total, "attack_passed": passed,
+            "real_logins": w.real_logins,
+            "real_impossible_travel": w.real_impossible,
+            "foreign_attempts_on_real_users": w.foreign[0],
+            "foreign_flagged_new_country": w.foreign[1],
             "by_source": {s: {"attempts": v[0], "passed": v[1]}
                           for s, v in by.items()}}
 
