@@ -68,6 +68,22 @@ static enum ag_overview_trip trip_of(const struct ag_limit_op *op)
     return op->shadow ? AG_OVERVIEW_SHADOW_DENIED : AG_OVERVIEW_DENIED;
 }
 
+/* Appends " risk=new_country,new_asn" (the plan's risk signals, no
+ * place) to the log line's words in out (cap bytes). */
+static void risk_words(unsigned risk, char *out, size_t cap)
+{
+    size_t at = strlen(out);
+    const char *sep = " risk=";
+    for (int i = 0; i < AG_SIGNAL_COUNT && at < cap; i++) {
+        if (!(risk & 1u << i))
+            continue;
+        int n = snprintf(out + at, cap - at, "%s%s", sep,
+                         ag_signal_name((enum ag_signal)i));
+        at += n > 0 ? (size_t)n : 0;
+        sep = ",";
+    }
+}
+
 /* Counts the policies that tripped (denials, shadow denials, challenges
  * asked for or passed: each apart) in the metrics and this minute of the
  * overview, and logs them, by key hash. */
@@ -75,12 +91,14 @@ static void note_denials(struct ag_service *s, const struct ag_plan *p,
                          const struct ag_limit_result *res)
 {
     uint64_t now_ms = 0;
-    char net[AG_REQUEST_NET_TEXT] = "";
+    char net[AG_REQUEST_NET_TEXT + 128] = "";
     for (size_t i = 0; i < p->n; i++) {
         if (res[i].allowed)
             continue;
         if (!net[0] && p->net.looked)
-            ag_request_net_text(&p->net, net, sizeof net);
+            ag_request_net_text(&p->net, net, AG_REQUEST_NET_TEXT);
+        if (p->risk && !strstr(net, " risk="))
+            risk_words(p->risk, net, sizeof net);
         const struct ag_limit_op *op = &p->ops[i];
         if (op->policy == ag_challenge_policy())
             ag_metrics_pass(s->o.metrics, AG_METRICS_PASS_NONCE,

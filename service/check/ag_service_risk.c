@@ -138,6 +138,7 @@ void ag_service__risk_judge(struct ag_service *s, struct ag_check *c,
         c->nsignals += n;
     }
     c->nlate = 0;
+    c->plan.risk = r->signals;
     r->level = ag_risk_level(r->signals);
     ag_metrics_risk(s->o.metrics, r->signals, (unsigned)r->level,
                     r->judged || !asked);

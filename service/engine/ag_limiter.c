@@ -206,6 +206,7 @@ int ag_limiter_plan(const struct ag_ruleset *set, enum ag_plan_kind kind,
     plan->nonce[0] = '\0';
     plan->asking = false;
     plan->history = NULL;
+    plan->risk = 0;
     memcpy(plan->ref, d->req->ref, sizeof plan->ref);
     plan->net = d->req->net;
     plan->nskipped = 0;

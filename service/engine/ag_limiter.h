@@ -166,6 +166,10 @@ struct ag_plan {
     /* A check or reserve only: the history to read beside it, or NULL
      * (ag_limiter_plan clears it). Not owned. */
     struct ag_plan_history *history;
+    /* A login check's risk signals once judged (bit 1u << enum
+     * ag_signal), for its log lines; 0 until then. Stores never read
+     * it. */
+    unsigned risk;
 };
 
 /* A user's history (ag_history) for the store to read in the same call

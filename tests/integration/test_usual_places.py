@@ -236,6 +236,12 @@ class UsualPlacesTest(UsualPlaces):
         r = self.login(svc, "ann@example.com", NEW_YORK)
         self.assertEqual((r.status, r.json["policy"], r.json["action"]),
                          (429, "login.new_country", "challenge"), r.raw)
+        # Its log line names the signals, never a place or the address.
+        line = [l for l in svc.log_text().splitlines()
+                if "policy=login.new_country" in l][0]
+        self.assertIn(" risk=new_country,new_asn", line)
+        self.assertNotIn(NEW_YORK, svc.log_text())
+        self.assertNotIn("40.7", line)
         # Its nonce passes it, as any challenge's.
         r = self.login(svc, "ann@example.com", NEW_YORK,
                        challenge_passed=r.json["challenge_nonce"])

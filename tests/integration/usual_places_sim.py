@@ -283,7 +283,7 @@ def run(test, svcs, shield, scope, seed, users=100, days=4, attacks=400,
     w.day(stats)
     total = sum(v[0] for v in by.values())
     passed = sum(v[1] for v in by.values())
-    return {"scope": scope,
+    return {"scope": scope, "seed": seed,
             "real_new_device_logins": stats["new_device"],
             "real_challenged": stats["challenged"],
             "real_challenged_why": stats["why"],
@@ -298,21 +298,25 @@ def run(test, svcs, shield, scope, seed, users=100, days=4, attacks=400,
 
 def table(results):
     """The closing note's table, one row a run."""
-    out = ["| scope | real users' new-device logins challenged | attack "
-           "attempts passing (after the first 300) | of which matched to "
-           "the victim's country and ISP |", "|---|---|---|---|"]
+    out = ["| scope | seed | real users' new-device logins challenged | "
+           "attack attempts passing (after the first 300) | of them matched "
+           "to the victim's country and ISP | real logins judged impossible "
+           "| attempts on real users from abroad flagged new_country |",
+           "|---|---|---|---|---|---|---|"]
+
+    def share(a, b):
+        return "%d of %d (%.1f %%)" % (a, b, 100.0 * a / max(1, b))
     for r in results:
         m = r["by_source"]["matched"]
-        out.append("| %s | %d of %d (%.1f %%) | %d of %d (%.1f %%) | %d of "
-                   "%d matched attempts |" % (
-                       r["scope"], r["real_challenged"],
-                       r["real_new_device_logins"],
-                       100.0 * r["real_challenged"] /
-                       max(1, r["real_new_device_logins"]),
-                       r["attack_passed"], r["attack_attempts"],
-                       100.0 * r["attack_passed"] /
-                       max(1, r["attack_attempts"]),
-                       m["passed"], m["attempts"]))
+        out.append("| %s | %s | %s | %s | %d of %d matched | %d of %d | %s |"
+                   % (r["scope"], r.get("seed", "?"),
+                      share(r["real_challenged"],
+                            r["real_new_device_logins"]),
+                      share(r["attack_passed"], r["attack_attempts"]),
+                      m["passed"], m["attempts"], r["real_impossible_travel"],
+                      r["real_logins"],
+                      share(r["foreign_flagged_new_country"],
+                            r["foreign_attempts_on_real_users"])))
     return "\n".join(out)
 
 
