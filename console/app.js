@@ -13,9 +13,10 @@ const API = '../';
 const AUDIT_PAGE = 20;
 // Fields the edit form offers although a record may lack them: min_ratio
 // is in a record only when its algorithm is conversion, signal only for
-// signal, lists and countries (lists of words) only for the signals that
-// take them. Left empty, they are left out.
-const OPTIONAL_FIELDS = ['min_ratio', 'signal'];
+// signal, scope only for a risky-scoped shield, lists and countries
+// (lists of words) only for the signals that take them. Left empty, they
+// are left out.
+const OPTIONAL_FIELDS = ['min_ratio', 'signal', 'scope'];
 const OPTIONAL_LISTS = ['lists', 'countries'];
 
 const $ = (id) => document.getElementById(id);

@@ -387,6 +387,36 @@ describe('the admin console', () => {
               'the next page holds older entries');
   });
 
+  it('switches a shield to the risky scope and back', async () => {
+    // Issue 40: a shield that challenges only the risky, from the form
+    // (after the audit's pages, whose rows it would move).
+    await page.getByRole('link', {name: 'Policies'}).click();
+    await policyRow('login.site_failures').getByRole('button', {name: 'Edit'})
+        .click();
+    let form = page.getByRole('form', {name: 'Edit login.site_failures'});
+    const scope = form.getByLabel('scope', {exact: true});
+    assert.equal(await scope.inputValue(), '');
+    await scope.fill('risky');
+    await form.getByRole('button', {name: 'Save'}).click();
+    await waitText(page.getByRole('status'), /Saved login\.site_failures/);
+    let saved = (await adminApi('GET', 'policies/login.site_failures'))
+        .body.policy;
+    assert.equal(saved.scope, 'risky');
+    await page.reload();
+    await policyRow('login.site_failures').getByRole('button', {name: 'Edit'})
+        .click();
+    form = page.getByRole('form', {name: 'Edit login.site_failures'});
+    assert.equal(await form.getByLabel('scope', {exact: true}).inputValue(),
+                 'risky');
+    // Back to the default, which the record then leaves out.
+    await form.getByLabel('scope', {exact: true}).fill('untrusted');
+    await form.getByRole('button', {name: 'Save'}).click();
+    await waitText(page.getByRole('status'), /Saved login\.site_failures/);
+    saved = (await adminApi('GET', 'policies/login.site_failures')).body.policy;
+    assert.equal('scope' in saved, false);
+    await page.reload();
+  });
+
   it('adds a list entry, shows a note with markup as text, and deletes it',
      async () => {
        await page.getByRole('link', {name: 'Lists'}).click();
