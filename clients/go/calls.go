@@ -62,6 +62,10 @@ type LoginReport struct {
 	PasswordBreached bool `json:"password_breached,omitempty"`
 	// DeviceToken is the token of this user's device cookie, if any.
 	DeviceToken string `json:"device_token,omitempty"`
+	// ChallengePassed, on a success, is the ChallengeNonce its check
+	// passed: it proves the login, which then teaches the user's usual
+	// places a new country.
+	ChallengePassed string `json:"challenge_passed,omitempty"`
 	// Ref is your own reference, echoed in the events.
 	Ref string `json:"ref,omitempty"`
 }

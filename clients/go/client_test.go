@@ -449,12 +449,15 @@ func TestUnsetFieldsAreNeverSent(t *testing.T) {
 	c.ReportLogin(ctx, LoginReport{User: "u", IP: "ip"})
 	c.CheckOTP(ctx, otp)
 	c.ReportOTP(ctx, OTPReport{Phone: "+1", IP: "ip", Ref: "r"})
+	// Issue 40: a success brings back the nonce its check passed.
+	c.ReportLogin(ctx, LoginReport{User: "u", IP: "ip", Success: true, ChallengePassed: "c1.x"})
 	want := [][]string{
 		{"ip", "user"},
 		{"challenge_passed", "device", "device_token", "ip", "password_breached", "password_fp", "ref", "user"},
 		{"ip", "success", "user"},
 		{"ip", "phone"},
 		{"ip", "phone", "ref", "verified"},
+		{"challenge_passed", "ip", "success", "user"},
 	}
 	for n, keys := range want {
 		if got := sentKeys(t, f, n); !reflect.DeepEqual(got, keys) {

@@ -71,6 +71,9 @@ export interface ReportLoginArgs {
   passwordFp?: string | null;
   passwordBreached?: boolean | null;
   deviceToken?: string | null;
+  /** On a success: the challengeNonce its check passed; it proves the login,
+   * which then teaches the user's usual places a new country. */
+  challengePassed?: string | null;
   ref?: string | null;
 }
 

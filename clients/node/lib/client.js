@@ -36,7 +36,7 @@ const DEFAULTS = {
  * spelling and forgotten in the other. */
 const ARGS = {
   checkLogin: ['user', 'ip', 'device', 'deviceToken', 'passwordFp', 'passwordBreached', 'challengePassed', 'ref'],
-  reportLogin: ['user', 'ip', 'success', 'reason', 'method', 'passwordFp', 'passwordBreached', 'deviceToken', 'ref'],
+  reportLogin: ['user', 'ip', 'success', 'reason', 'method', 'passwordFp', 'passwordBreached', 'deviceToken', 'challengePassed', 'ref'],
   checkOtp: ['phone', 'ip', 'user', 'deviceToken', 'challengePassed', 'ref'],
   reportOtp: ['phone', 'ip', 'verified', 'user', 'deviceToken', 'ref'],
 };

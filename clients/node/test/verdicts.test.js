@@ -246,6 +246,14 @@ test('a string without a UTF-8 form (a lone surrogate) is refused under its wire
   assert.equal(fake.requests[0].json.user, 'ana\u{1f600}');
 });
 
+test('a success report brings back the nonce its check passed', async () => {
+  // Issue 40: it proves the login to the user's usual places.
+  answer(200, { device_token: 'v1.abc', expires_in: 60 });
+  fake.requests.length = 0;
+  await ag.reportLogin({ ...login, success: true, challengePassed: 'n1' });
+  assert.equal(fake.requests[0].json.challenge_passed, 'n1');
+});
+
 test('report-login success returns the device token', async () => {
   answer(200, { device_token: 'v1.abc', expires_in: 7776000, extra: true });
   const r = await ag.reportLogin({ ...login, success: true });

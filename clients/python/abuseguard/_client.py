@@ -143,17 +143,23 @@ class Client:
                      password_fp: Optional[str] = None,
                      password_breached: Optional[bool] = None,
                      device_token: Optional[str] = None,
+                     challenge_passed: Optional[str] = None,
                      ref: Optional[str] = None) -> Report:
         """Tells how a password check went. On a failure ``reason`` is
         ``"bad_password"`` (the default), ``"unknown_user"`` or
         ``"second_factor_failed"``; on a success ``method`` may be
-        ``"recovery"`` (your own account recovery went through) and the
-        report's ``device_token`` is the one to keep (``device_cookie``)."""
+        ``"recovery"`` (your own account recovery went through),
+        ``challenge_passed`` the ``challenge_nonce`` its check passed (it
+        proves the login, which then teaches the user's usual places a
+        new country), and the report's ``device_token`` is the one to keep
+        (``device_cookie``)."""
         return self._report("/report-login", {
             "user": user, "ip": ip, "success": success, "reason": reason,
             "method": method, "password_fp": password_fp,
             "password_breached": password_breached,
-            "device_token": device_token, "ref": ref})
+            "device_token": device_token,
+            "challenge_passed": challenge_passed if success else None,
+            "ref": ref})
 
     def check_otp(self, phone: str, ip: str, *, user: Optional[str] = None,
                   device_token: Optional[str] = None,

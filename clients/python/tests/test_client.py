@@ -179,6 +179,19 @@ class Requests(unittest.TestCase):
         self.assertEqual(fake.requests[0].headers["content-type"],
                          "application/json")
 
+    def test_a_success_brings_back_the_nonce_its_check_passed(self):
+        # Issue 40: it proves the login to the user's usual places; a
+        # failure has no use for it and leaves it out.
+        with FakeService(answering(reply(204, None))) as fake:
+            with Client(fake.url) as client:
+                client.report_login("ana@example.com", "203.0.113.7", True,
+                                    challenge_passed=NONCE)
+                client.report_login("ana@example.com", "203.0.113.7", False,
+                                    challenge_passed=NONCE)
+        success, failure = (r.json() for r in fake.requests)
+        self.assertEqual(success["challenge_passed"], NONCE)
+        self.assertNotIn("challenge_passed", failure)
+
     def test_a_required_field_left_none_is_the_services_400(self):
         def handler(request):
             self.assertNotIn("user", request.json())
