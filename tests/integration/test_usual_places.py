@@ -15,7 +15,7 @@ import socket
 import unittest
 
 from harness import make_secret
-from test_network import NetworkFiles
+from test_network import NetworkFiles, metric
 
 TOKEN = "tok-" + "4" * 40
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -130,6 +130,13 @@ class UsualPlacesTest(UsualPlaces):
         r = self.risk(svc, "ann@example.com", VPN)
         self.assertEqual(r.json["risk"]["travel"], "anonymising")
         self.assertIn("ip_listed", r.json["risk"]["signals"])
+        # Counted by signal and level: New York's, and the VPN's (a new
+        # country from an anonymising address), high.
+        self.assertEqual(metric(svc, "abuseguard_risk_signals_total",
+                                signal="impossible_travel"), 1)
+        self.assertEqual(metric(svc, "abuseguard_risk_levels_total",
+                                level="high"), 2)
+        self.assertEqual(metric(svc, "abuseguard_history_unread_total"), 0)
         # Another user is no one's history but their own.
         r = self.risk(svc, "bob@example.com", PARIS)
         self.assertEqual(r.json["risk"]["signals"], ["no_history"])
@@ -298,6 +305,7 @@ class UsualPlacesTest(UsualPlaces):
                          (429, "login.site_failures"), r.raw)
         self.assertEqual(r.json["risk"]["history"], "unread")
         self.assertIs(r.json["risk"]["shield_as_untrusted"], True)
+        self.assertEqual(metric(svc, "abuseguard_history_unread_total"), 1)
 
     def test_operators_see_export_and_forget_a_history(self):
         svc = self.start([OPEN])
