@@ -472,19 +472,24 @@ bool ag_service__shielded(struct ag_service *s, struct ag_check *c,
                           const struct ag_request *req, bool count)
 {
     uint64_t ms;
-    const struct ag_shield *sh =
-        ag_shields_judge(c->shields, c->endpoint, req->trusted, &ms);
-    if (!sh)
-        return false;
-    /* A risky-scoped shield judges once the history is read
-     * (ag_service_risk.c); without a history to read, as untrusted. */
-    if (sh->policy->scope_risky && c->plan.history) {
-        c->risky = sh;
-        c->risky_ms = ms;
-        return false;
+    const struct ag_shield *sh;
+    if (!c->plan.history) {
+        /* No history to judge by: every shield as untrusted-scoped. */
+        sh = ag_shields_judge(c->shields, c->endpoint, req->trusted, &ms);
+        return sh && ag_service__shield_answer(s, c, sh, ms,
+                                               req->challenge_passed, count);
     }
-    return ag_service__shield_answer(s, c, sh, ms, req->challenge_passed,
-                                     count);
+    /* An untrusted-scoped shield answers first, whatever a risky-scoped
+     * one would say; a risky-scoped one judges once the history is read
+     * (ag_service_risk.c). */
+    sh = ag_shields_judge_scope(c->shields, c->endpoint, req->trusted,
+                                AG_SHIELD_SCOPE_UNTRUSTED, &ms);
+    if (sh &&
+        ag_service__shield_answer(s, c, sh, ms, req->challenge_passed, count))
+        return true;
+    c->risky = ag_shields_judge_scope(c->shields, c->endpoint, req->trusted,
+                                      AG_SHIELD_SCOPE_RISKY, &c->risky_ms);
+    return false;
 }
 
 bool ag_service__shield_answer(struct ag_service *s, struct ag_check *c,

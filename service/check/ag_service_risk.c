@@ -13,6 +13,7 @@
  * AG_HISTORY_KEY_PREFIX; it expires --history-days after the last
  * success that taught it.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -187,6 +188,10 @@ static int write_history(struct ag_service *s, const char *key,
     size_t lens[] = {3, strlen(key), len, 2, strlen(px)};
     void *reply = NULL;
     int rc = ag_store_command(s->o.store, 5, argv, lens, 1, &reply);
+    const redisReply *r = reply;
+    /* An error reply (-OOM under maxmemory) is no lesson kept. */
+    if (rc == AG_OK && (!r || r->type != REDIS_REPLY_STATUS))
+        rc = AG_ESTORE;
     ag_redis_reply_free(reply);
     return rc;
 }
@@ -211,6 +216,20 @@ static void raise_travel(struct ag_service *s, enum ag_event_type type,
     ag_events_raise(s->o.events, &e);
 }
 
+/* A success that could not teach its history: said once a minute at
+ * most, as Redis being out is said elsewhere too. */
+static void untaught(void)
+{
+    static _Atomic uint64_t said_ms;
+    uint64_t now = ag_clock_wall_ms(), last = atomic_load(&said_ms);
+    if (now - last < 60000 ||
+        !atomic_compare_exchange_strong(&said_ms, &last, now))
+        return;
+    ag_log(AG_LOG_WARN, "history_unread",
+           "a login success could not teach its user's history: Redis did "
+           "not answer (said once a minute)");
+}
+
 void ag_service__risk_teach(struct ag_service *s, const struct ag_request *req,
                             struct ag_digests *d, bool proven)
 {
@@ -220,9 +239,7 @@ void ag_service__risk_teach(struct ag_service *s, const struct ag_request *req,
     history_key(s, d, key);
     struct ag_history h;
     if (read_history(s, key, &h)) {
-        ag_log(AG_LOG_WARN, "history_unread",
-               "a login success could not teach its user's history: Redis "
-               "did not answer");
+        untaught();
         return;
     }
     struct ag_login_place at;
@@ -239,9 +256,7 @@ void ag_service__risk_teach(struct ag_service *s, const struct ag_request *req,
         raise_travel(s, AG_EV_IMPOSSIBLE_TRAVEL, req, d, &h, &fig);
     if (ag_history_teach(&h, &at, now, sig, proven, s->o.history_days) &&
         write_history(s, key, &h))
-        ag_log(AG_LOG_WARN, "history_unread",
-               "a login success could not teach its user's history: Redis "
-               "did not answer");
+        untaught();
 }
 
 /* ---- the operators' view ------------------------------------------------ */
@@ -252,6 +267,16 @@ static json_t *day_text(uint32_t day)
     ag_clock_rfc3339((uint64_t)day * 86400000ull, when);
     when[10] = '\0'; /* the date alone */
     return json_string(when);
+}
+
+/* The last place, coarse, and when it was. */
+static json_t *place_json(const struct ag_history *h)
+{
+    char when[AG_CLOCK_RFC3339_MAX];
+    ag_clock_rfc3339(h->place_ms, when);
+    return json_pack("{s:f,s:f,s:i,s:s}", "latitude", h->place.lat_d10 / 10.0,
+                     "longitude", h->place.lon_d10 / 10.0, "accuracy_km",
+                     (int)h->place.radius_km, "at", when);
 }
 
 /* h as JSON: its countries and networks with the day each was last seen,
@@ -275,13 +300,8 @@ static json_t *history_json(const struct ag_history *h, bool place)
     if (o && h->last_country[0])
         json_object_set_new(o, "last_country", json_string(h->last_country));
     if (o && place)
-        json_object_set_new(
-            o, "last_place",
-            h->placed ? json_pack("{s:f,s:f,s:i}", "latitude",
-                                  h->place.lat_d10 / 10.0, "longitude",
-                                  h->place.lon_d10 / 10.0, "accuracy_km",
-                                  (int)h->place.radius_km)
-                      : json_null());
+        json_object_set_new(o, "last_place",
+                            h->placed ? place_json(h) : json_null());
     return o;
 }
 

@@ -317,6 +317,16 @@ const struct ag_shield *ag_shields_judge(struct ag_shield_table *t,
                                          enum ag_endpoint endpoint,
                                          bool trusted, uint64_t *retry_ms)
 {
+    return ag_shields_judge_scope(t, endpoint, trusted, AG_SHIELD_SCOPE_ANY,
+                                  retry_ms);
+}
+
+const struct ag_shield *ag_shields_judge_scope(struct ag_shield_table *t,
+                                               enum ag_endpoint endpoint,
+                                               bool trusted,
+                                               enum ag_shield_scope scope,
+                                               uint64_t *retry_ms)
+{
     const struct ag_shield *best = NULL;
     uint64_t best_ms = 0, now = 0;
     *retry_ms = 0;
@@ -324,7 +334,9 @@ const struct ag_shield *ag_shields_judge(struct ag_shield_table *t,
         const struct ag_shield *e = &t->shields[i];
         if (!atomic_load_explicit(&e->raised, memory_order_relaxed) ||
             e->policy->endpoint != endpoint ||
-            !ag_limiter_in_lane(e->policy, trusted))
+            !ag_limiter_in_lane(e->policy, trusted) ||
+            (scope != AG_SHIELD_SCOPE_ANY &&
+             e->policy->scope_risky != (scope == AG_SHIELD_SCOPE_RISKY)))
             continue;
         if (!now)
             now = ag_clock_mono_ms();

@@ -181,6 +181,18 @@ void ag_shields_count_failure(struct ag_shield_table *t, bool trusted,
 const struct ag_shield *ag_shields_judge(struct ag_shield_table *t,
                                          enum ag_endpoint endpoint,
                                          bool trusted, uint64_t *retry_ms);
+/* ag_shields_judge among the shields of one scope only (the policy's
+ * "scope": untrusted, the default, or risky), or of any. */
+enum ag_shield_scope {
+    AG_SHIELD_SCOPE_ANY,
+    AG_SHIELD_SCOPE_UNTRUSTED,
+    AG_SHIELD_SCOPE_RISKY,
+};
+const struct ag_shield *ag_shields_judge_scope(struct ag_shield_table *t,
+                                               enum ag_endpoint endpoint,
+                                               bool trusted,
+                                               enum ag_shield_scope scope,
+                                               uint64_t *retry_ms);
 
 /* One round of the sync thread: every shield stepped with what was
  * counted since. For tests and for the thread. */

@@ -61,13 +61,15 @@ static bool parse_place(const char **p, const char *end, struct ag_history *h)
     if (*p < end && **p == '|')
         return true; /* none */
     int64_t lat, lon;
-    uint64_t r;
+    uint64_t r, ms;
     if (!read_int(p, end, 900, &lat) || !eat(p, end, ',') ||
         !read_int(p, end, 1800, &lon) || !eat(p, end, ',') ||
-        !read_uint(p, end, UINT16_MAX, &r))
+        !read_uint(p, end, UINT16_MAX, &r) || !eat(p, end, ',') ||
+        !read_uint(p, end, UINT64_MAX / 2, &ms))
         return false;
     h->placed = true;
     h->place = (struct ag_place){(int16_t)lat, (int16_t)lon, (uint16_t)r};
+    h->place_ms = ms;
     return true;
 }
 
@@ -145,8 +147,8 @@ size_t ag_history_format(const struct ag_history *h, char *out)
     } while (0)
     PUT("1|%llu|%s|", (unsigned long long)h->last_ms, h->last_country);
     if (h->placed)
-        PUT("%d,%d,%u", h->place.lat_d10, h->place.lon_d10,
-            (unsigned)h->place.radius_km);
+        PUT("%d,%d,%u,%llu", h->place.lat_d10, h->place.lon_d10,
+            (unsigned)h->place.radius_km, (unsigned long long)h->place_ms);
     PUT("|");
     for (size_t i = 0; i < h->ncountries; i++)
         PUT("%s%s:%u", i ? "," : "", h->countries[i].code,
@@ -244,7 +246,7 @@ unsigned ag_history_judge(const struct ag_history *h,
         *travel = AG_HTRAVEL_NO_HISTORY;
     else {
         enum ag_travel_verdict v =
-            ag_travel_judge(&h->place, h->last_ms, &at->place, now_ms, o, fig);
+            ag_travel_judge(&h->place, h->place_ms, &at->place, now_ms, o, fig);
         *travel = v == AG_TRAVEL_IMPOSSIBLE ? AG_HTRAVEL_IMPOSSIBLE
                   : v == AG_TRAVEL_STALE    ? AG_HTRAVEL_STALE
                                             : AG_HTRAVEL_POSSIBLE;
@@ -317,23 +319,28 @@ bool ag_history_teach(struct ag_history *h, const struct ag_login_place *at,
     uint32_t today = (uint32_t)(now_ms / DAY_MS);
     prune(h, today, retention_days);
     bool first = !h->known || (h->ncountries == 0 && h->nasns == 0);
-    if (!first && !proven &&
-        (signals &
-         (BIT(AG_SIGNAL_NEW_COUNTRY) | BIT(AG_SIGNAL_IMPOSSIBLE_TRAVEL))))
-        return false;
     if (!at->country[0] && !at->asn && !at->placed)
         return false; /* nothing to learn from */
+    if (!first && !proven &&
+        ((signals &
+          (BIT(AG_SIGNAL_NEW_COUNTRY) | BIT(AG_SIGNAL_IMPOSSIBLE_TRAVEL))) ||
+         !at->country[0]))
+        return false; /* unproven: only a usual country's success */
     if (at->country[0])
         learn_country(h, at->country, today, retention_days);
     if (at->asn)
         learn_asn(h, at->asn, today, retention_days);
     h->known = true;
     h->last_ms = now_ms;
-    memcpy(h->last_country, at->country, 3);
-    /* An anonymising address's place is the exit's, not the user's. */
-    h->placed = at->placed && !at->anonymising;
-    if (h->placed)
+    /* An anonymising address's place is the exit's, not the user's:
+     * the last place stays as it was, with its own time. */
+    if (at->country[0] && !at->anonymising)
+        memcpy(h->last_country, at->country, 3);
+    if (at->placed && !at->anonymising) {
+        h->placed = true;
         h->place = at->place;
+        h->place_ms = now_ms;
+    }
     return true;
 }
 

@@ -13,10 +13,11 @@
  * radius). No address, city, device or time finer than the last one.
  *
  * The text, one line, fields apart by '|':
- *   1|<last ms>|<last country>|<lat_d10>,<lon_d10>,<radius km>|
+ *   1|<last ms>|<last country>|<lat_d10>,<lon_d10>,<radius km>,<ms>|
  *   <CC>:<day>,...|<asn>:<day>,...
- * the place empty when the last success had none, days since the Unix
- * epoch. At most AG_HISTORY_TEXT_MAX bytes.
+ * the place (the last placed success's, and its time) empty when no
+ * success had one, days since the Unix epoch. At most AG_HISTORY_TEXT_MAX
+ * bytes.
  *
  * Pure functions; thread-safe.
  */
@@ -32,14 +33,17 @@
 #define AG_HISTORY_KEEP 10           /* countries, and networks, kept */
 #define AG_HISTORY_RETENTION_DAYS 90 /* the default retention */
 #define AG_HISTORY_TEXT_MAX 448      /* every field at its widest */
-#define AG_HISTORY_KEY_PREFIX "ag:hist:"
+#define AG_HISTORY_KEY_PREFIX "ag::hist:"
 
 struct ag_history {
     bool known;       /* any success was taught */
     uint64_t last_ms; /* the last taught success, Unix ms */
     char last_country[3];
-    bool placed; /* the last success had a place */
+    /* The last success that had a place (not an anonymising address's),
+     * and when: impossible travel's start. */
+    bool placed;
     struct ag_place place;
+    uint64_t place_ms;
     size_t ncountries;
     struct {
         char code[3];

@@ -158,7 +158,8 @@ int ag_redis_code_init(struct ag_redis_code *c,
 {
     memset(c, 0, sizeof *c);
     int rc = compose_library(c, files, n);
-    for (unsigned m = 1; !rc && m < AG_REDIS_SCRIPTS; m++) {
+    /* Mask 0, no algorithm: a check that only reads a history. */
+    for (unsigned m = 0; !rc && m < AG_REDIS_SCRIPTS; m++) {
         struct ag_redis_text *t = &c->scripts[m];
         t->text = compose(files, n, m, SCRIPT_HEAD, false, &t->len, &rc);
     }

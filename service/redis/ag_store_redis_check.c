@@ -536,7 +536,8 @@ int ag_store_redis__check(struct ag_store *base, const struct ag_plan *plan,
                           struct ag_limit_result *res)
 {
     struct ag_store_redis__store *s = (struct ag_store_redis__store *)base;
-    if (plan->n == 0)
+    /* A check with no policy goes only to read its history. */
+    if (plan->n == 0 && !plan->history)
         return AG_OK;
     struct check k = {.heap = false};
     struct waiting w;
@@ -557,8 +558,9 @@ int ag_store_redis__check_async(struct ag_store *base,
                                 ag_store_done_fn done, void *arg)
 {
     struct ag_store_redis__store *s = (struct ag_store_redis__store *)base;
-    if (plan->n == 0 || ag_redis_breaker_is_open(&s->breaker))
-        return plan->n == 0 ? AG_EINVAL : AG_ESTORE;
+    bool empty = plan->n == 0 && !plan->history;
+    if (empty || ag_redis_breaker_is_open(&s->breaker))
+        return empty ? AG_EINVAL : AG_ESTORE;
     struct check *k = calloc(1, sizeof *k);
     if (!k)
         return AG_ENOMEM;

@@ -246,7 +246,7 @@ class ClusterTest(PolicyTest):
                                           "travel": "possible",
                                           "history": "read"}, r.raw)
         user_slot = self.key_slot("c.user", [("user", "ann@example.com")])
-        hist = "ag:hist:{%s}" % digest(self.secret,
+        hist = "ag::hist:{%s}" % digest(self.secret,
                                        [("user", "ann@example.com")])
         self.assertEqual(self.cluster.keyslot(hist), user_slot)
         (other,) = self.instances([IP], count=1, extra=files)

@@ -77,7 +77,7 @@ class UsualPlaces(NetworkFiles):
         return r
 
     def history_key(self):
-        keys = [k for k in self.redis.keys() if k.startswith("ag:hist:")]
+        keys = [k for k in self.redis.keys() if k.startswith("ag::hist:")]
         self.assertEqual(len(keys), 1, keys)
         return keys[0]
 
@@ -88,6 +88,10 @@ class UsualPlaces(NetworkFiles):
         now_ms = self.redis_time_us() // 1000
         fields = text.split("|")
         fields[1] = str(now_ms - int(hours_ago * 3600000))
+        # The place keeps its own time, last: journeys start from it.
+        place = fields[3].split(",")
+        place[3] = fields[1]
+        fields[3] = ",".join(place)
         self.redis.cmd("SET", key, "|".join(fields), "KEEPTTL")
 
     def stream(self, svc):
@@ -146,7 +150,8 @@ class UsualPlacesTest(UsualPlaces):
         text = self.redis.cmd("GET", key)
         self.assertNotIn("ann", key + text)
         self.assertNotIn(PARIS, text)
-        self.assertRegex(text, r"^1\|\d+\|FR\|489,24,20\|FR:\d+\|3215:\d+$")
+        self.assertRegex(text,
+                         r"^1\|\d+\|FR\|489,24,20,\d+\|FR:\d+\|3215:\d+$")
         ttl = int(self.redis.cmd("PTTL", key))
         self.assertGreater(ttl, 89 * 86400000)
         self.assertLessEqual(ttl, 90 * 86400000)
@@ -175,7 +180,7 @@ class UsualPlacesTest(UsualPlaces):
         top = [l for l in lines if " [0 lua] " not in l]
         self.assertEqual(sum('"FCALL"' in l for l in top), 20, top)
         self.assertEqual(sum('"GET"' in l for l in top), 0, top)
-        nested = [l for l in lines if ' [0 lua] "GET" "ag:hist:' in l]
+        nested = [l for l in lines if ' [0 lua] "GET" "ag::hist:' in l]
         self.assertEqual(len(nested), 20, lines[:5])
 
     def test_an_airline_journey_is_possible_and_a_faster_one_is_not(self):
@@ -307,6 +312,47 @@ class UsualPlacesTest(UsualPlaces):
         self.assertIs(r.json["risk"]["shield_as_untrusted"], True)
         self.assertEqual(metric(svc, "abuseguard_history_unread_total"), 1)
 
+    def test_a_policy_named_hist_keeps_a_key_of_its_own(self):
+        # A policy named hist keyed on the user has a key of its own: the
+        # history lives in the service's namespace (ag::), not a policy's.
+        hist = dict(OPEN, name="hist")
+        svc = self.start([hist])
+        self.succeed(svc, "ann@example.com", PARIS)
+        r = self.risk(svc, "ann@example.com", PARIS)
+        self.assertNotIn("degraded", r.json)
+        self.assertEqual(r.json["risk"]["history"], "read")
+        self.assertEqual(r.json["risk"]["signals"], [])
+        self.assertEqual(len([k for k in self.redis.keys()
+                              if k.startswith("ag:hist:")]), 1)
+
+    def test_an_untrusted_shield_answers_before_a_risky_one(self):
+        svc = self.start([OPEN, RISKY_SHIELD])
+        self.succeed(svc, "ann@example.com", PARIS)
+        for name in ("login.site_failures", "login.always"):
+            r = svc.request("POST", "/admin/shields/" + name,
+                            {"raise_for_s": 600}, headers=AUTH)
+            self.assertEqual(r.status, 200, r.raw)
+        r = self.login(svc, "ann@example.com", PARIS)
+        self.assertEqual((r.status, r.json["policy"]), (429, "login.always"),
+                         r.raw)
+
+    def test_a_set_without_counting_policies_still_reads_the_history(self):
+        # No policy the store counts: the check goes to Redis to read the
+        # history alone, and its signals act.
+        svc = self.start([NEW_COUNTRY, RISKY_SHIELD])
+        self.succeed(svc, "ann@example.com", PARIS)
+        self.set_last(self.history_key(), 10)
+        r = self.login(svc, "ann@example.com", NEW_YORK)
+        self.assertEqual((r.status, r.json["policy"]),
+                         (429, "login.new_country"), r.raw)
+        r = svc.request("POST", "/admin/shields/login.site_failures",
+                        {"raise_for_s": 600}, headers=AUTH)
+        self.assertEqual(r.status, 200, r.raw)
+        r = self.login(svc, "ann@example.com", PARIS)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["risk"]["history"], "read")
+        self.assertEqual(metric(svc, "abuseguard_history_unread_total"), 0)
+
     def test_operators_see_export_and_forget_a_history(self):
         svc = self.start([OPEN])
         self.succeed(svc, "Ann@Example.com", PARIS)
@@ -323,14 +369,15 @@ class UsualPlacesTest(UsualPlaces):
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual(r.json["history"]["last_place"],
                          {"latitude": 48.9, "longitude": 2.4,
-                          "accuracy_km": 20})
+                          "accuracy_km": 20,
+                          "at": r.json["history"]["last_success"]})
         digest = r.json["user_digest"]
         self.assertIn(digest, self.history_key())
         r = svc.request("POST", "/admin/history/forget",
                         {"user": "ann@example.com"}, headers=AUTH)
         self.assertEqual(r.json, {"forgotten": True})
         self.assertEqual([k for k in self.redis.keys()
-                          if k.startswith("ag:hist:")], [])
+                          if k.startswith("ag::hist:")], [])
         r = svc.request("POST", "/admin/history", {"user": "ann@example.com"},
                         headers=AUTH)
         self.assertIsNone(r.json["history"])

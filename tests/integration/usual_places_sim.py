@@ -115,13 +115,17 @@ class World:
         """Moves every history's last success hours back: time passing,
         as far as the histories can tell."""
         r = self.test.redis
-        keys = r.cmd("KEYS", "ag:hist:*")
+        keys = r.cmd("KEYS", "ag::hist:*")
         for key in keys:
             text = r.cmd("GET", key)
             if not text:
                 continue
             f = text.split("|")
             f[1] = str(int(f[1]) - int(hours * HOUR_MS))
+            if f[3]:  # the place's own time, last
+                place = f[3].split(",")
+                place[3] = str(int(place[3]) - int(hours * HOUR_MS))
+                f[3] = ",".join(place)
             r.cmd("SET", key, "|".join(f), "KEEPTTL")
 
     # ---- real users ------------------------------------------------------

@@ -54,8 +54,8 @@ static void the_text_round_trips(void **state)
     assert_true(ag_history_teach(&h, &p, T0 + DAY_MS, 0, false, 0));
     char text[AG_HISTORY_TEXT_MAX];
     size_t n = ag_history_format(&h, text);
-    assert_string_equal(text, "1|1728086400000|FR|458,48,20|FR:20001|"
-                              "3215:20000,12322:20001");
+    assert_string_equal(text, "1|1728086400000|FR|458,48,20,1728086400000|"
+                              "FR:20001|3215:20000,12322:20001");
     assert_int_equal(n, strlen(text));
     struct ag_history back;
     assert_int_equal(ag_history_parse(text, n, &back), AG_OK);
@@ -80,6 +80,7 @@ static void the_text_round_trips(void **state)
         "1|7||||5:",
         "1|7||||99999999999:1",
         "1|7|||",
+        "1|7||0,0,1|||",
         "1|7||||5:1,",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -200,11 +201,27 @@ static void which_successes_teach(void **state)
     assert_true(ag_history_teach(&h, &away, T0 + 48 * HOUR_MS, s, true, 0));
     assert_int_equal(judge(&h, away, T0 + 49 * HOUR_MS, &t), 0);
     assert_string_equal(h.last_country, "US");
-    /* An anonymising address teaches no place. */
+    /* An anonymising address moves no place: the last stays, with its
+     * time, and a journey is judged from it. */
     struct ag_login_place vpn = PARIS(3215);
     vpn.anonymising = true;
     assert_true(ag_history_teach(&h, &vpn, T0 + 50 * HOUR_MS, 0, false, 0));
-    assert_false(h.placed);
+    assert_true(h.placed);
+    assert_int_equal(h.place.lat_d10, away.place.lat_d10);
+    assert_int_equal(h.place_ms, T0 + 48 * HOUR_MS);
+    assert_string_equal(h.last_country, "US");
+    assert_int_equal(h.last_ms, T0 + 50 * HOUR_MS);
+    /* An unproven success from a country the files do not know teaches
+     * nothing, and keeps the place: it is no usual country. */
+    struct ag_history before = h;
+    struct ag_login_place nowhere = {.asn = 666};
+    s = judge(&h, nowhere, T0 + 51 * HOUR_MS, &t);
+    assert_int_equal(s, BIT(AG_SIGNAL_NEW_ASN));
+    assert_false(
+        ag_history_teach(&h, &nowhere, T0 + 51 * HOUR_MS, s, false, 0));
+    assert_memory_equal(&h, &before, sizeof h);
+    assert_int_equal(judge(&h, NEW_YORK(7922), T0 + 51 * HOUR_MS, &t), 0);
+    assert_int_equal(t, AG_HTRAVEL_POSSIBLE);
 }
 
 static void the_oldest_goes_past_the_keep(void **state)
