@@ -8,12 +8,12 @@
 # bench/README.md holds.
 # A benchmark, not a test. Environment: USERS (default 1000), DAYS (5),
 # ATTACKS (2000), SEEDS (default "40 41 42"), AG_BINARY (default
-# build-release/abuseguard, built if missing).
+# build-release/abuseguard, brought up to date first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 binary=${AG_BINARY:-$root/build-release/abuseguard}
-if [ ! -x "$binary" ]; then
+if [ -z "${AG_BINARY:-}" ]; then
     cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build build-release -j"$(nproc)" --target abuseguard >/dev/null
 fi
