@@ -199,23 +199,6 @@ static int find(const struct ag_geo *g, const struct ag_ip *ip,
     return st == MMDB_SUCCESS ? AG_OK : AG_EIO;
 }
 
-int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
-                  struct ag_geo_result *out)
-{
-    memset(out, 0, sizeof(*out));
-    MMDB_lookup_result_s r;
-    if (find(g, ip, &r) != AG_OK)
-        return AG_EIO;
-    if (!r.found_entry)
-        return AG_OK;
-    out->found = true;
-    if (read_field(&r.entry, g->kind, g->layout, out) != AG_OK) {
-        memset(out, 0, sizeof(*out));
-        return AG_EIO;
-    }
-    return AG_OK;
-}
-
 /* One number of the record's location at path: AG_OK with *v (NAN if
  * absent or of another type), or AG_EIO. */
 static int read_number(MMDB_entry_s *entry, const char *const *path, double *v)
@@ -262,8 +245,11 @@ static int read_location(MMDB_entry_s *entry, struct ag_geo_result *out)
     return AG_OK;
 }
 
-int ag_geo_locate(const struct ag_geo *g, const struct ag_ip *ip,
-                  struct ag_geo_result *out)
+/* The one walk of the tree both lookups take: the record's field, and
+ * with locate, for a country database in MaxMind's layout, its
+ * location. */
+static int look(const struct ag_geo *g, const struct ag_ip *ip, bool locate,
+                struct ag_geo_result *out)
 {
     memset(out, 0, sizeof(*out));
     MMDB_lookup_result_s r;
@@ -273,12 +259,24 @@ int ag_geo_locate(const struct ag_geo *g, const struct ag_ip *ip,
         return AG_OK;
     out->found = true;
     if (read_field(&r.entry, g->kind, g->layout, out) != AG_OK ||
-        (g->kind == AG_GEO_COUNTRY && g->layout == LAYOUT_MAXMIND &&
+        (locate && g->kind == AG_GEO_COUNTRY && g->layout == LAYOUT_MAXMIND &&
          read_location(&r.entry, out) != AG_OK)) {
         memset(out, 0, sizeof(*out));
         return AG_EIO;
     }
     return AG_OK;
+}
+
+int ag_geo_lookup(const struct ag_geo *g, const struct ag_ip *ip,
+                  struct ag_geo_result *out)
+{
+    return look(g, ip, false, out);
+}
+
+int ag_geo_locate(const struct ag_geo *g, const struct ag_ip *ip,
+                  struct ag_geo_result *out)
+{
+    return look(g, ip, true, out);
 }
 
 /* Whether the record at entry holds kind's field (*hit), and in which
