@@ -175,15 +175,28 @@ class SurgeLearningTest(ShieldTest):
         self.assertTrue(wait_until(lambda: sorted(
             {e["svc"] for e in self.raised(svcs, name)}) == [0, 1],
             WAVE_LIMIT_S), self.raised(svcs, name))
+        # What each instance answered within its own first hold: its
+        # shield raised by its own counts, before any renewal had to keep
+        # it (renewal under a wave is test_surge's; on a loaded machine
+        # the wave falls behind its schedule and a young shield's renewal
+        # bar is then a matter of timing, which let 7 of 62 through here
+        # once in a fresh clone). REACH_S after the raise, as elsewhere.
         lines = self.raised(svcs, name)
-        since = max(min(self.since_us(e) for e in lines if e["svc"] == i)
-                    for i in (0, 1))
-        self.assertTrue(wait_until(lambda: sum(
-            self.on_redis(x.t0) > since for x in wave.snapshot()) >= 100,
+        holds = {}
+        for i in (0, 1):
+            first = min((e for e in lines if e["svc"] == i),
+                        key=self.since_us)
+            holds[i] = (self.since_us(first) + REACH_S * S,
+                        int(first["until_ms"]) * 1000)
+        end = max(h[1] for h in holds.values())
+        self.assertTrue(wait_until(lambda: any(
+            self.on_redis(x.t0) > end for x in wave.snapshot()),
             WAVE_LIMIT_S))
         self.assertTrue(wave.stop())
-        later = [x for x in wave.snapshot()
-                 if self.on_redis(x.t0) > since + REACH_S * S]
+        later = [x for x in wave.snapshot() if x.svc in holds and
+                 holds[x.svc][0] < self.on_redis(x.t0) and
+                 self.on_redis(x.t1) < holds[x.svc][1]]
+        self.assertGreaterEqual(len(later), 20, holds)
         self.assert_expected(later)
         passed = sum(x.outcome == "passed" for x in later)
         self.assertLessEqual(passed, MAX_PASS_SHARE * len(later),
