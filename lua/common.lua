@@ -56,9 +56,13 @@ local function ms(us)
 end
 
 -- Integer text for a Redis argument: Lua's tostring would print large
--- numbers in exponent form.
+-- numbers in exponent form. Every caller's number is a whole one (times in
+-- microseconds, counts, window indices), which '%d' prints exactly (Lua
+-- 5.1 converts it to a C long first) at a fifth of the cost of '%.0f',
+-- whose printing of a double runs glibc's floating-point conversion:
+-- about 4 000 instructions in Redis each (bench/script_cost.sh, issue 41).
 local function int(x)
-  return string.format('%.0f', x)
+  return string.format('%d', x)
 end
 
 -- The clock: the check's time, microseconds since the Unix epoch, as
