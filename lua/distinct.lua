@@ -19,8 +19,12 @@ function distinct.peek(key, limit, window_us, member, now)
     -- (left, not deleted) knows no one.
     local rank = read(key, rpcall('ZRANK', key, member))
     known = rank ~= nil and rank ~= false and rank >= set_skip
-  else
+  elseif count > 0 then
     known = rcall('ZSCORE', key, member) ~= false
+  else
+    -- Nothing live, and set_count removed what was not: an empty set (or
+    -- none) knows no one, without asking (issue 41).
+    known = false
   end
   local allowed, remaining, retry_ms, reset_ms =
     set_answer(key, limit, window_us, now, count, known or count < limit)
