@@ -72,8 +72,7 @@
 -- them; in mode "peek" 6n, each policy's blocked_ms and block level after
 -- them. In modes "check+h" and "reserve+h" (those modes, with the user's
 -- history key last in KEYS), two strings after the integers: the history
--- (read with the block keys; '' for none) and the check's clock,
--- now_text.
+-- (GET; '' for none) and the check's clock, now_text.
 
 -- A log member is the nonce alone: the score already holds the time, and
 -- the nonce (instance id, then a sequence number) is unique on its own.
@@ -123,30 +122,16 @@ local repeated = record and ARGV[a0 + 3] ~= '' and
 local out = {unpack(KEYS, 1, w * n)}
 local kept = {unpack(KEYS, 1, 6 * n)}
 local denied = false
--- The block keys, read after the peeks in one call with the history
--- (issue 41): one GET for one string, one MGET for more. first is the
--- first one's name, names all of them from a second on (a table costs
--- Redis about what a GET does, and most checks need none).
-local ns, first, names = 0, false, false
 local k = k0 + 1 -- the next policy's first key
 for i = 1, n do
   local spec = ARGV[b + 2 * i]
   local p = specs[spec] or spec_of(spec)
   local key = KEYS[k]
-  local level = 0
+  local blocked_ms, level = 0, 0
   if p[5] == '0' then
     k = k + 1
   else
-    ns = ns + 1
-    if ns == 1 then
-      first = KEYS[k + 1]
-    else
-      if not names then
-        names = {unpack(KEYS, 1, n + 1)}
-        names[1] = first
-      end
-      names[ns] = KEYS[k + 1]
-    end
+    blocked_ms = blocked_ms_of(KEYS[k + 1], now)
     if peek and p[8] > 1 then
       level = block_level_of(KEYS[k + 2], now)
     end
@@ -158,6 +143,11 @@ for i = 1, n do
   end
   local allowed, remaining, retry_ms, reset_ms, s1, s2, s3, s4 =
     p[1].peek(key, p[2], p[3], member, now, p[10])
+  if blocked_ms > 0 and not (record and p[1].records_blocked) then
+    allowed = false
+    remaining = 0
+    retry_ms = math.max(retry_ms, blocked_ms)
+  end
   if not allowed and not p[7] then
     denied = true
   end
@@ -167,58 +157,11 @@ for i = 1, n do
   if reserve then
     out[o + 1] = 0
   elseif peek then
-    out[o + 1], out[o + 2] = 0, level
+    out[o + 1], out[o + 2] = blocked_ms, level
   end
-  kept[s - 5], kept[s - 4] = p, 0
+  kept[s - 5], kept[s - 4] = p, blocked_ms
   kept[s - 3], kept[s - 2] = s1 or false, s2 or false
   kept[s - 1], kept[s] = s3 or false, s4 or false
-end
-
--- The strings: each block key's value, then the history's.
-if history then
-  ns = ns + 1
-  if ns == 1 then
-    first = history
-  else
-    if not names then
-      names = {unpack(KEYS, 1, n + 1)}
-      names[1] = first
-    end
-    names[ns] = history
-  end
-end
-local strings, one = false, false
-if ns == 1 then
-  one = rcall('GET', first)
-elseif ns > 1 then
-  strings = rcall('MGET', unpack(names, 1, ns))
-end
--- A running block denies its policy (but where, recording, its algorithm
--- records_blocked), whatever its peek found.
-if ns > (history and 1 or 0) then
-  local j = 0
-  for i = 1, n do
-    local s = 6 * i
-    local p = kept[s - 5]
-    if p[5] ~= '0' then
-      j = j + 1
-      local blocked_ms = blocked_ms_of(names and names[j] or first,
-                                       strings and strings[j] or one, now)
-      local o = w * (i - 1) + 4
-      if blocked_ms > 0 and not (record and p[1].records_blocked) then
-        out[o - 3] = false
-        out[o - 2] = 0
-        out[o - 1] = math.max(out[o - 1], blocked_ms)
-        if not p[7] then
-          denied = true
-        end
-      end
-      kept[s - 4] = blocked_ms
-      if peek then
-        out[o + 1] = blocked_ms
-      end
-    end
-  end
 end
 
 k = k0 + 1
@@ -261,7 +204,7 @@ for i = 1, n do
   out[o - 3] = allowed and 1 or 0
 end
 if history then
-  out[w * n + 1] = (strings and strings[ns] or one) or ''
+  out[w * n + 1] = rcall('GET', history) or ''
   out[w * n + 2] = now_text
 end
 return out

@@ -256,10 +256,9 @@ end
 -- the block holds while now is before it. Redis's PTTL would judge it in
 -- whole milliseconds of Redis's own clock, letting a request through up
 -- to a millisecond early. A key from before (value '1') is judged by its
--- PTTL still. v is the key's value, which the driver reads with the
--- check's other strings (one MGET). Returns the block's milliseconds
--- left, 0 if none.
-local function blocked_ms_of(key, v, now)
+-- PTTL still. Returns the block's milliseconds left, 0 if none.
+local function blocked_ms_of(key, now)
+  local v = rcall('GET', key)
   if not v then
     return 0
   elseif v == '1' then

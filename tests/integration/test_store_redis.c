@@ -361,12 +361,12 @@ static long long calls_of(const char *name)
 /* Issue 41: what a check spends on Redis. A sliding window's expiry is
  * set by its window's first charge only (the end of the next window, the
  * one every later charge of the window would set again); a distinct set
- * that holds no one asks for no subject; the block keys and the history
- * are read in one call. The answers are the vectors' and the trace's. */
+ * that holds no one asks for no subject. The answers are the vectors' and
+ * the trace's. */
 static void a_check_issues_no_command_it_can_do_without(void **state)
 {
     (void)state;
-    struct ag_policy win, set, b1, b2;
+    struct ag_policy win, set;
     ag_plan_policy(&win, AG_ALG_SLIDING_WINDOW, 5);
     ag_plan_policy(&set, AG_ALG_DISTINCT, 5);
     struct ag_plan plan = {.kind = AG_PLAN_CHECK};
@@ -388,25 +388,6 @@ static void a_check_issues_no_command_it_can_do_without(void **state)
     ag_plan_run_at(t0 + 10 * s + 1, &plan, AG_PLAN_CHECK, res);
     assert_int_equal(calls_of("pexpireat"), at + 2);
     assert_true(ag_env_int("PTTL %s", plan.ops[0].key) > ttl);
-    /* Two policies with blocks: one MGET, no GET; their blocks deny (set
-     * at 20 s and 1 us, for 30 s: 29 s and 1 us left at 21 s). */
-    ag_plan_policy(&b1, AG_ALG_FIXED_WINDOW, 1);
-    ag_plan_policy(&b2, AG_ALG_SLIDING_LOG, 1);
-    b1.block_s = b2.block_s = 30;
-    struct ag_plan blocks = {.kind = AG_PLAN_CHECK};
-    ag_plan_op(&blocks, &b1, "cost1", "", "");
-    ag_plan_op(&blocks, &b2, "cost1", "", "");
-    long long gets = calls_of("get"), mgets = calls_of("mget");
-    ag_plan_run_at(t0 + 20 * s, &blocks, AG_PLAN_CHECK, res);
-    assert_true(res[0].allowed && res[1].allowed);
-    ag_plan_run_at(t0 + 20 * s + 1, &blocks, AG_PLAN_CHECK, res);
-    assert_false(res[0].allowed || res[1].allowed);
-    ag_plan_run_at(t0 + 21 * s, &blocks, AG_PLAN_CHECK, res);
-    assert_false(res[0].allowed || res[1].allowed);
-    assert_int_equal(res[0].retry_after_ms, 29001);
-    assert_int_equal(res[1].retry_after_ms, 29001);
-    assert_int_equal(calls_of("mget"), mgets + 3);
-    assert_int_equal(calls_of("get"), gets);
 }
 
 int main(void)
