@@ -26,7 +26,8 @@
 # load: the same mix, far slower (use CONNS=8); the times are then
 # valgrind's, not Redis's.
 # Environment: ROUNDS (default 3), DURATION (s a run, default 8), CONNS
-# (default 64), SHARED_BENCH, BASELINE_BIN, CONTENDERS (a subset of the
+# (default 64), SHARED_BENCH, BIN (the build measured as ag3 and agdef;
+# default this tree's Release build), BASELINE_BIN, CONTENDERS (a subset of the
 # names, in order), GRIND, SHOW_STATS (1: each run's commandstats, on
 # stderr). Needs valgrind with GRIND (installed if missing).
 # A benchmark, not a test.
@@ -50,7 +51,7 @@ if [ "$grind" = 1 ]; then
     slow="--redis-timeout-ms 5000"
 fi
 bench_setup
-bin=$root/build-bench/abuseguard
+bin=${BIN:-$root/build-bench/abuseguard}
 if [ ! -d "$out/peer-node/node_modules" ]; then
     rm -rf "$out/peer-node"
     cp -r "$shared/peer-node" "$out/peer-node"
@@ -69,8 +70,9 @@ doc["policies"] = [p for p in doc["policies"] if p.get("endpoint") == "login"]
 json.dump(doc, open(sys.argv[2], "w"), indent=2)
 PY
 
-contenders=(${CONTENDERS:-peer ag3 agdef})
+contenders=(peer ag3 agdef)
 [ -z "${BASELINE_BIN:-}" ] || contenders+=(base3 basedef)
+[ -z "${CONTENDERS:-}" ] || contenders=($CONTENDERS)
 
 # Starts contender $1 on $sport; sets $cpid.
 start() {
@@ -190,11 +192,11 @@ med = statistics.median
 print("\nmedians over rounds, and within-round ratios to the peer (median)")
 print("%-8s %9s %9s %9s %9s %9s %9s %9s %9s" % ("name", "checks/s",
       "script_us", "cpu_us", "instr", "x_rps", "x_script", "x_cpu", "x_instr"))
-peer = runs["peer"]
+peer = runs.get("peer", {})
 for name, by in runs.items():
     rounds = sorted(set(by) & set(peer))
     ratio = lambda k: med(by[r][k] / peer[r][k] if peer[r][k] else 0
-                          for r in rounds)
+                          for r in rounds) if rounds else 0
     print("%-8s %9.0f %9.2f %9.2f %9.0f %9.2f %9.2f %9.2f %9.2f" % (
         name, med(v[0] for v in by.values()), med(v[1] for v in by.values()),
         med(v[2] for v in by.values()), med(v[3] for v in by.values()),
@@ -202,11 +204,13 @@ for name, by in runs.items():
 for a, b in (("ag3", "base3"), ("agdef", "basedef")):
     if a in runs and b in runs:
         rounds = sorted(set(runs[a]) & set(runs[b]))
-        print("%s/%s within rounds: script %.3f, redis cpu %.3f, checks/s "
-              "%.3f, script instructions %.3f"
-              % (a, b, med(runs[a][r][1] / runs[b][r][1] for r in rounds),
-                 med(runs[a][r][2] / runs[b][r][2] for r in rounds),
-                 med(runs[a][r][0] / runs[b][r][0] for r in rounds),
-                 med(runs[a][r][3] / runs[b][r][3] if runs[b][r][3] else 0
-                     for r in rounds)))
+        line = ("%s/%s within rounds: script %.3f, redis cpu %.3f, "
+                "checks/s %.3f"
+                % (a, b, med(runs[a][r][1] / runs[b][r][1] for r in rounds),
+                   med(runs[a][r][2] / runs[b][r][2] for r in rounds),
+                   med(runs[a][r][0] / runs[b][r][0] for r in rounds)))
+        if all(runs[b][r][3] for r in rounds):
+            line += ", script instructions %.3f" % med(
+                runs[a][r][3] / runs[b][r][3] for r in rounds)
+        print(line)
 PY
