@@ -57,12 +57,20 @@ end
 
 -- Integer text for a Redis argument: Lua's tostring would print large
 -- numbers in exponent form. Every caller's number is a whole one (times in
--- microseconds, counts, window indices), which '%d' prints exactly (Lua
--- 5.1 converts it to a C long first) at a fifth of the cost of '%.0f',
--- whose printing of a double runs glibc's floating-point conversion:
--- about 4 000 instructions in Redis each (bench/script_cost.sh, issue 41).
+-- microseconds, counts, window indices), which '%d' prints exactly where
+-- Lua 5.1's C long has 64 bits, at a fifth of the cost of '%.0f', whose
+-- printing of a double runs glibc's floating-point conversion: about
+-- 4 000 instructions in Redis each (bench/script_cost.sh, issue 41). A
+-- Redis built for 32 bits (i386, armhf) would print our times as its
+-- long's limit: there, tried at the first call (a library loads with
+-- no string library in reach), '%.0f' it is.
+local int_format = false
 local function int(x)
-  return string.format('%d', x)
+  if not int_format then
+    int_format = string.format('%d', 2 ^ 53) == '9007199254740992' and '%d'
+      or '%.0f'
+  end
+  return string.format(int_format, x)
 end
 
 -- The clock: the check's time, microseconds since the Unix epoch, as

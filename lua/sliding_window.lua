@@ -10,16 +10,11 @@
 -- fields per key, whatever the limit.
 local sliding_window = {}
 
--- peek hands charge the window index, both counts, and whether the hash
--- is already in this window: a charge there set its expiry, to the end of
--- the next window, the one this charge would set (issue 41: one command
--- less a charge but the window's first). The estimate charge works out
--- again, by the same expression.
+-- peek hands charge the window index, both counts and the estimate.
 function sliding_window.peek(key, limit, w, member, now)
   local idx = math.floor(now / w)
   local h = read(key, rpcall('HMGET', key, 'w', 'c', 'p')) or {}
   local cw, cc, pc = tonumber(h[1]), tonumber(h[2]) or 0, tonumber(h[3]) or 0
-  local current = cw == idx
   if cw == idx - 1 then
     pc, cc = cc, 0
   elseif cw ~= idx then
@@ -36,7 +31,7 @@ function sliding_window.peek(key, limit, w, member, now)
     reset_ms = 0
   end
   if est + 1 <= limit then
-    return true, math.floor(limit - est), 0, reset_ms, idx, cc, pc, current
+    return true, math.floor(limit - est), 0, reset_ms, idx, cc, pc, est
   end
   local retry_ms
   if cc + 1 <= limit then
@@ -48,17 +43,14 @@ function sliding_window.peek(key, limit, w, member, now)
     local need = w * (1 - (limit - 1) / cc)
     retry_ms = ms(w - elapsed + need)
   end
-  return false, 0, retry_ms, reset_ms, idx, cc, pc, current
+  return false, 0, retry_ms, reset_ms, idx, cc, pc, est
 end
 
 function sliding_window.charge(key, limit, w, window_ms, member, now,
-                               idx, cc, pc, current)
-  local est = pc * (1 - (now - idx * w) / w) + cc
+                               idx, cc, pc, est)
   cc = cc + 1
   rcall('HSET', key, 'w', int(idx), 'c', int(cc), 'p', int(pc))
-  if not current then
-    rcall('PEXPIREAT', key, int(ceil((idx + 2) * w / 1000)))
-  end
+  rcall('PEXPIREAT', key, int(ceil((idx + 2) * w / 1000)))
   return math.max(math.floor(limit - (est + 1)), 0), ms((idx + 2) * w - now),
     idx
 end
