@@ -45,4 +45,11 @@ int ag_cli_lua_main(int argc, char **argv);
  * corpus), 1 for an I/O failure. ag_cli_pwned.c; argv[0] is "pwned". */
 int ag_cli_pwned_main(int argc, char **argv);
 
+/* "abuseguard healthcheck [--ready] [service flags]": GET /healthz (with
+ * --ready /readyz) of the service these flags and the environment
+ * describe, on this host, for a platform's probes where no curl is
+ * installed. Exit 0 for a 200, 1 for anything else, 2 for bad usage.
+ * ag_cli_health.c; argv[0] is "healthcheck". */
+int ag_cli_health_main(int argc, char **argv);
+
 #endif

@@ -219,7 +219,9 @@ void ag_config_usage(FILE *out)
                  "       abuseguard policy list|get|put|delete|export|import "
                  "... --db PATH\n"
                  "       abuseguard pwned import|check|verify ... "
-                 "(breached passwords)\n\nflags (environment variable, "
+                 "(breached passwords)\n"
+                 "       abuseguard healthcheck [--ready] [flags] "
+                 "(for probes)\n\nflags (environment variable, "
                  "default):\n");
     for (size_t i = 0; i < ag_config__nflags; i++) {
         char env[64];

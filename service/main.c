@@ -201,6 +201,8 @@ int main(int argc, char **argv)
         return ag_cli_pwned_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "fleet") == 0)
         return ag_cli_fleet_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "healthcheck") == 0)
+        return ag_cli_health_main(argc - 1, argv + 1);
     struct ag_config cfg;
     struct ag_error cerr;
     if (ag_config_parse(&cfg, argc, argv, &cerr)) {
