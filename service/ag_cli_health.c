@@ -14,7 +14,6 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <curl/curl.h>
@@ -55,25 +54,20 @@ static void listener_url(const struct ag_listen_addr *a, const char *path,
 
 int ag_cli_health_main(int argc, char **argv)
 {
-    /* The service's parser reads argv from its second element: argv[0]
-     * ("healthcheck") stands in for the program's name. */
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    if (!rest) {
-        fprintf(stderr, "abuseguard healthcheck: out of memory\n");
-        return 1;
-    }
-    int nrest = 0;
+    /* --ready is ours, taken out of argv in place; the rest are the
+     * service's flags, which its parser reads from argv[1] on (argv[0],
+     * "healthcheck", standing in for the program's name). */
     bool ready = false;
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && strcmp(argv[i], "--ready") == 0)
+    int n = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ready") == 0)
             ready = true;
         else
-            rest[nrest++] = argv[i];
+            argv[n++] = argv[i];
     }
     struct ag_config cfg;
     struct ag_error err;
-    int rc = ag_config_parse(&cfg, nrest, rest, &err);
-    free(rest);
+    int rc = ag_config_parse(&cfg, n, argv, &err);
     if (rc || cfg.help) {
         if (rc)
             fprintf(stderr, "abuseguard healthcheck: %s\n", err.msg);
