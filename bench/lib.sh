@@ -28,6 +28,21 @@ json.dump(doc, open(dst, "w"), indent=2)
 PY
 }
 
+# Copies the Node.js peer from $1 (the shared bench folder's peer-node/)
+# into $2/peer-node and npm installs it there, once.
+bench_peer_install() {
+    if [ ! -d "$2/peer-node/node_modules" ]; then
+        echo "== npm install (peer)" >&2
+        rm -rf "$2/peer-node"
+        cp -r "$1/peer-node" "$2/peer-node"
+        chmod -R u+w "$2/peer-node"
+        (cd "$2/peer-node" && npm install --no-audit --no-fund --silent)
+    fi
+}
+
+# CPU time process $1 has used, in clock ticks (user + system).
+bench_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 bench_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }

@@ -52,12 +52,7 @@ if [ "$grind" = 1 ]; then
 fi
 bench_setup
 bin=${BIN:-$root/build-bench/abuseguard}
-if [ ! -d "$out/peer-node/node_modules" ]; then
-    rm -rf "$out/peer-node"
-    cp -r "$shared/peer-node" "$out/peer-node"
-    chmod -R u+w "$out/peer-node"
-    (cd "$out/peer-node" && npm install --no-audit --no-fund --silent)
-fi
+bench_peer_install "$shared" "$out"
 rpid=${pids[0]}
 
 # The policy files: the three limits, and the default login set.
@@ -105,7 +100,6 @@ stop() {
     wait "$cpid" 2>/dev/null || true
 }
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
 # One run of contender $1 in round $2: a line "name round checks/s
@@ -129,12 +123,12 @@ run() {
     sleep 1 # the start's own Redis work (loading, first syncs) settles
     redis-cli -p "$rport" CONFIG RESETSTAT >/dev/null
     local t0 t1 instr=0
-    t0=$(ticks "$rpid")
+    t0=$(bench_ticks "$rpid")
     [ "$grind" = 0 ] || callgrind_control -i on "$rpid" >/dev/null
     wrk -t2 -c"$conns" -d"${duration}s" -s "$shared/wrk-login.lua" \
         "http://127.0.0.1:$sport" > "$work/wrk.txt"
     [ "$grind" = 0 ] || callgrind_control -i off "$rpid" >/dev/null
-    t1=$(ticks "$rpid")
+    t1=$(bench_ticks "$rpid")
     redis-cli -p "$rport" INFO commandstats | tr -d '\r' > "$work/stats.txt"
     [ -z "${SHOW_STATS:-}" ] || cat "$work/stats.txt" >&2
     stop

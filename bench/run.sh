@@ -78,13 +78,7 @@ bin=$root/build-bench/abuseguard
 . bench/lib.sh # bench_policies
 [ -z "${BASELINE_SHIELDS:-}" ] || baseline_bin=${baseline_bin:-$bin}
 
-if [ ! -d "$out/peer-node/node_modules" ]; then
-    echo "== npm install (peer)" >&2
-    rm -rf "$out/peer-node"
-    cp -r "$shared/peer-node" "$out/peer-node"
-    chmod -R u+w "$out/peer-node"
-    (cd "$out/peer-node" && npm install --no-audit --no-fund --silent)
-fi
+bench_peer_install "$shared" "$out"
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pids=()
@@ -155,9 +149,7 @@ if [ -n "$shield_names" ]; then
 fi
 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-# CPU time a process has used, in clock ticks (user + system).
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# The same, as "user system".
+# CPU time a process has used, in clock ticks, as "user system".
 ticks2() { awk '{print $14, $15}' "/proc/$1/stat"; }
 
 # Every command Redis has run so far (INFO commandstats calls, summed).
@@ -278,7 +270,7 @@ run_one() { # key port name watched pid
     eval "wave_$1+=(\"\$w\")"
     if [ -n "$5" ]; then
         read -r u s < <(ticks2 "$5")
-        r0=$(ticks $rpid)
+        r0=$(bench_ticks $rpid)
     fi
     w=$(measure "$2" "$3-$i")
     eval "res_$1+=(\"\$w\")"
@@ -286,7 +278,7 @@ run_one() { # key port name watched pid
     read -r u1 s1 < <(ticks2 "$5")
     # service user:system:Redis ticks, then wrk's seconds (its times line
     # "0m1.234s 0m0.567s").
-    w="$((u1 - u)):$((s1 - s)):$(($(ticks $rpid) - r0)):$(
+    w="$((u1 - u)):$((s1 - s)):$(($(bench_ticks $rpid) - r0)):$(
         awk 'NR == 2 {s = 0; for (i = 1; i <= 2; i++) {
             split($i, t, /[ms]/); s += t[1] * 60 + t[2] } print s}' \
             "$out/wrk-$3-$i.times")"

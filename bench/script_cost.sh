@@ -53,26 +53,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The code exactly as the service composes it.
 "$bin" lua script sliding_log > "$work/script.lua"
-cat > "$work/bare.lua" <<'LUA'
+# A script on three new sorted sets: TIME, the reads given ($1, Lua
+# leaving c1, c2 and c3), then ZADD and PEXPIRE on each, and the reply.
+three_sets() {
+    cat <<LUA
 local t = redis.call('TIME')
 local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-local c1 = redis.call('ZCARD', KEYS[1])
-local c2 = redis.call('ZCARD', KEYS[2])
-local c3 = redis.call('ZCARD', KEYS[3])
+$1
 redis.call('ZADD', KEYS[1], now, ARGV[1]); redis.call('PEXPIRE', KEYS[1], '900000')
 redis.call('ZADD', KEYS[2], now, ARGV[1]); redis.call('PEXPIRE', KEYS[2], '900000')
 redis.call('ZADD', KEYS[3], now, ARGV[1]); redis.call('PEXPIRE', KEYS[3], '900000')
 return {1, 99 - c1, 0, 900000, 1, 9 - c2, 0, 900000, 1, 4 - c3, 0, 900000}
 LUA
-cat > "$work/floor.lua" <<'LUA'
-local t = redis.call('TIME')
-local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-local e = redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3])
-redis.call('ZADD', KEYS[1], now, ARGV[1]); redis.call('PEXPIRE', KEYS[1], '900000')
-redis.call('ZADD', KEYS[2], now, ARGV[1]); redis.call('PEXPIRE', KEYS[2], '900000')
-redis.call('ZADD', KEYS[3], now, ARGV[1]); redis.call('PEXPIRE', KEYS[3], '900000')
-return {1, 99 - e, 0, 900000, 1, 9 - e, 0, 900000, 1, 4 - e, 0, 900000}
-LUA
+}
+three_sets "local c1 = redis.call('ZCARD', KEYS[1])
+local c2 = redis.call('ZCARD', KEYS[2])
+local c3 = redis.call('ZCARD', KEYS[3])" > "$work/bare.lua"
+three_sets "local c1 = redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3])
+local c2, c3 = c1, c1" > "$work/floor.lua"
 cat > "$work/call.lua" <<'LUA'
 return {1, 99, 0, 900000, 1, 9, 0, 900000, 1, 4, 0, 900000}
 LUA

@@ -229,6 +229,19 @@ long long ag_env_int(const char *fmt, const char *key)
     return v;
 }
 
+long long ag_env_calls(const char *cmd)
+{
+    redisReply *r = redisCommand(ag_env.ctx, "INFO commandstats");
+    if (!r || r->type != REDIS_REPLY_STRING)
+        fail_msg("INFO commandstats failed");
+    char head[64];
+    snprintf(head, sizeof head, "cmdstat_%s:calls=", cmd);
+    const char *at = strstr(r->str, head);
+    long long n = at ? strtoll(at + strlen(head), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
 void ag_env_field(const char *key, const char *field, char *out, size_t size)
 {
     redisReply *r = redisCommand(ag_env.ctx, "HGET %s %s", key, field);

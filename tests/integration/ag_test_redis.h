@@ -91,6 +91,9 @@ double ag_env_mono_s(void);
 
 /* fmt (one %s, for key) answered with an integer. */
 long long ag_env_int(const char *fmt, const char *key);
+/* The calls Redis counts of command cmd so far (cmdstat_<cmd> of INFO
+ * commandstats; a script's nested commands count too), 0 if none. */
+long long ag_env_calls(const char *cmd);
 /* A hash field of key as text into out, "" if it has none. */
 void ag_env_field(const char *key, const char *field, char *out, size_t size);
 /* Whether member is in key's sorted set. */

@@ -212,18 +212,6 @@ static void redis_time_is_the_clock_of_a_call_without_one(void **s)
     assert_int_equal(a.state.count, 3);
 }
 
-/* calls=<n> of cmdstat_<cmd> in INFO commandstats, 0 if none. */
-static long long calls_of(const char *cmd)
-{
-    redisReply *r = command(ag_env.ctx, "INFO commandstats");
-    char head[64];
-    snprintf(head, sizeof head, "cmdstat_%s:calls=", cmd);
-    const char *at = strstr(r->str, head);
-    long long n = at ? atoll(at + strlen(head)) : 0;
-    freeReplyObject(r);
-    return n;
-}
-
 static void a_script_redis_forgot_is_sent_again(void **s)
 {
     (void)s;
@@ -235,11 +223,11 @@ static void a_script_redis_forgot_is_sent_again(void **s)
         call_at(ag_env.store, key, AG_SURGE_OP_STEP, T0 + 2, 3);
     /* The state went on, through one EVAL after EVALSHA's NOSCRIPT. */
     assert_int_equal(a.state.count, 5);
-    assert_int_equal(calls_of("eval"), 1);
+    assert_int_equal(ag_env_calls("eval"), 1);
     a = call_at(ag_env.store, key, AG_SURGE_OP_STEP, T0 + 3, 1);
     assert_int_equal(a.state.count, 6);
-    assert_int_equal(calls_of("eval"), 1);
-    assert_true(calls_of("evalsha") >= 1);
+    assert_int_equal(ag_env_calls("eval"), 1);
+    assert_true(ag_env_calls("evalsha") >= 1);
 }
 
 static void a_key_of_another_kind_starts_over(void **s)

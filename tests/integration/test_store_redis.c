@@ -344,20 +344,6 @@ static void a_peek_leaves_redis_byte_for_byte_as_it_found_it(void **state)
     assert_int_equal(res[0].retry_after_ms, 30000);
 }
 
-/* The calls of Redis command `name` so far (INFO commandstats). */
-static long long calls_of(const char *name)
-{
-    redisReply *r = redisCommand(ag_env.ctx, "INFO commandstats");
-    if (!r || r->type != REDIS_REPLY_STRING)
-        fail_msg("INFO commandstats failed");
-    char want[64];
-    snprintf(want, sizeof want, "cmdstat_%s:calls=", name);
-    const char *at = strstr(r->str, want);
-    long long n = at ? strtoll(at + strlen(want), NULL, 10) : 0;
-    freeReplyObject(r);
-    return n;
-}
-
 /* Issue 41: a distinct set that holds no one live asks Redis for no
  * subject (set_count removed every expired member: the set is empty). */
 static void an_empty_distinct_set_asks_for_no_subject(void **state)
@@ -369,18 +355,18 @@ static void an_empty_distinct_set_asks_for_no_subject(void **state)
     ag_plan_op(&plan, &set, "cost1", "", "a");
     struct ag_limit_result res[AG_PLAN_MAX];
     const uint64_t t0 = AG_PLAN_BASE_US, s = AG_TEST_S_US;
-    long long scores = calls_of("zscore");
+    long long scores = ag_env_calls("zscore");
     ag_plan_run_at(t0 + 1, &plan, AG_PLAN_CHECK, res);
     assert_int_equal(res[0].remaining, 4);
-    assert_int_equal(calls_of("zscore"), scores); /* a new set */
+    assert_int_equal(ag_env_calls("zscore"), scores); /* a new set */
     ag_plan_run_at(t0 + 2 * s, &plan, AG_PLAN_CHECK, res);
     assert_int_equal(res[0].remaining, 4); /* a is known */
-    assert_int_equal(calls_of("zscore"), scores + 1);
+    assert_int_equal(ag_env_calls("zscore"), scores + 1);
     /* A window later a has expired: set_count removes it, and the set it
      * leaves is empty; a counts anew. */
     ag_plan_run_at(t0 + 12 * s + 1, &plan, AG_PLAN_CHECK, res);
     assert_int_equal(res[0].remaining, 4);
-    assert_int_equal(calls_of("zscore"), scores + 1);
+    assert_int_equal(ag_env_calls("zscore"), scores + 1);
     assert_int_equal(ag_env_int("ZCARD %s", plan.ops[0].key), 1);
 }
 
