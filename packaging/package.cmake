@@ -35,10 +35,14 @@ install(FILES ${AG_PKG_GEN}/abuseguard-help.txt ${CMAKE_SOURCE_DIR}/README.md
 # The reference the README links to, beside it as in the source tree, so
 # that its links to docs/ work in the installed copy too.
 set(AG_DOCS http-api admin events configuration operations policies
-    pwned)
+    pwned monitoring)
 list(TRANSFORM AG_DOCS PREPEND ${CMAKE_SOURCE_DIR}/docs/)
 list(TRANSFORM AG_DOCS APPEND .md)
 install(FILES ${AG_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+# The monitoring mixin, where docs/monitoring.md's links find it.
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/monitoring/abuseguard-rules.yaml
+              ${CMAKE_SOURCE_DIR}/deploy/monitoring/abuseguard-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/deploy/monitoring)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME abuseguard)

@@ -23,18 +23,21 @@ packages=(build-essential cmake pkg-config libmicrohttpd-dev libhiredis-dev
           redis-server)
 if [ "$test" = 1 ]; then
     # The unit tests (cmocka), the integration tests (python3 and its
-    # jsonschema, curl, openssl for TLS certificates and the fingerprint
-    # vectors), the formatting check, the console in chromium; the
+    # jsonschema and yaml, curl, openssl for TLS certificates and the
+    # fingerprint vectors), the formatting check, the console in chromium; the
     # Debian package and its test (dpkg-shlibdeps for Depends,
     # systemd-sysusers and systemd-analyze, strace for the system call
     # filter); the clients' conformance suite (Go; Python installed into
     # a venv from Debian's setuptools and wheel; node comes with the
     # machine); the network tests' MMDB files, written by Debian's
-    # MaxMind::DB::Writer and read back with mmdblookup.
-    packages+=(libcmocka-dev python3 python3-jsonschema curl openssl
-               clang-format chromium dpkg-dev systemd strace golang-go
+    # MaxMind::DB::Writer and read back with mmdblookup; the monitoring
+    # rules checked and unit-tested by promtool (Debian's prometheus); the
+    # container image, built by mmdebstrap and run by podman under runc.
+    packages+=(libcmocka-dev python3 python3-jsonschema python3-yaml curl
+               openssl clang-format chromium dpkg-dev systemd strace golang-go
                python3-venv python3-setuptools python3-wheel
-               libmaxmind-db-writer-perl mmdb-bin)
+               libmaxmind-db-writer-perl mmdb-bin prometheus
+               mmdebstrap podman runc)
 fi
 if [ "$list" = 1 ]; then
     printf '%s\n' "${packages[@]}"

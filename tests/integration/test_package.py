@@ -218,7 +218,11 @@ class PackageTest(unittest.TestCase):
         # The reference the README links to, beside it as in the tree.
         docs = ["/usr/share/doc/abuseguard/docs/%s.md" % d
                 for d in ["http-api", "admin", "events", "configuration",
-                          "operations", "policies", "pwned"]]
+                          "operations", "policies", "pwned",
+                          "monitoring"]]
+        docs += ["/usr/share/doc/abuseguard/deploy/monitoring/" + f
+                 for f in ["abuseguard-rules.yaml",
+                           "abuseguard-dashboard.json"]]
         expected = ["/usr/bin/abuseguard", CONF, UNIT,
                     "/usr/lib/sysusers.d/abuseguard.conf",
                     "/usr/share/doc/abuseguard/copyright",
