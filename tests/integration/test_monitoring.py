@@ -16,10 +16,13 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import yaml
 
-from harness import BINARY, free_port, make_secret
+from harness import BINARY, free_port, make_secret, wait_until
 from test_network import NetworkFiles
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -241,7 +244,7 @@ class DashboardTest(unittest.TestCase):
 class ExportedNamesTest(NetworkFiles):
     """A real abuseguard with every metric it can export turned on."""
 
-    def scrape(self):
+    def start(self):
         with open(os.path.join(ROOT, "policies", "default.json")) as f:
             policies = json.load(f)["policies"]
         self.assertTrue(any(p["algorithm"] == "surge" for p in policies))
@@ -257,14 +260,14 @@ class ExportedNamesTest(NetworkFiles):
             *self.files(), "--pwned-file", corpus,
             "--webhook-url", "http://127.0.0.1:%d/events" % free_port(),
             "--webhook-secret-file", hook_key])
-        # A check and a denial, so labelled series have samples too.
+        # A check, so labelled series have samples too.
         self.assertEqual(self.login(svc, "alice", "11.1.2.3").status, 200)
-        r = svc.request("GET", "/metrics")
-        self.assertEqual(r.status, 200)
-        return r.raw.decode()
+        return svc
 
     def test_rules_and_dashboard_use_only_what_the_service_exports(self):
-        names, labels = exported(self.scrape())
+        r = self.start().request("GET", "/metrics")
+        self.assertEqual(r.status, 200)
+        names, labels = exported(r.raw.decode())
         rules = rules_of(load_rules())
         recorded = {r["record"] for r in rules if "record" in r}
         exprs = [("rule %s" % (r.get("alert") or r["record"]), r["expr"])
@@ -289,6 +292,116 @@ class ExportedNamesTest(NetworkFiles):
                 for label in filter(None, re.split(r"[\s,]+", group)):
                     self.assertIn(label, labels | TARGET_LABELS,
                                   "%s groups by %s" % (where, label))
+
+    def test_a_real_prometheus_evaluates_every_rule_and_panel(self):
+        """Debian's prometheus scrapes the instance every second and
+        evaluates the rules: each rule's health is ok, each panel's query
+        succeeds, and those over series every instance has answer."""
+        svc = self.start()
+        prom = Prometheus(self.workdir, svc.port)
+        self.addCleanup(prom.stop)
+        # Two scrapes at least, for a rate over the last minute.
+        self.assertTrue(wait_until(lambda: prom.value(
+            'count_over_time(abuseguard_build_info[1m])') >= 2, 60),
+            prom.log_text())
+        queries = dashboard_queries(load_dashboard())
+        answered = set()
+        for where, q in queries:
+            r = prom.query(q)
+            self.assertEqual(r["status"], "success", "%s: %s" % (where, r))
+            names = set(METRIC.findall(q)) & set(ALWAYS_ANSWERED)
+            if names:
+                self.assertTrue(r["data"]["result"], "%s: %s" % (where, q))
+                answered |= names
+        self.assertEqual(answered, set(ALWAYS_ANSWERED))
+
+        def evaluated():
+            groups = prom.get("/api/v1/rules")["data"]["groups"]
+            rules = [r for g in groups for r in g["rules"]]
+            return len(rules) == len(rules_of(load_rules())) and all(
+                r.get("lastEvaluation", "").startswith("2") and
+                not r["lastEvaluation"].startswith("0001") for r in rules)
+        self.assertTrue(wait_until(evaluated, 60))
+        groups = prom.get("/api/v1/rules")["data"]["groups"]
+        for g in groups:
+            for rule in g["rules"]:
+                self.assertEqual(rule["health"], "ok", rule)
+        # The instance is up: AbuseguardDown is quiet, and nothing fires
+        # on a healthy instance but the shields it has, lowered.
+        firing = [a for a in prom.get("/api/v1/alerts")["data"]["alerts"]
+                  if a["state"] == "firing"]
+        self.assertEqual(firing, [])
+
+
+# Panel queries over series every instance declares with a sample: a
+# query of them that answers nothing is a broken panel.
+ALWAYS_ANSWERED = ("abuseguard_checks_total", "abuseguard_build_info",
+                   "abuseguard_check_duration_seconds_bucket",
+                   "abuseguard_shield_threshold",
+                   "abuseguard_pwned_corpus_age_seconds",
+                   "abuseguard_network_database_age_seconds",
+                   "abuseguard_fleet_lag_seconds",
+                   "abuseguard_circuit_breaker_open")
+
+
+class Prometheus:
+    """Debian's prometheus on a loopback port, scraping one target every
+    second under the job abuseguard, with the mixin's rules."""
+
+    def __init__(self, workdir, target_port):
+        self.port = free_port()
+        d = tempfile.mkdtemp(prefix="prom-", dir=workdir)
+        config = os.path.join(d, "prometheus.yml")
+        with open(config, "w") as f:
+            yaml.safe_dump({
+                "global": {"scrape_interval": "1s",
+                           "evaluation_interval": "1s"},
+                "rule_files": [RULES],
+                "scrape_configs": [{
+                    "job_name": "abuseguard",
+                    "static_configs": [{"targets": [
+                        "127.0.0.1:%d" % target_port]}]}]}, f)
+        self.log_path = os.path.join(d, "prometheus.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            ["prometheus", "--config.file", config,
+             "--storage.tsdb.path", os.path.join(d, "data"),
+             "--web.listen-address", "127.0.0.1:%d" % self.port],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def get(self, path, **params):
+        url = "http://127.0.0.1:%d%s" % (self.port, path)
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            return json.load(e)
+
+    def query(self, q):
+        return self.get("/api/v1/query", query=q)
+
+    def value(self, q):
+        """The first sample's value, 0 if none or not up yet."""
+        try:
+            result = self.query(q)["data"]["result"]
+        except (OSError, KeyError, ValueError):
+            return 0  # not ready yet: a 503 in plain text
+        return float(result[0]["value"][1]) if result else 0
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
 
 
 if __name__ == "__main__":
