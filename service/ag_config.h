@@ -78,6 +78,8 @@ struct ag_config {
     char webhook_secret_file[1024]; /* the HMAC key; needed with a URL */
     unsigned webhook_max_age_s;     /* an event older is dropped */
     unsigned events_max_len;        /* the event stream's cap */
+    /* --webhook-format ocsf; false: json, the default. */
+    bool webhook_ocsf;
     /* Breached-password corpora served at GET /range (--pwned-file,
      * repeatable: one SHA-1 and one NTLM file at most; several in one
      * value separated by spaces, like --webhook-url). */

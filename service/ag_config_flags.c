@@ -22,6 +22,7 @@
 #include "ag_fleet.h"
 #include "ag_identity.h"
 #include "ag_log.h"
+#include "ag_ocsf.h"
 #include "ag_parse.h"
 #include "ag_redis_addr.h"
 #include "ag_webhook.h"
@@ -139,6 +140,10 @@ const struct ag_config__flag ag_config__flags[] = {
                                       "HMAC-SHA256 signature (mode 0600)"},
     {"webhook-max-age-s", AG_CONFIG__UINT, F(webhook_max_age_s), 0, 1, 604800,
      "3600", "seconds an event is retried to a failing receiver, then dropped"},
+    {"webhook-format", AG_CONFIG__WORD, F(webhook_ocsf), 0, 0, 0, "json",
+     "the webhooks' bodies: json (abuseguard's events) or ocsf "
+     "(OCSF " AG_OCSF_VERSION " Authentication, Detection Finding...: "
+     "docs/events.md)"},
     {"events-max-len", AG_CONFIG__UINT, F(events_max_len), 0, 100, 100000000,
      "10000", "security events the Redis stream keeps, about (XADD MAXLEN ~)"},
     {"pwned-file", AG_CONFIG__PATHS, F(pwned_files), 0, 0, 0, "",
@@ -180,6 +185,7 @@ static const struct {
     const char *flag, *yes, *no;
 } words[] = {
     {"challenge-pass", "strict", "lenient"},
+    {"webhook-format", "ocsf", "json"},
 };
 
 static int set_word(const struct ag_config__flag *f, char *base,

@@ -341,11 +341,14 @@ int main(int argc, char **argv)
                                    &hooks)
                              : AG_OK;
     sodium_memzero(webhook_key, sizeof webhook_key);
-    if (hrc ||
-        ag_events_new(&(struct ag_events_opts){.metrics = metrics,
-                                               .hooks = hooks,
-                                               .max_len = cfg.events_max_len},
-                      &events)) {
+    struct ag_events_opts eo = {
+        .metrics = metrics,
+        .hooks = hooks,
+        .max_len = cfg.events_max_len,
+        .hook_format =
+            cfg.webhook_ocsf ? AG_EVENT_FORMAT_OCSF : AG_EVENT_FORMAT_JSON,
+    };
+    if (hrc || ag_events_new(&eo, &events)) {
         fprintf(stderr, "abuseguard: out of memory\n");
         stop_files(pwned, network);
         return 1;

@@ -15,6 +15,7 @@
 #include "ag_http_verdict.h"
 #include "ag_limiter.h"
 #include "ag_log.h"
+#include "ag_ocsf.h"
 #include "ag_otp_stats.h"
 #include "ag_request.h"
 
@@ -287,12 +288,34 @@ static int conversion(struct ag_admin *a, const struct ag_admin_request *req,
     return ag_admin__send_json(r, 200, out);
 }
 
-/* GET /admin/events?after=ID&limit=N: a page of the event stream. */
+/* A page's events as OCSF events in place (each keeps its stream_id in
+ * its "unmapped" copy of ours): non-zero when out of memory. */
+static int page_to_ocsf(json_t *page)
+{
+    json_t *events = json_object_get(page, "events");
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        json_t *o = ag_ocsf_event(e);
+        if (!o || json_array_set_new(events, i, o))
+            return -1;
+    }
+    return 0;
+}
+
+/* GET /admin/events?after=ID&limit=N&format=json|ocsf: a page of the
+ * event stream. */
 static int events_page(struct ag_admin *a, const struct ag_admin_request *req,
                        struct ag_http_response *r)
 {
     if (strcmp(req->method, "GET") != 0)
         return ag_admin__not_allowed(r, "GET");
+    int format =
+        req->format ? ag_event_format_parse(req->format) : AG_EVENT_FORMAT_JSON;
+    if (format < 0)
+        return ag_http_response_field_error(
+            r, 400, "format must be \"json\" or \"ocsf\"", "format");
     long long limit = ag_admin__query_int(req->limit, AG_EVENTS_PAGE_DEFAULT,
                                           AG_EVENTS_PAGE_MAX);
     struct ag_events *ev = ag_service_events(a->svc);
@@ -305,6 +328,10 @@ static int events_page(struct ag_admin *a, const struct ag_admin_request *req,
         return ag_http_response_refusal(r, 400, &err);
     if (rc == AG_ESTORE)
         return ag_http_response_refusal(r, 503, &err);
+    if (!rc && format == AG_EVENT_FORMAT_OCSF && page_to_ocsf(out)) {
+        json_decref(out);
+        rc = AG_ENOMEM;
+    }
     if (rc)
         return ag_http_response_error(r, 500, "out of memory");
     return ag_admin__send_json(r, 200, out);

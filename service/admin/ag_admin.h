@@ -27,7 +27,8 @@
  *   POST   /lists/{allow|deny}    201 | 202 {"entry": ...}
  *   DELETE /lists/{allow|deny}/{id}  204 | 202 | 404
  *   GET    /otp/conversion?by=&window_s=  sent and verified codes
- *   GET    /events?after=&limit=  {"events": [...], "next_after": id}
+ *   GET    /events?after=&limit=&format=json|ocsf
+ *                                {"events": [...], "next_after": id}
  *
  * api/openapi.json describes each in full, and test_openapi.py holds the
  * description to what these handlers answer. The HTTP router reaches
@@ -62,6 +63,7 @@ struct ag_admin_request {
     const char *by;            /* query argument, or NULL */
     const char *window_s;      /* query argument, or NULL */
     const char *after;         /* query argument, or NULL */
+    const char *format;        /* query argument, or NULL */
     const char *if_match;      /* the If-Match header, or NULL */
     const char *body;
     size_t len;

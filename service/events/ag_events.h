@@ -8,8 +8,9 @@
  * a login succeeded with a breached password. Each event
  * is one JSON object (ag_event_json), appended to a capped Redis Stream
  * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
- * webhook receivers (ag_webhook.h); GET /admin/events pages through the
- * stream (ag_events_read).
+ * webhook receivers (ag_webhook.h), as that JSON or, with hook_format
+ * AG_EVENT_FORMAT_OCSF, as an OCSF event (ag_ocsf.h); GET /admin/events
+ * pages through the stream (ag_events_read), which always holds our JSON.
  *
  * An event names no identifier: a key is its keyed digest, the one in the
  * policy's Redis key. Nothing here waits for Redis on a check's path:
@@ -56,6 +57,7 @@
 #include "ag_fleet_ids.h"
 #include "ag_identity.h"
 #include "ag_limiter.h"
+#include "ag_ocsf.h"
 #include "ag_policy.h"
 
 /* The stream's key; the empty policy name keeps it apart from every
@@ -232,6 +234,9 @@ struct ag_events_opts {
     struct ag_metrics *metrics; /* borrowed; may be NULL */
     struct ag_webhooks *hooks;  /* borrowed; NULL: no webhooks */
     unsigned max_len;           /* the stream's cap; 0: the default */
+    /* The webhooks' bodies: our JSON (the default) or OCSF (ag_ocsf.h).
+     * The stream always holds our JSON; GET /admin/events renders it. */
+    enum ag_event_format hook_format;
 };
 
 /* The wait before the backlog's next try after failures appends failed in

@@ -182,6 +182,14 @@ class Ctx:
         self.test.assertTrue(wait_until(holds_each, 10.0), pages[-1].raw[:500])
         return pages[-1]
 
+    def events_ocsf(self):
+        """The same first page as OCSF events, each holding ours."""
+        ours = self.events().json["events"]
+        r = self.admin("GET", "/admin/events?limit=1000&format=ocsf")
+        self.test.assertEqual([e["unmapped"] for e in r.json["events"]],
+                              ours, r.raw[:500])
+        return r
+
     def events_past_the_end(self):
         """The page after the last: empty, and next_after kept."""
         after = self.events().json["next_after"]
@@ -606,12 +614,15 @@ CASES = {
     ("/admin/events", "get", 200): [
         ("up", lambda c: c.events()),
         ("up", lambda c: c.events_past_the_end()),
+        ("up", lambda c: c.events_ocsf()),
     ],
     ("/admin/events", "get", 400): [
         ("up", lambda c: c.refused("GET", "/admin/events?after=yesterday",
                                    None, "after")),
         ("up", lambda c: c.refused("GET", "/admin/events?limit=1001", None,
                                    "limit")),
+        ("up", lambda c: c.refused("GET", "/admin/events?format=xml", None,
+                                   "format")),
     ],
     ("/admin/events", "get", 503): ("redis_down", lambda c: c.admin(
         "GET", "/admin/events")),

@@ -568,6 +568,10 @@ static void webhook_urls_add_up_from_repeats_and_spaces(void **state)
     assert_int_equal(c.n_webhooks, 0);
     assert_int_equal(c.webhook_max_age_s, 3600);
     assert_int_equal(c.events_max_len, 10000);
+    assert_false(c.webhook_ocsf); /* --webhook-format json */
+    assert_int_equal(parse(&c, err, "--webhook-format", "ocsf", (char *)NULL),
+                     AG_OK);
+    assert_true(c.webhook_ocsf);
     assert_int_equal(parse(&c, err, "--webhook-url", "http://127.0.0.1:1/a",
                            "--webhook-secret-file", "/k", "--webhook-url",
                            "https://[::1]:2/b http://127.0.0.2/c",
@@ -587,6 +591,11 @@ static void webhook_urls_add_up_from_repeats_and_spaces(void **state)
     assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
     assert_int_equal(c.n_webhooks, 2);
     assert_string_equal(c.webhook_urls[1], "http://127.0.0.1/y");
+    assert_false(c.webhook_ocsf);
+    assert_int_equal(setenv("ABUSEGUARD_WEBHOOK_FORMAT", "ocsf", 1), 0);
+    assert_int_equal(parse(&c, err, (char *)NULL), AG_OK);
+    unsetenv("ABUSEGUARD_WEBHOOK_FORMAT");
+    assert_true(c.webhook_ocsf);
 }
 
 static void webhook_flags_are_refused_naming_the_flag(void **state)
@@ -599,6 +608,7 @@ static void webhook_flags_are_refused_naming_the_flag(void **state)
     expect_flag_refused("--webhook-url", "http:///nohost");
     expect_flag_refused("--webhook-url", "https://:8443/x");
     expect_flag_refused("--webhook-max-age-s", "0");
+    expect_flag_refused("--webhook-format", "xml");
     expect_flag_refused("--events-max-len", "99");
     /* A URL without the key of its signatures. */
     assert_int_equal(
