@@ -64,9 +64,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # dpkg-shlibdeps (dpkg-dev) derives the libraries from the binary; the
-# postinst needs systemd-sysusers.
+# postinst needs systemd-sysusers and an awk, neither of them Essential
+# (a root file system of the Essential set alone, as the container
+# image's, has no awk).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | systemd-sysusers")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | systemd-sysusers, mawk | awk")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS redis-server)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${AG_PKG_SRC}/postinst ${AG_PKG_SRC}/prerm ${AG_PKG_SRC}/postrm
