@@ -32,7 +32,8 @@ if [ "$test" = 1 ]; then
     # machine); the network tests' MMDB files, written by Debian's
     # MaxMind::DB::Writer and read back with mmdblookup; the monitoring
     # rules checked and unit-tested by promtool (Debian's prometheus); the
-    # container image, built by mmdebstrap and run by podman under runc.
+    # container image, built by mmdebstrap and run by podman under runc
+    # (its compose file read with python3-yaml).
     packages+=(libcmocka-dev python3 python3-jsonschema python3-yaml curl
                openssl clang-format chromium dpkg-dev systemd strace golang-go
                python3-venv python3-setuptools python3-wheel

@@ -39,6 +39,10 @@ python3 scripts/check_markdown.py README.md bench/README.md docs/*.md docs/*/*.m
 # see); scripts/dev.sh and the benchmark run it.
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=ON >/dev/null
 cmake --build build-release -j"$(nproc)" >/dev/null
+# The Debian packages of the container image, fetched into a local apt
+# repository that tests/integration/test_image.py builds the image from
+# offline; again only when the package's dependencies change.
+packaging/image.sh --fetch build-image-cache
 
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug \
     -DAG_SANITIZE=address,undefined -DAG_TESTS=ON
