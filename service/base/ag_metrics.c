@@ -64,6 +64,7 @@ enum shield_gauge {
     SG_THRESHOLD,
     SG_LOCAL,
     SG_RAISED_S,
+    SG_OPERATOR,
     SG_LEARNING,
     SG_OTHERS,
     SG_DISAGREEMENTS, /* a counter */
@@ -89,6 +90,8 @@ static const struct {
     [SG_RAISED_S] = {"abuseguard_shield_raised_seconds",
                      "How long the raise in force has lasted (0 while "
                      "lowered)."},
+    [SG_OPERATOR] = {"abuseguard_shield_operator",
+                     "1 while the raise in force is an operator's."},
     [SG_LEARNING] = {"abuseguard_shield_learning",
                      "1 while the shield is young: its baseline learns "
                      "fast, at most e-fold an hour."},
@@ -409,6 +412,8 @@ void ag_metrics_shield(struct ag_metrics *m, const char *policy,
     atomic_store_explicit(&c->gauge[SG_LOCAL], fig->local,
                           memory_order_relaxed);
     atomic_store_explicit(&c->gauge[SG_RAISED_S], fig->raised_s,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->gauge[SG_OPERATOR], fig->by_operator,
                           memory_order_relaxed);
     atomic_store_explicit(&c->gauge[SG_LEARNING], fig->learning,
                           memory_order_relaxed);

@@ -139,6 +139,7 @@ struct ag_metrics_shield {
     uint64_t baseline_milli; /* the typical count per window, x 1000 */
     uint64_t threshold;
     uint64_t raised_s;      /* how long the raise in force has lasted; 0 */
+    bool by_operator;       /* the raise in force is an operator's */
     bool learning;          /* young: learning fast */
     uint64_t others;        /* other configurations in use elsewhere */
     uint64_t disagreements; /* syncs that saw any, in all (a counter) */

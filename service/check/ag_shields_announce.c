@@ -78,6 +78,7 @@ static void set_gauges(struct ag_metrics *m, const struct ag_shield_view *v)
         .raised_s = v->state.raised && v->now_ms > v->state.since_ms
                         ? (v->now_ms - v->state.since_ms) / 1000
                         : 0,
+        .by_operator = v->state.raised && v->state.by_operator,
         .learning = v->young,
         .others = v->others,
         .disagreements = v->disagreements,

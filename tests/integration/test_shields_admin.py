@@ -272,12 +272,19 @@ class ShieldsAdminTest(ServiceTest):
         self.assertEqual(metric(svc, "abuseguard_shield_local", **labels), 0)
         self.assertEqual(metric(svc, "abuseguard_shield_threshold",
                                 policy="login.site_unknown_users"), 30)
+        self.assertEqual(metric(svc, "abuseguard_shield_operator", **labels),
+                         0)
         self.assertEqual(self.switch(svc, {"raise_for_s": 60}).status, 200)
         self.assertEqual(metric(svc, "abuseguard_shield_raised", **labels), 1)
+        # The raise is the operator's: the long-raise alert leaves it be.
+        self.assertEqual(metric(svc, "abuseguard_shield_operator", **labels),
+                         1)
         self.assertEqual(metric(svc, "abuseguard_events_total",
                                 type="shield_raised"), 1)
         self.assertEqual(self.switch(svc, {"lower": True}).status, 200)
         self.assertEqual(metric(svc, "abuseguard_shield_raised", **labels), 0)
+        self.assertEqual(metric(svc, "abuseguard_shield_operator", **labels),
+                         0)
         self.assertEqual(metric(svc, "abuseguard_events_total",
                                 type="shield_lowered"), 1)
 

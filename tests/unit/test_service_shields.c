@@ -416,6 +416,9 @@ static void each_step_shows_in_the_gauges_and_the_overview(void **state)
     assert_true(metrics_have(
         w, "\nabuseguard_shield_raised_seconds{policy=\"login.site_failures\"} "
            "60\n"));
+    /* Raised by its counts, not by an operator. */
+    assert_true(metrics_have(
+        w, "\nabuseguard_shield_operator{policy=\"login.site_failures\"} 0\n"));
     /* A set without it: its gauges go. */
     static const char *const without[] = {OPEN};
     struct ag_policy p1 = ag_test_policy(without[0]);
