@@ -29,6 +29,7 @@
 #include "ag_log.h"
 #include "ag_metrics.h"
 #include "ag_network.h"
+#include "ag_ocsf.h"
 #include "ag_policy.h"
 #include "ag_pwned.h"
 #include "ag_pwned_live.h"
@@ -329,24 +330,24 @@ int main(int argc, char **argv)
     const char *urls[AG_CONFIG_WEBHOOKS_MAX];
     for (unsigned i = 0; i < cfg.n_webhooks; i++)
         urls[i] = cfg.webhook_urls[i];
-    int hrc = cfg.n_webhooks ? ag_webhooks_new(
-                                   &(struct ag_webhook_opts){
-                                       .urls = urls,
-                                       .n = cfg.n_webhooks,
-                                       .key = webhook_key,
-                                       .key_len = webhook_key_len,
-                                       .max_age_s = cfg.webhook_max_age_s,
-                                       .metrics = metrics,
-                                   },
-                                   &hooks)
-                             : AG_OK;
+    int hrc = cfg.n_webhooks
+                  ? ag_webhooks_new(
+                        &(struct ag_webhook_opts){
+                            .urls = urls,
+                            .n = cfg.n_webhooks,
+                            .key = webhook_key,
+                            .key_len = webhook_key_len,
+                            .max_age_s = cfg.webhook_max_age_s,
+                            .metrics = metrics,
+                            .render = cfg.webhook_ocsf ? ag_ocsf_text : NULL,
+                        },
+                        &hooks)
+                  : AG_OK;
     sodium_memzero(webhook_key, sizeof webhook_key);
     struct ag_events_opts eo = {
         .metrics = metrics,
         .hooks = hooks,
         .max_len = cfg.events_max_len,
-        .hook_format =
-            cfg.webhook_ocsf ? AG_EVENT_FORMAT_OCSF : AG_EVENT_FORMAT_JSON,
     };
     if (hrc || ag_events_new(&eo, &events)) {
         fprintf(stderr, "abuseguard: out of memory\n");

@@ -46,7 +46,6 @@ int ag_events_new(const struct ag_events_opts *o, struct ag_events **out)
     ag_metrics_name_events(o->metrics, names, AG_EV_COUNT);
     ev->metrics = o->metrics;
     ev->hooks = o->hooks;
-    ev->hook_format = o->hook_format;
     ev->max_entries = o->max_len ? o->max_len : AG_EVENTS_MAX_LEN_DEFAULT;
     snprintf(ev->max_len, sizeof ev->max_len, "%u", ev->max_entries);
     unsigned char id[8];
@@ -92,27 +91,6 @@ void ag_events_free(struct ag_events *ev)
     free(ev);
 }
 
-/* Pushes the event (json, our text) to the webhooks in their format. */
-static void push(struct ag_events *ev, const struct ag_event *e,
-                 const char *json)
-{
-    if (!ev->hooks)
-        return;
-    if (ev->hook_format != AG_EVENT_FORMAT_OCSF) {
-        ag_webhooks_push(ev->hooks, json, strlen(json));
-        return;
-    }
-    char *ocsf = ag_ocsf_text(json, strlen(json));
-    if (!ocsf) {
-        ag_log(AG_LOG_ERROR, "event_lost",
-               "type=%s: out of memory: the webhooks miss it",
-               ag_event_type_name(e->type));
-        return;
-    }
-    ag_webhooks_push(ev->hooks, ocsf, strlen(ocsf));
-    free(ocsf);
-}
-
 void ag_events_raise(struct ag_events *ev, struct ag_event *e)
 {
     if (!ev)
@@ -130,7 +108,7 @@ void ag_events_raise(struct ag_events *ev, struct ag_event *e)
     ag_log(AG_LOG_INFO, "security_event", "type=%s id=%s policy=%s key=%s",
            ag_event_type_name(e->type), e->id, e->policy[0] ? e->policy : "-",
            e->key[0] ? e->key : "-");
-    push(ev, e, json);
+    ag_webhooks_push(ev->hooks, json, strlen(json));
     ag_events__append(ev, json);
 }
 

@@ -8,8 +8,8 @@
  * a login succeeded with a breached password. Each event
  * is one JSON object (ag_event_json), appended to a capped Redis Stream
  * (AG_EVENTS_STREAM, "XADD ... MAXLEN ~ max_len") and pushed to the
- * webhook receivers (ag_webhook.h), as that JSON or, with hook_format
- * AG_EVENT_FORMAT_OCSF, as an OCSF event (ag_ocsf.h); GET /admin/events
+ * webhook receivers (ag_webhook.h), which send it as it is or render it
+ * (as an OCSF event: ag_ocsf.h); GET /admin/events
  * pages through the stream (ag_events_read), which always holds our JSON.
  *
  * An event names no identifier: a key is its keyed digest, the one in the
@@ -57,7 +57,6 @@
 #include "ag_fleet_ids.h"
 #include "ag_identity.h"
 #include "ag_limiter.h"
-#include "ag_ocsf.h"
 #include "ag_policy.h"
 
 /* The stream's key; the empty policy name keeps it apart from every
@@ -234,9 +233,6 @@ struct ag_events_opts {
     struct ag_metrics *metrics; /* borrowed; may be NULL */
     struct ag_webhooks *hooks;  /* borrowed; NULL: no webhooks */
     unsigned max_len;           /* the stream's cap; 0: the default */
-    /* The webhooks' bodies: our JSON (the default) or OCSF (ag_ocsf.h).
-     * The stream always holds our JSON; GET /admin/events renders it. */
-    enum ag_event_format hook_format;
 };
 
 /* The wait before the backlog's next try after failures appends failed in

@@ -33,8 +33,6 @@ struct ag_events_mark {
 struct ag_events {
     struct ag_metrics *metrics;
     struct ag_webhooks *hooks;
-    /* What the webhooks are sent: our JSON, or OCSF. */
-    enum ag_event_format hook_format;
     char max_len[24];         /* the stream's cap, as XADD's argument */
     unsigned max_entries;     /* the same, as a number */
     char instance[17];        /* random hex: ids unique across instances */

@@ -4,6 +4,7 @@
  * severity and, where abuseguard acted, the security_control profile's
  * action and disposition), then the objects each class needs.
  */
+#define _GNU_SOURCE /* strptime, timegm */
 #include "ag_ocsf.h"
 
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The classes used, their category and names. */
 enum cls { AUTHENTICATION, ACCOUNT_CHANGE, ENTITY_MANAGEMENT, FINDING };
@@ -117,55 +119,46 @@ static int set_new(json_t *o, const char *key, json_t *v)
     return v ? json_object_set_new(o, key, v) : -1;
 }
 
-/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar
- * (Howard Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
 /* Our "time" (RFC 3339, UTC, as ag_clock_rfc3339 writes it) in Unix ms;
- * 0 when it is not one. */
+ * 0 when it is not one (never for an event of ours). */
 static json_int_t time_ms(const char *text)
 {
-    int y, mo, d, h, mi, s, ms = 0, n = 0;
-    if (!text ||
-        sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s,
-               &n) != 6 ||
-        mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60)
+    struct tm tm = {0};
+    const char *p = text ? strptime(text, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+    if (!p)
         return 0;
-    if (text[n] == '.') {
-        int digits = 0;
-        for (n++; text[n] >= '0' && text[n] <= '9'; n++)
+    int ms = 0, digits = 0;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++)
             if (digits++ < 3)
-                ms = ms * 10 + (text[n] - '0');
+                ms = ms * 10 + (*p - '0');
+        if (!digits)
+            return 0;
         for (; digits < 3; digits++)
             ms *= 10;
     }
-    if (strcmp(text + n, "Z") != 0)
-        return 0;
-    int64_t days = days_from_civil(y, (unsigned)mo, (unsigned)d);
-    return (json_int_t)(((days * 24 + h) * 60 + mi) * 60 + s) * 1000 + ms;
+    time_t t = strcmp(p, "Z") == 0 ? timegm(&tm) : (time_t)-1;
+    return t < 0 ? 0 : (json_int_t)t * 1000 + ms;
 }
 
-/* The "user": the key's digest as its uid, our ref as uid_alt. The
- * Authentication and Account Change classes require one, and OCSF one of
- * uid, name or account in it: an event without either is named
- * "unknown". */
-static json_t *user_of(const json_t *ev)
+/* The "user": the backend's ref, its own reference of the user, as its
+ * uid; the key's digest only where the key is the user's alone
+ * (key_is_user: a recovery's, a login finding's), as uid_alt beside a
+ * ref or as the uid without one. A lockout's key is any policy's (an
+ * address's, a user and address's), no user: it is the event's
+ * metadata.correlation_uid instead. The Authentication and Account
+ * Change classes require a user, and OCSF one of uid, name or account in
+ * it: one with neither is named "unknown". */
+static json_t *user_of(const json_t *ev, bool key_is_user)
 {
-    const char *key = str(ev, "key"), *ref = str(ev, "ref");
+    const char *key = key_is_user ? str(ev, "key") : NULL;
+    const char *ref = str(ev, "ref");
     json_t *u = json_object();
     int bad = !u;
-    if (!bad && key)
-        bad = set_new(u, "uid", json_string(key));
     if (!bad && ref)
-        bad = set_new(u, key ? "uid_alt" : "uid", json_string(ref));
+        bad = set_new(u, "uid", json_string(ref));
+    if (!bad && key)
+        bad = set_new(u, ref ? "uid_alt" : "uid", json_string(key));
     if (!bad && !key && !ref)
         bad = set_new(u, "name", json_string("unknown"));
     if (bad) {
@@ -222,7 +215,10 @@ static const char *activity_name(enum cls c, int activity)
     case ACCOUNT_CHANGE:
         return "Unlock";
     case ENTITY_MANAGEMENT:
-        return entity_activities[activity];
+        return activity >= 0 && activity < (int)(sizeof entity_activities /
+                                                 sizeof entity_activities[0])
+                   ? entity_activities[activity]
+                   : "Other";
     case FINDING:
         return activity == 3 ? "Close" : activity == 2 ? "Update" : "Create";
     }
@@ -289,7 +285,9 @@ static int set_class(json_t *o, const json_t *ev, const char *type, enum cls c,
     const char *endpoint = str(ev, "endpoint");
     switch (c) {
     case AUTHENTICATION:
-        bad = bad || set_new(o, "user", user_of(ev));
+        bad =
+            bad || set_new(o, "user",
+                           user_of(ev, strcmp(type, "account_recovered") == 0));
         /* The service the user logs on to: the application's endpoint
          * that abuseguard guards. */
         bad = bad || set_new(o, "service",
@@ -299,7 +297,7 @@ static int set_class(json_t *o, const json_t *ev, const char *type, enum cls c,
             bad = set_new(o, "src_endpoint", src), src = NULL;
         break;
     case ACCOUNT_CHANGE:
-        bad = bad || set_new(o, "user", user_of(ev));
+        bad = bad || set_new(o, "user", user_of(ev, false));
         break;
     case ENTITY_MANAGEMENT: {
         const char *list = str(ev, "list");
@@ -332,7 +330,7 @@ static int set_class(json_t *o, const json_t *ev, const char *type, enum cls c,
         json_t *evidence = json_object();
         bad = bad || !evidence;
         if (!bad && login && (key || str(ev, "ref")))
-            bad = set_new(evidence, "user", user_of(ev));
+            bad = set_new(evidence, "user", user_of(ev, true));
         if (!bad && src)
             bad = set_new(evidence, "src_endpoint", src), src = NULL;
         if (!bad && json_object_size(evidence))
@@ -378,6 +376,10 @@ json_t *ag_ocsf_event(const json_t *ev)
     int bad = !o || !meta;
     if (!bad && act != NONE)
         bad = set_new(meta, "profiles", json_pack("[s]", "security_control"));
+    /* Every event about one key (its lockouts, its escalations, its
+     * reset) shares this. */
+    if (!bad && str(ev, "key"))
+        bad = set_new(meta, "correlation_uid", json_string(str(ev, "key")));
     if (bad) {
         json_decref(meta);
         json_decref(o);

@@ -16,6 +16,8 @@
  * key's digest and the caller's ref for the user, the network's country
  * and AS number for the source, never an identifier or an address; and
  * the whole event, unchanged, under "unmapped", so that nothing is lost.
+ * The webhooks render at delivery, on their own threads (ag_webhook_opts
+ * render), never on a check's.
  */
 #ifndef AG_OCSF_H
 #define AG_OCSF_H

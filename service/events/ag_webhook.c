@@ -212,6 +212,7 @@ struct ag_webhooks {
     size_t key_len;
     uint64_t max_age_ms;
     struct ag_metrics *metrics;
+    char *(*render)(const char *body, size_t len);
     atomic_bool stopping;
     /* Events queued over every receiver, and the gauge set to it under
      * the same lock: set from two threads without it, an older count
@@ -384,7 +385,13 @@ static void *deliver(void *arg)
         }
         memcpy(copy, body, len + 1);
         pthread_mutex_unlock(&r->lock);
-        bool ok = post(r, copy, len, failures);
+        if (w->render) {
+            char *sent = w->render(copy, len);
+            free(copy);
+            copy = sent;
+            len = sent ? strlen(sent) : 0;
+        }
+        bool ok = copy && post(r, copy, len, failures);
         free(copy);
         pthread_mutex_lock(&r->lock);
         if (ok) {
@@ -478,6 +485,7 @@ int ag_webhooks_new(const struct ag_webhook_opts *o, struct ag_webhooks **out)
     }
     w->max_age_ms = (uint64_t)o->max_age_s * 1000u;
     w->metrics = o->metrics;
+    w->render = o->render;
     atomic_init(&w->stopping, false);
     pthread_mutex_init(&w->queued_lock, NULL);
     size_t qmax = o->queue_max ? o->queue_max : AG_WEBHOOK_QUEUE_MAX;

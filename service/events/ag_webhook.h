@@ -61,6 +61,11 @@ struct ag_webhook_opts {
     unsigned max_age_s;         /* an event older is dropped, not retried */
     size_t queue_max;           /* 0: AG_WEBHOOK_QUEUE_MAX */
     struct ag_metrics *metrics; /* borrowed, may be NULL */
+    /* The body sent for a body pushed, made on the delivery thread at each
+     * try (a check's thread only copies): a malloc'd string, NULL when out
+     * of memory (tried again after a back-off). NULL render: the body as
+     * pushed. The signature covers the body sent. */
+    char *(*render)(const char *body, size_t len);
 };
 
 /* Starts one delivery thread per URL. AG_OK and *out, AG_EINVAL (a bad

@@ -17,7 +17,12 @@ dictionary unless the class overrides them. An event is then checked:
 - every value has its type: integer_t, long_t, timestamp_t, float_t,
   boolean_t, string_t and the string types (with their regex), objects
   recursively, arrays where the dictionary says is_array;
-- every *_id attribute with an enum holds one of its values;
+- every *_id attribute with an enum holds one of its values, and its
+  caption, where the event gives it (severity for severity_id,
+  activity_name for activity_id, ...), is that value's (99, Other, may
+  be named anything);
+- class_name and category_name are the class's and category's captions;
+- metadata.profiles names only profiles the class includes;
 - the class's `at_least_one` / `just_one` constraints hold.
 
 Objects' own `at_least_one` / `just_one` constraints are reported apart,
@@ -45,8 +50,10 @@ class Schema:
         d = self._load("dictionary.json")
         self.dictionary = d["attributes"]
         self.types = d["types"]["attributes"]
-        self.categories = {k: v["uid"] for k, v in
-                           self._load("categories.json")["attributes"].items()}
+        cats = self._load("categories.json")["attributes"]
+        self.categories = {k: v["uid"] for k, v in cats.items()}
+        self.category_captions = {v["uid"]: v["caption"]
+                                  for v in cats.values()}
         self.version = self._load("version.json")["version"]
         self.events = {}
         for root, _, files in os.walk(os.path.join(path, "events")):
@@ -111,8 +118,11 @@ class Schema:
         d = self.dictionary.get(name)
         if d is None:
             raise KeyError("%s is not in the dictionary" % name)
+        # A class's enum adds to the dictionary's (its 0 Unknown and 99
+        # Other stay), as the schema's compiler merges them.
+        enum = {**(d.get("enum") or {}), **(spec.get("enum") or {})}
         return (spec.get("type") or d["type"], d.get("is_array", False),
-                spec.get("enum") or d.get("enum"))
+                enum or None)
 
     def check(self, event):
         errors, gaps = [], []
@@ -134,10 +144,22 @@ class Schema:
             errors.append("type_uid: %r, not class_uid * 100 + activity_id "
                           "(%d)" % (event.get("type_uid"),
                                     uid * 100 + activity))
+        if event.get("class_name", cls["caption"]) != cls["caption"]:
+            errors.append("class_name: %r, the class's is %r"
+                          % (event.get("class_name"), cls["caption"]))
+        if event.get("category_name", self.category_captions[cat]) != \
+                self.category_captions[cat]:
+            errors.append("category_name: %r, the category's is %r"
+                          % (event.get("category_name"),
+                             self.category_captions[cat]))
         meta = event.get("metadata")
         profiles = set(meta.get("profiles") or []) \
             if isinstance(meta, dict) else set()
         attrs, constraints = self._resolve(cls, self.events)
+        included = {p for _, p in attrs.values() if p}
+        for p in sorted(profiles - included):
+            errors.append("metadata.profiles: %r is no profile of the class"
+                          % p)
         self._check_record(event, attrs, profiles, "", errors, gaps)
         self._constraints(event, constraints, "", errors)
         return errors, gaps
@@ -167,6 +189,10 @@ class Schema:
                         and str(item) not in enum:
                     errors.append("%s: %r is not one of its enum's %s"
                                   % (at, item, sorted(enum, key=int)))
+                elif enum and key.endswith("_id") and not is_array and \
+                        isinstance(item, int) and item != 99:
+                    self._check_caption(value, key, enum[str(item)], path,
+                                        errors)
 
     def _check_value(self, v, typ, profiles, path, errors, gaps):
         if typ in self.objects:
@@ -201,11 +227,21 @@ class Schema:
             ok = isinstance(v, bool)
         else:
             ok = isinstance(v, str)
-            if ok and t.get("regex") and not re.match(t["regex"], v):
+            if ok and t.get("regex") and not re.fullmatch(t["regex"], v):
                 errors.append("%s: %r does not match %s's pattern"
                               % (path, v, typ))
         if not ok:
             errors.append("%s: %r is not a %s" % (path, v, typ))
+
+    @staticmethod
+    def _check_caption(record, key, entry, path, errors):
+        """The caption beside an id (severity_id: severity,
+        activity_id: activity_name) must be the enum value's."""
+        for name in (key[:-3], key[:-3] + "_name"):
+            if name in record and record[name] != entry["caption"]:
+                errors.append("%s%s: %r, but %s's caption is %r"
+                              % (path, name, record[name], key,
+                                 entry["caption"]))
 
     @staticmethod
     def _constraints(value, constraints, path, out):

@@ -121,14 +121,23 @@ class OcsfTest(EventsBase):
         lockout = by_type["lockout"]
         self.assertEqual((lockout["status_id"], lockout["action_id"],
                           lockout["disposition_id"]), (2, 2, 23))
-        self.assertEqual(lockout["user"]["uid"],
+        # The user is the backend's ref; the key, a user and address's,
+        # ties the key's events together.
+        self.assertEqual(lockout["user"], {"uid": REF})
+        self.assertEqual(lockout["metadata"]["correlation_uid"],
                          digest(self.secret, [("user", USER), ("ip", IP)]))
-        self.assertEqual(lockout["user"]["uid_alt"], REF)
         spray = by_type["password_spray"]
         self.assertEqual(spray["resources"][0]["uid"],
                          digest(self.secret, [("password_fp", SPRAYED)]))
         breached = by_type["breached_password_login"]
-        self.assertEqual(breached["evidences"][0]["user"]["uid_alt"], REF)
+        self.assertEqual(breached["evidences"][0]["user"]["uid"], REF)
+        self.assertEqual(breached["evidences"][0]["user"]["uid_alt"],
+                         digest(self.secret,
+                                [("user", "breached@example.com")]))
+        # A recovery with no ref names its user by the user's digest.
+        self.assertEqual(by_type["account_recovered"]["user"],
+                         {"uid": digest(self.secret,
+                                        [("user", "back@example.com")])})
         self.assertEqual(by_type["shield_raised"]["finding_info"]["uid"],
                          by_type["shield_lowered"]["finding_info"]["uid"])
         # The stream keeps our own events: the format is the webhooks'.

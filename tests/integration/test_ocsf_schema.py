@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The OCSF validator (ocsf_schema.py) itself: it passes a well-formed
 Authentication event and refuses each way one can be wrong, so that a
-pass in test_ocsf.py means something. No service here."""
+pass in test_ocsf.py means something. And every event type abuseguard
+raises, as tests/tools/ocsf_samples.c renders it with every field its
+type can carry, passes it: the types no integration test provokes (the
+breaker, the fleet, a journey) too. No service here."""
 import copy
+import json
+import os
+import subprocess
 import unittest
 
 from ocsf_schema import Schema
@@ -15,6 +21,8 @@ GOOD = {
     "class_uid": 3002, "category_uid": 3, "activity_id": 1,
     "type_uid": 300201, "time": 1796306531408, "severity_id": 3,
     "status_id": 2, "action_id": 2, "disposition_id": 23,
+    "class_name": "Authentication", "severity": "Medium",
+    "activity_name": "Logon", "status": "Failure",
     "user": {"uid": "3b5661d9eacbb9ec0256a25382a61b1e"},
     "service": {"name": "login"},
     "unmapped": {"type": "lockout"},
@@ -96,6 +104,43 @@ class OcsfSchemaTest(unittest.TestCase):
         self.assert_refused(with_value(GOOD, "category_uid", 2),
                             "category_uid")
         self.assert_refused(with_value(GOOD, "class_uid", 9999), "class_uid")
+
+    def test_a_caption_that_is_not_its_ids_is_refused(self):
+        for path, value in (("class_name", "Detection Finding"),
+                            ("activity_name", "Logoff"),
+                            ("status", "Success"), ("severity", "High"),
+                            ("category_name", "Findings")):
+            with self.subTest(path):
+                self.assert_refused(with_value(GOOD, path, value), path)
+        self.assert_refused(
+            with_value(GOOD, "metadata.profiles",
+                       ["security_control", "cloud"]), "cloud")
+
+    def test_every_event_type_renders_valid_ocsf(self):
+        samples = os.environ.get("AG_OCSF_SAMPLES")
+        self.assertTrue(samples, "AG_OCSF_SAMPLES names tests/tools/"
+                        "ocsf_samples (ctest sets it)")
+        out = subprocess.run([samples], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+        events = [json.loads(line) for line in out.splitlines()]
+        types = [e["unmapped"]["type"] for e in events]
+        self.assertEqual(len(types), len(set(types)))
+        self.assertGreaterEqual(len(types), 20)
+        for e in events:
+            with self.subTest(e["unmapped"]["type"]):
+                errors, gaps = self.schema.check(e)
+                self.assertEqual(errors, [], json.dumps(e))
+                for gap in gaps:
+                    self.assertIn("src_endpoint: needs at least one of",
+                                  gap)
+                # The backend's ref is the user where there is one; a
+                # lockout's key is no user's but the correlation.
+                self.assertEqual(e["metadata"]["correlation_uid"],
+                                 e["unmapped"]["key"])
+                for user in [e.get("user")] + [
+                        v.get("user") for v in e.get("evidences", [])]:
+                    if user:
+                        self.assertEqual(user["uid"], "u-4711")
 
     def test_a_class_constraint_is_checked(self):
         # Authentication needs a service or a dst_endpoint.

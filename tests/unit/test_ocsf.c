@@ -162,8 +162,11 @@ denied_and_challenged_logins_fail_with_their_disposition(void **state)
                 json_object_get(json_object_get(o, "metadata"), "profiles"),
                 0)),
             "security_control");
-        assert_string_equal(str_at(o, "user.uid"), DIGEST);
-        assert_string_equal(str_at(o, "user.uid_alt"), "u-hash-42");
+        /* The user is the backend's ref; the key (a user and address's,
+         * an address's: no user's) is what ties the key's events. */
+        assert_string_equal(str_at(o, "user.uid"), "u-hash-42");
+        assert_null(json_object_get(json_object_get(o, "user"), "uid_alt"));
+        assert_string_equal(str_at(o, "metadata.correlation_uid"), DIGEST);
         assert_string_equal(str_at(o, "service.name"), "login");
         assert_string_equal(str_at(o, "src_endpoint.location.country"), "DE");
         assert_int_equal(int_at(o, "src_endpoint.autonomous_system.number"),
@@ -235,8 +238,9 @@ static void a_logins_finding_names_its_user_as_evidence(void **state)
     memcpy(e.net.country, "FR", 3);
     json_t *ours, *o = rendered(&e, &ours);
     const json_t *ev = json_array_get(json_object_get(o, "evidences"), 0);
-    assert_string_equal(str_at(ev, "user.uid"), DIGEST);
-    assert_string_equal(str_at(ev, "user.uid_alt"), "u-hash-42");
+    /* A login's key is its user's digest: beside the ref. */
+    assert_string_equal(str_at(ev, "user.uid"), "u-hash-42");
+    assert_string_equal(str_at(ev, "user.uid_alt"), DIGEST);
     assert_string_equal(str_at(ev, "src_endpoint.location.country"), "FR");
     assert_int_equal(int_at(o, "disposition_id"), 15); /* Detected */
     assert_true(json_is_true(json_object_get(o, "is_alert")));
@@ -251,6 +255,14 @@ static void a_logins_finding_names_its_user_as_evidence(void **state)
     const json_t *r = json_array_get(json_object_get(o, "resources"), 0);
     assert_string_equal(str_at(r, "uid"), DIGEST);
     assert_string_equal(str_at(r, "type"), "login.password_spray");
+    json_decref(ours);
+    json_decref(o);
+    /* A lockout without a ref names no user it does not know. */
+    ag_event_init(&e, AG_EV_LOCKOUT);
+    snprintf(e.key, sizeof e.key, DIGEST);
+    o = rendered(&e, &ours);
+    assert_string_equal(str_at(o, "user.name"), "unknown");
+    assert_null(json_object_get(json_object_get(o, "user"), "uid"));
     json_decref(ours);
     json_decref(o);
 }
@@ -268,6 +280,11 @@ static void time_is_unix_milliseconds(void **state)
         {"2026-12-03T14:02:11Z", 1796306531000},
         {"not a time", 0},
         {"2026-12-03T14:02:11.408+01:00", 0},
+        {"2000-02-29T23:59:59.9Z", 951868799900},
+        {"2026-12-03T14:02:11.408", 0},  /* no zone */
+        {"2026-13-03T14:02:11.408Z", 0}, /* no 13th month */
+        {"2026-12-03T24:02:11.408Z", 0}, /* no hour 24 */
+        {"2026-12-03T14:02:11.Z", 0},    /* a point, no digit */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *ev = json_pack("{s:s,s:s,s:s}", "id", "x-1", "type", "reset",
