@@ -28,6 +28,7 @@ fi
 clang-format --dry-run -Werror service/*.c service/*.h \
     service/*/*.c service/*/*.h tests/unit/*.c \
     tests/integration/*.c tests/integration/*.h tests/vectors/*.c \
+    tests/tools/*.c \
     tests/vectors/*.h \
     tests/unit/*.h tests/fuzz/*.c
 python3 scripts/check_tree.py --self-test
@@ -41,12 +42,21 @@ cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DAG_TESTS=ON >/dev/null
 cmake --build build-release -j"$(nproc)" >/dev/null
 # The Debian packages of the container image, fetched into a local apt
 # repository that tests/integration/test_image.py builds the image from
-# offline; again only when the package's dependencies change.
-packaging/image.sh --fetch build-image-cache
+# offline; again only when the package's dependencies change. Fetched
+# while the sanitizer build compiles, which it barely slows.
+fetch_log=$(mktemp)
+packaging/image.sh --fetch build-image-cache >"$fetch_log" 2>&1 &
+fetch=$!
 
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug \
     -DAG_SANITIZE=address,undefined -DAG_TESTS=ON
 cmake --build build-test -j"$(nproc)"
+if ! wait "$fetch"; then
+    cat "$fetch_log" >&2
+    echo "packaging/image.sh --fetch failed" >&2
+    exit 1
+fi
+rm -f "$fetch_log"
 cd build-test
 # Refuse to pass on an empty suite (a missing test dependency).
 ctest -N | grep -q "Total Tests: [1-9]" || { echo "no tests found" >&2; exit 1; }
