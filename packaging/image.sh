@@ -47,8 +47,10 @@ state=/var/lib/abuseguard
 secrets=/run/secrets
 # Besides the Essential set and the package's Depends: the standalone
 # systemd-sysusers, which satisfies "systemd | systemd-sysusers" without
-# all of systemd (apt would take the first alternative).
-extra="systemd-standalone-sysusers"
+# all of systemd (apt would take the first alternative); and the CA
+# certificates, without which no https:// webhook and no rediss:// Redis
+# verifies.
+extra="systemd-standalone-sysusers ca-certificates"
 
 fetch="" repo="" deb="" build_dir="" tag=localhost/abuseguard tar=""
 make_deb=""
@@ -88,6 +90,8 @@ export SOURCE_DATE_EPOCH
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ag-image-XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# dash runs no EXIT trap on a signal: exit, which does.
+trap 'exit 130' INT TERM HUP
 
 # The .deb: given, or made with cpack from a Release build (a sanitizer
 # build refuses to package, see package.cmake).
@@ -152,7 +156,8 @@ if [ -n "$fetch" ]; then
     # packages and the .deb's dependencies. The same key, and the cache
     # is complete.
     key=$(printf '%s\n' "$suite" "$(dpkg --print-architecture)" "$extra" \
-        "$(dpkg-deb -f "$deb" Depends)" | sha256sum | cut -d' ' -f1)
+        "$(dpkg-deb -f "$deb" Depends)" "$(sed -n '/^strap()/,/^}/p' "$0")" |
+        sha256sum | cut -d' ' -f1)
     if [ -f "$fetch/Packages" ] && [ -f "$fetch/key" ] &&
             [ "$(cat "$fetch/key")" = "$key" ]; then
         echo "image.sh: $fetch is up to date" >&2
@@ -196,10 +201,17 @@ else
 fi
 out=${tar:-$work/rootfs.tar}
 # The postinst made two secrets; an image holds none (they come mounted),
-# so they go, with the apt configuration that names the mirror.
+# so they go, with the apt configuration that names the mirror, and the
+# build host's name and resolver, which mmdebstrap copies in, mode and
+# all (the runtime mounts its own over the empty file). No program keeps a set-id bit: nothing in the
+# image changes user.
 strap \
     --customize-hook='cd "$1/etc/abuseguard" && rm secret.key admin.token' \
-    --customize-hook='rm -f "$1/etc/apt/sources.list"' \
+    --customize-hook='rm -f "$1/etc/apt/sources.list" "$1/etc/hostname"' \
+    --customize-hook=': > "$1/etc/resolv.conf"' \
+    --customize-hook='chmod 0644 "$1/etc/resolv.conf"' \
+    --customize-hook='find "$1" -xdev -type f -perm /6000 \
+        -exec chmod ug-s {} +' \
     --customize-hook='find "$1/usr/share/doc" -mindepth 2 ! -type d \
         ! -name copyright -delete' \
     --customize-hook='sed -i /force-unsafe-io/d \

@@ -47,6 +47,9 @@ cmake --build build-release -j"$(nproc)" >/dev/null
 fetch_log=$(mktemp)
 packaging/image.sh --fetch build-image-cache >"$fetch_log" 2>&1 &
 fetch=$!
+# A failed build stops the fetch too, rather than leave it to race the
+# next run's.
+trap 'kill "$fetch" 2>/dev/null || true; rm -f "$fetch_log"' EXIT
 
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug \
     -DAG_SANITIZE=address,undefined -DAG_TESTS=ON
@@ -56,6 +59,7 @@ if ! wait "$fetch"; then
     echo "packaging/image.sh --fetch failed" >&2
     exit 1
 fi
+trap - EXIT
 rm -f "$fetch_log"
 cd build-test
 # Refuse to pass on an empty suite (a missing test dependency).

@@ -20,7 +20,6 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
 import urllib.request
 
@@ -98,7 +97,6 @@ class ImageTest(unittest.TestCase):
         cls.tar = os.path.join(cls.work, "rootfs.tar")
         cls.env = dict(os.environ, SOURCE_DATE_EPOCH=str(EPOCH),
                        PODMAN=" ".join(cls.podman), TMPDIR=cls.work)
-        started = time.monotonic()
         # One .deb for both builds of the root.
         deb = os.environ.get("AG_IMAGE_DEB") or checked(
             [SCRIPT, "--make-deb", os.path.join(cls.work, "deb")],
@@ -106,7 +104,6 @@ class ImageTest(unittest.TestCase):
         cls.args = [SCRIPT, "--repo", repo, "--deb", deb]
         out = checked(cls.args + ["--tar", cls.tar], env=cls.env,
                       timeout=480).stdout
-        cls.build_s = time.monotonic() - started
         cls.version = project_version()
         cls.assert_tag = "%s:%s" % (TAG, cls.version)
         if out.strip() != cls.assert_tag:
@@ -186,6 +183,21 @@ class ImageTest(unittest.TestCase):
         # dpkg's database stays, for image scanners.
         self.assertIn("Package: abuseguard\n",
                       self.member("/var/lib/dpkg/status"))
+        # Nothing of the build host: its name and resolver stay out.
+        self.assertNotIn("/etc/hostname", files)
+        self.assertEqual(self.member("/etc/resolv.conf"), "")
+        entry = checked(["tar", "-tvf", self.tar, "./etc/resolv.conf"],
+                        timeout=60).stdout
+        self.assertTrue(entry.startswith("-rw-r--r-- 0/0 "), entry)
+        # The CA certificates, for https:// webhooks and rediss://.
+        self.assertIn("BEGIN CERTIFICATE",
+                      self.member("/etc/ssl/certs/ca-certificates.crt"))
+        # No set-user or set-group id program.
+        listing = checked(["tar", "-tvf", self.tar],
+                          timeout=60).stdout.splitlines()
+        setid = [line for line in listing
+                 if line[0] == "-" and (line[3] in "sS" or line[6] in "sS")]
+        self.assertEqual(setid, [])
 
     def test_image_layer_is_the_tarball_made_from_the_epoch(self):
         self.assertEqual(self.image["RootFS"]["Layers"],
@@ -198,10 +210,23 @@ class ImageTest(unittest.TestCase):
         self.assertEqual(max(dates), "2026-01-01 00:00:00")
 
     def test_second_build_from_the_same_epoch_is_byte_identical(self):
-        # A second root from the same packages and epoch: the same bytes.
+        # A second root from the same packages and epoch: the same bytes,
+        # though built with no network at all (the repository is local)
+        # on a host of another name and resolver.
         again = os.path.join(self.work, "again.tar")
-        checked(self.args + ["--tar", again, "--no-import"], env=self.env,
-                timeout=480)
+        other = tempfile.mkdtemp(prefix="host-", dir=self.work)
+        hostname = os.path.join(other, "hostname")
+        resolv = os.path.join(other, "resolv.conf")
+        with open(hostname, "w") as f:
+            f.write("another-builder\n")
+        with open(resolv, "w") as f:
+            f.write("nameserver 192.0.2.53\n")
+        checked(["unshare", "--net", "--mount", "sh", "-c",
+                 'mount --bind "$1" /etc/hostname && '
+                 'mount --bind "$2" /etc/resolv.conf && shift 2 && '
+                 'exec "$@"', "sh", hostname, resolv,
+                 *self.args, "--tar", again, "--no-import"],
+                env=self.env, timeout=480)
         self.assertEqual(sha256_file(again), sha256_file(self.tar))
 
     def test_image_serves_checks_read_only_and_stops_gracefully(self):
@@ -255,9 +280,14 @@ class ImageTest(unittest.TestCase):
             with urllib.request.urlopen(req, timeout=10) as r:
                 return r.status, json.loads(r.read())
         # A fresh connection's first checks may outlast the short Redis
-        # timeout on a loaded machine (see test_package.exercise).
-        self.assertTrue(wait_until(lambda: "degraded" not in check(
-            "warm@example.org")[1], 20.0, 0.1), logs())
+        # timeout on a loaded machine (see test_package.exercise), or the
+        # answer its HTTP timeout: asked again until one is not degraded.
+        def warm():
+            try:
+                return "degraded" not in check("warm@example.org")[1]
+            except OSError:
+                return False
+        self.assertTrue(wait_until(warm, 20.0, 0.1), logs())
         code, answer = check("image@example.org")
         self.assertEqual(code, 200)
         self.assertTrue(answer["allowed"], answer)
@@ -274,11 +304,10 @@ class ImageTest(unittest.TestCase):
         self.assertIn("Read-only file system", r.stderr)
         self.assertEqual(os.stat(os.path.join(state, "policies.db")).st_uid,
                          UID)
-        # SIGTERM drains and exits 0, well before podman's SIGKILL.
-        started = time.monotonic()
+        # SIGTERM drains and exits 0 (podman's SIGKILL, STOP_S later,
+        # would make it 137).
         checked(self.podman + ["stop", "--time", str(STOP_S), name],
                 timeout=STOP_S + 30)
-        self.assertLess(time.monotonic() - started, STOP_S / 2)
         code = checked(self.podman + ["inspect", "--format",
                                       "{{.State.ExitCode}}", name]).stdout
         self.assertEqual(code.strip(), "0", logs())
