@@ -40,14 +40,16 @@ enum act {
 
 /* Activities that depend on the event's "change" are resolved in code
  * (activity 0 here). */
-static const struct {
+struct row {
     const char *type;
     enum cls cls;
     int activity; /* 0: from "change" */
     int severity; /* OCSF severity_id */
     enum act act;
     const char *title;
-} rows[] = {
+};
+
+static const struct row rows[] = {
     {"lockout", AUTHENTICATION, 1, 3, ENFORCED,
      "A policy began turning a key away"},
     {"block_escalated", AUTHENTICATION, 1, 4, ENFORCED,
@@ -86,13 +88,8 @@ static const struct {
 };
 
 /* A type this build does not know: told, not guessed at. */
-static const struct {
-    const char *type;
-    enum cls cls;
-    int activity, severity;
-    enum act act;
-    const char *title;
-} unknown_row = {NULL, FINDING, 1, 0, NONE, "An abuseguard event"};
+static const struct row unknown_row = {NULL, FINDING, 1,
+                                       0,    NONE,    "An abuseguard event"};
 
 static const char *const severities[] = {
     "Unknown", "Informational", "Low", "Medium", "High", "Critical",
@@ -353,20 +350,16 @@ json_t *ag_ocsf_event(const json_t *ev)
     if (!json_is_object(ev))
         return NULL;
     const char *type = str(ev, "type");
-    enum cls c = unknown_row.cls;
-    int activity = unknown_row.activity, severity = unknown_row.severity;
-    enum act act = unknown_row.act;
-    const char *title = unknown_row.title;
+    const struct row *row = &unknown_row;
     for (size_t i = 0; type && i < sizeof rows / sizeof rows[0]; i++)
-        if (strcmp(rows[i].type, type) == 0) {
-            c = rows[i].cls;
-            activity = rows[i].activity;
-            severity = rows[i].severity;
-            act = rows[i].act;
-            title = rows[i].title;
-        }
-    if (!activity)
-        activity = change_activity(str(ev, "change"));
+        if (strcmp(rows[i].type, type) == 0)
+            row = &rows[i];
+    enum cls c = row->cls;
+    int severity = row->severity;
+    enum act act = row->act;
+    const char *title = row->title;
+    int activity =
+        row->activity ? row->activity : change_activity(str(ev, "change"));
     json_t *o = json_object();
     json_t *meta = json_pack("{s:{s:s,s:s,s:s},s:s,s:s,s:s}", "product", "name",
                              "abuseguard", "vendor_name", "abuseguard",

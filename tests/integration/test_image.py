@@ -18,7 +18,6 @@ import os
 import re
 import secrets
 import shutil
-import subprocess
 import tempfile
 import unittest
 import urllib.request
@@ -26,6 +25,7 @@ import urllib.request
 import yaml
 
 from harness import BINARY, Redis, free_port, wait_until
+from test_package import checked, project_version, run
 
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(SOURCE, "packaging", "image.sh")
@@ -38,25 +38,6 @@ STATE = "/var/lib/abuseguard"
 SECRET = "/run/secrets/secret.key"
 # Beyond this, podman stop would have sent SIGKILL.
 STOP_S = 20
-
-
-def run(args, **kw):
-    kw.setdefault("timeout", 120)
-    return subprocess.run(args, capture_output=True, text=True, **kw)
-
-
-def checked(args, **kw):
-    r = run(args, **kw)
-    if r.returncode != 0:
-        raise AssertionError("%s exited %d:\n%s%s" % (
-            " ".join(args), r.returncode, r.stdout, r.stderr))
-    return r
-
-
-def project_version():
-    with open(os.path.join(SOURCE, "CMakeLists.txt")) as f:
-        m = re.search(r"project\(abuseguard VERSION ([0-9.]+)", f.read())
-    return m.group(1)
 
 
 def help_variables():
